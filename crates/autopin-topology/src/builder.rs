@@ -1,0 +1,248 @@
+//! Builds the object tree from loose objects by CPU-set inclusion, the way hwloc inserts
+//! objects: every source (sysfs, synthetic, hwloc XML) only says which objects exist and which
+//! CPUs each covers; nesting, NUMA attachment and logical numbering are decided here once.
+
+use crate::cpuset::CpuSet;
+use crate::model::*;
+use std::collections::BTreeMap;
+
+/// A NUMA node as a source sees it, before it is attached to the tree.
+#[derive(Debug, Clone)]
+pub struct NumaSpec {
+    pub os_index: u32,
+    /// CPUs local to the node; empty for memory-only nodes.
+    pub cpuset: CpuSet,
+    /// For memory-only nodes: CPUs of the initiators that access it best (from `access*/`
+    /// in sysfs), used to attach the node near them. Empty when unknown.
+    pub initiators: CpuSet,
+    pub memory: u64,
+    pub kind: Option<String>,
+    pub tier: Option<u32>,
+}
+
+#[derive(Default)]
+pub struct Builder {
+    objects: Vec<Object>,
+    numa: Vec<NumaSpec>,
+    /// PU OS index → attributes, for PUs added with [`Builder::add_pu`].
+    pub offline: CpuSet,
+    pub core_kinds: Vec<CoreKind>,
+    pub numa_distances: Option<BTreeMap<(u32, u32), u32>>,
+    pub info: BTreeMap<String, String>,
+}
+
+/// Nesting rank for objects that cover the same CPUs: lower goes higher in the tree.
+fn rank(o: &Object) -> (u8, i32, u8) {
+    match (&o.cache, o.ty) {
+        (Some(c), _) => (4, -(c.level as i32), if c.kind == CacheKind::Instruction { 1 } else { 0 }),
+        (None, ty) => (ty as u8, 0, 0),
+    }
+}
+
+impl Builder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add(&mut self, obj: Object) {
+        if obj.cpuset.is_empty() || obj.ty == ObjType::Machine {
+            return;
+        }
+        self.objects.push(obj);
+    }
+
+    pub fn add_pu(&mut self, os_index: u32, allowed: bool, kind: Option<usize>) {
+        let mut o = Object::new(ObjType::Pu, Some(os_index), CpuSet::from_cpus([os_index]));
+        o.pu = Some(PuAttr { allowed, online: true, kind });
+        self.objects.push(o);
+    }
+
+    pub fn add_numa(&mut self, spec: NumaSpec) {
+        self.numa.push(spec);
+    }
+
+    /// Nests the objects, attaches NUMA nodes and numbers everything.
+    pub fn build(mut self) -> Machine {
+        let all: CpuSet = self
+            .objects
+            .iter()
+            .filter(|o| o.ty == ObjType::Pu)
+            .fold(CpuSet::new(), |acc, o| acc.union(&o.cpuset));
+        self.drop_redundant(&all);
+        let mut objs = std::mem::take(&mut self.objects);
+        objs.sort_by(|a, b| {
+            b.cpuset
+                .len()
+                .cmp(&a.cpuset.len())
+                .then(rank(a).cmp(&rank(b)))
+                .then(a.cpuset.first().cmp(&b.cpuset.first()))
+                .then(a.os_index.cmp(&b.os_index))
+        });
+        let mut tree = vec![Object::new(ObjType::Machine, Some(0), all)];
+        for mut o in objs {
+            let parent = deepest_container(&tree, 0, &o.cpuset);
+            o.parent = Some(parent);
+            o.children.clear();
+            let id = tree.len();
+            tree.push(o);
+            tree[parent].children.push(id);
+        }
+        // Children in CPU order, as hwloc lists them.
+        for i in 0..tree.len() {
+            let mut ch = std::mem::take(&mut tree[i].children);
+            ch.sort_by_key(|&c| (tree[c].cpuset.first(), rank(&tree[c])));
+            tree[i].children = ch;
+        }
+
+        let mut specs = std::mem::take(&mut self.numa);
+        specs.sort_by_key(|s| s.os_index);
+        let mut attach: Vec<(NumaSpec, ObjId)> = Vec::new();
+        for spec in specs {
+            let target = if !spec.cpuset.is_empty() {
+                spec.cpuset.clone()
+            } else {
+                spec.initiators.clone()
+            };
+            let at = if target.is_empty() || !target.is_subset(&tree[0].cpuset) {
+                0
+            } else {
+                attach_point(&mut tree, &target)
+            };
+            attach.push((spec, at));
+        }
+
+        // Logical indexes in depth-first order, per type (and per cache level and kind).
+        let mut counters: BTreeMap<(ObjType, u8, u8), u32> = BTreeMap::new();
+        let mut order = Vec::new();
+        dfs(&tree, 0, &mut order);
+        for &id in &order {
+            let key = match &tree[id].cache {
+                Some(c) => (ObjType::Cache, c.level, c.kind as u8),
+                None => (tree[id].ty, 0, 0),
+            };
+            let n = counters.entry(key).or_insert(0);
+            tree[id].logical_index = *n;
+            *n += 1;
+        }
+        // NUMA nodes numbered in the order of the objects they attach to.
+        let pos: BTreeMap<ObjId, usize> = order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+        attach.sort_by_key(|(s, at)| (pos[at], s.os_index));
+        let mut numa_nodes = Vec::new();
+        for (i, (spec, at)) in attach.into_iter().enumerate() {
+            tree[at].numa.push(i);
+            numa_nodes.push(NumaNode {
+                os_index: spec.os_index,
+                logical_index: i as u32,
+                cpuset: spec.cpuset,
+                memory: spec.memory,
+                attached_to: at,
+                kind: spec.kind,
+                tier: spec.tier,
+            });
+        }
+        let numa_distances = self.numa_distances.as_ref().map(|d| {
+            numa_nodes
+                .iter()
+                .map(|a| {
+                    numa_nodes
+                        .iter()
+                        .map(|b| d.get(&(a.os_index, b.os_index)).copied().unwrap_or(0))
+                        .collect()
+                })
+                .collect()
+        });
+        let mut m = Machine {
+            objects: tree,
+            numa_nodes,
+            numa_distances,
+            offline: self.offline,
+            core_kinds: self.core_kinds,
+            measurements: Measurements::default(),
+            info: self.info,
+        };
+        m.objects[0].info.extend(m.info.iter().map(|(k, v)| (k.clone(), v.clone())).filter(|(k, _)| k != "source"));
+        m
+    }
+
+    /// Removes objects that would only repeat another: duplicates of the same type and CPUs,
+    /// dies that equal their package, and groups equal to any other object.
+    fn drop_redundant(&mut self, all: &CpuSet) {
+        let mut keep = vec![true; self.objects.len()];
+        for i in 0..self.objects.len() {
+            let a = &self.objects[i];
+            if a.ty == ObjType::Group && a.cpuset == *all {
+                keep[i] = false;
+                continue;
+            }
+            for j in 0..self.objects.len() {
+                if i == j || !keep[j] {
+                    continue;
+                }
+                let b = &self.objects[j];
+                if a.cpuset != b.cpuset {
+                    continue;
+                }
+                let same_kind = a.ty == b.ty && a.cache.as_ref().map(|c| (c.level, c.kind)) == b.cache.as_ref().map(|c| (c.level, c.kind));
+                let redundant = (same_kind && j < i)
+                    || (a.ty == ObjType::Die && b.ty == ObjType::Package)
+                    || (a.ty == ObjType::Group && b.ty != ObjType::Group);
+                if redundant {
+                    keep[i] = false;
+                    break;
+                }
+            }
+        }
+        let mut k = keep.into_iter();
+        self.objects.retain(|_| k.next().unwrap_or(true));
+    }
+}
+
+fn deepest_container(tree: &[Object], start: ObjId, set: &CpuSet) -> ObjId {
+    let mut at = start;
+    'descend: loop {
+        for &c in &tree[at].children {
+            if set.is_subset(&tree[c].cpuset) {
+                at = c;
+                continue 'descend;
+            }
+        }
+        return at;
+    }
+}
+
+/// The highest object covering exactly `set`; when none does, a Group is inserted for it
+/// under the deepest object containing it.
+fn attach_point(tree: &mut Vec<Object>, set: &CpuSet) -> ObjId {
+    let mut at = 0;
+    loop {
+        if tree[at].cpuset == *set {
+            return at;
+        }
+        match tree[at].children.iter().copied().find(|&c| set.is_subset(&tree[c].cpuset)) {
+            Some(c) => at = c,
+            None => break,
+        }
+    }
+    let id = tree.len();
+    let mut g = Object::new(ObjType::Group, None, set.clone());
+    g.parent = Some(at);
+    let (inside, outside): (Vec<ObjId>, Vec<ObjId>) =
+        tree[at].children.iter().copied().partition(|&c| tree[c].cpuset.is_subset(set));
+    g.children = inside.clone();
+    tree.push(g);
+    for c in inside {
+        tree[c].parent = Some(id);
+    }
+    let mut ch = outside;
+    ch.push(id);
+    ch.sort_by_key(|&c| tree[c].cpuset.first());
+    tree[at].children = ch;
+    id
+}
+
+fn dfs(tree: &[Object], id: ObjId, out: &mut Vec<ObjId>) {
+    out.push(id);
+    for &c in &tree[id].children {
+        dfs(tree, c, out);
+    }
+}

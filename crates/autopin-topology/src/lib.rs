@@ -1,0 +1,17 @@
+//! The machine model and where it comes from.
+//!
+//! One tree of objects as in hwloc (see [`model`]); sources in [`source`] read it from Linux
+//! sysfs, a synthetic spec, a JSON file or hwloc XML; views in [`view`] show it.
+
+pub mod builder;
+pub mod cpuset;
+pub mod error;
+pub mod machine;
+pub mod model;
+pub mod source;
+pub mod view;
+
+pub use cpuset::{CpuListError, CpuSet};
+pub use error::{Result, TopologyError};
+pub use machine::FlatPu;
+pub use model::*;

@@ -1,0 +1,248 @@
+//! Questions asked of a [`Machine`]: walking the tree, finding PUs, the flat per-PU view.
+
+use crate::cpuset::CpuSet;
+use crate::model::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One PU as the flat JSON view (`pus`) shows it; ids are unique per object (its `ObjId`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlatPu {
+    pub os: u32,
+    pub allowed: bool,
+    pub online: bool,
+    pub core: Option<usize>,
+    pub package: Option<usize>,
+    pub die: Option<usize>,
+    pub numa: Vec<u32>,
+    pub caches: BTreeMap<String, usize>,
+    pub kind: Option<usize>,
+}
+
+impl Machine {
+    pub fn root(&self) -> &Object {
+        &self.objects[0]
+    }
+
+    pub fn obj(&self, id: ObjId) -> &Object {
+        &self.objects[id]
+    }
+
+    /// Ids of all objects in depth-first order.
+    pub fn dfs_order(&self) -> Vec<ObjId> {
+        let mut out = Vec::with_capacity(self.objects.len());
+        let mut stack = vec![0];
+        while let Some(id) = stack.pop() {
+            out.push(id);
+            stack.extend(self.objects[id].children.iter().rev());
+        }
+        out
+    }
+
+    /// Ids of objects of a type, in logical order.
+    pub fn objects_of(&self, ty: ObjType) -> Vec<ObjId> {
+        let mut v: Vec<ObjId> = (0..self.objects.len()).filter(|&i| self.objects[i].ty == ty).collect();
+        v.sort_by_key(|&i| self.objects[i].logical_index);
+        v
+    }
+
+    /// Data or unified caches of a level, in logical order.
+    pub fn caches_of_level(&self, level: u8) -> Vec<ObjId> {
+        let mut v: Vec<ObjId> = (0..self.objects.len()).filter(|&i| self.objects[i].is_cache_level(level)).collect();
+        v.sort_by_key(|&i| self.objects[i].logical_index);
+        v
+    }
+
+    /// The highest cache level present (the last-level cache), if any.
+    pub fn llc_level(&self) -> Option<u8> {
+        self.objects
+            .iter()
+            .filter_map(|o| o.cache.as_ref())
+            .filter(|c| c.kind != CacheKind::Instruction)
+            .map(|c| c.level)
+            .max()
+    }
+
+    /// PU ids in logical order (hwloc's `L#`): cores' threads are adjacent.
+    pub fn pus(&self) -> Vec<ObjId> {
+        self.objects_of(ObjType::Pu)
+    }
+
+    pub fn pu_by_os(&self, os: u32) -> Option<ObjId> {
+        self.objects.iter().position(|o| o.ty == ObjType::Pu && o.os_index == Some(os))
+    }
+
+    /// The closest ancestor (not the object itself) matching `pred`.
+    pub fn ancestor(&self, id: ObjId, pred: impl Fn(&Object) -> bool) -> Option<ObjId> {
+        let mut at = self.objects[id].parent;
+        while let Some(p) = at {
+            if pred(&self.objects[p]) {
+                return Some(p);
+            }
+            at = self.objects[p].parent;
+        }
+        None
+    }
+
+    pub fn ancestor_of_type(&self, id: ObjId, ty: ObjType) -> Option<ObjId> {
+        self.ancestor(id, |o| o.ty == ty)
+    }
+
+    /// All online PUs in the tree.
+    pub fn online_cpuset(&self) -> CpuSet {
+        self.objects[0].cpuset.clone()
+    }
+
+    /// PUs we may run on (online, in our affinity mask and cgroup cpuset).
+    pub fn allowed_cpuset(&self) -> CpuSet {
+        self.objects
+            .iter()
+            .filter(|o| o.pu.as_ref().is_some_and(|p| p.allowed))
+            .filter_map(|o| o.os_index)
+            .collect()
+    }
+
+    /// OS indexes of the NUMA nodes whose memory is local to this object (attached to it or
+    /// to one of its ancestors).
+    pub fn numa_of(&self, id: ObjId) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut at = Some(id);
+        while let Some(a) = at {
+            out.extend(self.objects[a].numa.iter().map(|&n| self.numa_nodes[n].os_index));
+            at = self.objects[a].parent;
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// The flat per-PU view used by tools and tests. Offline PUs come last with
+    /// `online: false, allowed: false`.
+    pub fn flat_pus(&self) -> Vec<FlatPu> {
+        let mut out = Vec::new();
+        for id in self.pus() {
+            let o = &self.objects[id];
+            let mut caches = BTreeMap::new();
+            let mut at = o.parent;
+            while let Some(a) = at {
+                if let Some(c) = &self.objects[a].cache {
+                    caches.entry(c.label()).or_insert(a);
+                }
+                at = self.objects[a].parent;
+            }
+            let pu = o.pu.clone().unwrap_or(PuAttr { allowed: true, online: true, kind: None });
+            out.push(FlatPu {
+                os: o.os_index.unwrap_or(0),
+                allowed: pu.allowed,
+                online: pu.online,
+                core: self.ancestor_of_type(id, ObjType::Core),
+                package: self.ancestor_of_type(id, ObjType::Package),
+                die: self.ancestor_of_type(id, ObjType::Die),
+                numa: self.numa_of(id),
+                caches,
+                kind: pu.kind,
+            });
+        }
+        for os in self.offline.iter() {
+            out.push(FlatPu {
+                os,
+                allowed: false,
+                online: false,
+                core: None,
+                package: None,
+                die: None,
+                numa: Vec::new(),
+                caches: BTreeMap::new(),
+                kind: None,
+            });
+        }
+        out
+    }
+
+    /// One line per level: how many of each object there are, and how many PUs are allowed.
+    pub fn summary_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let count = |ty| self.objects.iter().filter(|o| o.ty == ty).count();
+        lines.push(format!("Packages: {}", count(ObjType::Package)));
+        if count(ObjType::Die) > 0 {
+            lines.push(format!("Dies: {}", count(ObjType::Die)));
+        }
+        if count(ObjType::Group) > 0 {
+            lines.push(format!("Groups: {}", count(ObjType::Group)));
+        }
+        lines.push(format!("NUMA nodes: {}", self.numa_nodes.len()));
+        let mut levels: Vec<(u8, CacheKind, String)> = self
+            .objects
+            .iter()
+            .filter_map(|o| o.cache.as_ref().map(|c| (c.level, c.kind, c.label())))
+            .collect();
+        levels.sort();
+        levels.dedup();
+        for (level, kind, label) in levels {
+            let n = self
+                .objects
+                .iter()
+                .filter(|o| o.cache.as_ref().is_some_and(|c| c.level == level && c.kind == kind))
+                .count();
+            lines.push(format!("{label} caches: {n}"));
+        }
+        lines.push(format!("Cores: {}", count(ObjType::Core)));
+        let pus = count(ObjType::Pu);
+        let allowed = self.allowed_cpuset();
+        lines.push(format!(
+            "PUs: {} online ({}), {} allowed ({}), {} offline{}",
+            pus,
+            self.online_cpuset(),
+            allowed.len(),
+            allowed,
+            self.offline.len(),
+            if self.offline.is_empty() { String::new() } else { format!(" ({})", self.offline) }
+        ));
+        if !self.core_kinds.is_empty() {
+            let kinds: Vec<String> =
+                self.core_kinds.iter().map(|k| format!("{} ({})", k.name, k.cpuset)).collect();
+            lines.push(format!("Core kinds: {}", kinds.join(", ")));
+        }
+        lines
+    }
+
+    /// Checks the tree's invariants; sources call this before handing a model out, so a
+    /// hand-edited JSON file cannot produce a model that later code would trip over.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.objects.is_empty() || self.objects[0].ty != ObjType::Machine {
+            return Err("the first object must be the Machine".into());
+        }
+        for (i, o) in self.objects.iter().enumerate() {
+            for &c in &o.children {
+                let child = self.objects.get(c).ok_or_else(|| format!("object {i} has a child {c} that does not exist"))?;
+                if child.parent != Some(i) {
+                    return Err(format!("object {c} is a child of {i} but names another parent"));
+                }
+                if !child.cpuset.is_subset(&o.cpuset) {
+                    return Err(format!("object {c} covers CPUs outside its parent {i}"));
+                }
+            }
+            if i > 0 && o.parent.is_none() {
+                return Err(format!("object {i} has no parent"));
+            }
+            if o.ty == ObjType::Pu && (o.cpuset.len() != 1 || o.os_index.is_none()) {
+                return Err(format!("PU object {i} must cover exactly its own CPU"));
+            }
+            for &n in &o.numa {
+                if n >= self.numa_nodes.len() {
+                    return Err(format!("object {i} names NUMA node {n}, which does not exist"));
+                }
+            }
+        }
+        if let Some(d) = &self.numa_distances {
+            if d.len() != self.numa_nodes.len() || d.iter().any(|r| r.len() != self.numa_nodes.len()) {
+                return Err("the NUMA distance matrix does not match the number of nodes".into());
+            }
+        }
+        for n in &self.numa_nodes {
+            if n.attached_to >= self.objects.len() {
+                return Err(format!("NUMA node {} is attached to an object that does not exist", n.os_index));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,235 @@
+//! The machine model: one tree of objects, as in hwloc — Machine → Package → Die → Group →
+//! caches → Core → PU — with NUMA nodes attached where their memory is local, plus the
+//! measurements that hang off the same model.
+
+use crate::cpuset::CpuSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Index of an object in [`Machine::objects`].
+pub type ObjId = usize;
+
+/// The kinds of objects in the tree, from the root down. The order is the nesting order used
+/// when two objects cover the same CPUs (a package is drawn above an L3 that spans it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ObjType {
+    Machine,
+    Package,
+    Die,
+    Group,
+    Cache,
+    Core,
+    Pu,
+}
+
+impl ObjType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjType::Machine => "Machine",
+            ObjType::Package => "Package",
+            ObjType::Die => "Die",
+            ObjType::Group => "Group",
+            ObjType::Cache => "Cache",
+            ObjType::Core => "Core",
+            ObjType::Pu => "PU",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum CacheKind {
+    Data,
+    Instruction,
+    Unified,
+}
+
+/// Attributes of a cache object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheAttr {
+    pub level: u8,
+    pub kind: CacheKind,
+    /// Size in bytes; 0 when unknown.
+    pub size: u64,
+    /// Line size in bytes; 0 when unknown.
+    pub line_size: u32,
+    /// Associativity; `None` when unknown, `Some(0)` for fully associative.
+    pub ways: Option<u32>,
+}
+
+impl CacheAttr {
+    /// The short name used in views and the flat JSON: `L1d`, `L1i`, `L2`, `L3`, ...
+    pub fn label(&self) -> String {
+        match (self.level, self.kind) {
+            (l, CacheKind::Data) if l == 1 => "L1d".to_string(),
+            (l, CacheKind::Instruction) => format!("L{l}i"),
+            (l, _) => format!("L{l}"),
+        }
+    }
+}
+
+/// Attributes only a PU (hardware thread) has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PuAttr {
+    /// Inside the process affinity mask and the cgroup cpuset.
+    pub allowed: bool,
+    /// Online PUs are the only ones in the tree; offline ones are listed in `Machine::offline`.
+    pub online: bool,
+    /// Index into `Machine::core_kinds` on hybrid CPUs.
+    pub kind: Option<usize>,
+}
+
+/// One node of the tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Object {
+    pub ty: ObjType,
+    /// The OS index (physical id) where Linux has one.
+    pub os_index: Option<u32>,
+    /// Position among the objects of the same type (and, for caches, same level and kind),
+    /// in depth-first order.
+    pub logical_index: u32,
+    pub cpuset: CpuSet,
+    pub parent: Option<ObjId>,
+    pub children: Vec<ObjId>,
+    /// NUMA nodes (indexes into `Machine::numa_nodes`) whose memory is local to this object.
+    #[serde(default)]
+    pub numa: Vec<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheAttr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pu: Option<PuAttr>,
+    /// Free-form attributes (`CPUModel`, group kind `Cluster`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub info: BTreeMap<String, String>,
+}
+
+impl Object {
+    pub fn new(ty: ObjType, os_index: Option<u32>, cpuset: CpuSet) -> Self {
+        Object {
+            ty,
+            os_index,
+            logical_index: 0,
+            cpuset,
+            parent: None,
+            children: Vec::new(),
+            numa: Vec::new(),
+            cache: None,
+            pu: None,
+            info: BTreeMap::new(),
+        }
+    }
+
+    /// `Package`, `L3`, `L1d`, `Core`, `PU`, `Group(Cluster)`...
+    pub fn type_label(&self) -> String {
+        match (&self.cache, self.ty) {
+            (Some(c), _) => c.label(),
+            (None, ObjType::Group) => match self.info.get("kind") {
+                Some(k) => format!("Group({k})"),
+                None => "Group".to_string(),
+            },
+            (None, ty) => ty.name().to_string(),
+        }
+    }
+
+    pub fn is_cache_level(&self, level: u8) -> bool {
+        self.cache.as_ref().is_some_and(|c| c.level == level && c.kind != CacheKind::Instruction)
+    }
+}
+
+/// A NUMA node: memory local to a set of CPUs (empty for memory-only nodes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumaNode {
+    pub os_index: u32,
+    pub logical_index: u32,
+    /// CPUs this memory is local to.
+    pub cpuset: CpuSet,
+    /// Local memory in bytes (0 when unknown).
+    pub memory: u64,
+    /// Object the node is attached to in the tree.
+    pub attached_to: ObjId,
+    /// Memory kind where Linux tells it (`DRAM`, `HBM`, `NVM`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Memory tier (lower is faster) where Linux tells it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<u32>,
+}
+
+/// A kind of core on hybrid CPUs, ordered from least to most performant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoreKind {
+    /// `IntelAtom`, `IntelCore`, or `capacity=N` / `max_freq=N` when inferred.
+    pub name: String,
+    pub cpuset: CpuSet,
+    /// Higher is more performant (hwloc's efficiency rank).
+    pub efficiency: u32,
+}
+
+/// One-way core-to-core latencies measured or read from a file, in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyTable {
+    /// OS indexes of the rows/columns.
+    pub cpus: Vec<u32>,
+    /// `ns[i][j]`: latency from `cpus[i]` to `cpus[j]`; NaN-free, diagonal 0.
+    pub ns: Vec<Vec<f64>>,
+    /// Where the numbers came from (`measured`, a file name).
+    pub source: String,
+}
+
+impl LatencyTable {
+    pub fn get(&self, a: u32, b: u32) -> Option<f64> {
+        let i = self.cpus.iter().position(|&c| c == a)?;
+        let j = self.cpus.iter().position(|&c| c == b)?;
+        Some(self.ns[i][j])
+    }
+}
+
+/// Memory latency and bandwidth of one NUMA node seen from one CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryMeasurement {
+    /// OS index of the NUMA node whose memory was used.
+    pub node: u32,
+    /// CPU the (first) measuring thread ran on.
+    pub from_cpu: u32,
+    pub latency_ns: Option<f64>,
+    /// Read bandwidth of one thread, GB/s.
+    pub read_gbs_single: Option<f64>,
+    /// Write bandwidth of one thread, GB/s.
+    pub write_gbs_single: Option<f64>,
+    /// Read bandwidth of all threads of the measuring package/node, GB/s.
+    pub read_gbs_all: Option<f64>,
+    /// Write bandwidth of all threads of the measuring package/node, GB/s.
+    pub write_gbs_all: Option<f64>,
+}
+
+/// Data measured on the machine rather than read from the OS.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measurements {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyTable>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemoryMeasurement>,
+    /// Power per package in watts where measured (for the POWER policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_watts: Option<BTreeMap<u32, f64>>,
+}
+
+/// The whole machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// `objects[0]` is the Machine root.
+    pub objects: Vec<Object>,
+    pub numa_nodes: Vec<NumaNode>,
+    /// `distances[i][j]` between `numa_nodes[i]` and `numa_nodes[j]` (ACPI SLIT values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_distances: Option<Vec<Vec<u32>>>,
+    /// PUs that exist but are offline (not in the tree).
+    #[serde(default)]
+    pub offline: CpuSet,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub core_kinds: Vec<CoreKind>,
+    #[serde(default)]
+    pub measurements: Measurements,
+    /// Where the model came from (`sysfs:/`, `synthetic:...`, a file) and machine-wide facts.
+    #[serde(default)]
+    pub info: BTreeMap<String, String>,
+}

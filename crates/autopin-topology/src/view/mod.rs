@@ -1,0 +1,3 @@
+//! Ways to show a machine.
+
+pub mod tree;

@@ -1,0 +1,114 @@
+//! The text tree, in the manner of `lstopo-no-graphics`.
+
+use crate::model::*;
+use std::fmt::Write;
+
+/// Human-readable byte size the way lstopo prints it (KiB/MiB/GiB).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes;
+    let mut u = 0;
+    // lstopo's rule: move to the next unit once there are at least ten of it.
+    while v >= 10 * 1024 && u < UNITS.len() - 1 {
+        v /= 1024;
+        u += 1;
+    }
+    format!("{v}{}", UNITS[u])
+}
+
+/// One object's line: `L3 L#0 (8MiB)`, `Core L#1 (P#1)`, `PU L#3 (P#3)`.
+pub fn object_label(m: &Machine, o: &Object) -> String {
+    let mut s = format!("{} L#{}", o.type_label(), o.logical_index);
+    let mut attrs = Vec::new();
+    if let (Some(os), false) = (o.os_index, o.ty == ObjType::Cache || o.ty == ObjType::Group) {
+        attrs.push(format!("P#{os}"));
+    }
+    if let Some(c) = &o.cache {
+        if c.size > 0 {
+            attrs.push(human_size(c.size));
+        }
+    }
+    if let Some(model) = o.info.get("CPUModel") {
+        attrs.push(format!("\"{model}\""));
+    }
+    if let Some(p) = &o.pu {
+        if !p.allowed {
+            attrs.push("disallowed".into());
+        }
+        if let Some(k) = p.kind.and_then(|k| m.core_kinds.get(k)) {
+            attrs.push(format!("kind={}", k.name));
+        }
+    }
+    if !attrs.is_empty() {
+        let _ = write!(s, " ({})", attrs.join(" "));
+    }
+    s
+}
+
+fn numa_label(n: &NumaNode) -> String {
+    let mut attrs = vec![format!("P#{}", n.os_index)];
+    if n.memory > 0 {
+        attrs.push(human_size(n.memory));
+    }
+    if let Some(t) = n.tier {
+        attrs.push(format!("tier={t}"));
+    }
+    let kind = n.kind.as_ref().map(|k| format!("({k})")).unwrap_or_default();
+    format!("NUMANode{kind} L#{} ({})", n.logical_index, attrs.join(" "))
+}
+
+pub fn render(m: &Machine) -> String {
+    let mut out = String::new();
+    let total: u64 = m.numa_nodes.iter().map(|n| n.memory).sum();
+    let root_attrs = if total > 0 { format!(" (total={})", human_size(total)) } else { String::new() };
+    let _ = writeln!(out, "Machine{root_attrs}");
+    walk(m, 0, 0, &mut out);
+    for line in m.summary_lines() {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(d) = &m.numa_distances {
+        if m.numa_nodes.len() > 1 {
+            let _ = writeln!(out, "NUMA distances (by OS index):");
+            let head: Vec<String> = m.numa_nodes.iter().map(|n| format!("{:>4}", n.os_index)).collect();
+            let _ = writeln!(out, "     {}", head.join(""));
+            for (i, row) in d.iter().enumerate() {
+                let cells: Vec<String> = row.iter().map(|v| format!("{v:>4}")).collect();
+                let _ = writeln!(out, "{:>4} {}", m.numa_nodes[i].os_index, cells.join(""));
+            }
+        }
+    }
+    out
+}
+
+fn walk(m: &Machine, id: ObjId, depth: usize, out: &mut String) {
+    let o = &m.objects[id];
+    let indent = "  ".repeat(depth + 1);
+    for &n in &o.numa {
+        let _ = writeln!(out, "{indent}{}", numa_label(&m.numa_nodes[n]));
+    }
+    for &c in &o.children {
+        let _ = writeln!(out, "{indent}{}", object_label(m, &m.objects[c]));
+        walk(m, c, depth + 1, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(human_size(32 * 1024), "32KiB");
+        assert_eq!(human_size(8 << 20), "8192KiB");
+        assert_eq!(human_size(16 << 20), "16MiB");
+        assert_eq!(human_size(1280 * 1024), "1280KiB");
+        assert_eq!(human_size(512), "512B");
+    }
+
+    #[test]
+    fn tree_nests_synthetic() {
+        let m = crate::source::synthetic::parse("package:1 l2:2 core:1 pu:2").unwrap();
+        let t = render(&m);
+        assert!(t.contains("  Package L#0 (P#0)\n    L2 L#0\n      Core L#0 (P#0)\n        PU L#0 (P#0)\n"), "{t}");
+    }
+}

@@ -1,0 +1,38 @@
+//! How a subcommand fails, and which exit code that becomes.
+
+use std::fmt;
+
+/// A failure of an autopin subcommand. `Usage` covers every bad input (arguments, files,
+/// expressions) and exits with 2; `Internal` is autopin's own failure and exits with 1.
+#[derive(Debug)]
+pub enum CliError {
+    Usage(String),
+    Internal(String),
+}
+
+impl CliError {
+    pub fn usage(msg: impl Into<String>) -> Self {
+        CliError::Usage(msg.into())
+    }
+    pub fn internal(msg: impl Into<String>) -> Self {
+        CliError::Internal(msg.into())
+    }
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Internal(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Usage(m) | CliError::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
+/// What a subcommand returns: the process exit code on success (the target's own status for
+/// `run` and `pin`), or an error to print.
+pub type CmdResult = Result<i32, CliError>;

@@ -1,0 +1,52 @@
+//! The machine-source options every machine-aware subcommand shares, so any command can be
+//! tried on any real or imagined machine.
+
+use crate::error::CliError;
+use autopin_topology::Machine;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct MachineArgs {
+    /// Read Linux sysfs/procfs below this directory instead of / (e.g. an hwloc dump)
+    #[arg(long, value_name = "DIR", global = true)]
+    pub sysfs_root: Option<PathBuf>,
+    /// Use a synthetic machine, e.g. "package:2 l3:1 core:4 pu:2"
+    #[arg(long, value_name = "SPEC", global = true)]
+    pub synthetic: Option<String>,
+    /// Load a machine from `autopin topology --format json` output or hwloc XML (`lstopo --of xml`)
+    #[arg(long, value_name = "FILE", global = true)]
+    pub load: Option<PathBuf>,
+    /// Infer the machine from a core-to-core latency matrix (CSV) or an MCTOP .mct file
+    #[arg(long, value_name = "FILE", global = true)]
+    pub from_latency: Option<PathBuf>,
+}
+
+impl MachineArgs {
+    /// True when the machine is the one we run on (so pinning and measuring make sense).
+    pub fn is_live(&self) -> bool {
+        self.sysfs_root.is_none() && self.synthetic.is_none() && self.load.is_none() && self.from_latency.is_none()
+    }
+
+    pub fn load(&self) -> Result<Machine, CliError> {
+        let given = [self.sysfs_root.is_some(), self.synthetic.is_some(), self.load.is_some(), self.from_latency.is_some()]
+            .iter()
+            .filter(|b| **b)
+            .count();
+        if given > 1 {
+            return Err(CliError::usage(
+                "choose one machine source: --sysfs-root, --synthetic, --load or --from-latency",
+            ));
+        }
+        let result = if let Some(spec) = &self.synthetic {
+            autopin_topology::source::synthetic::parse(spec)
+        } else if let Some(path) = &self.load {
+            autopin_topology::source::load_file(path)
+        } else if let Some(path) = &self.from_latency {
+            return autopin_latency::load_machine(path).map_err(|e| CliError::usage(e.to_string()));
+        } else {
+            let root = self.sysfs_root.clone().unwrap_or_else(|| PathBuf::from("/"));
+            autopin_topology::source::sysfs::read(&root)
+        };
+        result.map_err(|e| CliError::usage(e.to_string()))
+    }
+}

@@ -1,0 +1,68 @@
+//! The `autopin` command line: parses arguments and hands each subcommand to its module.
+//! Every module under `cmd/` owns its own `Args` and `run`; this file only dispatches.
+
+mod cmd;
+mod error;
+mod machine_args;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "autopin", version, about = "Find and apply the best thread-to-core pinning", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show the machine's topology (tree, boxes, json, dot, svg)
+    Topology(cmd::topology::Args),
+    /// Print the CPU list a likwid-style pin expression selects, in thread order
+    Cpus(cmd::cpus::Args),
+    /// Place N threads with a named policy and print the mapping
+    Place(cmd::place::Args),
+    /// List the distinct candidate pinnings for N threads
+    Candidates(cmd::candidates::Args),
+    /// Run a program with its threads pinned at birth
+    Pin(cmd::pin::Args),
+    /// Run a program, probe candidate pinnings with counters, keep the best
+    Run(cmd::run::Args),
+    /// Attach to a running process, probe candidate pinnings, keep the best
+    Attach(cmd::attach::Args),
+    /// Draw or summarize a report written by `autopin run --report`
+    Report(cmd::report::Args),
+    /// Measure the machine: core-to-core latency, memory latency and bandwidth
+    Measure(cmd::measure::Args),
+    /// Run a program many times under several strategies and compare them statistically
+    Compare(cmd::compare::Args),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version with exit 0 and usage errors with exit 2.
+            e.exit();
+        }
+    };
+    let result = match cli.command {
+        Command::Topology(a) => cmd::topology::run(a),
+        Command::Cpus(a) => cmd::cpus::run(a),
+        Command::Place(a) => cmd::place::run(a),
+        Command::Candidates(a) => cmd::candidates::run(a),
+        Command::Pin(a) => cmd::pin::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Attach(a) => cmd::attach::run(a),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Measure(a) => cmd::measure::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("autopin: error: {e}");
+            std::process::exit(e.exit_code());
+        }
+    }
+}
