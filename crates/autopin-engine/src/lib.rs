@@ -1,1 +1,3 @@
-//! autopin-engine
+//! Running the optimization: targets, thread tracking, pinning, strategies, reports.
+
+pub mod target;

@@ -1,3 +1,6 @@
 //! Ways to show a machine.
 
+pub mod boxes;
+pub mod dot;
+pub mod svg;
 pub mod tree;

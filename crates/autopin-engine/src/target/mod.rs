@@ -1,0 +1,1 @@
+//! Launching or attaching to the target program and tracking its threads.

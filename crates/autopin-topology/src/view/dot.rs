@@ -1,0 +1,7 @@
+//! dot view.
+
+use crate::model::Machine;
+
+pub fn render(_m: &Machine) -> String {
+    String::new()
+}
