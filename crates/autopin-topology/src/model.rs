@@ -57,12 +57,13 @@ pub struct CacheAttr {
 }
 
 impl CacheAttr {
-    /// The short name used in views and the flat JSON: `L1d`, `L1i`, `L2`, `L3`, ...
+    /// The short name used in views and the flat JSON: `L1d`, `L1i`, `L2`, `L3`, ... (a split
+    /// level-2 cache, as on ia64, gives `L2d`/`L2i`, as hwloc names them).
     pub fn label(&self) -> String {
         match (self.level, self.kind) {
-            (l, CacheKind::Data) if l == 1 => "L1d".to_string(),
+            (l, CacheKind::Data) => format!("L{l}d"),
             (l, CacheKind::Instruction) => format!("L{l}i"),
-            (l, _) => format!("L{l}"),
+            (l, CacheKind::Unified) => format!("L{l}"),
         }
     }
 }

@@ -1,8 +1,570 @@
-//! hwloc XML import (lstopo --of xml).
+//! hwloc XML import: the output of `lstopo --of xml` (hwloc 2.x, and the simple parts of 1.x).
+//!
+//! Only what says which objects exist and which CPUs each covers is read; nesting, NUMA
+//! attachment and numbering are left to [`Builder`], exactly as for sysfs, so an imported
+//! machine looks the same as one read live. I/O objects (bridges, PCI and OS devices) and
+//! `Misc` objects are skipped; memory-side caches are skipped but their NUMA nodes kept.
+//!
+//! Sets used (attributes of the `Machine` object):
+//! - `cpuset`: PUs present in the topology; `complete_cpuset`: all PUs that exist. A PU in
+//!   the second but not the first is recorded as offline. (lstopo also drops disallowed PUs
+//!   from `cpuset` unless run with `--disallowed`; those then show up as offline too, since
+//!   the XML does not tell the two apart.)
+//! - `allowed_cpuset`: PUs present but outside it are disallowed.
 
-use crate::model::Machine;
+use crate::builder::{Builder, NumaSpec};
+use crate::cpuset::CpuSet;
+use crate::model::*;
+use roxmltree::{Document, Node, ParsingOptions};
+use std::collections::BTreeMap;
+
+type Res<T> = std::result::Result<T, String>;
 
 /// Parses hwloc XML text; the error message says what was wrong and where (line).
-pub fn from_str(_text: &str) -> std::result::Result<Machine, String> {
-    Err("hwloc XML import is not built yet".into())
+pub fn from_str(text: &str) -> Res<Machine> {
+    let opts = ParsingOptions {
+        allow_dtd: true,
+        ..ParsingOptions::default()
+    };
+    let doc = Document::parse_with_options(text, opts).map_err(|e| {
+        let p = e.pos();
+        format!("line {}, column {}: not well-formed XML: {e}", p.row, p.col)
+    })?;
+    let root = doc.root_element();
+    if root.tag_name().name() != "topology" {
+        return Err(format!(
+            "{}: the root element is <{}>, expected <topology> (the output of `lstopo --of xml`)",
+            at(&doc, root),
+            root.tag_name().name()
+        ));
+    }
+    let mut r = Reader {
+        doc: &doc,
+        b: Builder::new(),
+        machine: None,
+        pus: Vec::new(),
+        numa_gp: BTreeMap::new(),
+        numa_logical: Vec::new(),
+        seen_pus: BTreeMap::new(),
+        hidden_numa: Vec::new(),
+    };
+    r.b.info.insert("source".into(), "hwloc XML".into());
+    let mut distances_v1 = Vec::new();
+    for child in root.children().filter(|c| c.has_tag_name("object")) {
+        r.object(child, false, &mut distances_v1)?;
+    }
+    let Some(sets) = r.machine.take() else {
+        return Err(format!(
+            "{}: no <object type=\"Machine\"> under <topology>",
+            at(&doc, root)
+        ));
+    };
+    if r.pus.is_empty() {
+        return Err(
+            "the XML describes no PU objects (processing units), so there is nothing to pin to"
+                .into(),
+        );
+    }
+
+    // Core kinds come after the objects; only more than one kind is worth recording.
+    let kinds = cpu_kinds(&doc, root)?;
+    if kinds.len() > 1 {
+        r.b.core_kinds = kinds;
+    }
+    let pus = std::mem::take(&mut r.pus);
+    for os in pus {
+        let allowed = match &sets.allowed {
+            Some(a) => a.contains(os),
+            None => true,
+        };
+        let kind = r.b.core_kinds.iter().position(|k| k.cpuset.contains(os));
+        r.b.add_pu(os, allowed, kind);
+    }
+    r.b.offline = sets.complete.difference(&sets.present);
+
+    let distances = numa_distances_v2(&doc, root, &r.numa_gp)?;
+    let distances = match distances {
+        Some(d) => Some(d),
+        None => numa_distances_v1(&doc, &distances_v1, &r.numa_logical)?,
+    };
+    r.b.numa_distances = distances;
+    if !r.hidden_numa.is_empty() {
+        r.b.info
+            .insert("numa_without_cpus".into(), r.hidden_numa.join(", "));
+    }
+
+    let m = r.b.build();
+    m.validate()
+        .map_err(|e| format!("the objects in the XML do not form a valid tree: {e}"))?;
+    Ok(m)
+}
+
+/// `line L, column C` of a node, for error messages.
+fn at(doc: &Document, n: Node) -> String {
+    let p = doc.text_pos_at(n.range().start);
+    format!("line {}, column {}", p.row, p.col)
+}
+
+struct MachineSets {
+    present: CpuSet,
+    complete: CpuSet,
+    allowed: Option<CpuSet>,
+}
+
+struct Reader<'a, 'input> {
+    doc: &'a Document<'input>,
+    b: Builder,
+    machine: Option<MachineSets>,
+    /// OS indexes of the PUs, added once core kinds are known.
+    pus: Vec<u32>,
+    /// NUMA node `gp_index` → OS index, for distances indexed by `gp`.
+    numa_gp: BTreeMap<u64, u32>,
+    /// NUMA OS indexes in document (logical) order, for hwloc 1.x distances.
+    numa_logical: Vec<u32>,
+    /// PU OS index → line where it was first seen, to report duplicates.
+    seen_pus: BTreeMap<u32, String>,
+    /// NUMA nodes left out because none of their CPUs is in the XML.
+    hidden_numa: Vec<String>,
+}
+
+impl Reader<'_, '_> {
+    /// Reads one `<object>` and its subtree; `in_core` says whether a Core encloses it.
+    fn object<'a, 'i>(
+        &mut self,
+        n: Node<'a, 'i>,
+        in_core: bool,
+        dist_v1: &mut Vec<Node<'a, 'i>>,
+    ) -> Res<()> {
+        let doc = self.doc;
+        let ty = n
+            .attribute("type")
+            .ok_or_else(|| format!("{}: <object> without a type attribute", at(doc, n)))?;
+        let cpuset = match n.attribute("cpuset") {
+            Some(s) => mask(doc, n, "cpuset", s)?,
+            None => CpuSet::new(),
+        };
+        let os_index = match n.attribute("os_index") {
+            Some(s) => Some(s.trim().parse::<u32>().map_err(|_| {
+                format!(
+                    "{}: os_index '{s}' of a {ty} object is not a non-negative integer",
+                    at(doc, n)
+                )
+            })?),
+            None => None,
+        };
+        let infos = infos(n);
+        match ty {
+            "Machine" if self.machine.is_none() => {
+                let complete = match n.attribute("complete_cpuset") {
+                    Some(s) => mask(doc, n, "complete_cpuset", s)?.union(&cpuset),
+                    None => cpuset.clone(),
+                };
+                let allowed = match n.attribute("allowed_cpuset") {
+                    Some(s) => Some(mask(doc, n, "allowed_cpuset", s)?),
+                    None => None,
+                };
+                self.machine = Some(MachineSets {
+                    present: cpuset.clone(),
+                    complete,
+                    allowed,
+                });
+                self.b.info.extend(infos);
+            }
+            "Package" | "Socket" | "Die" | "Core" | "Group" => {
+                let oty = match ty {
+                    "Package" | "Socket" => ObjType::Package,
+                    "Die" => ObjType::Die,
+                    "Core" => ObjType::Core,
+                    _ => ObjType::Group,
+                };
+                // hwloc gives groups made up by the OS (its `kind`) no meaningful os_index.
+                let os = if oty == ObjType::Group {
+                    None
+                } else {
+                    os_index
+                };
+                let mut o = Object::new(oty, os, cpuset);
+                o.info = infos;
+                if oty == ObjType::Group {
+                    if let Some(sub) = n.attribute("subtype") {
+                        o.info.insert("kind".into(), sub.to_string());
+                    }
+                }
+                self.b.add(o);
+            }
+            "PU" => {
+                let os = os_index
+                    .ok_or_else(|| format!("{}: a PU object without os_index", at(doc, n)))?;
+                if cpuset.len() != 1 || !cpuset.contains(os) {
+                    return Err(format!(
+                        "{}: PU P#{os} has cpuset {} but a PU must cover exactly its own CPU",
+                        at(doc, n),
+                        cpuset
+                    ));
+                }
+                if let Some(first) = self.seen_pus.insert(os, at(doc, n)) {
+                    return Err(format!(
+                        "{}: PU P#{os} appears twice (first at {first})",
+                        at(doc, n)
+                    ));
+                }
+                self.pus.push(os);
+                if !in_core {
+                    // hwloc leaves Core objects out when the OS gave no core ids; every PU
+                    // still runs on a core of its own, and placement needs to see it.
+                    self.b.add(Object::new(ObjType::Core, None, cpuset.clone()));
+                }
+            }
+            "NUMANode" => {
+                let os = os_index
+                    .ok_or_else(|| format!("{}: a NUMANode object without os_index", at(doc, n)))?;
+                let memory = match n.attribute("local_memory") {
+                    Some(s) => s.trim().parse::<u64>().map_err(|_| {
+                        format!(
+                            "{}: local_memory '{s}' is not a number of bytes",
+                            at(doc, n)
+                        )
+                    })?,
+                    None => 0,
+                };
+                if let Some(gp) = n.attribute("gp_index").and_then(|g| g.parse::<u64>().ok()) {
+                    self.numa_gp.insert(gp, os);
+                }
+                self.numa_logical.push(os);
+                let complete = match n.attribute("complete_cpuset") {
+                    Some(s) => mask(doc, n, "complete_cpuset", s)?,
+                    None => CpuSet::new(),
+                };
+                if cpuset.is_empty() && !complete.is_empty() {
+                    // Local only to CPUs missing from the XML (offline, or disallowed and
+                    // dropped by lstopo): hwloc hangs it under an object with no PUs, which
+                    // this model cannot hold, and attaching it to the root would claim it is
+                    // local to every CPU. Leave it out and say so.
+                    self.hidden_numa
+                        .push(format!("{os} (local to CPUs {complete})"));
+                    return self.children(n, in_core, ty, dist_v1);
+                }
+                let tier = infos.get("MemoryTier").and_then(|t| t.parse::<u32>().ok());
+                self.b.add_numa(NumaSpec {
+                    os_index: os,
+                    cpuset,
+                    initiators: CpuSet::new(),
+                    memory,
+                    kind: n.attribute("subtype").map(str::to_string),
+                    tier,
+                });
+            }
+            _ => {
+                if let Some(attr) = cache_attr(doc, n, ty)? {
+                    let mut o = Object::new(ObjType::Cache, None, cpuset);
+                    o.cache = Some(attr);
+                    o.info = infos;
+                    self.b.add(o);
+                }
+                // Anything else (Bridge, PCIDev, OSDev, Misc, MemCache, later types) is not
+                // part of the CPU tree; its children are still read (a MemCache holds NUMA nodes).
+            }
+        }
+        self.children(n, in_core, ty, dist_v1)
+    }
+
+    fn children<'a, 'i>(
+        &mut self,
+        n: Node<'a, 'i>,
+        in_core: bool,
+        ty: &str,
+        dist_v1: &mut Vec<Node<'a, 'i>>,
+    ) -> Res<()> {
+        for child in n.children().filter(Node::is_element) {
+            match child.tag_name().name() {
+                "object" => self.object(child, in_core || ty == "Core", dist_v1)?,
+                "distances" => dist_v1.push(child),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `<info name=.. value=..>` children of an object.
+fn infos(n: Node) -> BTreeMap<String, String> {
+    n.children()
+        .filter(|c| c.has_tag_name("info"))
+        .filter_map(|c| {
+            Some((
+                c.attribute("name")?.to_string(),
+                c.attribute("value").unwrap_or("").to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// Cache attributes for `L2Cache`, `L1iCache` (hwloc 2.x) or `Cache` (1.x); `None` for
+/// objects that are not CPU caches (`MemCache` included).
+fn cache_attr(doc: &Document, n: Node, ty: &str) -> Res<Option<CacheAttr>> {
+    let (level_from_name, kind_from_name) = match ty {
+        "Cache" => (None, None),
+        _ => {
+            let Some(rest) = ty.strip_prefix('L') else {
+                return Ok(None);
+            };
+            let (digits, suffix) = rest.split_at(
+                rest.find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(rest.len()),
+            );
+            let kind = match suffix {
+                "Cache" => None,
+                "iCache" => Some(CacheKind::Instruction),
+                "dCache" => Some(CacheKind::Data),
+                "uCache" => Some(CacheKind::Unified),
+                _ => return Ok(None),
+            };
+            match digits.parse::<u8>() {
+                Ok(l) => (Some(l), kind),
+                Err(_) => return Ok(None),
+            }
+        }
+    };
+    let num = |name: &str| -> Res<Option<i64>> {
+        match n.attribute(name) {
+            Some(s) => s.trim().parse::<i64>().map(Some).map_err(|_| {
+                format!(
+                    "{}: {name} '{s}' of a {ty} object is not an integer",
+                    at(doc, n)
+                )
+            }),
+            None => Ok(None),
+        }
+    };
+    let level = match level_from_name {
+        Some(l) => l,
+        None => match num("depth")? {
+            Some(d) if (1..=255).contains(&d) => d as u8,
+            _ => {
+                return Err(format!(
+                    "{}: a {ty} object needs a cache level (depth=\"1\"..)",
+                    at(doc, n)
+                ))
+            }
+        },
+    };
+    // hwloc's cache_type: 0 unified, 1 data, 2 instruction.
+    let kind = match (kind_from_name, num("cache_type")?) {
+        (Some(k), _) => k,
+        (None, Some(1)) => CacheKind::Data,
+        (None, Some(2)) => CacheKind::Instruction,
+        (None, _) => CacheKind::Unified,
+    };
+    let size = num("cache_size")?.unwrap_or(0).max(0) as u64;
+    let line_size = num("cache_linesize")?
+        .unwrap_or(0)
+        .clamp(0, u32::MAX as i64) as u32;
+    // hwloc: -1 fully associative, 0 unknown.
+    let ways = match num("cache_associativity")? {
+        Some(-1) => Some(0),
+        Some(w) if w > 0 => Some(w.min(u32::MAX as i64) as u32),
+        _ => None,
+    };
+    Ok(Some(CacheAttr {
+        level,
+        kind,
+        size,
+        line_size,
+        ways,
+    }))
+}
+
+/// hwloc bitmap text: comma-separated 32-bit hex words, most significant first, each with
+/// `0x`; a zero word may be written empty (`0x00000001,,0x0`); `0xf...f` as the first word
+/// means "all higher bits set", kept up to Linux's NR_CPUS limit.
+fn mask(doc: &Document, n: Node, attr: &str, text: &str) -> Res<CpuSet> {
+    let cleaned: Vec<String> = text
+        .trim()
+        .split(',')
+        .map(|w| {
+            let w = w.trim();
+            // The infinite marker is filled in below; an empty word is a zero word.
+            if w == "0xf...f" || w.is_empty() {
+                "0".to_string()
+            } else {
+                w.strip_prefix("0x")
+                    .or_else(|| w.strip_prefix("0X"))
+                    .unwrap_or(w)
+                    .to_string()
+            }
+        })
+        .collect();
+    if text.trim().is_empty()
+        || cleaned
+            .iter()
+            .any(|w| w.is_empty() || w.len() > 8 || !w.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(format!(
+            "{}: {attr}=\"{text}\" is not an hwloc CPU mask (comma-separated 32-bit hex words like 0x000000ff,0xffffffff)",
+            at(doc, n)
+        ));
+    }
+    let mut set = CpuSet::parse_mask(&cleaned.join(","))
+        .map_err(|e| format!("{}: {attr}: {}", at(doc, n), e.message))?;
+    if text.trim().starts_with("0xf...f") {
+        // Infinite set: every CPU from the first written word on, up to Linux's NR_CPUS limit.
+        let from = 32 * (cleaned.len() as u32 - 1);
+        for cpu in from..LINUX_MAX_CPUS {
+            set.insert(cpu);
+        }
+    }
+    Ok(set)
+}
+
+/// The largest CPU count Linux can be built for (NR_CPUS); bounds hwloc's infinite sets.
+const LINUX_MAX_CPUS: u32 = 8192;
+
+/// `<cpukind cpuset=.. forced_efficiency=..>` elements, in file order (hwloc writes them from
+/// least to most efficient).
+fn cpu_kinds(doc: &Document, root: Node) -> Res<Vec<CoreKind>> {
+    let mut kinds = Vec::new();
+    for (i, k) in root
+        .children()
+        .filter(|c| c.has_tag_name("cpukind"))
+        .enumerate()
+    {
+        let cpuset = match k.attribute("cpuset") {
+            Some(s) => mask(doc, k, "cpuset", s)?,
+            None => return Err(format!("{}: <cpukind> without a cpuset", at(doc, k))),
+        };
+        let info = infos(k);
+        let name = if let Some(t) = info.get("CoreType") {
+            t.clone()
+        } else if let Some(c) = info.get("LinuxCapacity") {
+            format!("capacity={c}")
+        } else if let Some(f) = info.get("FrequencyMaxMHz") {
+            format!("max_freq={f}MHz")
+        } else {
+            format!("kind{i}")
+        };
+        let efficiency = k
+            .attribute("forced_efficiency")
+            .and_then(|e| e.parse::<u32>().ok())
+            .unwrap_or(i as u32);
+        kinds.push(CoreKind {
+            name,
+            cpuset,
+            efficiency,
+        });
+    }
+    Ok(kinds)
+}
+
+/// hwloc 2.x `<distances2 type="NUMANode">`: the latency matrix between NUMA nodes.
+fn numa_distances_v2(
+    doc: &Document,
+    root: Node,
+    gp: &BTreeMap<u64, u32>,
+) -> Res<Option<BTreeMap<(u32, u32), u32>>> {
+    let candidates: Vec<Node> = root
+        .children()
+        .filter(|c| c.has_tag_name("distances2") && c.attribute("type") == Some("NUMANode"))
+        .collect();
+    // Prefer the OS-provided latency matrix over other distance kinds.
+    let Some(d) = candidates
+        .iter()
+        .find(|c| c.attribute("name") == Some("NUMALatency"))
+        .or_else(|| candidates.first())
+    else {
+        return Ok(None);
+    };
+    let n: usize = d
+        .attribute("nbobjs")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("{}: <distances2> without a valid nbobjs", at(doc, *d)))?;
+    let numbers = |tag: &str| -> Res<Vec<u64>> {
+        let mut out = Vec::new();
+        for c in d.children().filter(|c| c.has_tag_name(tag)) {
+            for tok in c.text().unwrap_or("").split_whitespace() {
+                out.push(tok.parse::<u64>().map_err(|_| {
+                    format!("{}: '{tok}' in <{tag}> is not an integer", at(doc, c))
+                })?);
+            }
+        }
+        Ok(out)
+    };
+    let idx = numbers("indexes")?;
+    let vals = numbers("u64values")?;
+    if idx.len() != n || vals.len() != n * n {
+        return Err(format!(
+            "{}: <distances2> of {n} objects has {} indexes and {} values (expected {n} and {})",
+            at(doc, *d),
+            idx.len(),
+            vals.len(),
+            n * n
+        ));
+    }
+    let by_gp = d.attribute("indexing") == Some("gp");
+    let mut os = Vec::with_capacity(n);
+    for &i in &idx {
+        let o = if by_gp {
+            *gp.get(&i).ok_or_else(|| {
+                format!(
+                    "{}: <distances2> names gp_index {i}, which is no NUMA node",
+                    at(doc, *d)
+                )
+            })?
+        } else {
+            u32::try_from(i).map_err(|_| format!("{}: NUMA index {i} is too large", at(doc, *d)))?
+        };
+        os.push(o);
+    }
+    let mut map = BTreeMap::new();
+    for (a, &oa) in os.iter().enumerate() {
+        for (b, &ob) in os.iter().enumerate() {
+            map.insert((oa, ob), vals[a * n + b].min(u32::MAX as u64) as u32);
+        }
+    }
+    Ok(Some(map))
+}
+
+/// hwloc 1.x `<distances nbobjs= latency_base=><latency value=/>..`: relative latencies between
+/// the NUMA nodes in logical order, scaled by `latency_base`.
+fn numa_distances_v1(
+    doc: &Document,
+    found: &[Node],
+    numa: &[u32],
+) -> Res<Option<BTreeMap<(u32, u32), u32>>> {
+    for d in found {
+        let n: usize = d
+            .attribute("nbobjs")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if n == 0 || n != numa.len() {
+            continue; // distances between other objects than NUMA nodes
+        }
+        let base: f64 = d
+            .attribute("latency_base")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1.0);
+        let mut vals = Vec::new();
+        for l in d.children().filter(|c| c.has_tag_name("latency")) {
+            let v: f64 = l
+                .attribute("value")
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("{}: <latency> without a numeric value", at(doc, l)))?;
+            vals.push(v);
+        }
+        if vals.len() != n * n {
+            return Err(format!(
+                "{}: <distances> of {n} nodes has {} latencies, expected {}",
+                at(doc, *d),
+                vals.len(),
+                n * n
+            ));
+        }
+        let mut map = BTreeMap::new();
+        for (a, &oa) in numa.iter().enumerate() {
+            for (b, &ob) in numa.iter().enumerate() {
+                map.insert((oa, ob), (vals[a * n + b] * base).round().max(0.0) as u32);
+            }
+        }
+        return Ok(Some(map));
+    }
+    Ok(None)
 }

@@ -1,7 +1,136 @@
-//! dot view.
+//! A graphviz digraph of the tree: one node per object, edges from parent to child; NUMA
+//! nodes are separate boxes linked (dashed) to the object their memory is local to.
+//! Render with `dot -Tsvg`.
 
-use crate::model::Machine;
+use super::tree::human_size;
+use crate::model::*;
+use std::fmt::Write;
 
-pub fn render(_m: &Machine) -> String {
-    String::new()
+pub fn render(m: &Machine) -> String {
+    let mut out = String::new();
+    out.push_str("digraph topology {\n");
+    out.push_str("  graph [rankdir=TB, nodesep=0.15, ranksep=0.4];\n");
+    out.push_str("  node [shape=box, fontname=\"monospace\", fontsize=10, style=filled, fillcolor=\"#ffffff\"];\n");
+    for id in m.dfs_order() {
+        let o = m.obj(id);
+        let disallowed = o.pu.as_ref().is_some_and(|p| !p.allowed);
+        let mut attrs = format!("label=\"{}\"", quote(&label(m, id)));
+        let color = match o.ty {
+            ObjType::Package => Some("#dedede"),
+            ObjType::Core => Some("#bebebe"),
+            ObjType::Pu if disallowed => Some("#eeeeee"),
+            _ => None,
+        };
+        if let Some(c) = color {
+            let _ = write!(attrs, ", fillcolor=\"{c}\"");
+        }
+        if disallowed {
+            attrs.push_str(", fontcolor=\"#777777\", style=\"filled,dashed\"");
+        }
+        let _ = writeln!(out, "  o{id} [{attrs}];");
+        for &c in &o.children {
+            let _ = writeln!(out, "  o{id} -> o{c};");
+        }
+    }
+    for (i, n) in m.numa_nodes.iter().enumerate() {
+        let kind = n
+            .kind
+            .as_ref()
+            .map(|k| format!("({k})"))
+            .unwrap_or_default();
+        let mem = if n.memory > 0 {
+            format!(" ({})", human_size(n.memory))
+        } else {
+            String::new()
+        };
+        let l = format!("NUMANode{kind} P#{}{mem}", n.os_index);
+        let _ = writeln!(
+            out,
+            "  n{i} [label=\"{}\", shape=box3d, fillcolor=\"#efdfde\"];",
+            quote(&l)
+        );
+        let _ = writeln!(
+            out,
+            "  o{} -> n{i} [style=dashed, arrowhead=none];",
+            n.attached_to
+        );
+    }
+    if !m.offline.is_empty() {
+        let _ = writeln!(
+            out,
+            "  offline [label=\"{}\", shape=note, fillcolor=\"#f8f8f8\"];",
+            quote(&format!("offline PUs: {}", m.offline))
+        );
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// `Package P#0`, `L3 (16MiB)`, `Core P#1`, `PU P#3 (disallowed)`.
+fn label(m: &Machine, id: ObjId) -> String {
+    let o = m.obj(id);
+    let mut s = o.type_label();
+    if let Some(c) = o.cache.as_ref().filter(|c| c.size > 0) {
+        let _ = write!(s, " ({})", human_size(c.size));
+    } else if o.ty != ObjType::Machine && o.ty != ObjType::Cache {
+        match o.os_index {
+            Some(os) if o.ty != ObjType::Group => {
+                let _ = write!(s, " P#{os}");
+            }
+            _ => {
+                let _ = write!(s, " L#{}", o.logical_index);
+            }
+        }
+    }
+    if let Some(p) = &o.pu {
+        if !p.allowed {
+            s.push_str(" (disallowed)");
+        }
+        if let Some(k) = p.kind.and_then(|k| m.core_kinds.get(k)) {
+            let _ = write!(s, "\n{}", k.name);
+        }
+    }
+    if let Some(model) = o.info.get("CPUModel") {
+        let _ = write!(s, "\n{model}");
+    }
+    s
+}
+
+/// Escapes text for a double-quoted dot string; newlines become dot's `\n` line breaks.
+fn quote(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            c if c.is_control() => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    #[test]
+    fn every_object_and_numa_node_is_a_node() {
+        let m = crate::source::synthetic::parse("package:2 numa:1 l3:1 core:2 pu:2").unwrap();
+        let d = render(&m);
+        assert_eq!(
+            d.matches(" [label=").count(),
+            m.objects.len() + m.numa_nodes.len(),
+            "{d}"
+        );
+        assert_eq!(d.matches(" -> o").count(), m.objects.len() - 1, "{d}");
+        assert!(d.contains("label=\"PU P#3\""), "{d}");
+        assert!(d.contains("label=\"Package P#1"), "{d}");
+    }
 }

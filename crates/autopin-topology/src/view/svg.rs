@@ -1,7 +1,330 @@
-//! svg view.
+//! An lstopo-like drawing written directly as SVG text: each object is a box holding its
+//! children, NUMA nodes are bars across the top of the object they are local to, disallowed
+//! PUs are greyed, and a caption lists offline PUs and other facts.
+//!
+//! Layout is two passes: sizes bottom-up ([`measure`]), then positions top-down ([`draw`]).
+//! Children go left to right and wrap onto a new row once a row would get wider than
+//! [`MAX_ROW_WIDTH`], so a 256-PU machine stays a readable rectangle instead of a ribbon.
 
-use crate::model::Machine;
+use super::tree::human_size;
+use crate::model::*;
+use std::fmt::Write;
 
-pub fn render(_m: &Machine) -> String {
-    String::new()
+const CHAR_W: f64 = 7.0;
+const FONT_PX: u32 = 12;
+const LINE_H: f64 = 16.0;
+const PAD: f64 = 5.0;
+const GAP: f64 = 5.0;
+const NUMA_H: f64 = 20.0;
+/// Rows of children wrap beyond this width (pixels), unless a single child is wider.
+const MAX_ROW_WIDTH: f64 = 1400.0;
+
+/// Size of an object's box and where its children go inside it.
+struct Boxed {
+    w: f64,
+    h: f64,
+    /// (child index into the object's children, x, y) relative to the box's corner.
+    place: Vec<(usize, f64, f64)>,
+    children: Vec<Boxed>,
+}
+
+pub fn render(m: &Machine) -> String {
+    let root = measure(m, 0);
+    let captions = caption_lines(m);
+    let caption_w = captions.iter().map(|l| text_w(l)).fold(0.0, f64::max);
+    let width = root.w.max(caption_w) + 2.0 * PAD;
+    let height = root.h
+        + 2.0 * PAD
+        + captions.len() as f64 * LINE_H
+        + if captions.is_empty() { 0.0 } else { PAD };
+    let mut out = String::new();
+    let _ = writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#);
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">"#
+    );
+    let _ = writeln!(
+        out,
+        "<style>text{{font-family:monospace;font-size:{FONT_PX}px;fill:#000}} text.off{{fill:#777}} rect{{stroke:#000;stroke-width:1}}</style>"
+    );
+    let _ = writeln!(
+        out,
+        r##"<rect x="0" y="0" width="{width:.0}" height="{height:.0}" fill="#fff" stroke="none" class="background"/>"##
+    );
+    draw(m, 0, &root, PAD, PAD, &mut out);
+    let mut y = PAD + root.h + PAD + LINE_H - 4.0;
+    for line in &captions {
+        let _ = writeln!(
+            out,
+            r#"<text x="{PAD}" y="{y:.1}" class="caption">{}</text>"#,
+            esc(line)
+        );
+        y += LINE_H;
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+fn text_w(s: &str) -> f64 {
+    s.chars().count() as f64 * CHAR_W
+}
+
+/// The label drawn at the top of an object's box.
+fn label(m: &Machine, id: ObjId) -> String {
+    let o = m.obj(id);
+    let mut s = o.type_label();
+    match o.ty {
+        ObjType::Machine => {
+            let total: u64 = m.numa_nodes.iter().map(|n| n.memory).sum();
+            if total > 0 {
+                s.push_str(&format!(" ({} total)", human_size(total)));
+            }
+        }
+        ObjType::Cache | ObjType::Group => {
+            if let Some(c) = o.cache.as_ref().filter(|c| c.size > 0) {
+                s.push_str(&format!(" ({})", human_size(c.size)));
+            }
+        }
+        _ => {
+            if let Some(os) = o.os_index {
+                s.push_str(&format!(" P#{os}"));
+            } else {
+                s.push_str(&format!(" L#{}", o.logical_index));
+            }
+        }
+    }
+    s
+}
+
+fn numa_label(n: &NumaNode) -> String {
+    let kind = n
+        .kind
+        .as_ref()
+        .map(|k| format!("({k})"))
+        .unwrap_or_default();
+    let mem = if n.memory > 0 {
+        format!(" ({})", human_size(n.memory))
+    } else {
+        String::new()
+    };
+    format!("NUMANode{kind} P#{}{mem}", n.os_index)
+}
+
+fn fill(m: &Machine, o: &Object) -> &'static str {
+    match o.ty {
+        ObjType::Machine => "#ffffff",
+        ObjType::Package => "#dedede",
+        ObjType::Die => "#d0d0e8",
+        ObjType::Group => "#f2f2f2",
+        ObjType::Cache => "#ffffff",
+        ObjType::Core => "#bebebe",
+        ObjType::Pu => {
+            let p = o.pu.as_ref();
+            if p.is_some_and(|p| !p.allowed) {
+                "#eeeeee"
+            } else if p
+                .and_then(|p| p.kind)
+                .is_some_and(|k| k + 1 < m.core_kinds.len())
+            {
+                // Less performant kinds of a hybrid CPU stand out.
+                "#fff2cc"
+            } else {
+                "#ffffff"
+            }
+        }
+    }
+}
+
+/// Bottom-up sizes. Children are placed in rows, wrapping past `MAX_ROW_WIDTH`.
+fn measure(m: &Machine, id: ObjId) -> Boxed {
+    let o = m.obj(id);
+    let children: Vec<Boxed> = o.children.iter().map(|&c| measure(m, c)).collect();
+    let mut w = text_w(&label(m, id)) + 2.0 * PAD;
+    for &n in &o.numa {
+        w = w.max(text_w(&numa_label(&m.numa_nodes[n])) + 4.0 * PAD);
+    }
+    let top = LINE_H + PAD + o.numa.len() as f64 * (NUMA_H + GAP);
+    let mut place = Vec::new();
+    let (mut x, mut y, mut row_h, mut widest) = (PAD, top, 0.0f64, 0.0f64);
+    for (i, c) in children.iter().enumerate() {
+        if x > PAD && x + c.w > MAX_ROW_WIDTH {
+            x = PAD;
+            y += row_h + GAP;
+            row_h = 0.0;
+        }
+        place.push((i, x, y));
+        x += c.w + GAP;
+        widest = widest.max(x - GAP + PAD);
+        row_h = row_h.max(c.h);
+    }
+    w = w.max(widest);
+    let h = if children.is_empty() {
+        top.max(LINE_H + PAD)
+    } else {
+        y + row_h + PAD
+    };
+    Boxed {
+        w,
+        h,
+        place,
+        children,
+    }
+}
+
+/// Top-down drawing at absolute coordinates.
+fn draw(m: &Machine, id: ObjId, b: &Boxed, x: f64, y: f64, out: &mut String) {
+    let o = m.obj(id);
+    let disallowed = o.pu.as_ref().is_some_and(|p| !p.allowed);
+    let class = match (o.ty, disallowed) {
+        (ObjType::Pu, true) => "PU disallowed".to_string(),
+        (ObjType::Cache, _) => format!("Cache {}", o.type_label()),
+        (ty, _) => ty.name().to_string(),
+    };
+    let _ = writeln!(out, r#"<g class="{}">"#, esc(&class));
+    let _ = writeln!(
+        out,
+        r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}" class="{}"><title>{}</title></rect>"#,
+        b.w,
+        b.h,
+        fill(m, o),
+        esc(&class),
+        esc(&tooltip(m, id))
+    );
+    let text_class = if disallowed { r#" class="off""# } else { "" };
+    let _ = writeln!(
+        out,
+        r#"<text x="{:.1}" y="{:.1}"{text_class}>{}</text>"#,
+        x + PAD,
+        y + LINE_H - 3.0,
+        esc(&label(m, id))
+    );
+    let mut ny = y + LINE_H + PAD;
+    for &n in &o.numa {
+        let node = &m.numa_nodes[n];
+        let _ = writeln!(
+            out,
+            r##"<rect x="{:.1}" y="{ny:.1}" width="{:.1}" height="{NUMA_H}" fill="#efdfde" class="NUMANode"><title>{}</title></rect>"##,
+            x + PAD,
+            b.w - 2.0 * PAD,
+            esc(&format!(
+                "NUMA node P#{} local to PUs {}",
+                node.os_index, node.cpuset
+            ))
+        );
+        let _ = writeln!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+            x + 2.0 * PAD,
+            ny + NUMA_H - 6.0,
+            esc(&numa_label(node))
+        );
+        ny += NUMA_H + GAP;
+    }
+    for &(i, cx, cy) in &b.place {
+        draw(m, o.children[i], &b.children[i], x + cx, y + cy, out);
+    }
+    out.push_str("</g>\n");
+}
+
+/// Hover text: the object's CPUs and attributes.
+fn tooltip(m: &Machine, id: ObjId) -> String {
+    let o = m.obj(id);
+    let mut t = format!(
+        "{} L#{} cpuset {}",
+        o.type_label(),
+        o.logical_index,
+        o.cpuset
+    );
+    if let Some(c) = &o.cache {
+        if c.line_size > 0 {
+            t.push_str(&format!(", line {} B", c.line_size));
+        }
+        if let Some(w) = c.ways {
+            t.push_str(&if w == 0 {
+                ", fully associative".to_string()
+            } else {
+                format!(", {w}-way")
+            });
+        }
+    }
+    if let Some(p) = &o.pu {
+        if !p.allowed {
+            t.push_str(", not allowed");
+        }
+        if let Some(k) = p.kind.and_then(|k| m.core_kinds.get(k)) {
+            t.push_str(&format!(", kind {}", k.name));
+        }
+    }
+    for (k, v) in &o.info {
+        t.push_str(&format!(", {k}={v}"));
+    }
+    t
+}
+
+fn caption_lines(m: &Machine) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(src) = m.info.get("source") {
+        out.push(format!("Source: {src}"));
+    }
+    let disallowed: crate::cpuset::CpuSet = m
+        .pus()
+        .into_iter()
+        .filter(|&p| m.obj(p).pu.as_ref().is_some_and(|a| !a.allowed))
+        .filter_map(|p| m.obj(p).os_index)
+        .collect();
+    if !disallowed.is_empty() {
+        out.push(format!("Disallowed PUs (greyed): {disallowed}"));
+    }
+    if !m.offline.is_empty() {
+        out.push(format!("Offline PUs (not drawn): {}", m.offline));
+    }
+    if m.core_kinds.len() > 1 {
+        let kinds: Vec<String> = m
+            .core_kinds
+            .iter()
+            .map(|k| format!("{} ({})", k.name, k.cpuset))
+            .collect();
+        out.push(format!(
+            "Core kinds, least to most performant (less performant PUs shaded): {}",
+            kinds.join(", ")
+        ));
+    }
+    out
+}
+
+/// XML-escapes text for element content and attribute values.
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            // Control characters are not allowed in XML 1.0 at all.
+            c if (c as u32) < 0x20 && c != '\t' && c != '\n' => o.push('?'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(esc(r#"a<b>&"c'"#), "a&lt;b&gt;&amp;&quot;c&apos;");
+        assert_eq!(esc("x\u{1}y"), "x?y");
+    }
+
+    #[test]
+    fn wide_machines_wrap_into_rows() {
+        let m = crate::source::synthetic::parse("package:4 core:32 pu:2").unwrap();
+        let b = measure(&m, 0);
+        assert!(b.w <= MAX_ROW_WIDTH + 10.0 * PAD, "width {}", b.w);
+        assert!(b.h < 4.0 * b.w, "height {} width {}", b.h, b.w);
+    }
 }

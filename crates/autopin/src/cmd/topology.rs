@@ -1,10 +1,58 @@
-//! `autopin topology`: show the machine's topology (tree, boxes, json, dot, svg).
+//! `autopin topology`: show the machine's topology as a tree, boxes, JSON, graphviz or SVG.
 
 use crate::error::{CliError, CmdResult};
+use crate::machine_args::MachineArgs;
+use autopin_topology::{source::json, view};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    /// Indented tree, like lstopo-no-graphics
+    Tree,
+    /// ASCII boxes socket by socket, like likwid-topology -g
+    Boxes,
+    /// Full model plus the flat per-PU view
+    Json,
+    /// Graphviz digraph
+    Dot,
+    /// Nested boxes drawn as SVG
+    Svg,
+}
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value = "tree")]
+    pub format: Format,
+    /// Write to this file (atomically) instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    Err(CliError::internal("`autopin topology` is not built yet"))
+pub fn run(args: Args) -> CmdResult {
+    let m = args.machine.load()?;
+    let text = match args.format {
+        Format::Tree => view::tree::render(&m),
+        Format::Boxes => view::boxes::render(&m),
+        Format::Dot => view::dot::render(&m),
+        Format::Svg => view::svg::render(&m),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&json::to_document(&m))
+                .map_err(|e| CliError::internal(format!("cannot serialize the topology: {e}")))?;
+            s.push('\n');
+            s
+        }
+    };
+    match args.output {
+        Some(path) => crate::output::write_atomically(&path, text.as_bytes())?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (`| head`) is not an error worth a message.
+            let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+        }
+    }
+    Ok(0)
 }
