@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what autopin's build, demo and tests need on a Debian machine, skipping what is
+# already there. Safe to run again. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+need_pkgs=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have gcc || need_pkgs+=(gcc libc6-dev)
+have make || need_pkgs+=(make)
+have python3 || need_pkgs+=(python3)
+have tar || need_pkgs+=(tar)
+have bzip2 || need_pkgs+=(bzip2)
+have lstopo-no-graphics || need_pkgs+=(hwloc)
+have curl || need_pkgs+=(curl ca-certificates)
+# OpenMP runtime and static libc for the demo workloads and the static-binary tests.
+[ -e /usr/lib/gcc/x86_64-linux-gnu/*/libgomp.so ] 2>/dev/null || need_pkgs+=(libgomp1)
+ls /usr/lib/gcc/*/*/include/omp.h >/dev/null 2>&1 || need_pkgs+=(gcc)
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
+# Optional tools the tests compare against when present.
+have likwid-pin || need_pkgs+=(likwid)
+have perf || need_pkgs+=(linux-perf)
+
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "deps: installing ${need_pkgs[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    # Optional packages may be missing on some releases: install one by one, tolerating those.
+    for p in $(printf '%s\n' "${need_pkgs[@]}" | sort -u); do
+        case "$p" in
+            likwid|linux-perf) $SUDO apt-get install -y -qq "$p" >/dev/null || echo "deps: optional $p not installed" >&2 ;;
+            *) $SUDO apt-get install -y -qq "$p" >/dev/null ;;
+        esac
+    done
+fi
+
+if ! have cargo; then
+    [ -x "$HOME/.cargo/bin/cargo" ] || {
+        echo "deps: installing the Rust toolchain (rustup)" >&2
+        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
+    }
+fi
