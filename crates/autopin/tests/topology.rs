@@ -1,0 +1,129 @@
+//! `autopin topology` as a user runs it: sources, formats, and bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn autopin() -> Command {
+    Command::cargo_bin("autopin").unwrap()
+}
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+}
+
+fn have(tool: &str) -> bool {
+    std::process::Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().map(|o| o.status.success()).unwrap_or(false)
+}
+
+#[test]
+fn synthetic_tree_and_summary() {
+    autopin()
+        .args(["topology", "--synthetic", "package:2 l3:1 core:4 pu:2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Package L#1 (P#1)"))
+        .stdout(predicate::str::contains("Packages: 2"))
+        .stdout(predicate::str::contains("Cores: 8"))
+        .stdout(predicate::str::contains("PUs: 16 online (0-15), 16 allowed (0-15)"));
+}
+
+#[test]
+fn json_round_trip_through_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.json");
+    let b = tmp.path().join("b.json");
+    autopin().args(["topology", "--synthetic", "package:2 numa:2 l3:1 l2:2 core:2 pu:2", "--format", "json", "-o"]).arg(&a).assert().success();
+    autopin().args(["topology", "--format", "json", "-o"]).arg(&b).arg("--load").arg(&a).assert().success();
+    let (ta, tb) = (std::fs::read_to_string(&a).unwrap(), std::fs::read_to_string(&b).unwrap());
+    let (va, vb): (serde_json::Value, serde_json::Value) = (serde_json::from_str(&ta).unwrap(), serde_json::from_str(&tb).unwrap());
+    assert_eq!(va["machine"]["objects"], vb["machine"]["objects"]);
+    assert_eq!(va["pus"], vb["pus"]);
+    assert_eq!(va["pus"].as_array().unwrap().len(), 32);
+    assert_eq!(va["pus"][31]["numa"], serde_json::json!([3]));
+    assert_eq!(va["pus"][8]["numa"], serde_json::json!([1]));
+}
+
+#[test]
+fn host_agrees_with_lstopo() {
+    if !have("lstopo-no-graphics") {
+        eprintln!("SKIPPED: lstopo-no-graphics is not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let console = tmp.path().join("host.console");
+    let out = std::process::Command::new("lstopo-no-graphics").arg("-v").output().unwrap();
+    std::fs::write(&console, &out.stdout).unwrap();
+    let json = tmp.path().join("ours.json");
+    autopin().args(["topology", "--format", "json", "-o"]).arg(&json).assert().success();
+    let check = std::process::Command::new("python3").arg(shared().join("tools/hwloc_console_check.py")).arg(&console).arg(&json).output().unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success() && text.trim_end().ends_with("OK"), "{text}");
+}
+
+#[test]
+fn dump_through_the_cli_matches_lstopo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("xjf")
+        .arg(shared().join("data/hwloc-linux/16em64t-4s2c2t.tar.bz2"))
+        .arg("-C")
+        .arg(tmp.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let root = tmp.path().join("16em64t-4s2c2t");
+    let json = tmp.path().join("ours.json");
+    autopin().args(["topology", "--format", "json", "-o"]).arg(&json).arg("--sysfs-root").arg(&root).assert().success();
+    let check = std::process::Command::new("python3")
+        .arg(shared().join("tools/hwloc_console_check.py"))
+        .arg(shared().join("data/hwloc-linux/16em64t-4s2c2t.console"))
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&check.stdout).trim_end().ends_with("OK"));
+    autopin()
+        .args(["topology", "--sysfs-root"])
+        .arg(&root)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Packages: 4"))
+        .stdout(predicate::str::contains("Xeon"));
+}
+
+#[test]
+fn bad_input_is_a_usage_error() {
+    autopin()
+        .args(["topology", "--sysfs-root", "/nonexistent/root"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("/nonexistent/root"));
+    autopin()
+        .args(["topology", "--synthetic", "package:2 cores:4 pu:2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("position 10").and(predicate::str::contains("unknown level 'cores'")));
+    let tmp = tempfile::tempdir().unwrap();
+    let bad_json = tmp.path().join("bad.json");
+    std::fs::write(&bad_json, "{\n  \"machine\": [1, 2\n").unwrap();
+    autopin()
+        .args(["topology", "--load"])
+        .arg(&bad_json)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.json").and(predicate::str::contains("line")));
+    let bad_xml = tmp.path().join("bad.xml");
+    std::fs::write(&bad_xml, "<?xml version=\"1.0\"?>\n<topology>\n<object type=\"Machine\">\n</topology>\n").unwrap();
+    autopin().args(["topology", "--load"]).arg(&bad_xml).assert().code(2).stderr(predicate::str::contains("bad.xml"));
+    autopin().args(["topology", "--synthetic", "pu:2", "--load"]).arg(&bad_xml).assert().code(2).stderr(predicate::str::contains("choose one"));
+    autopin().args(["topology", "--format", "pdf"]).assert().code(2);
+}
+
+#[test]
+fn formats_render() {
+    for f in ["boxes", "dot", "svg", "tree"] {
+        let out = autopin().args(["topology", "--synthetic", "package:2 l3:1 core:4 pu:2", "--format", f]).output().unwrap();
+        assert!(out.status.success(), "{f}");
+        assert!(!out.stdout.is_empty(), "{f} printed nothing");
+    }
+}
