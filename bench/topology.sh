@@ -12,13 +12,14 @@ trap 'rm -rf "$tmp"' EXIT
 tar xjf "$shared/data/hwloc-linux/$name.tar.bz2" -C "$tmp"
 root=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -1)
 cargo build --release -p autopin --quiet
+export AUTOPIN="${AUTOPIN:-${CARGO_TARGET_DIR:-target}/release/autopin}"
 command -v lstopo-no-graphics >/dev/null || { echo "lstopo-no-graphics not installed (apt-get install hwloc)"; exit 1; }
 python3 - "$root" "$runs" <<'PY'
 import os, statistics, subprocess, sys, time
 root, runs = sys.argv[1], int(sys.argv[2])
 cmds = {
-    "autopin topology (tree)": (["target/release/autopin", "topology", "--sysfs-root", root], {}),
-    "autopin topology (json)": (["target/release/autopin", "topology", "--sysfs-root", root, "--format", "json"], {}),
+    "autopin topology (tree)": ([os.environ["AUTOPIN"], "topology", "--sysfs-root", root], {}),
+    "autopin topology (json)": ([os.environ["AUTOPIN"], "topology", "--sysfs-root", root, "--format", "json"], {}),
     "lstopo-no-graphics": (["lstopo-no-graphics"], {"HWLOC_FSROOT": root, "HWLOC_COMPONENTS": "-x86"}),
 }
 times = {k: [] for k in cmds}

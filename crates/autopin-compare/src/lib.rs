@@ -1,1 +1,19 @@
-//! autopin-compare
+//! autopin-compare: repeated-run experiments that compare pinning strategies on one program,
+//! with the statistics that tell a real speedup from the OS scheduler's run-to-run noise.
+//!
+//! `strategy` turns names into command lines, `runner` runs and measures one command,
+//! `experiment` schedules interleaved randomized rounds, `stats` and `summary` judge them,
+//! `report` writes tables, exports and box plots.
+
+pub mod experiment;
+pub mod report;
+pub mod runner;
+pub mod stats;
+pub mod strategy;
+pub mod summary;
+
+pub use experiment::{Config, Event, Experiment, RunRecord, Setup};
+pub use strategy::{
+    parse_strategy, Frontend, MachineCheck, PlacementCheck, Strategy, StrategyKind,
+};
+pub use summary::{summarize, Decision, StrategySummary, SummaryConfig};

@@ -1,1 +1,29 @@
-//! autopin-placement
+//! Which CPUs threads go to.
+//!
+//! - [`CpuList`]: ordered CPU lists with repetition (`0-3,8,10-11`).
+//! - [`pin_expression`]: likwid-pin expressions (`S0:0-3@S1:0-3`, `E:N:8:1:2`, `M:scatter`, ...).
+//! - [`policy_pinning`]: named policies (compact, scatter, balanced, cores, the MCTOP-PLACE set).
+//! - [`candidates`]: one representative pinning per symmetry class of the machine.
+//! - [`sharing_pinning`]: sharing-aware strategies (LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP).
+//!
+//! Every function works on the PUs the machine model marks allowed; selections that reach
+//! outside them are errors ([`PlacementError`]), all of which are usage errors for the CLI.
+
+mod candidates;
+mod cpulist;
+mod domains;
+mod error;
+mod expr;
+mod policy;
+mod sharing;
+mod summary;
+mod view;
+
+pub use candidates::{candidates, count_classes, Candidate, CandidateOptions, EXACT_LIMIT};
+pub use cpulist::CpuList;
+pub use domains::{domains, domains_listing, Domain};
+pub use error::PlacementError;
+pub use expr::pin_expression;
+pub use policy::{policy_pinning, POLICY_NAMES};
+pub use sharing::{place_with_matrix, sharing_pinning, SharingMatrix, SHARING_STRATEGIES};
+pub use summary::{summarize, PlacementSummary};

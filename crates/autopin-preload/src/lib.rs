@@ -1,1 +1,180 @@
-//! LD_PRELOAD library
+//! The autopin LD_PRELOAD library, embedded.
+//!
+//! `c/preload.c` is compiled by build.rs into a shared object whose bytes live inside this
+//! crate (and so inside the `autopin` binary), which keeps `autopin` one self-contained
+//! file: `cargo install` and `cargo test` need nothing else. [`install`] writes the object
+//! once to a private per-user cache, named by a hash of its content, and returns its path
+//! for `LD_PRELOAD`.
+//!
+//! The library's environment contract (`AUTOPIN_CPUS`, `AUTOPIN_SKIP`, `AUTOPIN_REGISTRY`,
+//! `AUTOPIN_QUIET`) and the registry's binary layout are documented at the top of
+//! `c/preload.c` and mirrored in `autopin_engine::target::registry`.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The compiled preload library.
+pub const PRELOAD_SO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libautopin_preload.so"));
+
+/// Environment variable that names a preload library to use instead of the embedded one.
+pub const OVERRIDE_ENV: &str = "AUTOPIN_PRELOAD";
+
+/// 64-bit FNV-1a: a stable content hash for the cache file name (not for security: the
+/// cache directory is private to the user, and the content is compared before reuse).
+fn content_hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The file name the embedded library is cached under.
+pub fn cache_file_name() -> String {
+    format!("libautopin_preload-{:016x}.so", content_hash(PRELOAD_SO))
+}
+
+/// The per-user cache directory: `$XDG_RUNTIME_DIR/autopin` when that exists (it is
+/// private and tmpfs), else `/tmp/autopin-<uid>`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(rt) = std::env::var_os("XDG_RUNTIME_DIR") {
+        let rt = PathBuf::from(rt);
+        if rt.is_absolute() && rt.is_dir() {
+            return rt.join("autopin");
+        }
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    std::env::temp_dir().join(format!("autopin-{uid}"))
+}
+
+/// Returns the path of the preload library to put in `LD_PRELOAD`: `$AUTOPIN_PRELOAD` if
+/// set, else the embedded library written (once, atomically) into [`cache_dir`].
+pub fn install() -> io::Result<PathBuf> {
+    if let Some(p) = std::env::var_os(OVERRIDE_ENV).filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{OVERRIDE_ENV}={} is not a file", p.display()),
+            ));
+        }
+        return Ok(p);
+    }
+    install_into(&cache_dir(), PRELOAD_SO)
+}
+
+/// Writes `bytes` as `dir/<cache_file_name>` unless an identical file is already there.
+/// `dir` is created 0700 and must be a real directory owned by us and closed to others,
+/// since whatever lies there gets loaded into the user's programs.
+pub fn install_into(dir: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
+    ensure_private_dir(dir)?;
+    let name = format!("libautopin_preload-{:016x}.so", content_hash(bytes));
+    let target = dir.join(name);
+    if let Ok(existing) = fs::read(&target) {
+        if existing == bytes {
+            return Ok(target);
+        }
+    }
+    // Write beside the target and rename, so a concurrent autopin never maps half a file.
+    let tmp = dir.join(format!(".tmp-{}-{:x}", std::process::id(), nanos()));
+    let result = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o500))?;
+        fs::rename(&tmp, &target)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map(|()| target)
+}
+
+fn nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("cannot create {}: {e}", dir.display()),
+            ))
+        }
+    }
+    let meta = fs::symlink_metadata(dir)?;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not a directory owned by uid {uid} and closed to others; remove it or set {OVERRIDE_ENV}",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_library_is_an_elf_shared_object() {
+        assert_eq!(&PRELOAD_SO[..4], b"\x7fELF");
+        // e_type at offset 16: ET_DYN = 3.
+        assert_eq!(u16::from_le_bytes([PRELOAD_SO[16], PRELOAD_SO[17]]), 3);
+    }
+
+    #[test]
+    fn install_writes_once_and_reuses() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("cache");
+        let a = install_into(&dir, PRELOAD_SO).unwrap();
+        let first = fs::metadata(&a).unwrap();
+        let b = install_into(&dir, PRELOAD_SO).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(fs::read(&b).unwrap(), PRELOAD_SO);
+        assert_eq!(
+            fs::metadata(&b).unwrap().ino(),
+            first.ino(),
+            "identical file must be reused"
+        );
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        // Different content gets a different name.
+        let c = install_into(&dir, b"other").unwrap();
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn install_refuses_a_shared_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("open");
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = install_into(&dir, PRELOAD_SO).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
+    }
+
+    #[test]
+    fn hash_is_stable() {
+        assert_eq!(content_hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(content_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

@@ -53,6 +53,20 @@ fn every_dump_matches_lstopo() {
         std::fs::write(&json, serde_json::to_string(&serde_json::json!({ "pus": machine.flat_pus() })).unwrap()).unwrap();
         let out = Command::new("python3").arg(&checker).arg(dir.join(format!("{name}.console"))).arg(&json).output().expect("python3 runs");
         let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let console = std::fs::read_to_string(dir.join(format!("{name}.console"))).unwrap();
+        let expected_kinds = kinds_from_console(&console);
+        let ours_kinds: Vec<Vec<u32>> = {
+            let mut by: std::collections::BTreeMap<usize, Vec<u32>> = Default::default();
+            for p in machine.flat_pus().iter().filter(|p| p.online) {
+                if let Some(k) = p.kind {
+                    by.entry(k).or_default().push(p.os);
+                }
+            }
+            by.into_values().collect()
+        };
+        if expected_kinds != ours_kinds {
+            failures.push(format!("{name}: core kinds differ: lstopo {expected_kinds:?}, ours {ours_kinds:?}"));
+        }
         if !out.status.success() || !text.trim_end().ends_with("OK") {
             failures.push(format!("{name}:\n{text}"));
         } else {
@@ -60,4 +74,26 @@ fn every_dump_matches_lstopo() {
         }
     }
     assert!(failures.is_empty(), "{} of {} dumps differ from lstopo:\n{}", failures.len(), dumps.len(), failures.join("\n"));
+}
+
+/// PUs grouped by the `cpukind=K` lstopo prints on their core (or PU), ordered by K.
+fn kinds_from_console(console: &str) -> Vec<Vec<u32>> {
+    let mut by: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+    let mut current: Option<u32> = None;
+    for line in console.lines() {
+        let t = line.trim_start();
+        let kind = t.split("cpukind=").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()).and_then(|k| k.parse().ok());
+        if t.starts_with("Core ") {
+            current = kind;
+        } else if t.starts_with("PU ") {
+            let os = t.split("P#").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()).and_then(|n| n.parse::<u32>().ok());
+            if let (Some(k), Some(os)) = (kind.or(current), os) {
+                by.entry(k).or_default().push(os);
+            }
+        }
+    }
+    by.into_values().map(|mut v| {
+        v.sort_unstable();
+        v
+    }).collect()
 }

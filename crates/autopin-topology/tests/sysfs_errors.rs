@@ -101,3 +101,22 @@ fn live_host_reads_and_validates() {
     let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     assert_eq!(m.allowed_cpuset().len(), n, "allowed CPUs agree with the affinity mask");
 }
+
+#[test]
+fn hybrid_kinds_from_frequencies() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_root(tmp.path());
+    for (cpu, base, max) in [(0, 1900000, 5000000), (1, 1400000, 3900000)] {
+        let d = tmp.path().join(format!("sys/devices/system/cpu/cpu{cpu}/cpufreq"));
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join("cpuinfo_max_freq"), format!("{max}\n")).unwrap();
+        fs::write(d.join("base_frequency"), format!("{base}\n")).unwrap();
+    }
+    let m = sysfs::read_with_affinity(tmp.path(), None).unwrap();
+    assert_eq!(m.core_kinds.len(), 2);
+    // Ordered from least to most performant: the E-core first.
+    assert_eq!(m.core_kinds[0].cpuset.to_list(), "1");
+    assert_eq!(m.core_kinds[1].cpuset.to_list(), "0");
+    let flat = m.flat_pus();
+    assert_eq!((flat[0].kind, flat[1].kind), (Some(1), Some(0)));
+}

@@ -204,6 +204,55 @@ fn every_real_dump_imports_like_lstopo_sees_it() {
 }
 
 #[test]
+fn disallowed_pus_kept_by_lstopo_are_marked() {
+    if !have("lstopo") || !have("python3") {
+        println!("skipped: lstopo or python3 is not installed");
+        return;
+    }
+    let name = "16amd64-8n2c-cpusets";
+    let dir = scratch("disallowed");
+    let root = already_extracted(name).unwrap_or_else(|| {
+        extract(
+            &shared_data().join(format!("hwloc-linux/{name}.tar.bz2")),
+            &dir,
+        )
+    });
+    let out = Command::new("lstopo")
+        .args(["--disallowed", "--of", "xml", "-"])
+        .env("HWLOC_FSROOT", &root)
+        .env("HWLOC_COMPONENTS", "-x86")
+        .output()
+        .expect("run lstopo");
+    assert!(out.status.success());
+    let m = hwloc_xml::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    // The cgroup of this dump allows 0-3,5-6,12-15 (0xf06f); the others are shown, not allowed.
+    assert_eq!(m.allowed_cpuset().to_list(), "0-3,5-6,12-15");
+    assert!(m.pus().len() > m.allowed_cpuset().len());
+    // Node 4's CPUs are all disallowed: with them in the tree it attaches to their package.
+    let p8 = m.pu_by_os(8).expect("PU 8 kept");
+    assert_eq!(m.numa_of(p8), vec![4]);
+    assert!(!m.info.contains_key("numa_without_cpus"));
+    // lstopo's default console drops disallowed NUMA nodes too (node 0 here), so the
+    // per-PU NUMA comparison with the .console file only holds without --disallowed; the
+    // grouping of the allowed PUs into cores, caches and packages must still match.
+    assert_eq!(m.numa_of(m.pu_by_os(0).unwrap()), vec![0]);
+    let ours = dir.join("ours.json");
+    std::fs::write(&ours, flat_json(&m)).unwrap();
+    let (_, text) = console_check(
+        &shared_data().join(format!("hwloc-linux/{name}.console")),
+        &ours,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let mismatches: Vec<&str> = text.lines().filter(|l| l.starts_with("MISMATCH")).collect();
+    assert!(
+        mismatches.iter().all(|l| l.starts_with("MISMATCH numa")),
+        "{text}"
+    );
+    let b = boxes::render(&m);
+    assert!(b.contains("8* 9*") || b.contains(" 8* "), "{b}");
+}
+
+#[test]
 fn this_host_imports() {
     if !have("lstopo") {
         println!("skipped: lstopo is not installed");
@@ -216,6 +265,25 @@ fn this_host_imports() {
     assert!(!m.objects_of(ObjType::Core).is_empty());
     // Every PU this process sees in the XML is allowed unless lstopo said otherwise.
     assert!(m.allowed_cpuset().len() <= n);
+    if !have("python3") {
+        println!("skipped the console comparison: python3 is not installed");
+        return;
+    }
+    // The same grouping as lstopo's own verbose console output of this host.
+    let console = Command::new("lstopo")
+        .args(["-v", "--of", "console", "-"])
+        .output()
+        .expect("run lstopo");
+    assert!(console.status.success());
+    let dir = scratch("host");
+    std::fs::write(dir.join("host.console"), &console.stdout).unwrap();
+    std::fs::write(dir.join("ours.json"), flat_json(&m)).unwrap();
+    let (ok, text) = console_check(&dir.join("host.console"), &dir.join("ours.json"));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        ok || only_split_data_cache_differs(&m, &text),
+        "this host differs from lstopo: {text}"
+    );
 }
 
 #[test]
@@ -352,6 +420,21 @@ fn malformed_xml_is_an_error_with_a_line() {
             "error for {xml:?} should mention {want:?}: {e}"
         );
     }
+}
+
+#[test]
+fn hostile_nesting_is_refused_not_a_stack_overflow() {
+    let n = 100_000;
+    let xml = format!(
+        "<topology>\n<object type=\"Machine\" cpuset=\"0x1\">{}<object type=\"PU\" os_index=\"0\" cpuset=\"0x1\"/>{}</object></topology>",
+        "<object type=\"Group\" cpuset=\"0x1\">".repeat(n),
+        "</object>".repeat(n)
+    );
+    let e = hwloc_xml::from_str(&xml).unwrap_err();
+    assert!(e.contains("line 2") && e.contains("nested"), "{e}");
+    // Quoted '>' and comments do not confuse the depth scan.
+    let ok = "<!-- <a><b> --><topology><object type=\"Machine\" cpuset=\"0x1\"><info name=\"x\" value=\"a>b\"/><object type=\"PU\" os_index=\"0\" cpuset=\"0x1\"/></object></topology>";
+    assert_eq!(hwloc_xml::from_str(ok).unwrap().pus().len(), 1);
 }
 
 #[test]

@@ -22,6 +22,7 @@ type Res<T> = std::result::Result<T, String>;
 
 /// Parses hwloc XML text; the error message says what was wrong and where (line).
 pub fn from_str(text: &str) -> Res<Machine> {
+    check_nesting(text)?;
     let opts = ParsingOptions {
         allow_dtd: true,
         ..ParsingOptions::default()
@@ -47,6 +48,7 @@ pub fn from_str(text: &str) -> Res<Machine> {
         numa_logical: Vec::new(),
         seen_pus: BTreeMap::new(),
         hidden_numa: Vec::new(),
+        depth: 0,
     };
     r.b.info.insert("source".into(), "hwloc XML".into());
     let mut distances_v1 = Vec::new();
@@ -99,6 +101,62 @@ pub fn from_str(text: &str) -> Res<Machine> {
     Ok(m)
 }
 
+/// Rejects element nesting deeper than [`MAX_DEPTH`] before the XML parser sees it: the
+/// parser recurses per level and a hostile file could otherwise overflow the stack. A light
+/// scan: comments, CDATA, declarations and quoted attribute values are skipped; anything
+/// malformed is left for the real parser to report.
+fn check_nesting(text: &str) -> Res<()> {
+    let b = text.as_bytes();
+    let (mut i, mut depth, mut line) = (0usize, 0usize, 1usize);
+    let skip_to = |from: usize, pat: &[u8]| {
+        b[from..]
+            .windows(pat.len())
+            .position(|w| w == pat)
+            .map_or(b.len(), |p| from + p + pat.len())
+    };
+    while i < b.len() {
+        match b[i] {
+            b'\n' => {
+                line += 1;
+                i += 1;
+            }
+            b'<' if b[i..].starts_with(b"<!--") => i = skip_to(i, b"-->"),
+            b'<' if b[i..].starts_with(b"<![CDATA[") => i = skip_to(i, b"]]>"),
+            b'<' if matches!(b.get(i + 1), Some(b'?') | Some(b'!')) => i = skip_to(i, b">"),
+            b'<' if b.get(i + 1) == Some(&b'/') => {
+                depth = depth.saturating_sub(1);
+                i = skip_to(i, b">");
+            }
+            b'<' => {
+                // An opening tag: find its end outside quoted attribute values.
+                let mut j = i + 1;
+                let mut quote = None;
+                while j < b.len() {
+                    match (b[j], quote) {
+                        (b'"' | b'\'', None) => quote = Some(b[j]),
+                        (c, Some(q)) if c == q => quote = None,
+                        (b'>', None) => break,
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                if j < b.len() && b[j - 1] != b'/' {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return Err(format!(
+                            "line {line}: elements nested more than {MAX_DEPTH} deep; real topologies are far shallower"
+                        ));
+                    }
+                }
+                line += b[i..j.min(b.len())].iter().filter(|&&c| c == b'\n').count();
+                i = j + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
 /// `line L, column C` of a node, for error messages.
 fn at(doc: &Document, n: Node) -> String {
     let p = doc.text_pos_at(n.range().start);
@@ -125,7 +183,12 @@ struct Reader<'a, 'input> {
     seen_pus: BTreeMap<u32, String>,
     /// NUMA nodes left out because none of their CPUs is in the XML.
     hidden_numa: Vec<String>,
+    /// Current nesting depth of `<object>`s, bounded so hostile input cannot blow the stack.
+    depth: usize,
 }
+
+/// Deepest `<object>` nesting accepted (hwloc trees are about 10 deep).
+const MAX_DEPTH: usize = 200;
 
 impl Reader<'_, '_> {
     /// Reads one `<object>` and its subtree; `in_core` says whether a Core encloses it.
@@ -136,6 +199,13 @@ impl Reader<'_, '_> {
         dist_v1: &mut Vec<Node<'a, 'i>>,
     ) -> Res<()> {
         let doc = self.doc;
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(format!(
+                "{}: objects nested more than {MAX_DEPTH} deep; real topologies are far shallower",
+                at(doc, n)
+            ));
+        }
         let ty = n
             .attribute("type")
             .ok_or_else(|| format!("{}: <object> without a type attribute", at(doc, n)))?;
@@ -282,6 +352,7 @@ impl Reader<'_, '_> {
                 _ => {}
             }
         }
+        self.depth -= 1;
         Ok(())
     }
 }

@@ -338,6 +338,35 @@ fn core_kinds(fs: &Fs, online: &CpuSet) -> Result<Vec<CoreKind>> {
             .map(|(i, (cap, set))| CoreKind { name: format!("capacity={cap}"), cpuset: set, efficiency: i as u32 })
             .collect());
     }
+    // Last resort, as hwloc does: cores that differ in base and maximum frequency are of
+    // different kinds (Intel hybrid parts without the cpu_core/cpu_atom PMUs exposed).
+    let mut by_freq: BTreeMap<(u64, u64), CpuSet> = BTreeMap::new();
+    for cpu in online.iter() {
+        let dir = format!("sys/devices/system/cpu/cpu{cpu}/cpufreq");
+        let max = match fs.read_opt(&format!("{dir}/cpuinfo_max_freq"))? {
+            Some((t, p)) => parse_u64(&t, &p)?,
+            None => return Ok(Vec::new()),
+        };
+        let base = match fs.read_opt(&format!("{dir}/base_frequency"))? {
+            Some((t, p)) => parse_u64(&t, &p)?,
+            None => 0,
+        };
+        // The base frequency tells kinds apart; maximum frequencies also differ between
+        // "favoured" cores of one kind (Turbo Boost Max), so they only count without a base.
+        let key = if base > 0 { (base, 0) } else { (0, max) };
+        by_freq.entry(key).or_default().insert(cpu);
+    }
+    if by_freq.len() > 1 {
+        return Ok(by_freq
+            .into_iter()
+            .enumerate()
+            .map(|(i, ((base, max), set))| CoreKind {
+                name: if base > 0 { format!("base_freq={}MHz", base / 1000) } else { format!("max_freq={}MHz", max / 1000) },
+                cpuset: set,
+                efficiency: i as u32,
+            })
+            .collect());
+    }
     Ok(Vec::new())
 }
 

@@ -31,7 +31,7 @@ pub fn render(m: &Machine) -> String {
         let _ = writeln!(out, "{}", socket_title(m, s));
         let cores = cores_under(m, s);
         // Each core and cache line: one column of `cell` chars plus borders, one space apart.
-        let per_row = cores_per_row(m, &cores, &levels, cell);
+        let per_row = cores_per_row(m, &cores, cell);
         let inner = per_row.min(cores.len()).max(1) * (cell + 3) - 1;
         let border = format!("+{}+", "-".repeat(inner + 2));
         let _ = writeln!(out, "{border}");
@@ -98,24 +98,23 @@ fn is_within(m: &Machine, id: ObjId, top: ObjId) -> bool {
     false
 }
 
-/// Cores (or PUs where the model has no cores) inside an object, in logical order.
+/// Cores (or PUs where the model has no cores) inside an object, in logical order: a walk
+/// of its subtree, since children are kept in CPU order (linear, which matters at 8k PUs).
 fn cores_under(m: &Machine, id: ObjId) -> Vec<ObjId> {
-    let set = &m.obj(id).cpuset;
-    let mut v: Vec<ObjId> = m
-        .objects_of(ObjType::Core)
-        .into_iter()
-        .filter(|&c| m.obj(c).cpuset.is_subset(set))
-        .collect();
-    // PUs that have no core above them stand for a core of their own.
-    v.extend(m.pus().into_iter().filter(|&p| {
-        m.obj(p).cpuset.is_subset(set) && m.ancestor_of_type(p, ObjType::Core).is_none()
-    }));
-    v.sort_by_key(|&c| {
-        m.pus()
-            .iter()
-            .position(|&p| m.obj(p).cpuset.is_subset(&m.obj(c).cpuset))
-    });
-    v
+    let mut out = Vec::new();
+    let mut stack = vec![id];
+    while let Some(at) = stack.pop() {
+        let o = m.obj(at);
+        // A PU that has no core above it stands for a core of its own.
+        if o.ty == ObjType::Core
+            || (o.ty == ObjType::Pu && m.ancestor_of_type(at, ObjType::Core).is_none())
+        {
+            out.push(at);
+            continue;
+        }
+        stack.extend(o.children.iter().rev());
+    }
+    out
 }
 
 /// PU OS indexes of a core, `*` after the disallowed ones.
@@ -135,12 +134,17 @@ fn core_text(m: &Machine, core: ObjId) -> String {
         .join(" ")
 }
 
+/// PUs inside an object, in logical order.
 fn pus_of(m: &Machine, id: ObjId) -> Vec<ObjId> {
-    let set = &m.obj(id).cpuset;
-    m.pus()
-        .into_iter()
-        .filter(|&p| m.obj(p).cpuset.is_subset(set))
-        .collect()
+    let mut out = Vec::new();
+    let mut stack = vec![id];
+    while let Some(at) = stack.pop() {
+        if m.obj(at).ty == ObjType::Pu {
+            out.push(at);
+        }
+        stack.extend(m.obj(at).children.iter().rev());
+    }
+    out
 }
 
 /// Data and unified cache levels present, lowest first (instruction caches are left out, as
@@ -165,35 +169,42 @@ fn cache_of(m: &Machine, core: ObjId, level: u8) -> Option<ObjId> {
 }
 
 /// How many cores fit on one row: as many as the width allows, rounded down to a whole number
-/// of the largest cache group that fits (so an L3 shared by 8 cores is not cut), then
-/// balanced so the rows are about equally long.
-fn cores_per_row(m: &Machine, cores: &[ObjId], levels: &[u8], cell: usize) -> usize {
+/// of the largest cache, cluster or die that fits (so an L3 or a cluster shared by 8 cores is
+/// not cut), then balanced so the rows are about equally long.
+fn cores_per_row(m: &Machine, cores: &[ObjId], cell: usize) -> usize {
     let n = cores.len().max(1);
     let fit = ((MAX_WIDTH - 4 + 1) / (cell + 3)).max(1);
     if n <= fit {
         return n;
     }
-    let mut per_row = fit;
-    let group = levels
+    let inside: crate::cpuset::CpuSet =
+        cores.iter().fold(crate::cpuset::CpuSet::new(), |acc, &c| {
+            acc.union(&m.obj(c).cpuset)
+        });
+    let group = m
+        .objects
         .iter()
-        .filter_map(|&l| {
-            // The largest group of cores sharing one cache of this level.
+        .filter(|o| match o.ty {
+            ObjType::Group | ObjType::Die => true,
+            ObjType::Cache => o
+                .cache
+                .as_ref()
+                .is_some_and(|c| c.kind != CacheKind::Instruction),
+            _ => false,
+        })
+        .filter(|o| o.cpuset.is_subset(&inside))
+        .map(|o| {
             cores
                 .iter()
-                .filter_map(|&c| cache_of(m, c, l))
-                .map(|c| {
-                    cores
-                        .iter()
-                        .filter(|&&k| cache_of(m, k, l) == Some(c))
-                        .count()
-                })
-                .max()
+                .filter(|&&c| m.obj(c).cpuset.is_subset(&o.cpuset))
+                .count()
         })
         .filter(|&g| g > 1 && g <= fit)
         .max();
-    if let Some(g) = group {
-        per_row = fit / g * g;
-    }
+    let per_row = match group {
+        Some(g) => fit / g * g,
+        None => fit,
+    };
     let rows = n.div_ceil(per_row);
     let balanced = n.div_ceil(rows);
     match group {

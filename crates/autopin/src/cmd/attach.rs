@@ -1,10 +1,27 @@
 //! `autopin attach`: attach to a running process, probe candidate pinnings, keep the best.
+//! Threads are found by scanning /proc/PID/task; the options are those of `autopin run`.
 
-use crate::error::{CliError, CmdResult};
+use crate::cmd::run::{execute, EngineArgs, Target};
+use crate::error::CmdResult;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The process to optimize
+    #[arg(value_name = "PID")]
+    pub pid: i32,
+    /// Detach after this many seconds (default: stay until the process ends)
+    #[arg(long, value_name = "SEC")]
+    pub duration: Option<f64>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    Err(CliError::internal("`autopin attach` is not built yet"))
+pub fn run(args: Args) -> CmdResult {
+    execute(
+        &args.engine,
+        Target::Attach {
+            pid: args.pid,
+            duration: args.duration,
+        },
+    )
 }

@@ -1,10 +1,77 @@
-//! `autopin candidates`: list the distinct candidate pinnings for N threads.
+//! `autopin candidates`: list the distinct candidate pinnings for N threads, one per symmetry
+//! class of the machine, most different first.
 
 use crate::error::{CliError, CmdResult};
+use crate::machine_args::MachineArgs;
+use autopin_placement::{candidates, count_classes, CandidateOptions, CpuList};
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Format {
+    Text,
+    Json,
+}
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Number of threads
+    #[arg(short = 'n', long, value_name = "N")]
+    pub threads: usize,
+    /// At most this many pinned candidates (0: all classes)
+    #[arg(long, value_name = "K", default_value_t = 16)]
+    pub max: usize,
+    /// Also list "unpinned (OS decides)", first
+    #[arg(long)]
+    pub unpinned: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    #[command(flatten)]
+    pub machine: MachineArgs,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    Err(CliError::internal("`autopin candidates` is not built yet"))
+pub fn run(args: Args) -> CmdResult {
+    if args.threads == 0 {
+        return Err(CliError::usage(
+            "the number of threads (-n) must be at least 1",
+        ));
+    }
+    let m = args.machine.load()?;
+    let opts = CandidateOptions {
+        max: if args.max == 0 { None } else { Some(args.max) },
+        include_unpinned: args.unpinned,
+    };
+    let list = candidates(&m, args.threads, &opts);
+    match args.format {
+        Format::Json => {
+            let text = serde_json::to_string_pretty(&list)
+                .map_err(|e| CliError::internal(e.to_string()))?;
+            println!("{text}");
+        }
+        Format::Text => {
+            let total = count_classes(&m, args.threads);
+            let pinned = list.iter().filter(|c| !c.unpinned).count();
+            if total > autopin_placement::EXACT_LIMIT {
+                eprintln!(
+                    "note: about {total:.3e} classes exist for {} threads; listing the even ones (threads split evenly at every level)",
+                    args.threads
+                );
+            } else if total > 0.0 {
+                eprintln!(
+                    "{} classes for {} threads; showing {pinned}",
+                    total as u64, args.threads
+                );
+            }
+            for (i, c) in list.iter().enumerate() {
+                if c.unpinned {
+                    println!("{i:>3}  {:<24} {}", "-", c.description);
+                } else {
+                    println!(
+                        "{i:>3}  {:<24} {}",
+                        CpuList(c.cpus.clone()).to_list(),
+                        c.description
+                    );
+                }
+            }
+        }
+    }
+    Ok(0)
 }

@@ -1,10 +1,217 @@
-//! `autopin pin`: run a program with its threads pinned at birth.
+//! `autopin pin`: run a program with its threads pinned at birth, like likwid-pin.
+//!
+//! The CPU list comes from a likwid-style expression (`-c`), a named policy (`--policy`)
+//! or a sharing-aware strategy (`--sharing`). The preload library pins each thread from
+//! inside the thread before the program's code runs; statically linked programs, which
+//! LD_PRELOAD cannot reach, are pinned by polling /proc instead (with a warning).
+//! Our own output goes to stderr only: the program's stdout is left untouched.
 
 use crate::error::{CliError, CmdResult};
+use crate::machine_args::MachineArgs;
+use autopin_engine::target::{
+    self, elf, pin_by_polling, LaunchSpec, LinuxPinner, PinPlan, Pinner, ProcFs, SkipMask,
+};
+use autopin_topology::{CpuSet, Machine};
+use std::ffi::OsString;
+use std::path::Path;
 
 #[derive(clap::Args)]
-pub struct Args {}
+#[command(
+    after_help = "Examples:\n  autopin pin -c 0,1,0,1 -- ./app\n  autopin pin -c S0:0-3 -s 0x1 -- ./omp_app\n  \
+autopin pin --policy scatter -n 8 -- ./app\n  autopin pin -p\n\n\
+The main thread gets the first CPU, the i-th thread the program creates gets entry i; the list \
+wraps around when more threads are created. OMP_NUM_THREADS is set to the length of the list \
+unless it is already set (as likwid-pin does)."
+)]
+pub struct Args {
+    /// CPUs in thread order: a list (0,1,0,1 or 0-3) or a likwid-pin expression (S0:0-3, E:N:8, M:scatter)
+    #[arg(short = 'c', long = "cpus", value_name = "EXPR", conflicts_with_all = ["policy", "sharing"])]
+    pub cpus: Option<String>,
+    /// Place threads with a named policy (compact, scatter, balanced, ...)
+    #[arg(long, value_name = "POLICY", conflicts_with = "sharing")]
+    pub policy: Option<String>,
+    /// Number of threads for --policy (default: as many as allowed CPUs)
+    #[arg(short = 'n', long = "threads", value_name = "N", requires = "policy")]
+    pub threads: Option<usize>,
+    /// Sharing-aware placement from an n×n thread-sharing matrix, e.g. LP_COMPACT:comm.csv
+    #[arg(long, value_name = "STRATEGY:FILE")]
+    pub sharing: Option<String>,
+    /// Skip mask in hex (likwid-pin -s): bit i set = the i-th created thread stays unpinned
+    #[arg(short = 's', long = "skip", value_name = "HEX")]
+    pub skip: Option<String>,
+    /// Print the affinity domains and exit; with -c, print the selected CPU list instead
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+    /// Say on stderr what is being pinned where
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// The program and its arguments, after `--`
+    #[arg(last = true, value_name = "PROGRAM")]
+    pub command: Vec<OsString>,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    Err(CliError::internal("`autopin pin` is not built yet"))
+pub fn run(args: Args) -> CmdResult {
+    let machine = args.machine.load()?;
+    if args.print {
+        return print(&args, &machine);
+    }
+    let cpus = select_cpus(&args, &machine)?.ok_or_else(|| {
+        CliError::usage("say where to pin: -c EXPR, --policy P [-n N] or --sharing STRATEGY:FILE")
+    })?;
+    let skip = match &args.skip {
+        Some(s) => SkipMask::parse(s).map_err(|e| CliError::usage(format!("-s: {e}")))?,
+        None => SkipMask::none(),
+    };
+    let Some((program, prog_args)) = args.command.split_first() else {
+        return Err(CliError::usage(
+            "no program given: put it after `--`, e.g. autopin pin -c 0 -- ./app",
+        ));
+    };
+    let pinner = LinuxPinner;
+    let allowed = pinner
+        .affinity(0)
+        .map_err(|e| CliError::internal(format!("cannot read our own affinity: {e}")))?;
+    check_allowed(&cpus, &allowed)?;
+    let plan = PinPlan::new(cpus, skip).map_err(CliError::usage)?;
+    launch(&args, program, prog_args, &plan, allowed, &pinner)
+}
+
+/// The CPU list for -c / --policy / --sharing, or None when none of them was given.
+fn select_cpus(args: &Args, m: &Machine) -> Result<Option<Vec<u32>>, CliError> {
+    let usage = |e: autopin_placement::PlacementError| CliError::usage(e.to_string());
+    if let Some(expr) = &args.cpus {
+        return autopin_placement::pin_expression(m, expr)
+            .map(Some)
+            .map_err(usage);
+    }
+    if let Some(policy) = &args.policy {
+        let n = match args.threads {
+            Some(0) => return Err(CliError::usage("-n must be at least 1")),
+            Some(n) => n,
+            None => m.allowed_cpuset().len(),
+        };
+        return autopin_placement::policy_pinning(m, policy, n)
+            .map(Some)
+            .map_err(usage);
+    }
+    if let Some(spec) = &args.sharing {
+        let Some((strategy, file)) = spec.split_once(':') else {
+            return Err(CliError::usage(format!(
+                "--sharing {spec:?}: expected STRATEGY:FILE, e.g. LP_COMPACT:matrix.csv (strategies: {})",
+                autopin_placement::SHARING_STRATEGIES
+            )));
+        };
+        return autopin_placement::sharing_pinning(m, strategy, Path::new(file))
+            .map(Some)
+            .map_err(usage);
+    }
+    Ok(None)
+}
+
+/// `-p`: like `likwid-pin -p`, the domains; with a selection, the physical CPU list.
+fn print(args: &Args, m: &Machine) -> CmdResult {
+    if !args.command.is_empty() {
+        return Err(CliError::usage(
+            "-p prints and exits; it does not run a program (drop -p or the program)",
+        ));
+    }
+    match select_cpus(args, m)? {
+        Some(cpus) => {
+            let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
+            println!("{}", list.join(","));
+        }
+        None => print!("{}", autopin_placement::domains_listing(m)),
+    }
+    Ok(0)
+}
+
+fn check_allowed(cpus: &[u32], allowed: &CpuSet) -> Result<(), CliError> {
+    if let Some(bad) = cpus.iter().find(|c| !allowed.contains(**c)) {
+        return Err(CliError::usage(format!(
+            "CPU {bad} is not available here (this process may use CPUs {}); \
+             if the machine was given with --synthetic/--load, its CPU numbers must exist on this machine",
+            allowed.to_list()
+        )));
+    }
+    Ok(())
+}
+
+fn launch(
+    args: &Args,
+    program: &OsString,
+    prog_args: &[OsString],
+    plan: &PinPlan,
+    allowed: CpuSet,
+    pinner: &dyn Pinner,
+) -> CmdResult {
+    let name = program.to_string_lossy();
+    let mut spec = LaunchSpec::new(program.clone(), prog_args.iter().cloned());
+    spec.forward_signals = true;
+    spec.env = plan.env();
+    if std::env::var_os("OMP_NUM_THREADS").is_none() {
+        spec.env
+            .push(("OMP_NUM_THREADS".into(), plan.cpus.len().to_string().into()));
+    }
+    // Decide how to reach the threads before starting: LD_PRELOAD, or /proc polling.
+    let path_var = std::env::var_os("PATH");
+    // When the program cannot be found or read, spawn reports that properly below.
+    let preload_works =
+        match elf::resolve_program(program, path_var.as_deref()).and_then(|p| elf::linkage(&p)) {
+            Ok(linkage) => linkage.preload_works(),
+            Err(_) => true,
+        };
+    let mut poll = !preload_works;
+    if preload_works {
+        match target::preload_library() {
+            Ok(lib) => spec.preload = Some(lib),
+            Err(e) => {
+                eprintln!("autopin: warning: cannot install the preload library ({e}); pinning {name}'s threads by polling /proc instead");
+                poll = true;
+            }
+        }
+    } else {
+        eprintln!(
+            "autopin: warning: {name} is statically linked, so LD_PRELOAD cannot reach it; \
+             pinning its threads by polling /proc (a new thread runs on its creator's CPU for up to 50 ms)"
+        );
+    }
+    if poll {
+        // Every thread then starts on the main thread's CPU until the poller moves it.
+        spec.initial_affinity = Some(CpuSet::from_cpus([plan.main_cpu()]));
+    }
+    if args.verbose {
+        let list: Vec<String> = plan.cpus.iter().map(u32::to_string).collect();
+        let skip = if plan.skip.is_empty() {
+            String::new()
+        } else {
+            format!(", skip mask {}", plan.skip)
+        };
+        let how = if poll { "by polling /proc" } else { "at birth" };
+        eprintln!(
+            "autopin: pinning threads of {name} {how} to {}{skip}",
+            list.join(",")
+        );
+    }
+    let mut launched = match target::spawn(&spec) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("autopin: error: {e}");
+            return Ok(e.exit_code());
+        }
+    };
+    let waited = if poll {
+        pin_by_polling(
+            &mut launched,
+            plan,
+            allowed,
+            pinner,
+            &ProcFs::default(),
+            |w| eprintln!("autopin: warning: {w}"),
+        )
+    } else {
+        launched.wait()
+    };
+    waited.map_err(|e| CliError::internal(format!("waiting for {name}: {e}")))
 }

@@ -1,10 +1,99 @@
-//! `autopin place`: place N threads with a named policy and print the mapping.
+//! `autopin place`: place N threads with a named policy (or a sharing-aware strategy with
+//! `--sharing FILE`) and print the mapping thread → CPU with a summary of what it uses.
+
+use std::path::PathBuf;
 
 use crate::error::{CliError, CmdResult};
+use crate::machine_args::MachineArgs;
+use autopin_placement::{policy_pinning, sharing_pinning, summarize, CpuList, PlacementSummary};
+use serde::Serialize;
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Format {
+    Text,
+    Json,
+}
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Number of threads (with --sharing: taken from the matrix size)
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "N",
+        required_unless_present = "sharing"
+    )]
+    pub threads: Option<usize>,
+    /// compact, scatter, balanced, cores, sequential, CON_HWC, CON_CORE_HWC, CON_CORE,
+    /// BALANCE_HWC, BALANCE_CORE, RR_HWC, RR_CORE, RR_SCALE, POWER; with --sharing:
+    /// LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP
+    #[arg(long, value_name = "P")]
+    pub policy: String,
+    /// N×N thread sharing matrix (rows of numbers, whitespace or comma separated)
+    #[arg(long, value_name = "FILE")]
+    pub sharing: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    #[command(flatten)]
+    pub machine: MachineArgs,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    Err(CliError::internal("`autopin place` is not built yet"))
+#[derive(Serialize)]
+struct Output<'a> {
+    policy: &'a str,
+    /// Thread i → cpus[i].
+    cpus: Vec<u32>,
+    list: String,
+    summary: PlacementSummary,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    let m = args.machine.load()?;
+    let cpus = match &args.sharing {
+        Some(path) => {
+            let cpus = sharing_pinning(&m, &args.policy, path)
+                .map_err(|e| CliError::usage(e.to_string()))?;
+            if let Some(n) = args.threads {
+                if n != cpus.len() {
+                    return Err(CliError::usage(format!(
+                        "-n {n} does not match the {}×{} sharing matrix in {}",
+                        cpus.len(),
+                        cpus.len(),
+                        path.display()
+                    )));
+                }
+            }
+            cpus
+        }
+        None => {
+            let n = args
+                .threads
+                .ok_or_else(|| CliError::usage("give the number of threads with -n N"))?;
+            policy_pinning(&m, &args.policy, n).map_err(|e| CliError::usage(e.to_string()))?
+        }
+    };
+    let summary = summarize(&m, &cpus);
+    match args.format {
+        Format::Json => {
+            let out = Output {
+                policy: &args.policy,
+                list: CpuList(cpus.clone()).to_list(),
+                cpus,
+                summary,
+            };
+            let text = serde_json::to_string_pretty(&out)
+                .map_err(|e| CliError::internal(e.to_string()))?;
+            println!("{text}");
+        }
+        Format::Text => {
+            println!("policy {}: {}", args.policy, CpuList(cpus.clone()));
+            for (i, c) in cpus.iter().enumerate() {
+                println!("thread {i:>3} -> CPU {c}");
+            }
+            for l in summary.lines() {
+                println!("{l}");
+            }
+        }
+    }
+    Ok(0)
 }

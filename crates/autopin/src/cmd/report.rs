@@ -1,10 +1,290 @@
 //! `autopin report`: draw or summarize a report written by `autopin run --report`.
 
 use crate::error::{CliError, CmdResult};
+use autopin_engine::report::Report;
+use std::fmt::Write;
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The JSON report
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Draw the timeline (rate over time, coloured by pinning) as SVG here
+    #[arg(long, value_name = "OUT")]
+    pub svg: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> CmdResult {
-    Err(CliError::internal("`autopin report` is not built yet"))
+pub fn run(args: Args) -> CmdResult {
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.file.display())))?;
+    let r = Report::from_json(&text).map_err(|e| {
+        CliError::usage(format!(
+            "{}:{}:{}: not an autopin report: {e}",
+            args.file.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    match &args.svg {
+        Some(out) => {
+            autopin_engine::report::write_atomic(out, svg(&r).as_bytes())
+                .map_err(|e| CliError::internal(format!("writing {}: {e}", out.display())))?;
+        }
+        None => print!("{}", summary(&r)),
+    }
+    Ok(0)
+}
+
+fn summary(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "command:   {}", r.command.join(" "));
+    let _ = writeln!(s, "objective: {} ({})", r.objective.name, r.objective.unit);
+    let _ = writeln!(s, "strategy:  {}, counting {}", r.strategy, r.counting_mode);
+    let _ = writeln!(
+        s,
+        "wall time: {:.1} s, searching {:.1} s, exit status {:?}",
+        r.wall_time, r.search_time, r.exit_status
+    );
+    let _ = writeln!(s, "candidates ({}):", r.candidates.len());
+    // Rates of different program phases are never mixed: one mean per phase.
+    let mut phases: Vec<Option<String>> = Vec::new();
+    for p in &r.probes {
+        if !phases.contains(&p.phase) {
+            phases.push(p.phase.clone());
+        }
+    }
+    if phases.is_empty() {
+        phases.push(None);
+    }
+    for c in &r.candidates {
+        let mut parts = Vec::new();
+        let mut total = 0;
+        for ph in &phases {
+            let probes: Vec<f64> = r
+                .probes
+                .iter()
+                .filter(|p| p.candidate == c.index && &p.phase == ph)
+                .filter(|p| ph.is_some() || p.search == 0)
+                .map(|p| p.rate)
+                .collect();
+            total += probes.len();
+            let mean = if probes.is_empty() {
+                String::from("-")
+            } else {
+                format!("{:.4e}", probes.iter().sum::<f64>() / probes.len() as f64)
+            };
+            parts.push(match ph {
+                Some(name) => format!("{name}: {mean} ({})", probes.len()),
+                None => mean,
+            });
+        }
+        let _ = writeln!(
+            s,
+            "  [{}] {:<40} probes {:>2}  mean rate {}",
+            c.index,
+            c.label,
+            total,
+            parts.join(", ")
+        );
+    }
+    // The last decision for each program phase, when the program announced phases.
+    let mut per_phase: Vec<&autopin_engine::report::DecisionRecord> = Vec::new();
+    for d in r.decisions.iter().filter(|d| d.phase.is_some()) {
+        match per_phase.iter_mut().find(|x| x.phase == d.phase) {
+            Some(x) => *x = d,
+            None => per_phase.push(d),
+        }
+    }
+    for d in &per_phase {
+        let _ = writeln!(
+            s,
+            "phase {:<10} → {}{}",
+            d.phase.clone().unwrap_or_default(),
+            d.candidate,
+            d.margin
+                .map(|m| format!(
+                    " ({:+.1}% over {})",
+                    100.0 * m,
+                    d.runner_up.clone().unwrap_or_default()
+                ))
+                .unwrap_or_default()
+        );
+    }
+    match &r.decision {
+        Some(d) => {
+            let _ = writeln!(
+                s,
+                "decision:  {} at {:.1} s ({}){}",
+                d.candidate,
+                d.at,
+                d.reason,
+                match (d.margin, d.margin_ci) {
+                    (Some(m), Some(ci)) => format!(
+                        ", margin {:+.1}% ± {:.1}% over {}",
+                        100.0 * m,
+                        100.0 * ci,
+                        d.runner_up.clone().unwrap_or_default()
+                    ),
+                    (Some(m), None) => format!(
+                        ", margin {:+.1}% over {}",
+                        100.0 * m,
+                        d.runner_up.clone().unwrap_or_default()
+                    ),
+                    _ => String::new(),
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "decision:  none ({})",
+                r.incomplete_reason.clone().unwrap_or_default()
+            );
+        }
+    }
+    if r.searches.len() > 1 {
+        for x in &r.searches[1..] {
+            let _ = writeln!(
+                s,
+                "re-search {} at {:.1} s: {}",
+                x.index, x.start, x.trigger
+            );
+        }
+    }
+    if let Some(p) = r.perturbation {
+        let _ = writeln!(
+            s,
+            "perturbation: ~{:.2}% ({})",
+            100.0 * p,
+            r.perturbation_note.clone().unwrap_or_default()
+        );
+    }
+    if let Some(c) = r.monitor_cpu_share {
+        let _ = writeln!(s, "autopin CPU: {:.2}% of wall time", 100.0 * c);
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+const COLOURS: [&str; 10] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Rate over time as bars coloured by the applied candidate, with a legend.
+fn svg(r: &Report) -> String {
+    let (w, h, left, top, bottom) = (900.0, 420.0, 70.0, 30.0, 60.0);
+    let legend_h = 16.0 * r.candidates.len() as f64;
+    let total_h = h + legend_h + 20.0;
+    let tmax = r.timeline.iter().map(|p| p.t).fold(0.0, f64::max).max(1e-9);
+    let rmax = r
+        .timeline
+        .iter()
+        .map(|p| p.rate)
+        .fold(0.0, f64::max)
+        .max(1e-300);
+    let pw = w - left - 20.0;
+    let ph = h - top - bottom;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{total_h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"{left}\" y=\"18\">{} — {}</text>",
+        esc(&r.command.join(" ")),
+        esc(&r.objective.name)
+    );
+    let mut prev_t = 0.0;
+    for p in &r.timeline {
+        let x = left + pw * prev_t / tmax;
+        let bw = (pw * (p.t - prev_t) / tmax).max(0.5);
+        let bh = ph * p.rate / rmax;
+        let colour = p
+            .candidate
+            .map_or("#cccccc", |c| COLOURS[c % COLOURS.len()]);
+        let opacity = if p.state == "warmup" { 0.35 } else { 1.0 };
+        let _ = writeln!(
+            s,
+            "<rect x=\"{x:.2}\" y=\"{:.2}\" width=\"{bw:.2}\" height=\"{bh:.2}\" fill=\"{colour}\" fill-opacity=\"{opacity}\"/>",
+            top + ph - bh
+        );
+        prev_t = p.t;
+    }
+    for d in &r.decisions {
+        let x = left + pw * d.at / tmax;
+        let _ = writeln!(s, "<line x1=\"{x:.2}\" y1=\"{top}\" x2=\"{x:.2}\" y2=\"{}\" stroke=\"black\" stroke-dasharray=\"4 3\"/>", top + ph);
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.2}\" y=\"{}\">decided {}{}</text>",
+            x + 3.0,
+            top + 12.0,
+            esc(&d.candidate),
+            d.phase
+                .as_ref()
+                .map(|p| format!(" for {}", esc(p)))
+                .unwrap_or_default()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>",
+        top + ph,
+        left + pw,
+        top + ph
+    );
+    let _ = writeln!(
+        s,
+        "<line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" stroke=\"black\"/>",
+        top + ph
+    );
+    for i in 0..=4 {
+        let v = rmax * i as f64 / 4.0;
+        let y = top + ph - ph * i as f64 / 4.0;
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{y:.1}\" text-anchor=\"end\">{v:.3e}</text>",
+            left - 4.0
+        );
+        let t = tmax * i as f64 / 4.0;
+        let x = left + pw * i as f64 / 4.0;
+        let _ = writeln!(
+            s,
+            "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{t:.1} s</text>",
+            top + ph + 16.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">time (s); bar height = {}</text>",
+        left + pw / 2.0,
+        top + ph + 34.0,
+        esc(&r.objective.unit)
+    );
+    for (i, c) in r.candidates.iter().enumerate() {
+        let y = h + 4.0 + 16.0 * i as f64;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{left}\" y=\"{y}\" width=\"12\" height=\"12\" fill=\"{}\"/>",
+            COLOURS[i % COLOURS.len()]
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{}\">{}</text>",
+            left + 18.0,
+            y + 10.0,
+            esc(&c.label)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
 }

@@ -1,0 +1,37 @@
+#!/bin/sh
+# autopin's decision on a real OpenMP program with barriers (OMP_WAIT_POLICY=active, 2
+# threads): candidates 0,0 and 0,1; autopin must pick 0,1, and the whole run under autopin
+# should be within 5% of the program pinned to 0,1 from the start (taskset). The program is
+# workloads/syncbench in its barrier-only form (-s 0): one long phase, ~15 s when pinned
+# well, so a few short probes are a small share of the run. Pairs alternate which run goes
+# first, so slow drift of the machine's load hits both sides.
+# usage: bench/run.sh [PAIRS] [OBJECTIVE]   (default 3 pairs, objective heartbeat)
+set -eu
+PAIRS=${1:-3}
+OBJ=${2:-heartbeat}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+AUTOPIN=${AUTOPIN:-$ROOT/target/release/autopin}
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+gcc -O2 -I"$ROOT/include" -fopenmp -o "$W/syncbench" "$ROOT/workloads/syncbench.c"
+export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=active
+ARGS=${SYNCBENCH_ARGS:--s 0 -b 1000000 -r 5}
+calc() { python3 -c "print($1)"; }
+t() { s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s.%N); calc "$e - $s"; }
+echo "syncbench $ARGS; autopin: --schedule '0,0;0,1' --objective $OBJ -i 0.1 -w 0.1 --probe 0.2 --budget 3"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "pair  taskset0,1_s  autopin_s  ratio  decision  search_s"
+: > "$W/ratios"
+i=1
+while [ "$i" -le "$PAIRS" ]; do
+  run_ts() { t taskset -c 0,1 "$W/syncbench" $ARGS; }
+  run_ap() { t "$AUTOPIN" run -q --schedule '0,0;0,1' --objective "$OBJ" -i 0.1 -w 0.1 --probe 0.2 --budget 3 --report "$W/r$i.json" -- "$W/syncbench" $ARGS; }
+  if [ $((i % 2)) -eq 1 ]; then a=$(run_ts); b=$(run_ap); else b=$(run_ap); a=$(run_ts); fi
+  d=$(python3 -c "import json;d=json.load(open('$W/r$i.json'));x=d.get('decision') or {};print(x.get('candidate'), '%.2f' % d.get('search_time', 0))")
+  r=$(calc "$b / $a")
+  echo "$r" >> "$W/ratios"
+  printf "%4d  %11.3f  %9.3f  %5.3f  %s\n" "$i" "$a" "$b" "$r" "$d"
+  i=$((i + 1))
+done
+python3 -c "import statistics;print('median ratio autopin/taskset: %.3f' % statistics.median(float(l) for l in open('$W/ratios')))"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,499 @@
+//! Strategies: what the user names on the command line, how each is validated before the
+//! first run, and the command line that runs the program under it.
+//!
+//! Every strategy becomes a command prefix in front of the user's program, so a comparison
+//! measures exactly what users get from `autopin pin` / `autopin run`, not a re-implementation.
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+use serde::Serialize;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// The sharing-aware strategies of the pinning study; they take a thread-sharing matrix file.
+pub const SHARING_KINDS: [&str; 5] = ["LP_COMPACT", "LP_SCATTER", "GP", "LPGP", "GPLP"];
+
+/// How the program is started under one strategy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StrategyKind {
+    /// The program itself; the OS scheduler decides.
+    None,
+    /// A pin expression or CPU list (`0,1`, `S0:0-3`, `E:N:4`) for `autopin pin -c`.
+    Cpus { expr: String },
+    /// A named placement policy for `autopin pin --policy`.
+    Policy { name: String },
+    /// A sharing-aware strategy with its matrix file, for `autopin pin --sharing`.
+    Sharing { kind: String, matrix: PathBuf },
+    /// A fresh random permutation of the allowed CPUs for every run.
+    Random,
+    /// The optimizer: `autopin run`.
+    Autopin,
+}
+
+/// A strategy as the user wrote it, and what it means.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Strategy {
+    pub name: String,
+    #[serde(flatten)]
+    pub kind: StrategyKind,
+}
+
+/// What strategy validation needs to know about the machine; the real implementation asks
+/// the placement crate, tests use a fixed table.
+pub trait PlacementCheck {
+    /// `None` when `name` is not a placement policy; otherwise whether the policy can place
+    /// threads on this machine (e.g. POWER needs power measurements).
+    fn policy(&self, name: &str) -> Option<Result<(), String>>;
+    /// Whether a sharing strategy can use this matrix file.
+    fn sharing(&self, kind: &str, matrix: &std::path::Path) -> Result<(), String>;
+    /// The CPUs a pin expression selects, or why it is invalid.
+    fn expression(&self, expr: &str) -> Result<Vec<u32>, String>;
+    /// The CPUs a random pinning may use (allowed and online), in OS order.
+    fn allowed_cpus(&self) -> Vec<u32>;
+}
+
+/// Parses and validates one `--strategy` value.
+pub fn parse_strategy(text: &str, check: &dyn PlacementCheck) -> Result<Strategy, String> {
+    let name = text.trim();
+    let strategy = |kind| {
+        Ok(Strategy {
+            name: name.to_string(),
+            kind,
+        })
+    };
+    if name.is_empty() {
+        return Err(
+            "empty strategy; expected none, random, autopin, a policy name, a pin expression \
+                    (e.g. 0,1 or S0:0-3) or SHARING:matrix.txt"
+                .into(),
+        );
+    }
+    match name.to_ascii_lowercase().as_str() {
+        "none" => return strategy(StrategyKind::None),
+        "random" => {
+            if check.allowed_cpus().is_empty() {
+                return Err("strategy `random`: the machine has no allowed CPUs".into());
+            }
+            return strategy(StrategyKind::Random);
+        }
+        "autopin" => return strategy(StrategyKind::Autopin),
+        _ => {}
+    }
+    if let Some((kind, file)) = name.split_once(':') {
+        if let Some(k) = SHARING_KINDS.iter().find(|k| k.eq_ignore_ascii_case(kind)) {
+            if file.is_empty() {
+                return Err(format!(
+                    "strategy `{name}`: {k} needs a sharing matrix file, e.g. {k}:matrix.txt"
+                ));
+            }
+            let matrix = PathBuf::from(file);
+            if !matrix.is_file() {
+                return Err(format!(
+                    "strategy `{name}`: sharing matrix file `{file}` does not exist"
+                ));
+            }
+            check
+                .sharing(k, &matrix)
+                .map_err(|e| format!("strategy `{name}`: {e}"))?;
+            return strategy(StrategyKind::Sharing {
+                kind: k.to_string(),
+                matrix,
+            });
+        }
+    }
+    match check.policy(name) {
+        Some(Ok(())) => {
+            return strategy(StrategyKind::Policy {
+                name: name.to_string(),
+            })
+        }
+        Some(Err(e)) => return Err(format!("strategy `{name}`: {e}")),
+        None => {}
+    }
+    match check.expression(name) {
+        Ok(cpus) if cpus.is_empty() => Err(format!("strategy `{name}` selects no CPUs")),
+        Ok(_) => strategy(StrategyKind::Cpus {
+            expr: name.to_string(),
+        }),
+        Err(e) => Err(format!(
+            "unknown strategy `{name}`: not none/random/autopin, not a placement policy, not \
+             {}:FILE, and not a valid pin expression ({e})",
+            SHARING_KINDS.join("/")
+        )),
+    }
+}
+
+/// One run's concrete launch: the command line and, for random, the CPUs it drew.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub argv: Vec<OsString>,
+    pub cpus: Option<Vec<u32>>,
+}
+
+/// Where the pinning front-end lives and which extra options it gets (the machine source).
+#[derive(Debug, Clone)]
+pub struct Frontend {
+    pub exe: PathBuf,
+    /// Options placed after the subcommand name, e.g. `--sysfs-root DIR`.
+    pub machine_args: Vec<OsString>,
+}
+
+impl Strategy {
+    /// The command line for one run; `random` draws a fresh permutation of `allowed` from `rng`.
+    pub fn launch<R: Rng>(
+        &self,
+        front: &Frontend,
+        program: &[OsString],
+        allowed: &[u32],
+        rng: &mut R,
+    ) -> Launch {
+        let cpus = match self.kind {
+            StrategyKind::Random => {
+                let mut p = allowed.to_vec();
+                p.shuffle(rng);
+                Some(p)
+            }
+            _ => None,
+        };
+        Launch {
+            argv: command_for(&self.kind, front, cpus.as_deref(), program),
+            cpus,
+        }
+    }
+}
+
+/// The pure strategy → command mapping. `random_cpus` is the permutation drawn for a random
+/// run (ignored for the others).
+pub fn command_for(
+    kind: &StrategyKind,
+    front: &Frontend,
+    random_cpus: Option<&[u32]>,
+    program: &[OsString],
+) -> Vec<OsString> {
+    let pin = |opts: Vec<OsString>| -> Vec<OsString> {
+        let mut v: Vec<OsString> = vec![front.exe.clone().into(), "pin".into()];
+        v.extend(front.machine_args.iter().cloned());
+        v.extend(opts);
+        v.push("--".into());
+        v.extend(program.iter().cloned());
+        v
+    };
+    match kind {
+        StrategyKind::None => program.to_vec(),
+        StrategyKind::Cpus { expr } => pin(vec!["-c".into(), expr.into()]),
+        StrategyKind::Policy { name } => pin(vec!["--policy".into(), name.into()]),
+        StrategyKind::Sharing { kind, matrix } => {
+            let mut arg = OsString::from(format!("{kind}:"));
+            arg.push(matrix.as_os_str());
+            pin(vec!["--sharing".into(), arg])
+        }
+        StrategyKind::Random => {
+            let list = random_cpus
+                .unwrap_or(&[])
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",");
+            pin(vec!["-c".into(), list.into()])
+        }
+        StrategyKind::Autopin => {
+            let mut v: Vec<OsString> = vec![front.exe.clone().into(), "run".into()];
+            v.extend(front.machine_args.iter().cloned());
+            v.push("--".into());
+            v.extend(program.iter().cloned());
+            v
+        }
+    }
+}
+
+/// Checks strategies against a machine with the placement crate, the same rules
+/// `autopin pin` applies.
+pub struct MachineCheck<'a> {
+    pub machine: &'a autopin_topology::Machine,
+}
+
+impl PlacementCheck for MachineCheck<'_> {
+    fn policy(&self, name: &str) -> Option<Result<(), String>> {
+        use autopin_placement::PlacementError;
+        match autopin_placement::policy_pinning(self.machine, name, 1) {
+            Ok(_) => Some(Ok(())),
+            Err(PlacementError::UnknownPolicy { .. }) => None,
+            Err(e) => Some(Err(e.to_string())),
+        }
+    }
+
+    fn sharing(&self, kind: &str, matrix: &std::path::Path) -> Result<(), String> {
+        autopin_placement::sharing_pinning(self.machine, kind, matrix)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn expression(&self, expr: &str) -> Result<Vec<u32>, String> {
+        autopin_placement::pin_expression(self.machine, expr).map_err(|e| e.to_string())
+    }
+
+    fn allowed_cpus(&self) -> Vec<u32> {
+        self.machine.allowed_cpuset().iter().collect()
+    }
+}
+
+/// A physical CPU sequence like `0,0` or `0-3,8`: unlike a CPU set it keeps order and
+/// repeats, because thread i goes to the i-th entry.
+pub fn parse_cpu_sequence(expr: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    for item in expr.split(',') {
+        let num = |s: &str, at: usize| -> Result<u32, String> {
+            s.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("`{s}` at character {} is not a CPU number", at + 1))
+        };
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (lo, hi) = (num(a, pos)?, num(b, pos + a.len() + 1)?);
+                if lo > hi {
+                    return Err(format!(
+                        "range `{item}` at character {} runs backwards",
+                        pos + 1
+                    ));
+                }
+                out.extend(lo..=hi);
+            }
+            None => out.push(num(item, pos)?),
+        }
+        pos += item.len() + 1;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    struct Fixed;
+    impl PlacementCheck for Fixed {
+        fn policy(&self, name: &str) -> Option<Result<(), String>> {
+            match name {
+                "compact" | "scatter" | "CON_CORE" => Some(Ok(())),
+                "POWER" => Some(Err("POWER needs power measurements".into())),
+                _ => None,
+            }
+        }
+        fn sharing(&self, _kind: &str, _matrix: &std::path::Path) -> Result<(), String> {
+            Ok(())
+        }
+        fn expression(&self, expr: &str) -> Result<Vec<u32>, String> {
+            if expr.starts_with("S0:") {
+                return Ok(vec![0, 1]);
+            }
+            parse_cpu_sequence(expr)
+        }
+        fn allowed_cpus(&self) -> Vec<u32> {
+            vec![0, 1, 2, 3]
+        }
+    }
+
+    fn front() -> Frontend {
+        Frontend {
+            exe: "/bin/autopin".into(),
+            machine_args: vec![],
+        }
+    }
+    fn prog() -> Vec<OsString> {
+        vec!["./a.out".into(), "-x".into()]
+    }
+    fn strs(v: &[OsString]) -> Vec<String> {
+        v.iter().map(|s| s.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn classifies_every_form() {
+        let k = |s| parse_strategy(s, &Fixed).unwrap().kind;
+        assert_eq!(k("none"), StrategyKind::None);
+        assert_eq!(k("RANDOM"), StrategyKind::Random);
+        assert_eq!(k("autopin"), StrategyKind::Autopin);
+        assert_eq!(
+            k("compact"),
+            StrategyKind::Policy {
+                name: "compact".into()
+            }
+        );
+        assert_eq!(k("0,0"), StrategyKind::Cpus { expr: "0,0".into() });
+        assert_eq!(
+            k("S0:0-1"),
+            StrategyKind::Cpus {
+                expr: "S0:0-1".into()
+            }
+        );
+        let dir =
+            std::env::temp_dir().join(format!("autopin-compare-strat-{}", std::process::id()));
+        std::fs::write(&dir, "0 1\n1 0\n").unwrap();
+        let spec = format!("lp_compact:{}", dir.display());
+        assert_eq!(
+            k(&spec),
+            StrategyKind::Sharing {
+                kind: "LP_COMPACT".into(),
+                matrix: dir.clone()
+            }
+        );
+        std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn rejects_bad_strategies_with_reasons() {
+        let e = parse_strategy("fastest", &Fixed).unwrap_err();
+        assert!(e.contains("unknown strategy `fastest`"), "{e}");
+        let e = parse_strategy("GP:/nonexistent/m.txt", &Fixed).unwrap_err();
+        assert!(e.contains("does not exist"), "{e}");
+        let e = parse_strategy("LPGP:", &Fixed).unwrap_err();
+        assert!(e.contains("needs a sharing matrix"), "{e}");
+        assert!(parse_strategy("", &Fixed).is_err());
+        assert!(parse_strategy("3-1", &Fixed)
+            .unwrap_err()
+            .contains("backwards"));
+        assert!(parse_strategy("POWER", &Fixed)
+            .unwrap_err()
+            .contains("needs power"));
+    }
+
+    #[test]
+    fn machine_check_rejects_cpus_outside_the_machine() {
+        let m = autopin_topology::source::synthetic::parse("core:2 pu:1").unwrap();
+        let c = MachineCheck { machine: &m };
+        assert_eq!(c.expression("1,0,1").unwrap(), vec![1, 0, 1]);
+        assert!(c.expression("0,7").is_err());
+        assert_eq!(c.allowed_cpus(), vec![0, 1]);
+        assert_eq!(c.policy("con_core"), Some(Ok(())));
+        assert_eq!(c.policy("fastest"), None);
+        assert_eq!(
+            parse_strategy("0,0", &c).unwrap().kind,
+            StrategyKind::Cpus { expr: "0,0".into() }
+        );
+        assert!(parse_strategy("0,9", &c)
+            .unwrap_err()
+            .contains("unknown strategy `0,9`"));
+    }
+
+    #[test]
+    fn cpu_sequence_keeps_order_and_repeats() {
+        assert_eq!(parse_cpu_sequence("3,0-2,0").unwrap(), vec![3, 0, 1, 2, 0]);
+        let e = parse_cpu_sequence("0,x").unwrap_err();
+        assert!(e.contains("character 3"), "{e}");
+    }
+
+    #[test]
+    fn command_mapping() {
+        let f = Frontend {
+            exe: "/bin/autopin".into(),
+            machine_args: vec!["--sysfs-root".into(), "/d".into()],
+        };
+        assert_eq!(
+            strs(&command_for(&StrategyKind::None, &f, None, &prog())),
+            ["./a.out", "-x"]
+        );
+        assert_eq!(
+            strs(&command_for(
+                &StrategyKind::Cpus { expr: "0,0".into() },
+                &f,
+                None,
+                &prog()
+            )),
+            [
+                "/bin/autopin",
+                "pin",
+                "--sysfs-root",
+                "/d",
+                "-c",
+                "0,0",
+                "--",
+                "./a.out",
+                "-x"
+            ]
+        );
+        assert_eq!(
+            strs(&command_for(
+                &StrategyKind::Policy {
+                    name: "scatter".into()
+                },
+                &front(),
+                None,
+                &prog()
+            )),
+            [
+                "/bin/autopin",
+                "pin",
+                "--policy",
+                "scatter",
+                "--",
+                "./a.out",
+                "-x"
+            ]
+        );
+        let sharing = StrategyKind::Sharing {
+            kind: "GP".into(),
+            matrix: "m.txt".into(),
+        };
+        assert_eq!(
+            strs(&command_for(&sharing, &front(), None, &prog())),
+            [
+                "/bin/autopin",
+                "pin",
+                "--sharing",
+                "GP:m.txt",
+                "--",
+                "./a.out",
+                "-x"
+            ]
+        );
+        assert_eq!(
+            strs(&command_for(
+                &StrategyKind::Random,
+                &front(),
+                Some(&[2, 0, 1]),
+                &prog()
+            )),
+            ["/bin/autopin", "pin", "-c", "2,0,1", "--", "./a.out", "-x"]
+        );
+        assert_eq!(
+            strs(&command_for(
+                &StrategyKind::Autopin,
+                &front(),
+                None,
+                &prog()
+            )),
+            ["/bin/autopin", "run", "--", "./a.out", "-x"]
+        );
+    }
+
+    #[test]
+    fn random_draws_a_seeded_permutation_each_run() {
+        let s = parse_strategy("random", &Fixed).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let draws: Vec<Vec<u32>> = (0..6)
+            .map(|_| {
+                s.launch(&front(), &prog(), &[0, 1, 2, 3], &mut rng)
+                    .cpus
+                    .unwrap()
+            })
+            .collect();
+        for d in &draws {
+            let mut sorted = d.clone();
+            sorted.sort();
+            assert_eq!(sorted, vec![0, 1, 2, 3]);
+        }
+        assert!(
+            draws.iter().any(|d| d != &draws[0]),
+            "six draws all equal: {draws:?}"
+        );
+        let mut rng2 = ChaCha8Rng::seed_from_u64(1);
+        assert_eq!(
+            s.launch(&front(), &prog(), &[0, 1, 2, 3], &mut rng2)
+                .cpus
+                .unwrap(),
+            draws[0]
+        );
+    }
+}

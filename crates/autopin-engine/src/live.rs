@@ -1,0 +1,429 @@
+//! Linux implementations of the driver's traits: threads from /proc/PID/task (launched or
+//! attached targets alike, in creation order, with the likwid skip mask) and the objective
+//! measured with autopin-perf's per-thread counters, heartbeat channel or energy source.
+
+use crate::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
+use crate::target::{Launched, ProcFs, Registry, SkipMask, ThreadOrder};
+use autopin_perf::{
+    EnergySource, HeartbeatChannel, Objective, PerfCounterSource, Sample, Sampler, Target,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+/// How autopin learns that the target ended.
+pub enum Lifetime {
+    /// Our child: its exit status is known.
+    Child(Launched),
+    /// Attached: only whether /proc/PID still exists.
+    Attached(i32),
+}
+
+/// Threads of a process found by scanning /proc/PID/task.
+pub struct ProcThreads {
+    pid: i32,
+    proc: ProcFs,
+    order: ThreadOrder,
+    skip: SkipMask,
+    /// creation index → tracked index (None = skipped)
+    tracked_index: HashMap<i32, Option<usize>>,
+    lifetime: Lifetime,
+    /// The preload library's thread registry (launched dynamic programs): exact creation
+    /// order, even for threads that live shorter than a /proc scan interval.
+    registry: Option<Registry>,
+    /// Whether the last poll used the registry (for the report).
+    pub used_registry: bool,
+}
+
+impl ProcThreads {
+    pub fn new(pid: i32, skip: SkipMask, lifetime: Lifetime) -> Self {
+        ProcThreads {
+            pid,
+            proc: ProcFs::at("/proc"),
+            order: ThreadOrder::new(pid),
+            skip,
+            tracked_index: HashMap::new(),
+            lifetime,
+            registry: None,
+            used_registry: false,
+        }
+    }
+
+    /// Reads thread creation order from this registry whenever the preload library has
+    /// recorded threads in it (falls back to /proc scanning before that, or if it overflows).
+    pub fn with_registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Threads and creation numbers from the registry, when it is usable.
+    fn from_registry(&self) -> Option<Vec<(i32, usize)>> {
+        let reg = self.registry.as_ref()?;
+        reg.owner_pid()?;
+        if reg.overflowed() {
+            return None;
+        }
+        Some(reg.alive().iter().map(|t| (t.tid, t.index)).collect())
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Sends a signal to a launched target (no-op when attached).
+    pub fn signal(&self, sig: i32) {
+        if let Lifetime::Child(c) = &self.lifetime {
+            let _ = c.signal(sig);
+        }
+    }
+
+    /// Index among pinned threads: the main thread is 0, created thread k (1-based) gets the
+    /// next index unless skip bit k−1 is set (likwid-pin's `-s` semantics).
+    fn index_for(&self, creation: usize) -> Option<usize> {
+        if creation == 0 {
+            return Some(0);
+        }
+        if self.skip.skips(creation - 1) {
+            return None;
+        }
+        Some(creation - (0..creation - 1).filter(|k| self.skip.skips(*k)).count())
+    }
+
+    fn ended(&mut self) -> Option<Option<i32>> {
+        match &mut self.lifetime {
+            Lifetime::Child(c) => match c.try_wait() {
+                Ok(Some(code)) => Some(Some(code)),
+                Ok(None) => None,
+                Err(_) => Some(None),
+            },
+            Lifetime::Attached(pid) => {
+                if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    None
+                } else {
+                    Some(None)
+                }
+            }
+        }
+    }
+}
+
+impl ThreadSource for ProcThreads {
+    fn poll(&mut self) -> Result<ThreadSnapshot, String> {
+        if let Some(e) = self.ended() {
+            return Ok(ThreadSnapshot {
+                ended: Some(e),
+                ..Default::default()
+            });
+        }
+        // The process may vanish between the check and the scan: the next poll reaps it.
+        let scan = self.proc.threads(self.pid).unwrap_or_default();
+        if let Some(recorded) = self.from_registry() {
+            self.used_registry = true;
+            let mut all: Vec<u32> = scan.iter().map(|t| t.tid as u32).collect();
+            let mut tracked = Vec::new();
+            for (tid, creation) in recorded {
+                if !all.contains(&(tid as u32)) {
+                    // A thread of another process of the launched tree (the registry owner).
+                    all.push(tid as u32);
+                }
+                if let Some(i) = self.index_for(creation) {
+                    tracked.push((tid as u32, i));
+                }
+            }
+            tracked.sort_by_key(|t| t.1);
+            return Ok(ThreadSnapshot {
+                tracked,
+                all,
+                ended: None,
+            });
+        }
+        for (creation, t) in self.order.observe(&scan) {
+            let idx = self.index_for(creation);
+            self.tracked_index.insert(t.tid, idx);
+        }
+        let all: Vec<u32> = scan.iter().map(|t| t.tid as u32).collect();
+        self.tracked_index
+            .retain(|tid, _| all.contains(&(*tid as u32)));
+        let mut tracked: Vec<(u32, usize)> = scan
+            .iter()
+            .filter_map(|t| {
+                self.tracked_index
+                    .get(&t.tid)
+                    .copied()
+                    .flatten()
+                    .map(|i| (t.tid as u32, i))
+            })
+            .collect();
+        tracked.sort_by_key(|t| t.1);
+        Ok(ThreadSnapshot {
+            tracked,
+            all,
+            ended: None,
+        })
+    }
+}
+
+/// The objective measured for real.
+pub struct PerfMeter {
+    objective: Objective,
+    sampler: Option<Sampler<PerfCounterSource>>,
+    heartbeat: Option<HeartbeatChannel>,
+    energy: Option<Box<dyn EnergySource>>,
+    last: Option<(Sample, Option<u64>, Option<f64>)>,
+    total: f64,
+    per_thread: BTreeMap<u32, f64>,
+    first_event: Option<String>,
+    paused: bool,
+    /// Threads whose counters could not be opened (vanished, or other reasons), with why.
+    pub open_failures: Vec<String>,
+}
+
+impl PerfMeter {
+    pub fn new(
+        objective: Objective,
+        counters: Option<PerfCounterSource>,
+        heartbeat: Option<HeartbeatChannel>,
+        energy: Option<Box<dyn EnergySource>>,
+    ) -> Self {
+        let first_event = objective.events().first().map(|e| e.key().to_string());
+        PerfMeter {
+            objective,
+            sampler: counters.map(Sampler::new),
+            heartbeat,
+            energy,
+            last: None,
+            total: 0.0,
+            per_thread: BTreeMap::new(),
+            first_event,
+            paused: false,
+            open_failures: Vec::new(),
+        }
+    }
+}
+
+impl Meter for PerfMeter {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+        if self.paused {
+            return Ok(Reading::default());
+        }
+        let now = Instant::now();
+        let sample = match self.sampler.as_mut() {
+            Some(s) => {
+                let want: std::collections::BTreeSet<Target> =
+                    threads.iter().map(|t| Target::Thread(*t as i32)).collect();
+                for t in s.targets() {
+                    if !want.contains(&t) {
+                        s.remove(t);
+                    }
+                }
+                let have: std::collections::BTreeSet<Target> = s.targets().into_iter().collect();
+                for t in want.difference(&have) {
+                    if let Err(e) = s.add(*t) {
+                        // A thread that exited before we could attach is normal churn; other
+                        // failures are kept for the report.
+                        let alive = std::path::Path::new(&format!("/proc/{}", t_id(t))).exists();
+                        if alive && self.open_failures.len() < 10 {
+                            self.open_failures.push(format!("{t}: {e}"));
+                        }
+                    }
+                }
+                s.sample(now)
+            }
+            None => Sample {
+                at: now,
+                events: vec![],
+                scales: vec![],
+                values: BTreeMap::new(),
+                unreadable: vec![],
+            },
+        };
+        let beats = self.heartbeat.as_ref().map(|h| h.read());
+        let joules = match self.energy.as_mut() {
+            Some(e) => Some(e.read_joules().map_err(|e| e.to_string())?),
+            None => None,
+        };
+        let mut present = BTreeMap::new();
+        if let Some((prev, prev_beats, prev_j)) = &self.last {
+            let d = sample.delta_since(prev);
+            let mut delta = d.to_delta();
+            delta.heartbeats = match (beats.as_ref().map(|b| b.beats), prev_beats) {
+                (Some(a), Some(b)) => Some(a.saturating_sub(*b)),
+                _ => None,
+            };
+            delta.energy_joules = match (joules, prev_j) {
+                (Some(a), Some(b)) => Some((a - b).max(0.0)),
+                _ => None,
+            };
+            let secs = delta.elapsed.as_secs_f64();
+            if let Some(v) = self.objective.evaluate(&delta) {
+                // Integrate the objective so the session's amount/time is the objective.
+                self.total += v * secs;
+            }
+            if let Some(ev) = &self.first_event {
+                for (t, _) in d.per_target.iter() {
+                    if let (Target::Thread(tid), Some(r)) = (t, d.rate(*t, ev)) {
+                        *self.per_thread.entry(*tid as u32).or_default() += r * secs;
+                    }
+                }
+            }
+        }
+        // Per-thread keys: the threads counted in this sample (or the ones asked for when the
+        // objective is not per thread), so the driver sees who came and went.
+        for t in threads {
+            let v = self.per_thread.get(t).copied().unwrap_or(0.0);
+            present.insert(*t, v);
+        }
+        self.per_thread.retain(|t, _| present.contains_key(t));
+        let phase = beats.as_ref().and_then(|b| b.phase.clone());
+        let phase_seq = beats.as_ref().map(|b| b.phase_seq);
+        self.last = Some((sample, beats.map(|b| b.beats), joules));
+        Ok(Reading {
+            total: Some(self.total),
+            per_thread: present,
+            phase,
+            phase_seq,
+        })
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.open_failures
+            .iter()
+            .map(|f| format!("counters: {f}"))
+            .collect()
+    }
+
+    fn pause(&mut self) {
+        if let Some(s) = self.sampler.as_mut() {
+            for t in s.targets() {
+                s.remove(t);
+            }
+        }
+        self.paused = true;
+    }
+}
+
+/// The `task-clock` objective without perf: each thread's time on a CPU from
+/// /proc/TID/schedstat (nanoseconds, kept by the scheduler anyway), so it works where
+/// perf_event is unavailable and adds nothing to the target's context switches. A thread
+/// that shares its CPU with a busy neighbour gets about half the CPU time.
+pub struct ProcCpuMeter {
+    proc_root: std::path::PathBuf,
+    heartbeat: Option<HeartbeatChannel>,
+    unreadable: Vec<String>,
+}
+
+impl ProcCpuMeter {
+    pub fn new(heartbeat: Option<HeartbeatChannel>) -> Self {
+        ProcCpuMeter {
+            proc_root: "/proc".into(),
+            heartbeat,
+            unreadable: Vec::new(),
+        }
+    }
+
+    /// Reads /proc from another root (tests).
+    pub fn with_proc_root(mut self, root: impl Into<std::path::PathBuf>) -> Self {
+        self.proc_root = root.into();
+        self
+    }
+
+    /// Seconds thread `tid` has spent on a CPU, or None when it is gone.
+    pub fn cpu_seconds(&self, tid: u32) -> Option<f64> {
+        let text = std::fs::read_to_string(self.proc_root.join(format!("{tid}/schedstat"))).ok()?;
+        let ns: f64 = text.split_whitespace().next()?.parse().ok()?;
+        Some(ns * 1e-9)
+    }
+}
+
+impl Meter for ProcCpuMeter {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+        let mut per_thread = BTreeMap::new();
+        for t in threads {
+            match self.cpu_seconds(*t) {
+                Some(v) => {
+                    per_thread.insert(*t, v);
+                }
+                None => {
+                    let alive = self.proc_root.join(t.to_string()).exists();
+                    if alive && self.unreadable.len() < 10 {
+                        self.unreadable.push(format!(
+                            "cannot read {}/{t}/schedstat",
+                            self.proc_root.display()
+                        ));
+                    }
+                }
+            }
+        }
+        let hb = self.heartbeat.as_ref().map(|h| h.read());
+        Ok(Reading {
+            total: None,
+            per_thread,
+            phase: hb.as_ref().and_then(|b| b.phase.clone()),
+            phase_seq: hb.map(|b| b.phase_seq),
+        })
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.unreadable.clone()
+    }
+}
+
+/// Counts the events of `objective` on no thread yet (threads are added as they appear).
+pub fn counters_for(
+    objective: &Objective,
+) -> Result<Option<PerfCounterSource>, autopin_perf::PerfError> {
+    let events = objective.events();
+    if events.is_empty() {
+        return Ok(None);
+    }
+    PerfCounterSource::new(events, autopin_perf::counters::CounterOptions::default()).map(Some)
+}
+
+/// Our own CPU time (user + sys), seconds.
+pub fn self_cpu_seconds() -> f64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we pass.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn t_id(t: &Target) -> i32 {
+    match t {
+        Target::Thread(t) => *t,
+        Target::Cpu(c) => *c as i32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_cpu_meter_reads_schedstat_and_skips_vanished_threads() {
+        let dir = std::env::temp_dir().join(format!("autopin-schedstat-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("42")).unwrap();
+        std::fs::write(dir.join("42/schedstat"), "1500000000 2000 7\n").unwrap();
+        let mut m = ProcCpuMeter::new(None).with_proc_root(&dir);
+        let r = m.read(&[42, 43]).unwrap();
+        assert_eq!(r.per_thread.len(), 1);
+        assert!((r.per_thread[&42] - 1.5).abs() < 1e-9);
+        assert!(m.notes().is_empty(), "a vanished thread is normal churn");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn proc_cpu_meter_sees_our_own_busy_thread() {
+        let m = ProcCpuMeter::new(None);
+        let tid = unsafe { libc::gettid() } as u32;
+        let a = m.cpu_seconds(tid).expect("schedstat of our thread");
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 50 {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        let b = m.cpu_seconds(tid).unwrap();
+        assert!(b - a > 0.01, "{a} → {b} ({x})");
+    }
+}

@@ -1,0 +1,81 @@
+//! The narrow OS-facing traits the driver needs besides `target::affinity::Pinner`:
+//! time, the target's threads, and the objective's counters.
+
+use std::collections::BTreeMap;
+
+/// Seconds on a monotonic clock, and waiting.
+pub trait Clock {
+    fn now(&self) -> f64;
+    fn sleep_until(&mut self, t: f64);
+}
+
+/// The real clock.
+pub struct SystemClock {
+    origin: std::time::Instant,
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        SystemClock {
+            origin: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> f64 {
+        self.origin.elapsed().as_secs_f64()
+    }
+    fn sleep_until(&mut self, t: f64) {
+        let d = t - self.now();
+        if d > 0.0 {
+            std::thread::sleep(std::time::Duration::from_secs_f64(d));
+        }
+    }
+}
+
+/// The target's threads at one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadSnapshot {
+    /// Live threads autopin pins, in creation order, skipped helper threads left out. The
+    /// position in this list is not the thread's index: see `tracked_index`.
+    pub tracked: Vec<(u32, usize)>,
+    /// Every live thread of the target (what the objective counts).
+    pub all: Vec<u32>,
+    /// Some(status) once the target has ended (exit code, or 128+signal).
+    pub ended: Option<Option<i32>>,
+}
+
+/// Where threads come from: the preload registry, a /proc scan, or a simulation.
+pub trait ThreadSource {
+    fn poll(&mut self) -> Result<ThreadSnapshot, String>;
+}
+
+/// Cumulative objective amounts at one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reading {
+    /// Whole-target cumulative amount for objectives that are not per thread (heartbeat,
+    /// energy); None for per-thread counters.
+    pub total: Option<f64>,
+    /// Cumulative amount per thread since autopin first counted it.
+    pub per_thread: BTreeMap<u32, f64>,
+    /// Phase most recently announced by the program (heartbeat channel).
+    pub phase: Option<String>,
+    /// How many phase changes the program has announced so far (heartbeat channel): a
+    /// different value in two readings means the interval between them spans a change.
+    pub phase_seq: Option<u64>,
+}
+
+/// The objective's counters.
+pub trait Meter {
+    /// Reads the cumulative amounts of these threads (opening counters for new ones and
+    /// closing those of threads that are gone).
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, String>;
+    /// Stops counting (after a final decision with nothing left to watch), so counting no
+    /// longer taxes the target.
+    fn pause(&mut self) {}
+    /// Problems worth a line in the report (e.g. counters that could not be opened).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,753 @@
+//! The session: a pure state machine between the OS-facing driver and a strategy.
+//!
+//! It is fed one observation per sampling interval (objective amount, per-thread amounts,
+//! whether threads were born or exited, the heartbeat phase) and answers with actions (apply
+//! candidate k, print a progress line). It owns the timing (init, warm-up, measure), turns
+//! strategy plans into probes, keeps the decision, runs the `PhaseWatch` afterwards and
+//! records everything for the report. No OS calls, so a simulated 96-CPU machine runs
+//! through it in milliseconds.
+
+use crate::candidate::Candidate;
+use crate::phase::{PhaseWatch, Trigger, WatchParams};
+use crate::report::{
+    CandidateRecord, DecisionRecord, ProbeRecord, Report, SearchRecord, ThreadRate, TimelinePoint,
+};
+use crate::strategy::{Plan, ProbeOutcome, Strategy};
+use std::collections::BTreeMap;
+
+/// One sampling interval as the driver saw it.
+#[derive(Debug, Clone, Default)]
+pub struct Interval {
+    pub start: f64,
+    pub end: f64,
+    /// Objective amount over the interval (instructions, heartbeats, joules...), counted
+    /// only over threads present for the whole interval.
+    pub amount: f64,
+    /// (tid, tracked index, amount) for threads present for the whole interval.
+    pub per_thread: Vec<(u32, usize, f64)>,
+    /// Threads were born or exited during the interval.
+    pub disturbed: bool,
+    /// Number of tracked (pinned) threads at the end of the interval.
+    pub tracked: usize,
+    /// Phase name most recently announced through the heartbeat channel.
+    pub phase: Option<String>,
+    /// The program announced a phase change during the interval (its rate mixes two
+    /// phases): probes leave it out.
+    pub phase_changed: bool,
+}
+
+/// What the driver must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Re-pin every tracked thread according to candidate k (and new threads from now on).
+    Apply(usize),
+    /// A progress line for stderr.
+    Message(String),
+}
+
+/// Makes the strategy for a search: (number of candidates, search index) → strategy.
+pub type StrategyFactory = Box<dyn FnMut(usize, usize) -> Box<dyn Strategy>>;
+/// Makes the candidates for the number of tracked threads.
+pub type CandidateFactory = Box<dyn FnMut(usize) -> Vec<Candidate>>;
+
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// Seconds to let the program initialize before the first probe (paper's `i`).
+    pub init: f64,
+    /// Print the running rate every this many seconds after a decision (paper's `t`).
+    pub report_every: f64,
+    /// PhaseWatch settings; None disables re-searching.
+    pub watch: Option<WatchParams>,
+    pub higher_is_better: bool,
+    /// Unit for progress lines (e.g. "instructions/s").
+    pub unit: String,
+    /// At most this many distinct program phases get their own search; later new phases
+    /// keep the pinning in force.
+    pub max_phase_searches: usize,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            init: 0.5,
+            report_every: 5.0,
+            watch: Some(WatchParams::default()),
+            higher_is_better: true,
+            unit: "/s".into(),
+            max_phase_searches: 4,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    Init {
+        until: f64,
+    },
+    Warmup {
+        cand: usize,
+        until: f64,
+        measure: f64,
+        warmup: f64,
+        phase: Option<String>,
+    },
+    Measure(Acc),
+    Decided {
+        since_report: f64,
+        amount: f64,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Acc {
+    cand: usize,
+    warmup: f64,
+    start: f64,
+    until: f64,
+    good_amount: f64,
+    good_time: f64,
+    all_amount: f64,
+    all_time: f64,
+    intervals: usize,
+    disturbed: usize,
+    off_phase: usize,
+    phase: Option<String>,
+    rates: Vec<f64>,
+    per_thread: BTreeMap<u32, (usize, f64, f64)>,
+    per_thread_all: BTreeMap<u32, (usize, f64, f64)>,
+}
+
+/// What the session remembers about one program phase.
+#[derive(Default)]
+struct PhaseMemo {
+    /// A search for this phase interrupted by a phase change, resumed when it comes back.
+    parked: Option<Parked>,
+    /// The pinning decided for this phase (label) and its probed score.
+    decided: Option<(String, Option<f64>)>,
+    /// A search was started for this phase (counts against `max_phase_searches`).
+    searched: bool,
+}
+
+struct Parked {
+    strategy: Box<dyn Strategy>,
+    search: usize,
+    elapsed: f64,
+}
+
+pub struct Session {
+    cfg: SessionConfig,
+    make_candidates: CandidateFactory,
+    make_strategy: StrategyFactory,
+    candidates: Vec<Candidate>,
+    strategy: Option<Box<dyn Strategy>>,
+    strategy_name: String,
+    state: State,
+    applied: Option<usize>,
+    search: usize,
+    searches_started: usize,
+    search_start: f64,
+    /// Search time of the current search spent before `search_start` (earlier segments of
+    /// the same phase, interrupted by other phases).
+    search_before: f64,
+    watch: Option<PhaseWatch>,
+    tracked: usize,
+    phase: Option<String>,
+    phases: BTreeMap<Option<String>, PhaseMemo>,
+    phase_searches: usize,
+    decided_once: bool,
+    search_time: f64,
+    pub report: Report,
+}
+
+fn fmt_rate(r: f64) -> String {
+    if r >= 1e9 {
+        format!("{:.3} G", r / 1e9)
+    } else if r >= 1e6 {
+        format!("{:.3} M", r / 1e6)
+    } else if r >= 1e3 {
+        format!("{:.3} k", r / 1e3)
+    } else {
+        format!("{r:.3} ")
+    }
+}
+
+impl Session {
+    pub fn new(
+        cfg: SessionConfig,
+        make_candidates: CandidateFactory,
+        make_strategy: StrategyFactory,
+    ) -> Self {
+        let watch = cfg.watch.map(PhaseWatch::new);
+        Session {
+            cfg,
+            make_candidates,
+            make_strategy,
+            candidates: Vec::new(),
+            strategy: None,
+            strategy_name: String::new(),
+            state: State::Init { until: 0.0 },
+            applied: None,
+            search: 0,
+            searches_started: 0,
+            search_start: 0.0,
+            search_before: 0.0,
+            watch,
+            tracked: 0,
+            phase: None,
+            phases: BTreeMap::new(),
+            phase_searches: 0,
+            decided_once: false,
+            search_time: 0.0,
+            report: Report {
+                tool: "autopin".into(),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Starts the session at `now`: waits `init` seconds before the first search.
+    pub fn start(&mut self, now: f64) -> Vec<Action> {
+        self.state = State::Init {
+            until: now + self.cfg.init,
+        };
+        vec![Action::Message(format!(
+            "initializing for {:.1} s before probing",
+            self.cfg.init
+        ))]
+    }
+
+    /// The candidates of the current search.
+    pub fn candidates(&self) -> &[Candidate] {
+        &self.candidates
+    }
+
+    /// The candidate currently applied (None before the first probe).
+    pub fn applied(&self) -> Option<&Candidate> {
+        self.applied.and_then(|i| self.candidates.get(i))
+    }
+
+    /// False once nothing needs the counters any more: decided, no PhaseWatch and no
+    /// periodic rate output. The driver then stops counting so it no longer taxes the target.
+    pub fn wants_counting(&self) -> bool {
+        !(self.is_decided() && self.watch.is_none() && !self.cfg.report_every.is_finite())
+    }
+
+    /// True once a decision was taken and no search is running.
+    pub fn is_decided(&self) -> bool {
+        matches!(self.state, State::Decided { .. })
+    }
+
+    fn score(&self, rate: f64) -> f64 {
+        if self.cfg.higher_is_better {
+            rate
+        } else if rate > 0.0 {
+            1.0 / rate
+        } else {
+            0.0
+        }
+    }
+
+    fn state_name(&self) -> &'static str {
+        match self.state {
+            State::Init { .. } => "init",
+            State::Warmup { .. } => "warmup",
+            State::Measure(_) => "probe",
+            State::Decided { .. } => "decided",
+        }
+    }
+
+    /// Feeds one interval; returns what to do.
+    pub fn on_interval(&mut self, iv: &Interval) -> Vec<Action> {
+        let dt = (iv.end - iv.start).max(1e-9);
+        let rate = iv.amount / dt;
+        self.tracked = iv.tracked;
+        self.report.threads_seen = self.report.threads_seen.max(iv.tracked);
+        self.report.timeline.push(TimelinePoint {
+            t: iv.end,
+            rate,
+            candidate: self.applied,
+            state: self.state_name().into(),
+            phase: iv.phase.clone().or_else(|| self.phase.clone()),
+        });
+        let now = iv.end;
+        let mut out = Vec::new();
+        // A program that announces phases is searched phase by phase: probes of different
+        // phases are never compared (their rates can differ by orders of magnitude).
+        if iv.phase.is_some() && iv.phase != self.phase {
+            let to = iv.phase.clone();
+            self.switch_phase(now, to, &mut out);
+            return out;
+        }
+        match &mut self.state {
+            State::Init { until } => {
+                if now >= *until - 1e-9 {
+                    self.begin_search(now, "start".into(), &mut out);
+                }
+            }
+            State::Warmup {
+                cand,
+                until,
+                measure,
+                warmup,
+                phase,
+            } => {
+                if now >= *until - 1e-9 {
+                    let (cand, measure, warmup) = (*cand, *measure, *warmup);
+                    let phase = phase.clone();
+                    self.state = State::Measure(Acc::new(cand, warmup, now, now + measure, phase));
+                }
+            }
+            State::Measure(acc) => {
+                acc.add(iv, dt);
+                if now >= acc.until - 1e-9 {
+                    let acc = acc.clone();
+                    self.finish_probe(now, acc, &mut out);
+                }
+            }
+            State::Decided {
+                since_report,
+                amount,
+            } => {
+                *since_report += dt;
+                *amount += iv.amount;
+                if *since_report >= self.cfg.report_every - 1e-9 {
+                    let r = *amount / *since_report;
+                    *since_report = 0.0;
+                    *amount = 0.0;
+                    let label = self.applied().map(|c| c.label.clone()).unwrap_or_default();
+                    out.push(Action::Message(format!(
+                        "t={now:.1}s rate {}{} with {label}",
+                        fmt_rate(r),
+                        self.cfg.unit
+                    )));
+                }
+                let score = self.score(rate);
+                // Phase changes are handled above; the watch looks for rate drops within a
+                // phase (programs that announce no phases), skipping mixed intervals.
+                let watch = if iv.phase_changed {
+                    None
+                } else {
+                    self.watch.as_mut()
+                };
+                if let Some(w) = watch {
+                    if let Some(trig) = w.observe(now, dt, score, None) {
+                        let why = match &trig {
+                            Trigger::RateDrop {
+                                reference,
+                                observed,
+                            } => format!(
+                                "rate dropped to {:.0}% of the decided rate",
+                                100.0 * observed / reference.max(1e-300)
+                            ),
+                            Trigger::PhaseChange { from, to } => {
+                                format!(
+                                    "program phase changed from {:?} to {to:?}",
+                                    from.clone().unwrap_or_default()
+                                )
+                            }
+                        };
+                        out.push(Action::Message(format!(
+                            "t={now:.1}s {why}: searching again"
+                        )));
+                        let key = self.phase.clone();
+                        self.phases.entry(key).or_default().decided = None;
+                        self.begin_search(now, why, &mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The program entered phase `to` at `now` (the interval that spans the change is not
+    /// used). An unfinished search is parked and resumed when its phase returns; the new
+    /// phase gets its decided pinning back, its parked search resumed, or a new search.
+    fn switch_phase(&mut self, now: f64, to: Option<String>, out: &mut Vec<Action>) {
+        let from = std::mem::replace(&mut self.phase, to.clone());
+        let name = |p: &Option<String>| p.clone().unwrap_or_else(|| "(none)".into());
+        match &self.state {
+            State::Init { .. } => return,
+            State::Warmup { .. } | State::Measure(_) => {
+                if let Some(strategy) = self.strategy.take() {
+                    // Searches begun before the program named any phase measured a mix;
+                    // they are dropped rather than resumed.
+                    if from.is_some() {
+                        let elapsed = self.search_before + (now - self.search_start);
+                        self.search_time += now - self.search_start;
+                        self.report.search_time = self.search_time;
+                        self.phases.entry(from.clone()).or_default().parked = Some(Parked {
+                            strategy,
+                            search: self.search,
+                            elapsed,
+                        });
+                    } else {
+                        self.search_time += now - self.search_start;
+                        self.report.search_time = self.search_time;
+                    }
+                }
+                out.push(Action::Message(format!(
+                    "t={now:.1}s phase {} → {} during the search: current probe dropped",
+                    name(&from),
+                    name(&to)
+                )));
+            }
+            State::Decided { .. } => {
+                out.push(Action::Message(format!(
+                    "t={now:.1}s phase {} → {}",
+                    name(&from),
+                    name(&to)
+                )));
+            }
+        }
+        self.enter_phase(now, out);
+    }
+
+    /// Continues in the (new) current phase: its decision, its parked search, or a new one.
+    fn enter_phase(&mut self, now: f64, out: &mut Vec<Action>) {
+        let key = self.phase.clone();
+        let phase_name = key.clone().unwrap_or_else(|| "(none)".into());
+        let memo = self.phases.entry(key.clone()).or_default();
+        if let Some((label, score)) = memo.decided.clone() {
+            if let Some(idx) = self.candidates.iter().position(|c| c.label == label) {
+                if self.applied != Some(idx) {
+                    self.applied = Some(idx);
+                    out.push(Action::Apply(idx));
+                }
+                out.push(Action::Message(format!(
+                    "phase {phase_name}: applying its decided pinning {label}"
+                )));
+                if let Some(w) = self.watch.as_mut() {
+                    w.decided(now, score, key);
+                }
+                self.state = State::Decided {
+                    since_report: 0.0,
+                    amount: 0.0,
+                };
+                return;
+            }
+        }
+        if let Some(p) = memo.parked.take() {
+            self.strategy = Some(p.strategy);
+            self.search = p.search;
+            self.search_before = p.elapsed;
+            self.search_start = now;
+            out.push(Action::Message(format!(
+                "phase {phase_name}: resuming search {} ({:.1} s spent so far)",
+                p.search, p.elapsed
+            )));
+            self.plan(now, out);
+            return;
+        }
+        let counted = key.is_some() && !memo.searched;
+        if counted && self.phase_searches >= self.cfg.max_phase_searches {
+            out.push(Action::Message(format!(
+                "phase {phase_name}: new phase not searched ({} phases searched already); keeping the current pinning",
+                self.phase_searches
+            )));
+            if let Some(w) = self.watch.as_mut() {
+                w.decided(now, None, key);
+            }
+            self.state = State::Decided {
+                since_report: 0.0,
+                amount: 0.0,
+            };
+            return;
+        }
+        self.begin_search(now, format!("new phase {phase_name}"), out);
+    }
+
+    fn begin_search(&mut self, now: f64, trigger: String, out: &mut Vec<Action>) {
+        self.search = self.searches_started;
+        self.searches_started += 1;
+        let memo = self.phases.entry(self.phase.clone()).or_default();
+        if self.phase.is_some() && !memo.searched {
+            memo.searched = true;
+            self.phase_searches += 1;
+        }
+        let cands = (self.make_candidates)(self.tracked.max(1));
+        // Keep the applied candidate's index meaningful across re-searches.
+        let applied_label = self.applied().map(|c| c.label.clone());
+        let same = cands.len() == self.candidates.len()
+            && cands
+                .iter()
+                .zip(&self.candidates)
+                .all(|(a, b)| a.label == b.label);
+        if !same {
+            // Parked searches refer to candidate indexes of the old list.
+            for m in self.phases.values_mut() {
+                m.parked = None;
+            }
+        }
+        self.candidates = cands;
+        self.applied =
+            applied_label.and_then(|l| self.candidates.iter().position(|c| c.label == l));
+        self.report.candidates = self
+            .candidates
+            .iter()
+            .enumerate()
+            .map(|(i, c)| CandidateRecord::from(i, c))
+            .collect();
+        let strat = (self.make_strategy)(self.candidates.len(), self.search);
+        self.strategy_name = strat.name().to_string();
+        self.report.strategy = self.strategy_name.clone();
+        self.strategy = Some(strat);
+        self.search_start = now;
+        self.search_before = 0.0;
+        self.report.searches.push(SearchRecord {
+            index: self.search,
+            start: now,
+            trigger,
+            candidates: self.candidates.len(),
+            phase: self.phase.clone(),
+        });
+        out.push(Action::Message(format!(
+            "search {}: {} candidate(s) for {} thread(s), strategy {}{}",
+            self.search,
+            self.candidates.len(),
+            self.tracked,
+            self.strategy_name,
+            self.phase
+                .as_ref()
+                .map(|p| format!(", program phase {p}"))
+                .unwrap_or_default()
+        )));
+        self.plan(now, out);
+    }
+
+    fn plan(&mut self, now: f64, out: &mut Vec<Action>) {
+        let Some(strategy) = self.strategy.as_mut() else {
+            return;
+        };
+        match strategy.next(self.search_before + now - self.search_start) {
+            Plan::Probe {
+                candidate,
+                warmup,
+                measure,
+            } => {
+                let candidate = candidate.min(self.candidates.len().saturating_sub(1));
+                if self.applied != Some(candidate) {
+                    self.applied = Some(candidate);
+                    out.push(Action::Apply(candidate));
+                }
+                let phase = self.phase.clone();
+                self.state = if warmup > 0.0 {
+                    State::Warmup {
+                        cand: candidate,
+                        until: now + warmup,
+                        measure,
+                        warmup,
+                        phase,
+                    }
+                } else {
+                    State::Measure(Acc::new(candidate, 0.0, now, now + measure, phase))
+                };
+            }
+            Plan::Decide(d) => {
+                let idx = d.candidate.min(self.candidates.len().saturating_sub(1));
+                if self.applied != Some(idx) {
+                    self.applied = Some(idx);
+                    out.push(Action::Apply(idx));
+                }
+                let cand = self
+                    .candidates
+                    .get(idx)
+                    .cloned()
+                    .unwrap_or_else(Candidate::unpinned);
+                let unscore = |s: Option<f64>| {
+                    s.map(|v| {
+                        if self.cfg.higher_is_better || v <= 0.0 {
+                            v
+                        } else {
+                            1.0 / v
+                        }
+                    })
+                };
+                let rec = DecisionRecord {
+                    search: self.search,
+                    at: now,
+                    candidate: cand.label.clone(),
+                    candidate_index: idx,
+                    cpus: cand.cpus_for(self.tracked.max(1)),
+                    rate: unscore(d.score),
+                    runner_up: d
+                        .runner_up
+                        .and_then(|r| self.candidates.get(r))
+                        .map(|c| c.label.clone()),
+                    runner_up_rate: unscore(d.runner_up_score),
+                    margin: d.margin,
+                    margin_ci: d.margin_ci,
+                    reason: d.reason.clone(),
+                    strategy: self.strategy_name.clone(),
+                    phase: self.phase.clone(),
+                };
+                let margin = match (d.margin, d.margin_ci) {
+                    (Some(m), Some(ci)) => {
+                        format!(", {:+.1}% ± {:.1}% vs next best", 100.0 * m, 100.0 * ci)
+                    }
+                    (Some(m), None) => format!(", {:+.1}% vs next best", 100.0 * m),
+                    _ => String::new(),
+                };
+                out.push(Action::Message(format!(
+                    "decided after {:.1} s{}: {}{} ({})",
+                    self.search_before + now - self.search_start,
+                    self.phase
+                        .as_ref()
+                        .map(|p| format!(" for phase {p}"))
+                        .unwrap_or_default(),
+                    cand.label,
+                    margin,
+                    d.reason
+                )));
+                self.strategy = None;
+                self.phases.entry(self.phase.clone()).or_default().decided =
+                    Some((cand.label.clone(), d.score));
+                self.search_time += now - self.search_start;
+                self.report.search_time = self.search_time;
+                self.report.decision = Some(rec.clone());
+                self.report.decisions.push(rec);
+                self.decided_once = true;
+                if let Some(w) = self.watch.as_mut() {
+                    w.decided(now, d.score, self.phase.clone());
+                }
+                self.state = State::Decided {
+                    since_report: 0.0,
+                    amount: 0.0,
+                };
+            }
+        }
+    }
+
+    fn finish_probe(&mut self, now: f64, acc: Acc, out: &mut Vec<Action>) {
+        // Intervals where threads came or went are left out so that a half-counted thread
+        // does not look like a rate change; with continuous churn nothing would be left, so
+        // then every interval counts and the probe says so.
+        let churn = acc.good_time <= 0.0;
+        let (amount, time, threads) = if churn {
+            (acc.all_amount, acc.all_time, &acc.per_thread_all)
+        } else {
+            (acc.good_amount, acc.good_time, &acc.per_thread)
+        };
+        let rate = if time > 0.0 { amount / time } else { 0.0 };
+        let label = self
+            .candidates
+            .get(acc.cand)
+            .map(|c| c.label.clone())
+            .unwrap_or_default();
+        let per_thread = threads
+            .iter()
+            .map(|(tid, (index, a, t))| ThreadRate {
+                tid: *tid,
+                index: *index,
+                rate: if *t > 0.0 { a / t } else { 0.0 },
+            })
+            .collect();
+        self.report.probes.push(ProbeRecord {
+            search: self.search,
+            candidate: acc.cand,
+            label: label.clone(),
+            start: acc.start,
+            warmup: acc.warmup,
+            duration: time,
+            rate,
+            per_thread,
+            intervals: acc.intervals,
+            disturbed_intervals: acc.disturbed,
+            churn,
+            phase: acc.phase.clone(),
+            off_phase_intervals: acc.off_phase,
+        });
+        out.push(Action::Message(format!(
+            "probe {label:<24} {}{} over {time:.2} s{}",
+            fmt_rate(rate),
+            self.cfg.unit,
+            if churn {
+                " (threads changing throughout)"
+            } else {
+                ""
+            }
+        )));
+        let cv = crate::stats::cv(&acc.rates);
+        let score = self.score(rate);
+        if let Some(s) = self.strategy.as_mut() {
+            if time > 0.0 {
+                s.record(ProbeOutcome {
+                    candidate: acc.cand,
+                    score,
+                    duration: time,
+                    interval_cv: cv,
+                });
+            }
+        }
+        self.plan(now, out);
+    }
+
+    /// The program ended (or autopin stops) at `now`: finalize the report.
+    pub fn finish(&mut self, now: f64, exit_status: Option<i32>) -> &Report {
+        self.report.wall_time = now;
+        self.report.exit_status = exit_status;
+        self.report.complete = self.decided_once;
+        if !self.decided_once {
+            self.report.incomplete_reason = Some(format!(
+                "the program ended during the {} phase, before a decision ({} probe(s) taken)",
+                self.state_name(),
+                self.report.probes.len()
+            ));
+        } else if !self.is_decided() {
+            self.report.notes.push(format!(
+                "the program ended during re-search {}; the last decision stands",
+                self.search
+            ));
+        }
+        &self.report
+    }
+}
+
+impl Acc {
+    fn new(cand: usize, warmup: f64, start: f64, until: f64, phase: Option<String>) -> Self {
+        Acc {
+            cand,
+            warmup,
+            start,
+            until,
+            good_amount: 0.0,
+            good_time: 0.0,
+            all_amount: 0.0,
+            all_time: 0.0,
+            intervals: 0,
+            disturbed: 0,
+            off_phase: 0,
+            phase,
+            rates: Vec::new(),
+            per_thread: BTreeMap::new(),
+            per_thread_all: BTreeMap::new(),
+        }
+    }
+
+    fn add(&mut self, iv: &Interval, dt: f64) {
+        self.intervals += 1;
+        // Only time spent wholly in the probe's phase counts.
+        if iv.phase_changed || (iv.phase.is_some() && iv.phase != self.phase) {
+            self.off_phase += 1;
+            return;
+        }
+        self.all_amount += iv.amount;
+        self.all_time += dt;
+        for (tid, idx, a) in &iv.per_thread {
+            let e = self.per_thread_all.entry(*tid).or_insert((*idx, 0.0, 0.0));
+            e.1 += a;
+            e.2 += dt;
+        }
+        if iv.disturbed {
+            self.disturbed += 1;
+            return;
+        }
+        self.good_amount += iv.amount;
+        self.good_time += dt;
+        self.rates.push(iv.amount / dt);
+        for (tid, idx, a) in &iv.per_thread {
+            let e = self.per_thread.entry(*tid).or_insert((*idx, 0.0, 0.0));
+            e.1 += a;
+            e.2 += dt;
+        }
+    }
+}

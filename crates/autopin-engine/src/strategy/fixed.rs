@@ -1,0 +1,31 @@
+//! `fixed`: pin one candidate and keep it (what `autopin pin` does), no probing.
+
+use super::{Decision, Plan, ProbeOutcome, Strategy};
+
+pub struct Fixed {
+    candidate: usize,
+}
+
+impl Fixed {
+    pub fn new(candidate: usize) -> Self {
+        Fixed { candidate }
+    }
+}
+
+impl Strategy for Fixed {
+    fn name(&self) -> &'static str {
+        "fixed"
+    }
+    fn next(&mut self, _elapsed: f64) -> Plan {
+        Plan::Decide(Decision {
+            candidate: self.candidate,
+            score: None,
+            runner_up: None,
+            runner_up_score: None,
+            margin: None,
+            margin_ci: None,
+            reason: "fixed strategy: one pinning, nothing probed".into(),
+        })
+    }
+    fn record(&mut self, _outcome: ProbeOutcome) {}
+}

@@ -1,0 +1,116 @@
+//! Strategies: pure planners that say which candidate to probe next and when to decide.
+//! They see only probe results (a rate per probe) and the search clock; the [`crate::session`]
+//! turns their plans into pin/measure actions.
+
+mod autopin1;
+mod fixed;
+mod race;
+
+pub use autopin1::{Autopin1, Autopin1Params};
+pub use fixed::Fixed;
+pub use race::{Race, RaceParams};
+
+use serde::Serialize;
+
+/// What a strategy learned from one probe. `score` is the objective oriented so that more is
+/// better (the session inverts lower-is-better objectives).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeOutcome {
+    pub candidate: usize,
+    pub score: f64,
+    pub duration: f64,
+    /// Relative spread of the sampling intervals inside the probe (noise estimate).
+    pub interval_cv: Option<f64>,
+}
+
+/// The strategy's next step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Pin `candidate`, wait `warmup` seconds, then measure for `measure` seconds.
+    Probe {
+        candidate: usize,
+        warmup: f64,
+        measure: f64,
+    },
+    /// Stop searching and keep this candidate.
+    Decide(Decision),
+}
+
+/// A decision and how sure the strategy is about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    pub candidate: usize,
+    /// Mean score of the winner over its probes (None for `fixed`, which measures nothing).
+    pub score: Option<f64>,
+    /// The best other candidate still in the running at the end, and its mean score.
+    pub runner_up: Option<usize>,
+    pub runner_up_score: Option<f64>,
+    /// (winner − runner-up) / runner-up: how much better the winner looked.
+    pub margin: Option<f64>,
+    /// Half-width of the confidence interval of that relative difference (None when the
+    /// strategy does not compute one, e.g. autopin1 with one probe per candidate).
+    pub margin_ci: Option<f64>,
+    /// Why the search stopped.
+    pub reason: String,
+}
+
+/// A candidate-search policy. `elapsed` is the time since the search started.
+pub trait Strategy {
+    fn name(&self) -> &'static str;
+    fn next(&mut self, elapsed: f64) -> Plan;
+    fn record(&mut self, outcome: ProbeOutcome);
+}
+
+/// Per-candidate mean scores; None for candidates never probed.
+pub(crate) fn means(samples: &[Vec<f64>]) -> Vec<Option<f64>> {
+    samples
+        .iter()
+        .map(|s| {
+            if s.is_empty() {
+                None
+            } else {
+                Some(crate::stats::mean(s))
+            }
+        })
+        .collect()
+}
+
+/// Index of the highest mean among `alive` candidates that have one.
+pub(crate) fn best_of(means: &[Option<f64>], alive: &[bool]) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for (i, m) in means.iter().enumerate() {
+        if let (Some(m), true) = (m, alive[i]) {
+            if best.is_none_or(|b| *m > means[b].unwrap_or(f64::NEG_INFINITY)) {
+                best = Some(i);
+            }
+        }
+    }
+    best
+}
+
+/// Decision from means only (no confidence interval): winner, runner-up, margin.
+pub(crate) fn decide_by_means(
+    samples: &[Vec<f64>],
+    alive: &[bool],
+    reason: &str,
+) -> Option<Decision> {
+    let m = means(samples);
+    let best = best_of(&m, alive)?;
+    let mut others = alive.to_vec();
+    others[best] = false;
+    let runner = best_of(&m, &others);
+    let best_score = m[best];
+    let runner_score = runner.and_then(|r| m[r]);
+    Some(Decision {
+        candidate: best,
+        score: best_score,
+        runner_up: runner,
+        runner_up_score: runner_score,
+        margin: match (best_score, runner_score) {
+            (Some(b), Some(r)) if r > 0.0 => Some((b - r) / r),
+            _ => None,
+        },
+        margin_ci: None,
+        reason: reason.to_string(),
+    })
+}

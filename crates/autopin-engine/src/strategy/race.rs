@@ -1,0 +1,301 @@
+//! `race`: interleaved short probes over the surviving candidates. After every round the
+//! candidates whose score is confidently below the leader's are eliminated; the search stops
+//! when one is left, when the leader is confidently within `tolerance` of every survivor, or
+//! when the time budget is spent. Probe length follows the noise: noisy probes get longer
+//! (averaging out slow fluctuations), quiet ones shorter.
+
+use super::{best_of, means, Decision, Plan, ProbeOutcome, Strategy};
+use crate::stats;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RaceParams {
+    /// Warm-up after each re-pin before measuring (cache refill, migration), seconds.
+    pub warmup: f64,
+    /// First probe length, seconds.
+    pub probe: f64,
+    /// Bounds for the adapted probe length, seconds.
+    pub min_probe: f64,
+    pub max_probe: f64,
+    /// Search time budget (warm-ups included), seconds.
+    pub budget: f64,
+    /// Relative difference below which two candidates count as equally good.
+    pub tolerance: f64,
+    /// How many standard errors separate "confidently different" (≈3 → 99.7%).
+    pub z: f64,
+    /// Relative probe-to-probe spread the probe length aims for.
+    pub target_cv: f64,
+    /// Rounds every survivor gets before anything is eliminated.
+    pub min_rounds: usize,
+}
+
+impl Default for RaceParams {
+    fn default() -> Self {
+        RaceParams {
+            warmup: 0.2,
+            probe: 0.5,
+            min_probe: 0.2,
+            max_probe: 4.0,
+            budget: 20.0,
+            tolerance: 0.005,
+            z: 3.0,
+            target_cv: 0.02,
+            min_rounds: 2,
+        }
+    }
+}
+
+pub struct Race {
+    p: RaceParams,
+    samples: Vec<Vec<f64>>,
+    alive: Vec<bool>,
+    queue: Vec<usize>,
+    rounds: usize,
+    probe_len: f64,
+    first_round_order: usize,
+}
+
+impl Race {
+    pub fn new(p: RaceParams, candidates: usize) -> Self {
+        Race {
+            probe_len: p.probe.clamp(p.min_probe, p.max_probe),
+            p,
+            samples: vec![Vec::new(); candidates],
+            alive: vec![true; candidates],
+            queue: Vec::new(),
+            rounds: 0,
+            first_round_order: 0,
+        }
+    }
+
+    /// Candidates still in the running.
+    pub fn survivors(&self) -> Vec<usize> {
+        (0..self.alive.len()).filter(|&i| self.alive[i]).collect()
+    }
+
+    /// Pooled relative variance of probe scores across candidates with ≥ 2 probes, and its
+    /// degrees of freedom. Pooling lets one noisy round inform every candidate.
+    fn pooled_rel_var(&self) -> Option<(f64, usize)> {
+        let mut ss = 0.0;
+        let mut df = 0usize;
+        for (i, s) in self.samples.iter().enumerate() {
+            if !self.alive[i] || s.len() < 2 {
+                continue;
+            }
+            let m = stats::mean(s);
+            if m <= 0.0 {
+                continue;
+            }
+            ss += s.iter().map(|x| ((x - m) / m).powi(2)).sum::<f64>();
+            df += s.len() - 1;
+        }
+        if df == 0 {
+            None
+        } else {
+            Some((ss / df as f64, df))
+        }
+    }
+
+    /// Eliminates confidently worse candidates; returns a decision when the race is over.
+    fn judge(&mut self, reason_budget: bool) -> Option<Decision> {
+        let m = means(&self.samples);
+        let best = best_of(&m, &self.alive)?;
+        let mb = m[best]?;
+        let nb = self.samples[best].len() as f64;
+        let pooled = self.pooled_rel_var();
+        let mut margin_ci = None;
+        if let (Some((rv, df)), true) = (pooled, self.rounds >= self.p.min_rounds) {
+            let k = self.p.z.max(stats::t95(df) * self.p.z / 1.96);
+            let mut all_equivalent = true;
+            let mut worst_ci: f64 = 0.0;
+            #[allow(clippy::needless_range_loop)] // c indexes alive, m and samples alike
+            for c in 0..self.alive.len() {
+                if !self.alive[c] || c == best {
+                    continue;
+                }
+                let Some(mc) = m[c] else { continue };
+                let nc = self.samples[c].len() as f64;
+                // Standard error of the relative difference (mb − mc)/mb.
+                let se = (rv / nb + rv * (mc / mb).powi(2) / nc).sqrt();
+                let diff = (mb - mc) / mb;
+                worst_ci = worst_ci.max(k * se);
+                if diff > k * se {
+                    self.alive[c] = false;
+                } else if diff - k * se < -self.p.tolerance {
+                    // c might still be better than the leader by more than the tolerance.
+                    all_equivalent = false;
+                }
+            }
+            margin_ci = Some(worst_ci);
+            let left = self.survivors().len();
+            if left == 1 {
+                return Some(self.decision(best, margin_ci, "all other candidates eliminated"));
+            }
+            if all_equivalent {
+                return Some(self.decision(
+                    best,
+                    margin_ci,
+                    "survivors are within the tolerance of the leader",
+                ));
+            }
+        }
+        if reason_budget {
+            return Some(self.decision(best, margin_ci, "search budget spent"));
+        }
+        None
+    }
+
+    fn decision(&self, best: usize, margin_ci: Option<f64>, reason: &str) -> Decision {
+        let m = means(&self.samples);
+        // The runner-up is the best other candidate that was probed (eliminated or not), so
+        // the margin says how much better the winner was than the next choice.
+        let mut others = vec![true; self.alive.len()];
+        others[best] = false;
+        let runner = best_of(&m, &others);
+        let score = m[best];
+        let rs = runner.and_then(|r| m[r]);
+        Decision {
+            candidate: best,
+            score,
+            runner_up: runner,
+            runner_up_score: rs,
+            margin: match (score, rs) {
+                (Some(b), Some(r)) if r > 0.0 => Some((b - r) / r),
+                _ => None,
+            },
+            margin_ci,
+            reason: format!("{reason} after {} round(s)", self.rounds),
+        }
+    }
+
+    /// Adapts the probe length to the probe-to-probe noise seen so far.
+    fn adapt_probe_len(&mut self) {
+        if let Some((rv, _)) = self.pooled_rel_var() {
+            let cv = rv.sqrt();
+            if cv > 2.0 * self.p.target_cv {
+                self.probe_len *= 2.0;
+            } else if cv < 0.5 * self.p.target_cv {
+                self.probe_len *= 0.5;
+            }
+        }
+        // Keep warm-up a minor share of each probe.
+        let floor = (self.p.warmup * 2.0).max(self.p.min_probe);
+        self.probe_len = self
+            .probe_len
+            .clamp(floor.min(self.p.max_probe), self.p.max_probe);
+    }
+}
+
+impl Strategy for Race {
+    fn name(&self) -> &'static str {
+        "race"
+    }
+
+    fn next(&mut self, elapsed: f64) -> Plan {
+        if self.alive.is_empty() {
+            return Plan::Decide(Decision {
+                candidate: 0,
+                score: None,
+                runner_up: None,
+                runner_up_score: None,
+                margin: None,
+                margin_ci: None,
+                reason: "no candidates".into(),
+            });
+        }
+        if self.alive.len() == 1 {
+            return Plan::Decide(self.decision(0, None, "only one candidate"));
+        }
+        if self.queue.is_empty() {
+            if self.rounds > 0 {
+                if let Some(d) = self.judge(false) {
+                    return Plan::Decide(d);
+                }
+                self.adapt_probe_len();
+            }
+            // Rotate the order each round so no candidate always follows the same one.
+            let mut order = self.survivors();
+            let k = self.first_round_order % order.len().max(1);
+            order.rotate_left(k);
+            self.first_round_order += 1;
+            self.queue = order;
+            self.queue.reverse();
+            self.rounds += 1;
+        }
+        let cost = self.p.warmup + self.probe_len;
+        if elapsed + cost > self.p.budget && self.samples.iter().any(|s| !s.is_empty()) {
+            let d = self.judge(true).expect("some candidate has a score");
+            return Plan::Decide(d);
+        }
+        let c = self.queue.pop().expect("queue filled above");
+        Plan::Probe {
+            candidate: c,
+            warmup: self.p.warmup,
+            measure: self.probe_len,
+        }
+    }
+
+    fn record(&mut self, outcome: ProbeOutcome) {
+        if let Some(s) = self.samples.get_mut(outcome.candidate) {
+            if outcome.score.is_finite() && outcome.score >= 0.0 {
+                s.push(outcome.score);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(truth: &[f64], noise: f64, seed: u64, p: RaceParams) -> (usize, f64) {
+        let mut rng = stats::Rng::new(seed);
+        let mut r = Race::new(p, truth.len());
+        let mut t = 0.0;
+        loop {
+            match r.next(t) {
+                Plan::Probe {
+                    candidate,
+                    warmup,
+                    measure,
+                } => {
+                    t += warmup + measure;
+                    let score = truth[candidate] * (1.0 + noise * rng.normal() / measure.sqrt());
+                    r.record(ProbeOutcome {
+                        candidate,
+                        score,
+                        duration: measure,
+                        interval_cv: None,
+                    });
+                }
+                Plan::Decide(d) => return (d.candidate, t),
+            }
+        }
+    }
+
+    #[test]
+    fn eliminates_clear_losers_quickly() {
+        let (c, t) = run(&[1.0, 2.0, 1.5, 0.5], 0.02, 1, RaceParams::default());
+        assert_eq!(c, 1);
+        assert!(t < 8.0, "took {t}");
+    }
+
+    #[test]
+    fn equal_candidates_stop_by_tolerance_or_budget() {
+        let p = RaceParams {
+            budget: 10.0,
+            ..RaceParams::default()
+        };
+        let (_, t) = run(&[1.0, 1.0], 0.01, 3, p);
+        assert!(t <= 10.0 + 1e-9);
+    }
+
+    #[test]
+    fn budget_is_respected_even_with_heavy_noise() {
+        let p = RaceParams {
+            budget: 6.0,
+            ..RaceParams::default()
+        };
+        let (_, t) = run(&[1.0, 1.02, 0.99], 0.5, 5, p);
+        assert!(t <= 6.0 + 1e-9, "spent {t}");
+    }
+}

@@ -1,0 +1,309 @@
+//! Starting the target program: extra environment (LD_PRELOAD prepended to any value it
+//! already has), inherited stdin/stdout/stderr, our signals forwarded, and its exit status
+//! mapped the way a shell maps it.
+
+use super::elf::{self, Linkage};
+use super::signals::Forwarding;
+use autopin_topology::CpuSet;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus};
+
+/// What to run and how.
+#[derive(Clone, Debug, Default)]
+pub struct LaunchSpec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// Set (or override) these variables in the child's environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Prepended to `LD_PRELOAD` (from `env` if set there, else from our environment).
+    pub preload: Option<PathBuf>,
+    /// Forward SIGINT/TERM/HUP/QUIT/USR1/USR2 sent to autopin to the child while it runs.
+    pub forward_signals: bool,
+    /// Affinity the child gets before exec (inherited by every thread it creates). Used for
+    /// static binaries, where the preload library cannot pin the main thread.
+    pub initial_affinity: Option<CpuSet>,
+}
+
+impl LaunchSpec {
+    pub fn new(
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Self {
+        LaunchSpec {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Why the program did not start. The exit codes follow the shell: 127 not found, 126
+/// found but not runnable.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("{program}: command not found")]
+    NotFound { program: String },
+    #[error("{program}: cannot execute: {source}")]
+    NotExecutable { program: String, source: io::Error },
+    #[error("{program}: cannot start: {source}")]
+    Io { program: String, source: io::Error },
+}
+
+impl LaunchError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            LaunchError::NotFound { .. } => 127,
+            LaunchError::NotExecutable { .. } => 126,
+            LaunchError::Io { .. } => 1,
+        }
+    }
+}
+
+/// A running program.
+#[derive(Debug)]
+pub struct Launched {
+    child: Child,
+    forwarding: Option<Forwarding>,
+    status: Option<i32>,
+    /// The resolved program path.
+    pub path: PathBuf,
+    /// Whether LD_PRELOAD can reach the program (see [`Linkage::preload_works`]).
+    pub linkage: Linkage,
+}
+
+/// Maps an exit status like a shell: the exit code, or 128 + N for death by signal N.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) => 1,
+    }
+}
+
+/// `existing` with `lib` in front, as ld.so reads it (colon- or space-separated).
+fn prepend_preload(lib: &OsStr, existing: Option<&OsStr>) -> OsString {
+    let mut v = OsString::from(lib);
+    if let Some(e) = existing.filter(|e| !e.is_empty()) {
+        v.push(":");
+        v.push(e);
+    }
+    v
+}
+
+fn env_lookup(spec: &LaunchSpec, key: &str) -> Option<OsString> {
+    spec.env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var_os(key))
+}
+
+/// Resolves the program (PATH from the child's environment), classifies its linkage and
+/// starts it.
+pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
+    let name = spec.program.to_string_lossy().into_owned();
+    let path_var = env_lookup(spec, "PATH");
+    let path =
+        elf::resolve_program(&spec.program, path_var.as_deref()).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => LaunchError::NotFound {
+                program: name.clone(),
+            },
+            _ => LaunchError::Io {
+                program: name.clone(),
+                source: e,
+            },
+        })?;
+    let linkage = elf::linkage(&path).map_err(|e| match e.kind() {
+        io::ErrorKind::PermissionDenied => LaunchError::NotExecutable {
+            program: name.clone(),
+            source: e,
+        },
+        _ => LaunchError::Io {
+            program: name.clone(),
+            source: e,
+        },
+    })?;
+    let mut cmd = Command::new(&path);
+    // argv[0] stays what the user typed, as a shell would pass it.
+    cmd.arg0(&spec.program).args(&spec.args);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    if let Some(lib) = &spec.preload {
+        let existing = env_lookup(spec, "LD_PRELOAD");
+        cmd.env(
+            "LD_PRELOAD",
+            prepend_preload(lib.as_os_str(), existing.as_deref()),
+        );
+    }
+    if let Some(set) = &spec.initial_affinity {
+        let words = mask_words(set);
+        // SAFETY: the closure only calls sched_setaffinity, which is async-signal-safe, on
+        // memory prepared before fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::sched_setaffinity(
+                    0,
+                    words.len() * 8,
+                    words.as_ptr() as *const libc::cpu_set_t,
+                ) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let forwarding = if spec.forward_signals {
+        Some(Forwarding::begin().map_err(|e| LaunchError::Io {
+            program: name.clone(),
+            source: e,
+        })?)
+    } else {
+        None
+    };
+    let child = cmd.spawn().map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOENT) => LaunchError::NotFound {
+            program: name.clone(),
+        },
+        Some(libc::EACCES) | Some(libc::ENOEXEC) | Some(libc::EISDIR) | Some(libc::EPERM) => {
+            LaunchError::NotExecutable {
+                program: name.clone(),
+                source: e,
+            }
+        }
+        _ => LaunchError::Io {
+            program: name.clone(),
+            source: e,
+        },
+    })?;
+    if let Some(f) = &forwarding {
+        f.set_child(child.id() as i32);
+    }
+    Ok(Launched {
+        child,
+        forwarding,
+        status: None,
+        path,
+        linkage,
+    })
+}
+
+fn mask_words(set: &CpuSet) -> Vec<u64> {
+    let mut words = vec![0u64; set.last().map_or(1, |m| m as usize / 64 + 1)];
+    for c in set.iter() {
+        words[c as usize / 64] |= 1u64 << (c % 64);
+    }
+    words
+}
+
+impl Launched {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    fn finish(&mut self, st: ExitStatus) -> i32 {
+        if let Some(f) = &self.forwarding {
+            f.clear_child();
+        }
+        let code = exit_code(st);
+        self.status = Some(code);
+        code
+    }
+
+    /// The mapped exit code if the program has ended (reaps it), else None.
+    pub fn try_wait(&mut self) -> io::Result<Option<i32>> {
+        if let Some(c) = self.status {
+            return Ok(Some(c));
+        }
+        match self.child.try_wait()? {
+            Some(st) => Ok(Some(self.finish(st))),
+            None => Ok(None),
+        }
+    }
+
+    /// Waits for the program to end and returns its mapped exit code.
+    pub fn wait(&mut self) -> io::Result<i32> {
+        if let Some(c) = self.status {
+            return Ok(c);
+        }
+        let st = self.child.wait()?;
+        Ok(self.finish(st))
+    }
+
+    /// Sends a signal to the program (if it has not been reaped yet).
+    pub fn signal(&self, sig: i32) -> io::Result<()> {
+        if self.status.is_some() {
+            return Ok(());
+        }
+        // SAFETY: kill has no memory preconditions.
+        if unsafe { libc::kill(self.pid(), sig) } == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preload_is_prepended() {
+        assert_eq!(prepend_preload(OsStr::new("/a.so"), None), "/a.so");
+        assert_eq!(
+            prepend_preload(OsStr::new("/a.so"), Some(OsStr::new(""))),
+            "/a.so"
+        );
+        assert_eq!(
+            prepend_preload(OsStr::new("/a.so"), Some(OsStr::new("/b.so"))),
+            "/a.so:/b.so"
+        );
+    }
+
+    #[test]
+    fn exit_codes_map_like_a_shell() {
+        let run = |script: &str| {
+            let mut l = spawn(&LaunchSpec::new("sh", ["-c", script])).unwrap();
+            l.wait().unwrap()
+        };
+        assert_eq!(run("exit 3"), 3);
+        assert_eq!(run("kill -TERM $$"), 143);
+        assert_eq!(run("true"), 0);
+    }
+
+    #[test]
+    fn errors_map_to_127_and_126() {
+        let e = spawn(&LaunchSpec::new(
+            "autopin-no-such-program",
+            Vec::<OsString>::new(),
+        ))
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 127);
+        assert!(e.to_string().contains("command not found"));
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("noexec");
+        std::fs::write(&p, "#!/bin/sh\n").unwrap();
+        let e = spawn(&LaunchSpec::new(p.as_os_str(), Vec::<OsString>::new())).unwrap_err();
+        assert_eq!(e.exit_code(), 126, "{e}");
+    }
+
+    #[test]
+    fn env_and_initial_affinity_reach_the_child() {
+        let mut spec = LaunchSpec::new(
+            "sh",
+            [
+                "-c",
+                "test \"$AUTOPIN_T\" = yes && grep -q 'Cpus_allowed_list:.0$' /proc/self/status",
+            ],
+        );
+        spec.env.push(("AUTOPIN_T".into(), "yes".into()));
+        spec.initial_affinity = Some(CpuSet::from_cpus([0]));
+        assert_eq!(spawn(&spec).unwrap().wait().unwrap(), 0);
+    }
+}

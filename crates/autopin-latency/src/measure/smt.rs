@@ -1,0 +1,100 @@
+//! The SMT confirmation test: two hardware threads of one core share its execution units,
+//! so a loop that saturates them runs clearly slower when the sibling runs the same loop,
+//! while two separate cores do not slow each other down.
+
+use super::affinity::Affinity;
+use crate::error::Result;
+use serde::Serialize;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Together/alone rate below this means the two CPUs share a core.
+pub const SHARED_BELOW: f64 = 0.8;
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SmtVerdict {
+    pub a: u32,
+    pub b: u32,
+    /// Rate of CPU a's loop while b runs it too, relative to a alone.
+    pub ratio: f64,
+    pub shared: bool,
+}
+
+/// CPU time of the calling thread, so time the OS gave to other processes on this CPU does
+/// not count as a slowdown.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Iterations per CPU-second of eight independent multiply chains (enough to keep a core's
+/// integer multipliers busy, so a sibling thread has to wait for them).
+fn spin(dur: Duration) -> f64 {
+    let mut x = [1u64, 2, 3, 4, 5, 6, 7, 8];
+    let t = Instant::now();
+    let c0 = thread_cpu_time();
+    let mut iters = 0u64;
+    while t.elapsed() < dur {
+        for _ in 0..1024 {
+            for v in x.iter_mut() {
+                *v = v.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
+            }
+        }
+        iters += 1024;
+    }
+    std::hint::black_box(x);
+    let cpu = (thread_cpu_time() - c0).as_secs_f64();
+    iters as f64
+        / if cpu > 0.0 {
+            cpu
+        } else {
+            t.elapsed().as_secs_f64()
+        }
+}
+
+pub fn test_pair(a: u32, b: u32, aff: &dyn Affinity, dur: Duration) -> Result<SmtVerdict> {
+    let alone = |_: ()| -> Result<f64> {
+        std::thread::scope(|s| {
+            s.spawn(|| -> Result<f64> {
+                aff.pin_current(a)?;
+                Ok(spin(dur))
+            })
+            .join()
+            .unwrap_or_else(|_| Ok(0.0))
+        })
+    };
+    let first = alone(())?;
+    let barrier = Barrier::new(2);
+    let together = std::thread::scope(|s| -> Result<f64> {
+        let ha = s.spawn(|| -> Result<f64> {
+            aff.pin_current(a)?;
+            barrier.wait();
+            Ok(spin(dur))
+        });
+        let hb = s.spawn(|| -> Result<f64> {
+            let pinned = aff.pin_current(b);
+            barrier.wait();
+            pinned?;
+            Ok(spin(dur))
+        });
+        let ra = ha.join().unwrap_or_else(|_| Ok(0.0))?;
+        hb.join().unwrap_or_else(|_| Ok(0.0))?;
+        Ok(ra)
+    })?;
+    let second = alone(())?;
+    // The better of the two solo runs, so a solo run disturbed by something else does not
+    // make two separate cores look shared.
+    let base = first.max(second);
+    let ratio = if base > 0.0 { together / base } else { 1.0 };
+    Ok(SmtVerdict {
+        a,
+        b,
+        ratio,
+        shared: ratio < SHARED_BELOW,
+    })
+}

@@ -1,0 +1,30 @@
+//! Latency files: core-to-core-latency CSV matrices and MCTOP `.mct` descriptions.
+
+pub mod c2c;
+pub mod mct;
+
+use crate::error::{LatencyError, Result};
+use std::path::Path;
+
+/// What a latency file held, ready for inference.
+#[derive(Debug, Clone)]
+pub enum LatencyFile {
+    C2c(crate::LatencyMatrix),
+    Mct(mct::MctFile),
+}
+
+/// Reads a file, telling the format apart by its content: MCTOP files start with `#`.
+pub fn read_file(path: &Path) -> Result<LatencyFile> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| LatencyError::file(path, e.to_string()))?;
+    let name = path.display().to_string();
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty());
+    match first {
+        None => Err(LatencyError::file(
+            path,
+            "empty file; expected a core-to-core-latency CSV matrix or an MCTOP .mct file",
+        )),
+        Some(l) if l.starts_with('#') => Ok(LatencyFile::Mct(mct::parse(&text, &name)?)),
+        Some(_) => Ok(LatencyFile::C2c(c2c::parse(&text, &name)?)),
+    }
+}

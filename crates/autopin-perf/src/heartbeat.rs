@@ -1,0 +1,358 @@
+//! The heartbeat back channel: a small shared file the engine creates and the program maps
+//! (through `include/autopin.h`) to report progress and phases.
+//!
+//! Layout, little-endian, offsets in bytes (the file is 128 bytes; the struct uses 120 and
+//! the rest is zero padding so the C side may round its mapping up):
+//!
+//! | offset | field | meaning |
+//! |---|---|---|
+//! | 0 | `u64 magic` | `0x3142485450504f41` ("AOPPTHB1" read as little-endian bytes) |
+//! | 8 | `u32 version` | 1 |
+//! | 12 | `u32 reserved` | 0 |
+//! | 16 | `u64 beats` | work units done; the program adds atomically |
+//! | 24 | `u64 phase_seq` | seqlock: odd while the writer changes `phase` |
+//! | 32 | `char phase[64]` | current phase name, NUL-terminated |
+//! | 96 | `u64 reserved2[3]` | 0 |
+
+use crate::error::PerfError;
+use memmap2::MmapRaw;
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+pub const MAGIC: u64 = 0x3142_4854_5050_4f41;
+pub const VERSION: u32 = 1;
+/// Size of the file the engine creates.
+pub const FILE_SIZE: usize = 128;
+/// Size of the C struct (`sizeof(struct autopin_heartbeat)`).
+pub const STRUCT_SIZE: usize = 120;
+pub const OFF_MAGIC: usize = 0;
+pub const OFF_VERSION: usize = 8;
+pub const OFF_BEATS: usize = 16;
+pub const OFF_PHASE_SEQ: usize = 24;
+pub const OFF_PHASE: usize = 32;
+pub const PHASE_LEN: usize = 64;
+/// Environment variable through which the engine tells the program the file's path.
+pub const ENV_VAR: &str = "AUTOPIN_HEARTBEAT";
+
+/// What the program reported so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatState {
+    pub beats: u64,
+    /// `None` when no phase was set or it could not be read consistently.
+    pub phase: Option<String>,
+    /// Even sequence number of the phase read; it grows by 2 with every phase change, so a
+    /// larger value than last time means the program entered a new phase (even a same-named one).
+    pub phase_seq: u64,
+}
+
+/// A mapping of the shared file, with atomic access to its fields.
+#[derive(Debug)]
+struct Mapping {
+    map: MmapRaw,
+}
+
+impl Mapping {
+    fn new(file: &File, path: &Path) -> Result<Mapping, PerfError> {
+        let len = file
+            .metadata()
+            .map_err(|e| PerfError::io(format!("reading {}", path.display()), e))?
+            .len();
+        if (len as usize) < STRUCT_SIZE {
+            return Err(PerfError::BadFile {
+                path: path.to_path_buf(),
+                msg: format!("heartbeat file is {len} bytes, expected at least {STRUCT_SIZE}"),
+            });
+        }
+        let map = MmapRaw::map_raw(file)
+            .map_err(|e| PerfError::io(format!("mapping {}", path.display()), e))?;
+        Ok(Mapping { map })
+    }
+
+    fn u64_at(&self, off: usize) -> &AtomicU64 {
+        debug_assert!(off & 7 == 0 && off + 8 <= STRUCT_SIZE);
+        // SAFETY: the mapping is at least STRUCT_SIZE bytes, page aligned, and lives as long
+        // as self; all access to shared words goes through atomics.
+        unsafe { &*(self.map.as_mut_ptr().add(off) as *const AtomicU64) }
+    }
+
+    fn u32_at(&self, off: usize) -> &AtomicU32 {
+        // SAFETY: as above; offsets are 4-aligned.
+        unsafe { &*(self.map.as_mut_ptr().add(off) as *const AtomicU32) }
+    }
+
+    fn byte_at(&self, off: usize) -> &AtomicU8 {
+        // SAFETY: as above.
+        unsafe { &*(self.map.as_mut_ptr().add(off) as *const AtomicU8) }
+    }
+}
+
+/// The engine's end: creates the file and reads it.
+#[derive(Debug)]
+pub struct HeartbeatChannel {
+    map: Mapping,
+    path: PathBuf,
+}
+
+impl HeartbeatChannel {
+    /// Create a fresh, initialised channel file in `dir` (mode 0600, removed on drop).
+    pub fn create(dir: &Path) -> Result<(HeartbeatChannel, PathBuf), PerfError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("autopin-heartbeat-{}-{n}", std::process::id()));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| PerfError::io(format!("creating heartbeat file {}", path.display()), e))?;
+        file.set_len(FILE_SIZE as u64)
+            .map_err(|e| PerfError::io(format!("sizing {}", path.display()), e))?;
+        let map = Mapping::new(&file, &path)?;
+        map.u32_at(OFF_VERSION).store(VERSION, Ordering::Relaxed);
+        // Magic last: a reader that sees it sees an initialised file.
+        map.u64_at(OFF_MAGIC).store(MAGIC, Ordering::Release);
+        Ok((
+            HeartbeatChannel {
+                map,
+                path: path.clone(),
+            },
+            path,
+        ))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Read beats and phase; retries while the writer is mid-change.
+    pub fn read(&self) -> HeartbeatState {
+        read_state(&self.map)
+    }
+}
+
+impl Drop for HeartbeatChannel {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn read_state(m: &Mapping) -> HeartbeatState {
+    let seq = m.u64_at(OFF_PHASE_SEQ);
+    let beats = m.u64_at(OFF_BEATS).load(Ordering::Acquire);
+    let mut buf = [0u8; PHASE_LEN];
+    let mut last_even = 0;
+    for attempt in 0..10_000 {
+        let s1 = seq.load(Ordering::Acquire);
+        if s1 & 1 == 1 {
+            if attempt > 100 {
+                std::thread::yield_now();
+            }
+            std::hint::spin_loop();
+            continue;
+        }
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = m.byte_at(OFF_PHASE + i).load(Ordering::Relaxed);
+        }
+        fence(Ordering::Acquire);
+        let s2 = seq.load(Ordering::Relaxed);
+        if s1 == s2 {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(PHASE_LEN);
+            let phase = (end > 0).then(|| String::from_utf8_lossy(&buf[..end]).into_owned());
+            return HeartbeatState {
+                beats,
+                phase,
+                phase_seq: s1,
+            };
+        }
+        last_even = s2 & !1;
+    }
+    // The writer never left its critical section long enough (or died inside it).
+    HeartbeatState {
+        beats,
+        phase: None,
+        phase_seq: last_even,
+    }
+}
+
+/// The program's end, for Rust programs and tests (C programs use include/autopin.h).
+#[derive(Debug)]
+pub struct HeartbeatWriter {
+    map: Mapping,
+}
+
+impl HeartbeatWriter {
+    /// Map an existing channel file; checks magic and version.
+    pub fn open(path: &Path) -> Result<HeartbeatWriter, PerfError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| PerfError::io(format!("opening heartbeat file {}", path.display()), e))?;
+        let map = Mapping::new(&file, path)?;
+        let magic = map.u64_at(OFF_MAGIC).load(Ordering::Acquire);
+        if magic != MAGIC {
+            return Err(PerfError::BadFile {
+                path: path.to_path_buf(),
+                msg: format!(
+                    "not an autopin heartbeat file (magic {magic:#x}, expected {MAGIC:#x})"
+                ),
+            });
+        }
+        let v = map.u32_at(OFF_VERSION).load(Ordering::Relaxed);
+        if v != VERSION {
+            return Err(PerfError::BadFile {
+                path: path.to_path_buf(),
+                msg: format!("heartbeat version {v}, this autopin understands {VERSION}"),
+            });
+        }
+        Ok(HeartbeatWriter { map })
+    }
+
+    pub fn beat(&self, n: u64) {
+        self.map.u64_at(OFF_BEATS).fetch_add(n, Ordering::Release);
+    }
+
+    /// Set the phase name (truncated to 63 bytes at a character boundary).
+    pub fn set_phase(&self, name: &str) {
+        let mut end = name.len().min(PHASE_LEN - 1);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        let seq = self.map.u64_at(OFF_PHASE_SEQ);
+        seq.fetch_add(1, Ordering::Acquire); // odd: writing
+        fence(Ordering::Release);
+        for (i, b) in name.as_bytes()[..end]
+            .iter()
+            .chain(std::iter::once(&0))
+            .enumerate()
+        {
+            self.map.byte_at(OFF_PHASE + i).store(*b, Ordering::Relaxed);
+        }
+        seq.fetch_add(1, Ordering::Release); // even: stable
+    }
+
+    pub fn read(&self) -> HeartbeatState {
+        read_state(&self.map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn layout_round_trip_through_a_second_mapping() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ch, path) = HeartbeatChannel::create(dir.path()).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), FILE_SIZE);
+        assert_eq!(&bytes[0..8], &MAGIC.to_le_bytes());
+        assert_eq!(&bytes[0..8], b"AOPPTHB1");
+        assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
+        assert!(bytes[12..].iter().all(|&b| b == 0));
+        assert_eq!(
+            ch.read(),
+            HeartbeatState {
+                beats: 0,
+                phase: None,
+                phase_seq: 0
+            }
+        );
+
+        let w = HeartbeatWriter::open(&path).unwrap();
+        w.beat(5);
+        w.beat(2);
+        w.set_phase("solve");
+        let s = ch.read();
+        assert_eq!(
+            (s.beats, s.phase.as_deref(), s.phase_seq),
+            (7, Some("solve"), 2)
+        );
+        // Bytes at the documented offsets, as a C writer would see them.
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[16..24], &7u64.to_le_bytes());
+        assert_eq!(&bytes[24..32], &2u64.to_le_bytes());
+        assert_eq!(&bytes[32..38], b"solve\0");
+        w.set_phase(&"x".repeat(100));
+        assert_eq!(ch.read().phase.unwrap().len(), 63);
+        w.set_phase("");
+        assert_eq!(ch.read().phase, None);
+        assert_eq!(ch.read().phase_seq, 6);
+        drop(ch);
+        assert!(!path.exists(), "the engine removes its channel file");
+    }
+
+    #[test]
+    fn raw_bytes_written_like_c_are_read() {
+        // A writer that only knows the layout (as include/autopin.h does) pokes bytes with pwrite.
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (ch, path) = HeartbeatChannel::create(dir.path()).unwrap();
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_at(&41u64.to_le_bytes(), 16).unwrap();
+        f.write_at(b"init\0", 32).unwrap();
+        f.write_at(&4u64.to_le_bytes(), 24).unwrap();
+        assert_eq!(
+            ch.read(),
+            HeartbeatState {
+                beats: 41,
+                phase: Some("init".into()),
+                phase_seq: 4
+            }
+        );
+    }
+
+    #[test]
+    fn torn_phase_is_never_returned() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ch, path) = HeartbeatChannel::create(dir.path()).unwrap();
+        let w = Arc::new(HeartbeatWriter::open(&path).unwrap());
+        let w2 = w.clone();
+        let h = std::thread::spawn(move || {
+            for i in 0..20_000 {
+                w2.set_phase(if i % 2 == 0 {
+                    "aaaaaaaaaaaaaaaaaaaaaaaa"
+                } else {
+                    "bbbbbbbb"
+                });
+                w2.beat(1);
+            }
+        });
+        let mut seen = 0;
+        while !h.is_finished() {
+            let s = ch.read();
+            if let Some(p) = s.phase {
+                assert!(
+                    p == "aaaaaaaaaaaaaaaaaaaaaaaa" || p == "bbbbbbbb",
+                    "torn read: {p}"
+                );
+                assert_eq!(s.phase_seq & 1, 0);
+                seen += 1;
+            }
+        }
+        h.join().unwrap();
+        assert_eq!(ch.read().beats, 20_000);
+        assert!(seen > 0);
+    }
+
+    #[test]
+    fn wrong_files_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("short");
+        std::fs::write(&p, [0u8; 16]).unwrap();
+        assert!(HeartbeatWriter::open(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("expected at least 120"));
+        std::fs::write(&p, [0u8; 128]).unwrap();
+        assert!(HeartbeatWriter::open(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("not an autopin heartbeat file"));
+        assert!(HeartbeatChannel::create(&dir.path().join("missing")).is_err());
+    }
+}

@@ -1,0 +1,402 @@
+//! `autopin compare` end to end: input validation, real runs with exports, failures,
+//! metrics, interrupts, and a real pinning effect (two threads ping-ponging on one CPU vs two).
+
+use assert_cmd::Command;
+use predicates::str::contains;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn autopin() -> Command {
+    Command::cargo_bin("autopin").unwrap()
+}
+
+fn read_json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn bad_input_exits_2_with_a_reason() {
+    let cases: [(&[&str], &str); 8] = [
+        (&["compare", "-n", "3", "--", "true"], "no strategies given"),
+        (
+            &["compare", "-n", "3", "--strategy", "fastest", "--", "true"],
+            "unknown strategy `fastest`",
+        ),
+        (
+            &["compare", "-n", "0", "--strategy", "none", "--", "true"],
+            "-n/--runs must be at least 1",
+        ),
+        (
+            &["compare", "-n", "3", "--strategy", "none"],
+            "no program given",
+        ),
+        (
+            &[
+                "compare",
+                "--strategy",
+                "none",
+                "--metric",
+                "(",
+                "--",
+                "true",
+            ],
+            "invalid --metric regex",
+        ),
+        (
+            &[
+                "compare",
+                "--strategy",
+                "none",
+                "--metric",
+                "rate",
+                "--",
+                "true",
+            ],
+            "no capture group",
+        ),
+        (
+            &[
+                "compare",
+                "--strategy",
+                "none",
+                "--strategy",
+                "none",
+                "--",
+                "true",
+            ],
+            "listed twice",
+        ),
+        (
+            &[
+                "compare",
+                "--strategy",
+                "none",
+                "--max-runs",
+                "9",
+                "--",
+                "true",
+            ],
+            "only applies with --adaptive",
+        ),
+    ];
+    for (args, msg) in cases {
+        autopin().args(args).assert().code(2).stderr(contains(msg));
+    }
+    // A missing program is found at the first run: exit 2, and no run is recorded.
+    autopin()
+        .args([
+            "compare",
+            "-n",
+            "2",
+            "--strategy",
+            "none",
+            "--",
+            "/nonexistent/program",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("cannot start `/nonexistent/program`"));
+}
+
+#[test]
+fn runs_are_measured_and_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let csv = dir.path().join("r.csv");
+    let md = dir.path().join("r.md");
+    let svg = dir.path().join("r.svg");
+    // The program prints a metric; `0` pins through `autopin pin`, `random` draws CPUs.
+    autopin()
+        .args([
+            "compare",
+            "-n",
+            "3",
+            "--warmup",
+            "1",
+            "--seed",
+            "5",
+            "--strategy",
+            "none",
+            "--strategy",
+            "0",
+        ])
+        .args([
+            "--strategy",
+            "random",
+            "--metric",
+            r"rate = ([0-9.]+)",
+            "--higher-is-better",
+            "--export-json",
+        ])
+        .arg(&json)
+        .arg("--export-csv")
+        .arg(&csv)
+        .arg("--export-markdown")
+        .arg(&md)
+        .arg("--svg")
+        .arg(&svg)
+        .args(["--", "sh", "-c", "echo rate = 12.5"])
+        .assert()
+        .success()
+        .stdout(contains("none (baseline)"));
+    let v = read_json(&json);
+    assert_eq!(v["value"], "metric");
+    assert_eq!(v["warmup_runs"], 3);
+    let st = v["strategies"].as_array().unwrap();
+    assert_eq!(st.len(), 3);
+    for s in st {
+        let runs = s["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 3, "{s}");
+        for r in runs {
+            assert_eq!(r["metric"], 12.5);
+            assert!(r["wall_s"].as_f64().unwrap() > 0.0);
+            assert_eq!(r["exit_code"], 0);
+        }
+        assert!(s["median_s"].as_f64().is_some() && s["cv"].as_f64().is_some());
+    }
+    // Random runs record the permutation of allowed CPUs they drew.
+    let random = st.iter().find(|s| s["strategy"] == "random").unwrap();
+    assert!(random["runs"][0]["cpus"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty()));
+    // Identical metric everywhere: no strategy differs from the baseline.
+    assert!(
+        st[1]["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("no significant difference"),
+        "{}",
+        st[1]["verdict"]
+    );
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 10);
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("| none (baseline) |"));
+    assert_eq!(
+        std::fs::read_to_string(&svg)
+            .unwrap()
+            .matches("class=\"box\"")
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn failed_runs_are_reported_and_excluded() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    autopin()
+        .args(["compare", "-n", "2", "--strategy", "none", "--export-json"])
+        .arg(&json)
+        .args(["--", "sh", "-c", "echo broken >&2; exit 3"])
+        .assert()
+        .success()
+        .stderr(contains("run of `none` failed: exit status 3").and(contains("| broken")))
+        .stdout(contains("2 failed run(s), excluded"));
+    let v = read_json(&json);
+    assert_eq!(v["strategies"][0]["n_failed"], 2);
+    assert_eq!(v["strategies"][0]["n_used"], 0);
+    assert!(v["strategies"][0]["median_s"].is_null());
+    // With --ignore-failure the runs count.
+    autopin()
+        .args([
+            "compare",
+            "-n",
+            "2",
+            "--strategy",
+            "none",
+            "--ignore-failure",
+            "--export-json",
+        ])
+        .arg(&json)
+        .args(["--", "sh", "-c", "exit 3"])
+        .assert()
+        .success();
+    assert_eq!(read_json(&json)["strategies"][0]["n_used"], 2);
+}
+
+use predicates::prelude::PredicateBooleanExt;
+
+#[test]
+fn adaptive_mode_adds_rounds_up_to_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    // With no equivalence band and an unreachable alpha nothing can be decided: adaptive
+    // mode must run exactly up to --max-runs and stop.
+    autopin()
+        .args([
+            "compare",
+            "-n",
+            "2",
+            "--adaptive",
+            "--max-runs",
+            "5",
+            "--equivalence",
+            "0",
+            "--alpha",
+            "1e-12",
+        ])
+        .args([
+            "--bootstrap",
+            "200",
+            "--strategy",
+            "none",
+            "--strategy",
+            "0",
+            "--export-json",
+        ])
+        .arg(&json)
+        .args(["--", "sh", "-c", "true"])
+        .assert()
+        .success();
+    let v = read_json(&json);
+    assert_eq!(v["rounds"], 5);
+    assert_eq!(v["strategies"][1]["runs"].as_array().unwrap().len(), 5);
+    autopin()
+        .args([
+            "compare",
+            "-n",
+            "6",
+            "--adaptive",
+            "--max-runs",
+            "5",
+            "--strategy",
+            "none",
+            "--",
+            "true",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("--max-runs 5 is below -n 6"));
+}
+
+#[test]
+fn sigint_keeps_completed_runs_in_the_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let csv = dir.path().join("r.csv");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args([
+            "compare",
+            "-n",
+            "1000",
+            "--strategy",
+            "none",
+            "--export-json",
+        ])
+        .arg(&json)
+        .arg("--export-csv")
+        .arg(&csv)
+        .args(["--", "sleep", "0.05"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let start = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "did not stop promptly"
+    );
+    assert_eq!(status.code(), Some(130));
+    let v = read_json(&json);
+    assert_eq!(v["interrupted"], true);
+    let runs = v["strategies"][0]["runs"].as_array().unwrap().len();
+    assert!((3..1000).contains(&runs), "{runs} runs kept");
+    // Every kept run completed normally: the one cut by the signal is not among them.
+    assert!(v["strategies"][0]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["exit_code"] == 0));
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap().lines().count(),
+        runs + 1
+    );
+}
+
+/// Builds the two-thread ping-pong program from bench/ with gcc, or says why not.
+fn build_pingpong(dir: &Path) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/compare_pingpong.c");
+    let exe = dir.join("pingpong");
+    let ok = std::process::Command::new("gcc")
+        .args(["-O2", "-pthread"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    ok.then_some(exe)
+}
+
+fn online_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Two threads that hand a token back and forth: both on CPU 0 must be significantly slower
+/// than on CPUs 0 and 1. (Whether `none` matches `0,1` depends on how busy the host is — on
+/// a loaded 2-core machine the OS placement can be several times slower — so that comparison
+/// is reported by bench/compare_pingpong.sh rather than asserted here.)
+#[test]
+fn one_cpu_ping_pong_is_significantly_slower() {
+    if online_cpus() < 2 {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build_pingpong(dir.path()) else {
+        eprintln!("skipped: gcc could not build the ping-pong program");
+        return;
+    };
+    let json = dir.path().join("r.json");
+    let svg = dir.path().join("r.svg");
+    autopin()
+        .args([
+            "compare",
+            "-n",
+            "10",
+            "--seed",
+            "11",
+            "--strategy",
+            "none",
+            "--strategy",
+            "0,1",
+            "--strategy",
+            "0,0",
+        ])
+        .args(["--baseline", "0,1", "--export-json"])
+        .arg(&json)
+        .arg("--svg")
+        .arg(&svg)
+        .arg("--")
+        .arg(&exe)
+        .arg("20000")
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    let v = read_json(&json);
+    let st = v["strategies"].as_array().unwrap();
+    let one_cpu = st.iter().find(|s| s["strategy"] == "0,0").unwrap();
+    assert_eq!(v["baseline"], "0,1");
+    assert!(
+        one_cpu["verdict"].as_str().unwrap().starts_with("slower"),
+        "{}",
+        one_cpu["verdict"]
+    );
+    assert!(
+        one_cpu["p_value_welch"].as_f64().unwrap() < 0.01,
+        "{one_cpu}"
+    );
+    assert!(one_cpu["p_value_mwu"].as_f64().unwrap() < 0.01, "{one_cpu}");
+    assert!(one_cpu["speedup_median"].as_f64().unwrap() < 1.0);
+    assert!(std::fs::read_to_string(&svg)
+        .unwrap()
+        .contains("0,1 (baseline)"));
+}

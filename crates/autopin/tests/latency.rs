@@ -1,0 +1,223 @@
+//! `autopin measure latency|memory` and `--from-latency`, through the binary.
+
+use assert_cmd::Command;
+use std::path::PathBuf;
+
+fn data(rel: &str) -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data")).join(rel)
+}
+
+fn autopin() -> Command {
+    Command::cargo_bin("autopin").unwrap()
+}
+
+#[test]
+fn topology_from_a_c2c_matrix() {
+    let out = autopin()
+        .args(["topology", "--format", "json", "--from-latency"])
+        .arg(data("c2c/intel-i9-12900k.csv"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pus = v["pus"].as_array().unwrap();
+    assert_eq!(pus.len(), 24);
+    // CPUs 0 and 1 share a core; 16 and 17 (efficiency cores) do not.
+    assert_eq!(pus[0]["core"], pus[1]["core"]);
+    assert_ne!(pus[16]["core"], pus[17]["core"]);
+    assert_eq!(
+        v["machine"]["measurements"]["latency"]["cpus"]
+            .as_array()
+            .unwrap()
+            .len(),
+        24
+    );
+}
+
+#[test]
+fn topology_from_an_mct_file() {
+    let out = autopin()
+        .args(["topology", "--from-latency"])
+        .arg(data("mctop/lpdxeon2680.mct"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Package"), "{text}");
+}
+
+#[test]
+fn malformed_files_exit_2_with_line_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(&csv, ",,\n5,,\n7,oops,\n").unwrap();
+    let out = autopin()
+        .args(["topology", "--from-latency"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.csv:3: column 2: `oops` is not a number"),
+        "{err}"
+    );
+
+    let mct = dir.path().join("bad.mct");
+    std::fs::write(&mct, "#h #HWCs 2 #Nodes 1 SMT 0\n0 1 10\n1 0\n").unwrap();
+    let out = autopin()
+        .args(["topology", "--from-latency"])
+        .arg(&mct)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.mct:3: `1 0` is not `<index> <index> <value>`"),
+        "{err}"
+    );
+
+    let empty = dir.path().join("empty.csv");
+    std::fs::write(&empty, "\n").unwrap();
+    let out = autopin()
+        .args(["topology", "--from-latency"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let out = autopin()
+        .args(["measure", "latency", "--out", "x.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use a .csv file"));
+    let out = autopin()
+        .args(["measure", "latency", "--cpus", "0-1,zz"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = autopin()
+        .args(["measure", "latency", "--cpus", "100000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = autopin()
+        .args(["measure", "memory", "--budget", "1k"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 4MiB"));
+}
+
+/// The live measurement on whatever machine runs the tests. Timings are never asserted;
+/// the structure is asserted only when the measurement was clean (no pair needed a second
+/// attempt and every spread is small), because a neighbour's load on a 2-CPU VM can make
+/// one measurement noisy, and then inference is allowed to be unsure.
+#[test]
+fn live_latency_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("m.csv");
+    let svg = dir.path().join("m.svg");
+    let out = autopin()
+        .args(["measure", "latency", "--json", "--rounds", "100", "--out"])
+        .arg(&csv)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(2) && err.contains("at least 2 CPUs") {
+        eprintln!("skipped: this machine gives the tests a single CPU");
+        return;
+    }
+    if out.status.code() == Some(1) && err.contains("lock step") {
+        eprintln!("skipped: a CPU was descheduled too long to keep lock step ({err})");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = v["cpus"].as_array().unwrap().len();
+    assert!(n >= 2);
+    assert!(v["ns"][0][1].as_f64().unwrap() > 0.0);
+    let back = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(back.lines().count(), n, "CSV has one row per CPU");
+    assert!(dir.path().join("m.cycles.csv").exists());
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("</svg>"));
+    // The written CSV reads back as a machine.
+    let out2 = autopin()
+        .args(["topology", "--from-latency"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out2.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out2.stderr)
+    );
+
+    let spread = v["spread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()))
+        .fold(0.0, f64::max);
+    let clean = v["remeasured_pairs"] == 0 && spread < 0.25;
+    if !clean {
+        eprintln!("structure not asserted: the measurement was noisy (largest spread {spread:.2}, remeasured {})", v["remeasured_pairs"]);
+        return;
+    }
+    let dis = &v["os_disagreements"];
+    assert!(
+        dis.is_null() || dis.as_array().unwrap().is_empty(),
+        "a clean measurement disagrees with the OS: {dis}"
+    );
+}
+
+#[test]
+fn memory_measurement_writes_a_topology_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("mem.json");
+    let out = autopin()
+        .args(["measure", "memory", "--budget", "16MiB", "--out"])
+        .arg(&doc)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&doc).unwrap()).unwrap();
+    let mem = v["machine"]["measurements"]["memory"].as_array().unwrap();
+    assert!(!mem.is_empty());
+    assert!(mem[0]["read_gbs_all"].as_f64().unwrap() > 0.0);
+    // It loads back as a machine.
+    let out = autopin()
+        .args(["topology", "--load"])
+        .arg(&doc)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,529 @@
+//! `autopin pin` end to end: real programs (shell, C pthreads, OpenMP, Rust threads, a
+//! static binary) run under the binary, and what the kernel says about their affinity is
+//! checked. Tests that need a C compiler, libgomp, a static libc or rustc skip with a
+//! message when those are missing; tests that need two CPUs skip on one.
+
+use assert_cmd::cargo::CommandCargoExt;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn autopin() -> Command {
+    let mut c = Command::cargo_bin("autopin").unwrap();
+    // The tests decide OpenMP settings themselves.
+    c.env_remove("OMP_PROC_BIND")
+        .env_remove("OMP_PLACES")
+        .env_remove("GOMP_CPU_AFFINITY");
+    c
+}
+
+/// CPUs this test process may use, from the kernel.
+fn allowed_list() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+        .unwrap()
+}
+
+fn have_cpus_0_and_1() -> bool {
+    let list = allowed_list();
+    let ok = list.split(',').any(|part| {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        a.parse::<u32>().ok() == Some(0) && b.parse::<u32>().is_ok_and(|b| b >= 1)
+    });
+    if !ok {
+        eprintln!("skipping: needs CPUs 0 and 1 (allowed: {list})");
+    }
+    ok
+}
+
+/// Compiles C `src` with extra flags; None (and a message) when it cannot be built here.
+fn build_c(dir: &Path, name: &str, src: &str, flags: &[&str]) -> Option<PathBuf> {
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, src).unwrap();
+    build_c_file(dir, name, &file, flags)
+}
+
+fn build_c_file(dir: &Path, name: &str, file: &Path, flags: &[&str]) -> Option<PathBuf> {
+    let exe = dir.join(name);
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include");
+    let out = Command::new("cc")
+        .args(["-O2", "-pthread", "-I"])
+        .arg(include)
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(file)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Some(exe),
+        Ok(o) => {
+            eprintln!(
+                "skipping: cc {flags:?} failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("skipping: no C compiler ({e})");
+            None
+        }
+    }
+}
+
+/// Creates THREADS threads one after another; each waits DELAY ms, then prints the CPUs
+/// it may run on. The main thread prints first.
+const THREADS_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static int delay_ms;
+static void show(const char *who) {
+    FILE *f = fopen("/proc/thread-self/status", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Cpus_allowed_list:", 18)) printf("%s%s", who, line + 18);
+    if (f) fclose(f);
+    fflush(stdout);
+}
+static void *body(void *arg) {
+    char who[16];
+    usleep(delay_ms * 1000);
+    snprintf(who, sizeof who, "t%ld", (long)arg);
+    show(who);
+    return NULL;
+}
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 3;
+    delay_ms = argc > 2 ? atoi(argv[2]) : 0;
+    show("main");
+    for (long i = 0; i < n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, body, (void *)i)) return 1;
+        pthread_join(t, NULL);
+    }
+    return 0;
+}
+"#;
+
+/// Parses "who\tlist" lines into (who, list).
+fn affinities(stdout: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| {
+            l.split_once('\t')
+                .map(|(a, b)| (a.to_string(), b.trim().to_string()))
+        })
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn shell_sees_its_cpu_and_stdout_is_untouched() {
+    if !have_cpus_0_and_1() {
+        return;
+    }
+    let out = autopin()
+        .args([
+            "pin",
+            "-c",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "grep Cpus_allowed_list /proc/self/status",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Cpus_allowed_list:\t1\n"
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "nothing of ours without -v: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn openmp_threads_follow_the_list() {
+    if !have_cpus_0_and_1() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/syncbench.c");
+    let Some(exe) = build_c_file(dir.path(), "syncbench", &src, &["-fopenmp"]) else {
+        return;
+    };
+    let out = autopin()
+        .env("OMP_NUM_THREADS", "4")
+        .args(["pin", "-c", "0,1,0,1", "--"])
+        .arg(&exe)
+        .args(["-b", "100", "-s", "2", "-n", "10000", "-p"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("placement: 0:0 1:1 2:0 3:1\n"), "{stdout}");
+    assert!(stdout.contains("syncbench: threads=4 "), "{stdout}");
+    // A different list gives a different placement (the test can fail).
+    let out = autopin()
+        .env("OMP_NUM_THREADS", "4")
+        .args(["pin", "-c", "1,1,0,0", "--"])
+        .arg(&exe)
+        .args(["-b", "10", "-s", "1", "-n", "1000", "-p"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("placement: 0:1 1:1 2:0 3:0\n"));
+}
+
+#[test]
+fn omp_num_threads_defaults_to_the_list_length() {
+    let out = autopin()
+        .env_remove("OMP_NUM_THREADS")
+        .args([
+            "pin",
+            "-c",
+            "0,0,0",
+            "--",
+            "sh",
+            "-c",
+            "echo $OMP_NUM_THREADS",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "3\n");
+    let out = autopin()
+        .env("OMP_NUM_THREADS", "7")
+        .args([
+            "pin",
+            "-c",
+            "0,0,0",
+            "--",
+            "sh",
+            "-c",
+            "echo $OMP_NUM_THREADS",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "7\n");
+}
+
+#[test]
+fn pthreads_are_pinned_and_the_skip_mask_skips() {
+    if !have_cpus_0_and_1() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build_c(dir.path(), "threads", THREADS_C, &[]) else {
+        return;
+    };
+    let out = autopin()
+        .args(["pin", "-c", "0,1"])
+        .arg("--")
+        .arg(&exe)
+        .arg("3")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        affinities(&out.stdout),
+        pairs(&[("main", "0"), ("t0", "1"), ("t1", "0"), ("t2", "1")])
+    );
+
+    // Bit 0: the first created thread runs wherever the process could; the others take
+    // the list in order, as if t0 did not exist (likwid-pin -s semantics).
+    let all = allowed_list();
+    let out = autopin()
+        .args(["pin", "-c", "1,0", "-s", "0x1", "--"])
+        .arg(&exe)
+        .arg("3")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        affinities(&out.stdout),
+        pairs(&[("main", "1"), ("t0", &all), ("t1", "0"), ("t2", "1")])
+    );
+}
+
+#[test]
+fn rust_std_threads_are_pinned() {
+    if !have_cpus_0_and_1() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("threads.rs");
+    std::fs::write(
+        &src,
+        r#"
+fn show(who: &str) {
+    let s = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let l = s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap();
+    println!("{who}\t{}", l.trim());
+}
+fn main() {
+    show("main");
+    for i in 0..3 {
+        std::thread::spawn(move || show(&format!("t{i}"))).join().unwrap();
+    }
+}
+"#,
+    )
+    .unwrap();
+    let exe = dir.path().join("threads");
+    match Command::new("rustc")
+        .args(["--edition", "2021", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+    {
+        Ok(o) if o.status.success() => {}
+        other => {
+            eprintln!("skipping: rustc could not build the test program: {other:?}");
+            return;
+        }
+    }
+    let out = autopin()
+        .args(["pin", "-c", "1,0,0,1", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        affinities(&out.stdout),
+        pairs(&[("main", "1"), ("t0", "0"), ("t1", "0"), ("t2", "1")])
+    );
+}
+
+#[test]
+fn static_binary_is_pinned_by_polling_with_a_warning() {
+    if !have_cpus_0_and_1() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build_c(dir.path(), "threads_static", THREADS_C, &["-static"]) else {
+        return;
+    };
+    // Each thread waits 300 ms before looking, longer than the slowest polling interval.
+    let out = autopin()
+        .args(["pin", "-c", "1,0"])
+        .arg("--")
+        .arg(&exe)
+        .args(["2", "300"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("statically linked"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(
+        affinities(&out.stdout),
+        pairs(&[("main", "1"), ("t0", "0"), ("t1", "1")])
+    );
+}
+
+#[test]
+fn exit_status_passes_through() {
+    let status = |script: &str| {
+        autopin()
+            .args(["pin", "-c", "0", "--", "sh", "-c", script])
+            .status()
+            .unwrap()
+            .code()
+    };
+    assert_eq!(status("exit 3"), Some(3));
+    assert_eq!(status("exit 0"), Some(0));
+    assert_eq!(status("kill -TERM $$"), Some(143));
+    assert_eq!(status("kill -KILL $$"), Some(137));
+}
+
+#[test]
+fn sigterm_to_autopin_reaches_the_program() {
+    let mut child = autopin()
+        .args([
+            "pin",
+            "-c",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "trap 'echo got TERM; exit 7' TERM; echo ready; while :; do sleep 0.05; done",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    // SAFETY: kill has no memory preconditions; the pid is our live child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = wait_timeout(&mut child, Duration::from_secs(10));
+    assert_eq!(lines.next().unwrap().unwrap(), "got TERM");
+    assert_eq!(status, Some(7));
+}
+
+fn wait_timeout(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("autopin did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn bad_input_is_reported() {
+    let out = autopin()
+        .args(["pin", "-c", "0", "--", "autopin-test-no-such-program"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("autopin-test-no-such-program: command not found"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let noexec = dir.path().join("noexec");
+    std::fs::write(&noexec, "#!/bin/sh\necho hi\n").unwrap();
+    let out = autopin()
+        .args(["pin", "-c", "0", "--"])
+        .arg(&noexec)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(126));
+
+    // Program without `--`.
+    let out = autopin().args(["pin", "-c", "0", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // No program at all.
+    let out = autopin().args(["pin", "-c", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("after `--`"));
+    // No placement.
+    let out = autopin().args(["pin", "--", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // A bad expression names the position.
+    let out = autopin()
+        .args(["pin", "-c", "0,Q", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("position"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A bad skip mask names the character.
+    let out = autopin()
+        .args(["pin", "-c", "0", "-s", "0xZ", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'Z' at character 3"));
+    // A CPU this process may not use.
+    let out = autopin()
+        .args([
+            "pin",
+            "--synthetic",
+            "package:1 core:64 pu:1",
+            "-c",
+            "63",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CPU 63 is not available"));
+}
+
+#[test]
+fn print_lists_domains_or_the_selection() {
+    let out = autopin()
+        .args(["pin", "--synthetic", "package:2 core:2 pu:2", "-p"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Domain N:") && text.contains("Domain S1:"),
+        "{text}"
+    );
+    let out = autopin()
+        .args([
+            "pin",
+            "--synthetic",
+            "package:2 core:2 pu:2",
+            "-c",
+            "S1:0-1",
+            "-p",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "4,6\n");
+}
+
+#[test]
+fn policy_places_on_the_live_machine() {
+    if !have_cpus_0_and_1() {
+        return;
+    }
+    let out = autopin()
+        .args([
+            "pin",
+            "--policy",
+            "compact",
+            "-n",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "grep Cpus_allowed_list /proc/self/status",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(line.starts_with("Cpus_allowed_list:\t"), "{line}");
+    assert!(
+        !line.contains(',') && !line.contains('-'),
+        "one CPU: {line}"
+    );
+}

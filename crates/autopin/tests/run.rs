@@ -1,0 +1,391 @@
+//! Integration tests of `autopin run`, `autopin attach` and `autopin report` on real
+//! programs. They use `--objective task-clock` (a software counter) so they also work in
+//! virtual machines without a hardware PMU.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn autopin() -> Command {
+    Command::cargo_bin("autopin").unwrap()
+}
+
+fn read_json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+const FAST: &[&str] = &[
+    "--objective",
+    "task-clock",
+    "--no-perturbation-estimate",
+    "-q",
+];
+
+#[test]
+fn exit_status_is_passed_through_and_report_says_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("r.json");
+    let out = autopin()
+        .args(["run", "--schedule", "0;0"])
+        .args(FAST)
+        .arg("--report")
+        .arg(&rep)
+        .args(["--", "sh", "-c", "sleep 0.3; exit 7"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_json(&rep);
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["exit_status"], 7);
+    assert!(r["incomplete_reason"]
+        .as_str()
+        .unwrap()
+        .contains("before a decision"));
+}
+
+#[test]
+fn killed_target_gives_128_plus_signal() {
+    let out = autopin()
+        .args(["run"])
+        .args(FAST)
+        .args(["--", "sh", "-c", "kill -TERM $$"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(128 + 15));
+}
+
+#[test]
+fn stdout_passes_through() {
+    let out = autopin()
+        .args(["run"])
+        .args(FAST)
+        .args(["--", "echo", "hello from target"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello from target\n");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn unknown_event_is_a_usage_error() {
+    let out = autopin()
+        .args(["run", "-e", "no-such-event-xyz", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no-such-event-xyz"), "{err}");
+}
+
+#[test]
+fn paranoid_3_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = dir.path().join("proc/sys/kernel");
+    std::fs::create_dir_all(&k).unwrap();
+    std::fs::write(k.join("perf_event_paranoid"), "3\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+    std::fs::write(
+        dir.path().join("proc/self/status"),
+        "Name:\tx\nCapEff:\t0000000000000000\n",
+    )
+    .unwrap();
+    let out = autopin()
+        .env("AUTOPIN_PERF_SYSFS_ROOT", dir.path())
+        .args(["run", "--objective", "task-clock", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("paranoid"), "{err}");
+}
+
+#[test]
+fn attach_to_missing_pid_is_a_usage_error() {
+    let out = autopin()
+        .args(["attach", "999999999"])
+        .args(FAST)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no process with PID"));
+}
+
+#[test]
+fn attach_to_someone_elses_pid_is_a_usage_error() {
+    if unsafe { libc::geteuid() } == 0 {
+        return; // root may attach to anything
+    }
+    let out = autopin().args(["attach", "1"]).args(FAST).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("another user"));
+}
+
+#[test]
+fn bad_schedule_points_at_the_character() {
+    let out = autopin()
+        .args(["run", "--schedule", "0,x"])
+        .args(FAST)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("character 3"));
+}
+
+#[test]
+fn thread_churn_is_survived() {
+    if std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("r.json");
+    let prog = "import threading\nfor i in range(1000):\n    t = threading.Thread(target=lambda: sum(range(2000)))\n    t.start(); t.join()\nprint('done')";
+    let out = autopin()
+        .args(["run", "--schedule", "0;1", "--budget", "2", "-i", "0.1"])
+        .args(FAST)
+        .arg("--report")
+        .arg(&rep)
+        .args(["--", "python3", "-c", prog])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    assert!(rep.exists());
+}
+
+/// A busy loop owns CPU 0; a one-thread program must end up on CPU 1.
+#[test]
+fn busy_neighbour_on_cpu0_moves_the_program_to_cpu1() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let mut busy = std::process::Command::new("taskset")
+        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("r.json");
+    let svg = dir.path().join("t.svg");
+    let out = autopin()
+        .args(["run", "--schedule", "0;1", "--budget", "5", "--no-watch"])
+        .args(FAST)
+        .arg("--report")
+        .arg(&rep)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done",
+        ])
+        .output();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let out = out.unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_json(&rep);
+    assert_eq!(
+        r["decision"]["cpus"],
+        serde_json::json!([1]),
+        "{}",
+        serde_json::to_string_pretty(&r["probes"]).unwrap()
+    );
+    assert_eq!(r["decision"]["candidate"], "1");
+    // The report command reads it back.
+    let out = autopin().arg("report").arg(&rep).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("decision:  1"));
+    let out = autopin()
+        .arg("report")
+        .arg(&rep)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+}
+
+#[test]
+fn report_of_garbage_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.json");
+    std::fs::write(&p, "{not json").unwrap();
+    let out = autopin().arg("report").arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// A fake /proc with kernel.perf_event_paranoid=3 and no privileges: nothing can be counted.
+fn paranoid_3_root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let k = dir.path().join("proc/sys/kernel");
+    std::fs::create_dir_all(&k).unwrap();
+    std::fs::write(k.join("perf_event_paranoid"), "3\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+    std::fs::write(
+        dir.path().join("proc/self/status"),
+        "Name:\tx\nCapEff:\t0000000000000000\n",
+    )
+    .unwrap();
+    dir
+}
+
+/// Without --objective, counters that cannot be opened are a warning and a fallback, not an
+/// error: the program runs, its exit status comes back, the report names the objective used.
+#[test]
+fn default_objective_falls_back_to_task_clock_when_counting_is_forbidden() {
+    let root = paranoid_3_root();
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("r.json");
+    let out = autopin()
+        .env("AUTOPIN_PERF_SYSFS_ROOT", root.path())
+        .args(["run", "--no-perturbation-estimate", "--report"])
+        .arg(&rep)
+        .args(["--", "sh", "-c", "echo hi; exit 3"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    assert_eq!(
+        err.matches("warning: the default objective").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("kernel.perf_event_paranoid"), "{err}");
+    assert!(err.contains("Using task-clock"), "{err}");
+    let r = read_json(&rep);
+    assert!(
+        r["objective"]["name"]
+            .as_str()
+            .unwrap()
+            .contains("task-clock"),
+        "{}",
+        r["objective"]
+    );
+}
+
+/// The /proc CPU-time fallback still sees a busy neighbour: a one-thread program must end up
+/// on the free CPU.
+#[test]
+fn task_clock_fallback_moves_the_program_away_from_a_busy_neighbour() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let root = paranoid_3_root();
+    let mut busy = std::process::Command::new("taskset")
+        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("r.json");
+    let out = autopin()
+        .env("AUTOPIN_PERF_SYSFS_ROOT", root.path())
+        .args([
+            "run",
+            "--schedule",
+            "0;1",
+            "--budget",
+            "5",
+            "--no-watch",
+            "-q",
+        ])
+        .arg("--report")
+        .arg(&rep)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done",
+        ])
+        .output();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let out = out.unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_json(&rep);
+    assert_eq!(r["counting_mode"], "per-thread /proc schedstat (no perf)");
+    assert_eq!(
+        r["decision"]["cpus"],
+        serde_json::json!([1]),
+        "{}",
+        serde_json::to_string_pretty(&r["probes"]).unwrap()
+    );
+}
+
+/// Builds workloads/syncbench (None when no C compiler with OpenMP is around).
+fn syncbench(dir: &Path) -> Option<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let exe = dir.join("syncbench");
+    let ok = std::process::Command::new("cc")
+        .args(["-O2", "-fopenmp", "-I"])
+        .arg(root.join("include"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(root.join("workloads/syncbench.c"))
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(exe)
+}
+
+/// A program that reports heartbeats gets the heartbeat as the fallback objective, and its
+/// phases are searched separately.
+#[test]
+fn default_objective_falls_back_to_the_heartbeat_of_a_program_that_beats() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = syncbench(dir.path()) else {
+        eprintln!("skipped: cannot build syncbench (cc -fopenmp)");
+        return;
+    };
+    let root = paranoid_3_root();
+    let rep = dir.path().join("r.json");
+    let out = autopin()
+        .env("AUTOPIN_PERF_SYSFS_ROOT", root.path())
+        .env("OMP_NUM_THREADS", "2")
+        .args([
+            "run",
+            "--schedule",
+            "0,1;0,0",
+            "--probe",
+            "0.2",
+            "-w",
+            "0.1",
+        ])
+        .arg("--report")
+        .arg(&rep)
+        .arg("--")
+        .arg(&exe)
+        .args(["-b", "400000", "-s", "0", "-r", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("Using the program's heartbeat"), "{err}");
+    let r = read_json(&rep);
+    assert_eq!(r["objective"]["unit"], "beats/s", "{}", r["objective"]);
+    let probes = r["probes"].as_array().unwrap();
+    assert!(!probes.is_empty(), "{err}");
+    assert!(probes.iter().all(|p| p["phase"] == "barrier"), "{err}");
+}
