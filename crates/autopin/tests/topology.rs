@@ -127,3 +127,49 @@ fn formats_render() {
         assert!(!out.stdout.is_empty(), "{f} printed nothing");
     }
 }
+
+/// The flat view with object ids renumbered by first appearance, so two sources that number
+/// their objects differently compare equal when they group PUs the same way.
+fn normalized_pus(doc: &serde_json::Value) -> Vec<serde_json::Value> {
+    use std::collections::HashMap;
+    let mut maps: HashMap<String, HashMap<String, usize>> = HashMap::new();
+    let mut renumber = |level: &str, v: &serde_json::Value| -> serde_json::Value {
+        if v.is_null() {
+            return v.clone();
+        }
+        let m = maps.entry(level.to_string()).or_default();
+        let n = m.len();
+        serde_json::json!(*m.entry(v.to_string()).or_insert(n))
+    };
+    let mut out = Vec::new();
+    for pu in doc["pus"].as_array().unwrap() {
+        let mut caches = serde_json::Map::new();
+        for (k, v) in pu["caches"].as_object().unwrap() {
+            caches.insert(k.clone(), renumber(k, v));
+        }
+        out.push(serde_json::json!({
+            "os": pu["os"], "allowed": pu["allowed"], "online": pu["online"], "numa": pu["numa"],
+            "core": renumber("core", &pu["core"]), "package": renumber("package", &pu["package"]),
+            "caches": caches,
+        }));
+    }
+    out
+}
+
+#[test]
+fn hwloc_xml_of_this_host_matches_sysfs() {
+    if !have("lstopo") {
+        eprintln!("SKIPPED: lstopo is not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let xml = tmp.path().join("host.xml");
+    let st = std::process::Command::new("lstopo").arg("--of").arg("xml").arg(&xml).status().unwrap();
+    assert!(st.success());
+    let from_xml = autopin().args(["topology", "--format", "json", "--load"]).arg(&xml).output().unwrap();
+    assert!(from_xml.status.success(), "{}", String::from_utf8_lossy(&from_xml.stderr));
+    let from_sysfs = autopin().args(["topology", "--format", "json"]).output().unwrap();
+    let a: serde_json::Value = serde_json::from_slice(&from_xml.stdout).unwrap();
+    let b: serde_json::Value = serde_json::from_slice(&from_sysfs.stdout).unwrap();
+    assert_eq!(normalized_pus(&a), normalized_pus(&b));
+}

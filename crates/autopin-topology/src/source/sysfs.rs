@@ -74,6 +74,13 @@ pub fn read_with_affinity(root: &Path, affinity: Option<CpuSet>) -> Result<Machi
     let kinds = core_kinds(&fs, &online)?;
     let kind_of = |cpu: u32| kinds.iter().position(|k| k.cpuset.contains(cpu));
 
+    // Linux gives every CPU the same topology attributes, so list them once and never try
+    // to open the ones this kernel does not have (thousands of failed opens on big machines).
+    let first = online.first().unwrap_or(0);
+    let topo_names: Option<BTreeSet<String>> = std::fs::read_dir(fs.path(&format!("sys/devices/system/cpu/cpu{first}/topology")))
+        .ok()
+        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect());
+    let has = |name: &&str| topo_names.as_ref().is_none_or(|n| n.contains(*name));
     let mut seen: BTreeSet<(u8, String, u32, Option<u32>)> = BTreeSet::new();
     let mut packages: BTreeMap<String, (CpuSet, Option<u32>)> = BTreeMap::new();
     let mut has_core_info = false;
@@ -88,7 +95,9 @@ pub fn read_with_affinity(root: &Path, affinity: Option<CpuSet>) -> Result<Machi
             (ObjType::Core, &["core_cpus_list", "thread_siblings_list"][..], &["core_cpus", "thread_siblings"][..], "core_id"),
         ];
         for (i, (ty, lists, masks, id_file)) in sets.iter().enumerate() {
-            let Some(set) = fs.read_set(&topo, lists, masks)? else { continue };
+            let lists: Vec<&str> = lists.iter().copied().filter(|n| has(n)).collect();
+            let masks: Vec<&str> = masks.iter().copied().filter(|n| has(n)).collect();
+            let Some(set) = fs.read_set(&topo, &lists, &masks)? else { continue };
             // Sibling lists may name offline CPUs; the tree holds online ones only. As in hwloc,
             // an object is made only from the files of its first CPU: when Linux contradicts
             // itself (a sibling mask that disagrees between CPUs), the first CPU's word wins
@@ -185,13 +194,13 @@ fn read_caches(fs: &Fs, cpu: u32, online: &CpuSet, seen: &mut BTreeSet<(u8, Stri
             continue;
         }
         let size = match fs.read_opt(&format!("{base}/size"))? {
-            Some((t, p)) => parse_size_kib(&t, &p)?,
+            // hwloc ignores caches Linux reports with a zero size: they are placeholders.
+            Some((t, p)) => match parse_size_kib(&t, &p)? {
+                0 => continue,
+                n => n,
+            },
             None => 0,
         };
-        // hwloc ignores caches Linux reports with no size: they are placeholders.
-        if size == 0 && fs.read_opt(&format!("{base}/size"))?.is_some() {
-            continue;
-        }
         let line_size = match fs.read_opt(&format!("{base}/coherency_line_size"))? {
             Some((t, p)) => parse_u64(&t, &p)? as u32,
             None => 0,
@@ -492,7 +501,7 @@ impl Fs {
     /// Reads a file that may be absent. Present but unreadable is an error.
     fn read_opt(&self, rel: &str) -> Result<Option<(String, PathBuf)>> {
         let p = self.path(rel);
-        match std::fs::read(&p) {
+        match read_small(&p) {
             // Some kernels pad sysfs files with NUL bytes.
             Ok(bytes) => Ok(Some((String::from_utf8_lossy(&bytes).trim_end_matches(['\0', '\n', ' ']).to_string(), p))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.kind() == std::io::ErrorKind::NotADirectory => Ok(None),
@@ -514,6 +523,23 @@ impl Fs {
             }
         }
         Ok(None)
+    }
+}
+
+/// Reads a whole file without asking its size first: sysfs files are small and report a
+/// size of 4096 anyway, and skipping the stat saves a system call per file (thousands on a
+/// big machine).
+fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
     }
 }
 
