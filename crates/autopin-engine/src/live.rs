@@ -56,7 +56,7 @@ impl ProcThreads {
     }
 
     /// Threads and creation numbers from the registry, when it is usable.
-    fn from_registry(&self) -> Option<Vec<(i32, usize)>> {
+    fn registry_threads(&self) -> Option<Vec<(i32, usize)>> {
         let reg = self.registry.as_ref()?;
         reg.owner_pid()?;
         if reg.overflowed() {
@@ -116,7 +116,7 @@ impl ThreadSource for ProcThreads {
         }
         // The process may vanish between the check and the scan: the next poll reaps it.
         let scan = self.proc.threads(self.pid).unwrap_or_default();
-        if let Some(recorded) = self.from_registry() {
+        if let Some(recorded) = self.registry_threads() {
             self.used_registry = true;
             let mut all: Vec<u32> = scan.iter().map(|t| t.tid as u32).collect();
             let mut tracked = Vec::new();

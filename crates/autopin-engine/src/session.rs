@@ -6,6 +6,14 @@
 //! strategy plans into probes, keeps the decision, runs the `PhaseWatch` afterwards and
 //! records everything for the report. No OS calls, so a simulated 96-CPU machine runs
 //! through it in milliseconds.
+//!
+//! Phases: when the program names its phases (heartbeat channel), each phase has its own
+//! search, and probes of different phases are never compared — a barrier phase and a
+//! streaming phase can differ 1000× in beats/s. An interval that spans a phase change is
+//! left out. A phase change during a search parks that phase's search (resumed when the
+//! phase returns); entering a phase already decided re-applies its winner; a new phase gets
+//! its own search, for at most `max_phase_searches` phases. Programs that name no phases
+//! are watched for rate drops instead (`PhaseWatch`).
 
 use crate::candidate::Candidate;
 use crate::phase::{PhaseWatch, Trigger, WatchParams};

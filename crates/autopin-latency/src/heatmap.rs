@@ -25,7 +25,7 @@ fn color(t: f64) -> String {
 
 fn outline_color(role: Role) -> &'static str {
     match role {
-        Role::Smt => "#ffffff",
+        Role::Smt => "#c8c8c8",
         Role::Cache(_) => "#ff7f0e",
         Role::Group => "#d62728",
         Role::Package => "#e377c2",

@@ -576,6 +576,7 @@ mod tests {
     /// A machine of `sockets` × `llcs` × `cores` × `smt` with the given latencies and a
     /// deterministic ±`noise` relative perturbation; `mesh` spreads in-socket latencies over a
     /// continuous band (distance on a ring) as mesh interconnects do.
+    #[allow(clippy::needless_range_loop)] // i, j index two rows at once
     fn machine(
         sockets: usize,
         llcs: usize,

@@ -80,9 +80,9 @@ impl Buffer {
         Ok(buf)
     }
 
-    fn words(&self) -> &mut [u64] {
-        // SAFETY: the mapping is len bytes, page-aligned, and lives as long as self. Callers
-        // split it into disjoint parts before handing it to several threads.
+    fn words(&mut self) -> &mut [u64] {
+        // SAFETY: the mapping is len bytes, page-aligned, and lives as long as self; the
+        // exclusive borrow of self makes this the only view of it.
         unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u64, self.len / 8) }
     }
 }
@@ -123,7 +123,7 @@ fn bind(ptr: *mut libc::c_void, len: usize, node: u32) -> Result<()> {
 
 /// Links the buffer's 64-byte lines into one random cycle (Sattolo's algorithm, a simple
 /// xorshift generator: the order only has to defeat prefetchers) and times `steps` hops.
-fn chase(buf: &Buffer, steps: usize) -> f64 {
+fn chase(buf: &mut Buffer, steps: usize) -> f64 {
     let w = buf.words();
     let lines = w.len() / 8;
     let mut order: Vec<u32> = (0..lines as u32).collect();
@@ -166,7 +166,7 @@ fn read_pass(w: &[u64]) -> u64 {
 /// GB/s of `threads` threads (pinned to `cpus`) each reading or writing its share, best of
 /// `passes`.
 fn bandwidth(
-    buf: &Buffer,
+    buf: &mut Buffer,
     cpus: &[u32],
     write: bool,
     passes: usize,
@@ -236,21 +236,22 @@ pub fn measure_node(
         .first()
         .ok_or_else(|| LatencyError::Measure("a source socket without allowed CPUs".into()))?;
     let len = (cfg.budget / (2 << 20)).max(1) * (2 << 20); // whole huge pages
-    let buf = Buffer::new(len, bind.then_some(node))?;
+    let mut buf = Buffer::new(len, bind.then_some(node))?;
     // First touch from the measuring CPU (with mbind the policy decides; without, locality).
     let latency = std::thread::scope(|s| {
-        s.spawn(|| -> Result<f64> {
+        let buf = &mut buf;
+        s.spawn(move || -> Result<f64> {
             aff.pin_current(first)?;
             buf.words().fill(0);
-            Ok(chase(&buf, cfg.chase_steps))
+            Ok(chase(buf, cfg.chase_steps))
         })
         .join()
         .unwrap_or_else(|_| Err(LatencyError::Measure("memory thread panicked".into())))
     })?;
-    let read_single = bandwidth(&buf, &[first], false, cfg.passes, aff)?;
-    let write_single = bandwidth(&buf, &[first], true, cfg.passes, aff)?;
-    let read_all = bandwidth(&buf, &src.cpus, false, cfg.passes, aff)?;
-    let write_all = bandwidth(&buf, &src.cpus, true, cfg.passes, aff)?;
+    let read_single = bandwidth(&mut buf, &[first], false, cfg.passes, aff)?;
+    let write_single = bandwidth(&mut buf, &[first], true, cfg.passes, aff)?;
+    let read_all = bandwidth(&mut buf, &src.cpus, false, cfg.passes, aff)?;
+    let write_all = bandwidth(&mut buf, &src.cpus, true, cfg.passes, aff)?;
     Ok(MemoryMeasurement {
         node,
         from_cpu: first,
@@ -289,7 +290,7 @@ pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
         }
     };
     let bytes = v * mult;
-    if !(bytes >= (4 << 20) as f64) {
+    if bytes.is_nan() || bytes < (4 << 20) as f64 {
         return Err(format!("`{s}`: the budget must be at least 4MiB"));
     }
     Ok(bytes as usize)

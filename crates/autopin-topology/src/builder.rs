@@ -168,13 +168,18 @@ impl Builder {
     /// dies that equal their package, and groups equal to any other object.
     fn drop_redundant(&mut self, all: &CpuSet) {
         let mut keep = vec![true; self.objects.len()];
+        // Only objects with equal CPU sets can repeat each other: compare within those groups.
+        let mut same_set: std::collections::HashMap<&CpuSet, Vec<usize>> = std::collections::HashMap::new();
+        for (i, o) in self.objects.iter().enumerate() {
+            same_set.entry(&o.cpuset).or_default().push(i);
+        }
         for i in 0..self.objects.len() {
             let a = &self.objects[i];
             if a.ty == ObjType::Group && a.cpuset == *all {
                 keep[i] = false;
                 continue;
             }
-            for j in 0..self.objects.len() {
+            for &j in &same_set[&a.cpuset] {
                 if i == j || !keep[j] {
                     continue;
                 }
@@ -199,9 +204,11 @@ impl Builder {
 
 fn deepest_container(tree: &[Object], start: ObjId, set: &CpuSet) -> ObjId {
     let mut at = start;
+    let Some(first) = set.first() else { return start };
     'descend: loop {
         for &c in &tree[at].children {
-            if set.is_subset(&tree[c].cpuset) {
+            // The membership test is a cheap filter before the full subset test.
+            if tree[c].cpuset.contains(first) && set.is_subset(&tree[c].cpuset) {
                 at = c;
                 continue 'descend;
             }

@@ -114,11 +114,11 @@ impl CpuSet {
     }
 
     pub fn is_subset(&self, other: &CpuSet) -> bool {
-        self.difference(other).is_empty()
+        self.words.iter().enumerate().all(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0) == 0)
     }
 
     pub fn intersects(&self, other: &CpuSet) -> bool {
-        !self.intersection(other).is_empty()
+        self.words.iter().zip(&other.words).any(|(a, b)| a & b != 0)
     }
 
     /// Parses the Linux list format: `0-3,8,10-11`, with optional `a-b:stride` (as in

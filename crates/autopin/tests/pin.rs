@@ -527,3 +527,39 @@ fn policy_places_on_the_live_machine() {
         "one CPU: {line}"
     );
 }
+
+#[test]
+fn sharing_matrix_places_heavy_pairs_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m.txt");
+    // Threads 0-1 and 2-3 share a lot; compact pairing keeps each pair on one package.
+    std::fs::write(&m, "0 9 1 1\n9 0 1 1\n1 1 0 9\n1 1 9 0\n").unwrap();
+    let out = autopin()
+        .args(["pin", "--synthetic", "package:2 core:2 pu:1", "--sharing"])
+        .arg(format!("LP_COMPACT:{}", m.display()))
+        .arg("-p")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cpus: Vec<u32> = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(',')
+        .map(|c| c.parse().unwrap())
+        .collect();
+    assert_eq!(cpus.len(), 4);
+    let package = |cpu: u32| cpu / 2;
+    assert_eq!(package(cpus[0]), package(cpus[1]));
+    assert_eq!(package(cpus[2]), package(cpus[3]));
+    assert_ne!(package(cpus[0]), package(cpus[2]));
+    let out = autopin()
+        .args(["pin", "--sharing", "LP_COMPACT", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("STRATEGY:FILE"));
+}

@@ -85,26 +85,41 @@ fn model_prefers_spreading_pairs_together() {
 
 #[test]
 fn race_finds_the_best_in_99_percent_of_seeds_and_beats_autopin1_on_time() {
-    let seeds = 200;
-    let mut good = 0;
-    let mut race_time = 0.0;
-    for seed in 0..seeds {
-        let sim = Sim::new(
-            &machine(),
-            Box::new(HpcModel::default()),
-            16,
-            0.05,
-            seed,
-            1e9,
-        );
-        let cands = structured_candidates(&sim.topo(), 16);
-        let best = cands.iter().map(|c| sim.true_rate(c)).fold(0.0, f64::max);
-        let r = run(&sim, "race", 0.5);
-        if sim.true_rate(&r.chosen) >= 0.99 * best {
-            good += 1;
-        }
-        race_time += r.search_time;
-    }
+    let seeds = 200u64;
+    // Seeds are independent: spread them over the CPUs (each result depends on its seed only).
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let (good, race_time) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                scope.spawn(move || {
+                    let mut good = 0u64;
+                    let mut time = 0.0;
+                    for seed in (0..seeds).filter(|s| s % workers == w) {
+                        let sim = Sim::new(
+                            &machine(),
+                            Box::new(HpcModel::default()),
+                            16,
+                            0.05,
+                            seed,
+                            1e9,
+                        );
+                        let cands = structured_candidates(&sim.topo(), 16);
+                        let best = cands.iter().map(|c| sim.true_rate(c)).fold(0.0, f64::max);
+                        let r = run(&sim, "race", 0.5);
+                        if sim.true_rate(&r.chosen) >= 0.99 * best {
+                            good += 1;
+                        }
+                        time += r.search_time;
+                    }
+                    (good, time)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .fold((0u64, 0.0), |a, b| (a.0 + b.0, a.1 + b.1))
+    });
     let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.05, 7, 1e9);
     let a1 = run(&sim, "autopin1", Autopin1Params::paper().init);
     let mean_race = race_time / seeds as f64;

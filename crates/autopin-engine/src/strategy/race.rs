@@ -95,6 +95,29 @@ impl Race {
         }
     }
 
+    /// Pooled variance of ln(score) across candidates with ≥ 2 probes (None when some score
+    /// is not positive). On the log scale a 1000× gap is a distance of 6.9 whatever the
+    /// noise's size relative to the mean, where a relative difference can never exceed 1.
+    fn pooled_log_var(&self) -> Option<(f64, usize)> {
+        let mut ss = 0.0;
+        let mut df = 0usize;
+        for (i, s) in self.samples.iter().enumerate() {
+            if !self.alive[i] || s.is_empty() {
+                continue;
+            }
+            if s.iter().any(|x| *x <= 0.0) {
+                return None;
+            }
+            if s.len() < 2 {
+                continue;
+            }
+            let m = log_mean(s);
+            ss += s.iter().map(|x| (x.ln() - m).powi(2)).sum::<f64>();
+            df += s.len() - 1;
+        }
+        (df > 0).then(|| (ss / df as f64, df))
+    }
+
     /// Eliminates confidently worse candidates; returns a decision when the race is over.
     fn judge(&mut self, reason_budget: bool) -> Option<Decision> {
         let m = means(&self.samples);
@@ -102,6 +125,7 @@ impl Race {
         let mb = m[best]?;
         let nb = self.samples[best].len() as f64;
         let pooled = self.pooled_rel_var();
+        let pooled_log = self.pooled_log_var();
         let mut margin_ci = None;
         if let (Some((rv, df)), true) = (pooled, self.rounds >= self.p.min_rounds) {
             let k = self.p.z.max(stats::t95(df) * self.p.z / 1.96);
@@ -118,7 +142,13 @@ impl Race {
                 let se = (rv / nb + rv * (mc / mb).powi(2) / nc).sqrt();
                 let diff = (mb - mc) / mb;
                 worst_ci = worst_ci.max(k * se);
-                if diff > k * se {
+                // Far apart (orders of magnitude, noisy probes): the log-scale test sees it.
+                let log_gap = pooled_log.is_some_and(|(lv, ldf)| {
+                    let kl = self.p.z.max(stats::t95(ldf) * self.p.z / 1.96);
+                    let gap = log_mean(&self.samples[best]) - log_mean(&self.samples[c]);
+                    gap > kl * (lv / nb + lv / nc).sqrt()
+                });
+                if diff > k * se || log_gap {
                     self.alive[c] = false;
                 } else if diff - k * se < -self.p.tolerance {
                     // c might still be better than the leader by more than the tolerance.
@@ -185,6 +215,10 @@ impl Race {
     }
 }
 
+fn log_mean(s: &[f64]) -> f64 {
+    s.iter().map(|x| x.ln()).sum::<f64>() / s.len().max(1) as f64
+}
+
 impl Strategy for Race {
     fn name(&self) -> &'static str {
         "race"
@@ -222,9 +256,22 @@ impl Strategy for Race {
             self.rounds += 1;
         }
         let cost = self.p.warmup + self.probe_len;
-        if elapsed + cost > self.p.budget && self.samples.iter().any(|s| !s.is_empty()) {
-            let d = self.judge(true).expect("some candidate has a score");
-            return Plan::Decide(d);
+        if elapsed + cost > self.p.budget {
+            if let Some(d) = self.judge(true) {
+                return Plan::Decide(d);
+            }
+            // Not one usable probe (e.g. the program changes phase faster than a probe):
+            // stop anyway rather than search forever, and say so.
+            return Plan::Decide(Decision {
+                candidate: 0,
+                score: None,
+                runner_up: None,
+                runner_up_score: None,
+                margin: None,
+                margin_ci: None,
+                reason: "no usable measurement within the budget; keeping the first candidate"
+                    .into(),
+            });
         }
         let c = self.queue.pop().expect("queue filled above");
         Plan::Probe {
@@ -287,6 +334,45 @@ mod tests {
         };
         let (_, t) = run(&[1.0, 1.0], 0.01, 3, p);
         assert!(t <= 10.0 + 1e-9);
+    }
+
+    #[test]
+    fn a_thousandfold_gap_is_seen_despite_very_noisy_probes() {
+        // Probe-to-probe noise of ±40% makes the relative test useless (the relative gap
+        // can never exceed 1); the gap of 2000× must still end the race after two rounds.
+        let p = RaceParams {
+            budget: 30.0,
+            ..RaceParams::default()
+        };
+        let (c, t) = run(&[140.0, 300e3], 0.4, 11, p);
+        assert_eq!(c, 1);
+        let two_rounds = 2.0 * 2.0 * (p.warmup + p.probe);
+        assert!(t <= two_rounds + 1e-9, "took {t} s");
+    }
+
+    #[test]
+    fn no_measurement_at_all_still_ends_at_the_budget() {
+        let mut r = Race::new(
+            RaceParams {
+                budget: 3.0,
+                ..RaceParams::default()
+            },
+            2,
+        );
+        let mut t = 0.0;
+        for _ in 0..100 {
+            match r.next(t) {
+                Plan::Probe {
+                    warmup, measure, ..
+                } => t += warmup + measure, // nothing recorded
+                Plan::Decide(d) => {
+                    assert!(d.reason.contains("no usable measurement"));
+                    assert!(t <= 3.0 + 1e-9);
+                    return;
+                }
+            }
+        }
+        panic!("never decided");
     }
 
     #[test]

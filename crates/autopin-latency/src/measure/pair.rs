@@ -80,7 +80,7 @@ pub fn measure_pair(
             attempts: attempt,
             ..r
         };
-        if best.map_or(true, |b| r.spread < b.spread) {
+        if best.is_none_or(|b| r.spread < b.spread) {
             best = Some(r);
         }
         if r.spread <= cfg.max_spread {
@@ -239,7 +239,7 @@ fn wait_for(
         }
         std::hint::spin_loop();
         spins = spins.wrapping_add(1);
-        if spins % 4096 == 0 {
+        if spins.is_multiple_of(4096) {
             if abort.load(Ordering::Relaxed) {
                 return None;
             }

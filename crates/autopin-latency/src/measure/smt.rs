@@ -65,7 +65,7 @@ pub fn test_pair(a: u32, b: u32, aff: &dyn Affinity, dur: Duration) -> Result<Sm
                 Ok(spin(dur))
             })
             .join()
-            .unwrap_or_else(|_| Ok(0.0))
+            .unwrap_or(Ok(0.0))
         })
     };
     let first = alone(())?;
@@ -82,8 +82,8 @@ pub fn test_pair(a: u32, b: u32, aff: &dyn Affinity, dur: Duration) -> Result<Sm
             pinned?;
             Ok(spin(dur))
         });
-        let ra = ha.join().unwrap_or_else(|_| Ok(0.0))?;
-        hb.join().unwrap_or_else(|_| Ok(0.0))?;
+        let ra = ha.join().unwrap_or(Ok(0.0))?;
+        hb.join().unwrap_or(Ok(0.0))?;
         Ok(ra)
     })?;
     let second = alone(())?;

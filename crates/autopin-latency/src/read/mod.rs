@@ -25,6 +25,10 @@ pub fn read_file(path: &Path) -> Result<LatencyFile> {
             "empty file; expected a core-to-core-latency CSV matrix or an MCTOP .mct file",
         )),
         Some(l) if l.starts_with('#') => Ok(LatencyFile::Mct(mct::parse(&text, &name)?)),
+        Some(l) if l.starts_with('{') || l.starts_with('<') => Err(LatencyError::file(
+            path,
+            "this is JSON or XML, not a latency matrix; load topology documents and hwloc XML with --load",
+        )),
         Some(_) => Ok(LatencyFile::C2c(c2c::parse(&text, &name)?)),
     }
 }

@@ -150,7 +150,23 @@ fn latency(a: LatencyArgs) -> CmdResult {
         match kind {
             OutKind::Csv => {
                 write_atomically(path, c2c::write(&matrix.values).as_bytes())?;
-                if let Some(cy) = matrix.cycles() {
+                if matrix
+                    .cpus
+                    .iter()
+                    .enumerate()
+                    .any(|(i, &c)| c as usize != i)
+                {
+                    eprintln!(
+                        "note: {}: the CSV format has no CPU numbers; its rows are CPUs {} in this order",
+                        path.display(),
+                        CpuSet::from_cpus(matrix.cpus.iter().copied()).to_list()
+                    );
+                }
+                if let Some(mut cy) = matrix.cycles() {
+                    // Cycles come from ns × GHz; round off the conversion's float noise.
+                    cy.iter_mut()
+                        .flatten()
+                        .for_each(|v| *v = (*v * 100.0).round() / 100.0);
                     write_atomically(&cycles_path(path), c2c::write(&cy).as_bytes())?;
                 }
             }

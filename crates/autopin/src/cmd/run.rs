@@ -10,7 +10,7 @@ use autopin_engine::os::{Meter, SystemClock, ThreadSource};
 use autopin_engine::phase::WatchParams;
 use autopin_engine::schedule;
 use autopin_engine::session::{Session, SessionConfig};
-use autopin_engine::strategy::{Autopin1, Autopin1Params, Fixed, Race, RaceParams, Strategy};
+use autopin_engine::strategy::{Autopin1, Autopin1Params, Fixed, Race, RaceParams};
 use autopin_engine::target::{self, LaunchSpec, LinuxPinner, PinPlan, SkipMask};
 use autopin_perf::{Objective, Sysfs};
 use autopin_topology::Machine;
@@ -251,7 +251,7 @@ fn topology_candidates(m: &Machine, n: usize, a: &EngineArgs) -> Vec<Candidate> 
     out
 }
 
-fn make_strategy(a: &EngineArgs) -> (Box<dyn FnMut(usize, usize) -> Box<dyn Strategy>>, f64) {
+fn make_strategy(a: &EngineArgs) -> (autopin_engine::session::StrategyFactory, f64) {
     let strategy = if a.paper {
         StrategyName::Autopin1
     } else {
@@ -309,7 +309,7 @@ fn check_args(a: &EngineArgs) -> Result<(), CliError> {
             a.tick
         )));
     }
-    if !(a.budget > 0.0) {
+    if a.budget.is_nan() || a.budget <= 0.0 {
         return Err(CliError::usage(format!(
             "--budget must be > 0 seconds, got {}",
             a.budget
