@@ -35,7 +35,7 @@ impl Default for PairConfig {
             rounds: 400,
             settle_batch: 32,
             settle_tolerance: 0.1,
-            settle_max_batches: 40,
+            settle_max_batches: 16,
             max_spread: 0.25,
             retries: 2,
             timeout: Duration::from_secs(2),
