@@ -11,7 +11,8 @@ fn main() {
     let start = std::time::Instant::now();
     let mut pus = 0;
     for _ in 0..n {
-        match autopin_topology::source::sysfs::read_with_affinity(std::path::Path::new(&root), None) {
+        match autopin_topology::source::sysfs::read_with_affinity(std::path::Path::new(&root), None)
+        {
             Ok(m) => pus = m.pus().len(),
             Err(e) => {
                 eprintln!("{e}");

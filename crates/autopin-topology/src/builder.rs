@@ -34,7 +34,15 @@ pub struct Builder {
 /// Nesting rank for objects that cover the same CPUs: lower goes higher in the tree.
 fn rank(o: &Object) -> (u8, i32, u8) {
     match (&o.cache, o.ty) {
-        (Some(c), _) => (4, -(c.level as i32), if c.kind == CacheKind::Instruction { 1 } else { 0 }),
+        (Some(c), _) => (
+            4,
+            -(c.level as i32),
+            if c.kind == CacheKind::Instruction {
+                1
+            } else {
+                0
+            },
+        ),
         (None, ty) => (ty as u8, 0, 0),
     }
 }
@@ -53,7 +61,11 @@ impl Builder {
 
     pub fn add_pu(&mut self, os_index: u32, allowed: bool, kind: Option<usize>) {
         let mut o = Object::new(ObjType::Pu, Some(os_index), CpuSet::from_cpus([os_index]));
-        o.pu = Some(PuAttr { allowed, online: true, kind });
+        o.pu = Some(PuAttr {
+            allowed,
+            online: true,
+            kind,
+        });
         self.objects.push(o);
     }
 
@@ -125,7 +137,8 @@ impl Builder {
             *n += 1;
         }
         // NUMA nodes numbered in the order of the objects they attach to.
-        let pos: BTreeMap<ObjId, usize> = order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+        let pos: BTreeMap<ObjId, usize> =
+            order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
         attach.sort_by_key(|(s, at)| (pos[at], s.os_index));
         let mut numa_nodes = Vec::new();
         for (i, (spec, at)) in attach.into_iter().enumerate() {
@@ -160,7 +173,12 @@ impl Builder {
             measurements: Measurements::default(),
             info: self.info,
         };
-        m.objects[0].info.extend(m.info.iter().map(|(k, v)| (k.clone(), v.clone())).filter(|(k, _)| k != "source"));
+        m.objects[0].info.extend(
+            m.info
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .filter(|(k, _)| k != "source"),
+        );
         m
     }
 
@@ -169,7 +187,8 @@ impl Builder {
     fn drop_redundant(&mut self, all: &CpuSet) {
         let mut keep = vec![true; self.objects.len()];
         // Only objects with equal CPU sets can repeat each other: compare within those groups.
-        let mut same_set: std::collections::HashMap<&CpuSet, Vec<usize>> = std::collections::HashMap::new();
+        let mut same_set: std::collections::HashMap<&CpuSet, Vec<usize>> =
+            std::collections::HashMap::new();
         for (i, o) in self.objects.iter().enumerate() {
             same_set.entry(&o.cpuset).or_default().push(i);
         }
@@ -187,7 +206,9 @@ impl Builder {
                 if a.cpuset != b.cpuset {
                     continue;
                 }
-                let same_kind = a.ty == b.ty && a.cache.as_ref().map(|c| (c.level, c.kind)) == b.cache.as_ref().map(|c| (c.level, c.kind));
+                let same_kind = a.ty == b.ty
+                    && a.cache.as_ref().map(|c| (c.level, c.kind))
+                        == b.cache.as_ref().map(|c| (c.level, c.kind));
                 let redundant = (same_kind && j < i)
                     || (a.ty == ObjType::Die && b.ty == ObjType::Package)
                     || (a.ty == ObjType::Group && b.ty != ObjType::Group);
@@ -204,7 +225,9 @@ impl Builder {
 
 fn deepest_container(tree: &[Object], start: ObjId, set: &CpuSet) -> ObjId {
     let mut at = start;
-    let Some(first) = set.first() else { return start };
+    let Some(first) = set.first() else {
+        return start;
+    };
     'descend: loop {
         for &c in &tree[at].children {
             // The membership test is a cheap filter before the full subset test.
@@ -225,7 +248,12 @@ fn attach_point(tree: &mut Vec<Object>, set: &CpuSet) -> ObjId {
         if tree[at].cpuset == *set {
             return at;
         }
-        match tree[at].children.iter().copied().find(|&c| set.is_subset(&tree[c].cpuset)) {
+        match tree[at]
+            .children
+            .iter()
+            .copied()
+            .find(|&c| set.is_subset(&tree[c].cpuset))
+        {
             Some(c) => at = c,
             None => break,
         }
@@ -233,8 +261,11 @@ fn attach_point(tree: &mut Vec<Object>, set: &CpuSet) -> ObjId {
     let id = tree.len();
     let mut g = Object::new(ObjType::Group, None, set.clone());
     g.parent = Some(at);
-    let (inside, outside): (Vec<ObjId>, Vec<ObjId>) =
-        tree[at].children.iter().copied().partition(|&c| tree[c].cpuset.is_subset(set));
+    let (inside, outside): (Vec<ObjId>, Vec<ObjId>) = tree[at]
+        .children
+        .iter()
+        .copied()
+        .partition(|&c| tree[c].cpuset.is_subset(set));
     g.children = inside.clone();
     tree.push(g);
     for c in inside {

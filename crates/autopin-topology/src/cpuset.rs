@@ -80,14 +80,18 @@ impl CpuSet {
     /// CPUs in increasing order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.words.iter().enumerate().flat_map(|(i, &w)| {
-            (0..64u32).filter(move |b| w & (1u64 << b) != 0).map(move |b| i as u32 * 64 + b)
+            (0..64u32)
+                .filter(move |b| w & (1u64 << b) != 0)
+                .map(move |b| i as u32 * 64 + b)
         })
     }
 
     pub fn union(&self, other: &CpuSet) -> CpuSet {
         let n = self.words.len().max(other.words.len());
         let words = (0..n)
-            .map(|i| self.words.get(i).copied().unwrap_or(0) | other.words.get(i).copied().unwrap_or(0))
+            .map(|i| {
+                self.words.get(i).copied().unwrap_or(0) | other.words.get(i).copied().unwrap_or(0)
+            })
             .collect();
         let mut s = CpuSet { words };
         s.trim();
@@ -95,7 +99,12 @@ impl CpuSet {
     }
 
     pub fn intersection(&self, other: &CpuSet) -> CpuSet {
-        let words = self.words.iter().zip(&other.words).map(|(a, b)| a & b).collect();
+        let words = self
+            .words
+            .iter()
+            .zip(&other.words)
+            .map(|(a, b)| a & b)
+            .collect();
         let mut s = CpuSet { words };
         s.trim();
         s
@@ -114,7 +123,10 @@ impl CpuSet {
     }
 
     pub fn is_subset(&self, other: &CpuSet) -> bool {
-        self.words.iter().enumerate().all(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0) == 0)
+        self.words
+            .iter()
+            .enumerate()
+            .all(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0) == 0)
     }
 
     pub fn intersects(&self, other: &CpuSet) -> bool {
@@ -231,7 +243,9 @@ fn parse_index(s: &str, position: usize, input: &str) -> Result<u32, CpuListErro
     }
     match s.parse::<u32>() {
         Ok(v) if v <= MAX_CPU_INDEX => Ok(v),
-        _ => Err(err(format!("CPU number '{s}' is too large (at most {MAX_CPU_INDEX})"))),
+        _ => Err(err(format!(
+            "CPU number '{s}' is too large (at most {MAX_CPU_INDEX})"
+        ))),
     }
 }
 

@@ -9,14 +9,21 @@ pub enum TopologyError {
     File { path: PathBuf, message: String },
     /// A synthetic spec was wrong at a character position.
     #[error("synthetic spec '{spec}', position {position}: {message}")]
-    Spec { spec: String, position: usize, message: String },
+    Spec {
+        spec: String,
+        position: usize,
+        message: String,
+    },
     #[error("{0}")]
     Invalid(String),
 }
 
 impl TopologyError {
     pub fn file(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        TopologyError::File { path: path.into(), message: message.into() }
+        TopologyError::File {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 

@@ -41,14 +41,18 @@ impl Machine {
 
     /// Ids of objects of a type, in logical order.
     pub fn objects_of(&self, ty: ObjType) -> Vec<ObjId> {
-        let mut v: Vec<ObjId> = (0..self.objects.len()).filter(|&i| self.objects[i].ty == ty).collect();
+        let mut v: Vec<ObjId> = (0..self.objects.len())
+            .filter(|&i| self.objects[i].ty == ty)
+            .collect();
         v.sort_by_key(|&i| self.objects[i].logical_index);
         v
     }
 
     /// Data or unified caches of a level, in logical order.
     pub fn caches_of_level(&self, level: u8) -> Vec<ObjId> {
-        let mut v: Vec<ObjId> = (0..self.objects.len()).filter(|&i| self.objects[i].is_cache_level(level)).collect();
+        let mut v: Vec<ObjId> = (0..self.objects.len())
+            .filter(|&i| self.objects[i].is_cache_level(level))
+            .collect();
         v.sort_by_key(|&i| self.objects[i].logical_index);
         v
     }
@@ -69,7 +73,9 @@ impl Machine {
     }
 
     pub fn pu_by_os(&self, os: u32) -> Option<ObjId> {
-        self.objects.iter().position(|o| o.ty == ObjType::Pu && o.os_index == Some(os))
+        self.objects
+            .iter()
+            .position(|o| o.ty == ObjType::Pu && o.os_index == Some(os))
     }
 
     /// The closest ancestor (not the object itself) matching `pred`.
@@ -108,7 +114,12 @@ impl Machine {
         let mut out = Vec::new();
         let mut at = Some(id);
         while let Some(a) = at {
-            out.extend(self.objects[a].numa.iter().map(|&n| self.numa_nodes[n].os_index));
+            out.extend(
+                self.objects[a]
+                    .numa
+                    .iter()
+                    .map(|&n| self.numa_nodes[n].os_index),
+            );
             at = self.objects[a].parent;
         }
         out.sort_unstable();
@@ -129,7 +140,11 @@ impl Machine {
                 }
                 at = self.objects[a].parent;
             }
-            let pu = o.pu.clone().unwrap_or(PuAttr { allowed: true, online: true, kind: None });
+            let pu = o.pu.clone().unwrap_or(PuAttr {
+                allowed: true,
+                online: true,
+                kind: None,
+            });
             out.push(FlatPu {
                 os: o.os_index.unwrap_or(0),
                 allowed: pu.allowed,
@@ -181,7 +196,11 @@ impl Machine {
             let n = self
                 .objects
                 .iter()
-                .filter(|o| o.cache.as_ref().is_some_and(|c| c.level == level && c.kind == kind))
+                .filter(|o| {
+                    o.cache
+                        .as_ref()
+                        .is_some_and(|c| c.level == level && c.kind == kind)
+                })
                 .count();
             lines.push(format!("{label} caches: {n}"));
         }
@@ -195,11 +214,18 @@ impl Machine {
             allowed.len(),
             allowed,
             self.offline.len(),
-            if self.offline.is_empty() { String::new() } else { format!(" ({})", self.offline) }
+            if self.offline.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.offline)
+            }
         ));
         if !self.core_kinds.is_empty() {
-            let kinds: Vec<String> =
-                self.core_kinds.iter().map(|k| format!("{} ({})", k.name, k.cpuset)).collect();
+            let kinds: Vec<String> = self
+                .core_kinds
+                .iter()
+                .map(|k| format!("{} ({})", k.name, k.cpuset))
+                .collect();
             lines.push(format!("Core kinds: {}", kinds.join(", ")));
         }
         lines
@@ -213,9 +239,14 @@ impl Machine {
         }
         for (i, o) in self.objects.iter().enumerate() {
             for &c in &o.children {
-                let child = self.objects.get(c).ok_or_else(|| format!("object {i} has a child {c} that does not exist"))?;
+                let child = self
+                    .objects
+                    .get(c)
+                    .ok_or_else(|| format!("object {i} has a child {c} that does not exist"))?;
                 if child.parent != Some(i) {
-                    return Err(format!("object {c} is a child of {i} but names another parent"));
+                    return Err(format!(
+                        "object {c} is a child of {i} but names another parent"
+                    ));
                 }
                 if !child.cpuset.is_subset(&o.cpuset) {
                     return Err(format!("object {c} covers CPUs outside its parent {i}"));
@@ -229,18 +260,25 @@ impl Machine {
             }
             for &n in &o.numa {
                 if n >= self.numa_nodes.len() {
-                    return Err(format!("object {i} names NUMA node {n}, which does not exist"));
+                    return Err(format!(
+                        "object {i} names NUMA node {n}, which does not exist"
+                    ));
                 }
             }
         }
         if let Some(d) = &self.numa_distances {
-            if d.len() != self.numa_nodes.len() || d.iter().any(|r| r.len() != self.numa_nodes.len()) {
+            if d.len() != self.numa_nodes.len()
+                || d.iter().any(|r| r.len() != self.numa_nodes.len())
+            {
                 return Err("the NUMA distance matrix does not match the number of nodes".into());
             }
         }
         for n in &self.numa_nodes {
             if n.attached_to >= self.objects.len() {
-                return Err(format!("NUMA node {} is attached to an object that does not exist", n.os_index));
+                return Err(format!(
+                    "NUMA node {} is attached to an object that does not exist",
+                    n.os_index
+                ));
             }
         }
         Ok(())

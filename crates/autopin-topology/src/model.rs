@@ -132,7 +132,9 @@ impl Object {
     }
 
     pub fn is_cache_level(&self, level: u8) -> bool {
-        self.cache.as_ref().is_some_and(|c| c.level == level && c.kind != CacheKind::Instruction)
+        self.cache
+            .as_ref()
+            .is_some_and(|c| c.level == level && c.kind != CacheKind::Instruction)
     }
 }
 

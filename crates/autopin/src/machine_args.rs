@@ -24,14 +24,22 @@ pub struct MachineArgs {
 impl MachineArgs {
     /// True when the machine is the one we run on (so pinning and measuring make sense).
     pub fn is_live(&self) -> bool {
-        self.sysfs_root.is_none() && self.synthetic.is_none() && self.load.is_none() && self.from_latency.is_none()
+        self.sysfs_root.is_none()
+            && self.synthetic.is_none()
+            && self.load.is_none()
+            && self.from_latency.is_none()
     }
 
     pub fn load(&self) -> Result<Machine, CliError> {
-        let given = [self.sysfs_root.is_some(), self.synthetic.is_some(), self.load.is_some(), self.from_latency.is_some()]
-            .iter()
-            .filter(|b| **b)
-            .count();
+        let given = [
+            self.sysfs_root.is_some(),
+            self.synthetic.is_some(),
+            self.load.is_some(),
+            self.from_latency.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
         if given > 1 {
             return Err(CliError::usage(
                 "choose one machine source: --sysfs-root, --synthetic, --load or --from-latency",
@@ -44,7 +52,10 @@ impl MachineArgs {
         } else if let Some(path) = &self.from_latency {
             return autopin_latency::load_machine(path).map_err(|e| CliError::usage(e.to_string()));
         } else {
-            let root = self.sysfs_root.clone().unwrap_or_else(|| PathBuf::from("/"));
+            let root = self
+                .sysfs_root
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/"));
             autopin_topology::source::sysfs::read(&root)
         };
         result.map_err(|e| CliError::usage(e.to_string()))

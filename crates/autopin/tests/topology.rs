@@ -13,7 +13,12 @@ fn shared() -> PathBuf {
 }
 
 fn have(tool: &str) -> bool {
-    std::process::Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().map(|o| o.status.success()).unwrap_or(false)
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 #[test]
@@ -25,7 +30,9 @@ fn synthetic_tree_and_summary() {
         .stdout(predicate::str::contains("Package L#1 (P#1)"))
         .stdout(predicate::str::contains("Packages: 2"))
         .stdout(predicate::str::contains("Cores: 8"))
-        .stdout(predicate::str::contains("PUs: 16 online (0-15), 16 allowed (0-15)"));
+        .stdout(predicate::str::contains(
+            "PUs: 16 online (0-15), 16 allowed (0-15)",
+        ));
 }
 
 #[test]
@@ -33,10 +40,33 @@ fn json_round_trip_through_files() {
     let tmp = tempfile::tempdir().unwrap();
     let a = tmp.path().join("a.json");
     let b = tmp.path().join("b.json");
-    autopin().args(["topology", "--synthetic", "package:2 numa:2 l3:1 l2:2 core:2 pu:2", "--format", "json", "-o"]).arg(&a).assert().success();
-    autopin().args(["topology", "--format", "json", "-o"]).arg(&b).arg("--load").arg(&a).assert().success();
-    let (ta, tb) = (std::fs::read_to_string(&a).unwrap(), std::fs::read_to_string(&b).unwrap());
-    let (va, vb): (serde_json::Value, serde_json::Value) = (serde_json::from_str(&ta).unwrap(), serde_json::from_str(&tb).unwrap());
+    autopin()
+        .args([
+            "topology",
+            "--synthetic",
+            "package:2 numa:2 l3:1 l2:2 core:2 pu:2",
+            "--format",
+            "json",
+            "-o",
+        ])
+        .arg(&a)
+        .assert()
+        .success();
+    autopin()
+        .args(["topology", "--format", "json", "-o"])
+        .arg(&b)
+        .arg("--load")
+        .arg(&a)
+        .assert()
+        .success();
+    let (ta, tb) = (
+        std::fs::read_to_string(&a).unwrap(),
+        std::fs::read_to_string(&b).unwrap(),
+    );
+    let (va, vb): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&ta).unwrap(),
+        serde_json::from_str(&tb).unwrap(),
+    );
     assert_eq!(va["machine"]["objects"], vb["machine"]["objects"]);
     assert_eq!(va["pus"], vb["pus"]);
     assert_eq!(va["pus"].as_array().unwrap().len(), 32);
@@ -52,13 +82,28 @@ fn host_agrees_with_lstopo() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let console = tmp.path().join("host.console");
-    let out = std::process::Command::new("lstopo-no-graphics").arg("-v").output().unwrap();
+    let out = std::process::Command::new("lstopo-no-graphics")
+        .arg("-v")
+        .output()
+        .unwrap();
     std::fs::write(&console, &out.stdout).unwrap();
     let json = tmp.path().join("ours.json");
-    autopin().args(["topology", "--format", "json", "-o"]).arg(&json).assert().success();
-    let check = std::process::Command::new("python3").arg(shared().join("tools/hwloc_console_check.py")).arg(&console).arg(&json).output().unwrap();
+    autopin()
+        .args(["topology", "--format", "json", "-o"])
+        .arg(&json)
+        .assert()
+        .success();
+    let check = std::process::Command::new("python3")
+        .arg(shared().join("tools/hwloc_console_check.py"))
+        .arg(&console)
+        .arg(&json)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&check.stdout);
-    assert!(check.status.success() && text.trim_end().ends_with("OK"), "{text}");
+    assert!(
+        check.status.success() && text.trim_end().ends_with("OK"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -74,14 +119,22 @@ fn dump_through_the_cli_matches_lstopo() {
     assert!(status.success());
     let root = tmp.path().join("16em64t-4s2c2t");
     let json = tmp.path().join("ours.json");
-    autopin().args(["topology", "--format", "json", "-o"]).arg(&json).arg("--sysfs-root").arg(&root).assert().success();
+    autopin()
+        .args(["topology", "--format", "json", "-o"])
+        .arg(&json)
+        .arg("--sysfs-root")
+        .arg(&root)
+        .assert()
+        .success();
     let check = std::process::Command::new("python3")
         .arg(shared().join("tools/hwloc_console_check.py"))
         .arg(shared().join("data/hwloc-linux/16em64t-4s2c2t.console"))
         .arg(&json)
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&check.stdout).trim_end().ends_with("OK"));
+    assert!(String::from_utf8_lossy(&check.stdout)
+        .trim_end()
+        .ends_with("OK"));
     autopin()
         .args(["topology", "--sysfs-root"])
         .arg(&root)
@@ -102,7 +155,10 @@ fn bad_input_is_a_usage_error() {
         .args(["topology", "--synthetic", "package:2 cores:4 pu:2"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("position 10").and(predicate::str::contains("unknown level 'cores'")));
+        .stderr(
+            predicate::str::contains("position 10")
+                .and(predicate::str::contains("unknown level 'cores'")),
+        );
     let tmp = tempfile::tempdir().unwrap();
     let bad_json = tmp.path().join("bad.json");
     std::fs::write(&bad_json, "{\n  \"machine\": [1, 2\n").unwrap();
@@ -113,16 +169,42 @@ fn bad_input_is_a_usage_error() {
         .code(2)
         .stderr(predicate::str::contains("bad.json").and(predicate::str::contains("line")));
     let bad_xml = tmp.path().join("bad.xml");
-    std::fs::write(&bad_xml, "<?xml version=\"1.0\"?>\n<topology>\n<object type=\"Machine\">\n</topology>\n").unwrap();
-    autopin().args(["topology", "--load"]).arg(&bad_xml).assert().code(2).stderr(predicate::str::contains("bad.xml"));
-    autopin().args(["topology", "--synthetic", "pu:2", "--load"]).arg(&bad_xml).assert().code(2).stderr(predicate::str::contains("choose one"));
-    autopin().args(["topology", "--format", "pdf"]).assert().code(2);
+    std::fs::write(
+        &bad_xml,
+        "<?xml version=\"1.0\"?>\n<topology>\n<object type=\"Machine\">\n</topology>\n",
+    )
+    .unwrap();
+    autopin()
+        .args(["topology", "--load"])
+        .arg(&bad_xml)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.xml"));
+    autopin()
+        .args(["topology", "--synthetic", "pu:2", "--load"])
+        .arg(&bad_xml)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("choose one"));
+    autopin()
+        .args(["topology", "--format", "pdf"])
+        .assert()
+        .code(2);
 }
 
 #[test]
 fn formats_render() {
     for f in ["boxes", "dot", "svg", "tree"] {
-        let out = autopin().args(["topology", "--synthetic", "package:2 l3:1 core:4 pu:2", "--format", f]).output().unwrap();
+        let out = autopin()
+            .args([
+                "topology",
+                "--synthetic",
+                "package:2 l3:1 core:4 pu:2",
+                "--format",
+                f,
+            ])
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{f}");
         assert!(!out.stdout.is_empty(), "{f} printed nothing");
     }
@@ -164,11 +246,27 @@ fn hwloc_xml_of_this_host_matches_sysfs() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let xml = tmp.path().join("host.xml");
-    let st = std::process::Command::new("lstopo").arg("--of").arg("xml").arg(&xml).status().unwrap();
+    let st = std::process::Command::new("lstopo")
+        .arg("--of")
+        .arg("xml")
+        .arg(&xml)
+        .status()
+        .unwrap();
     assert!(st.success());
-    let from_xml = autopin().args(["topology", "--format", "json", "--load"]).arg(&xml).output().unwrap();
-    assert!(from_xml.status.success(), "{}", String::from_utf8_lossy(&from_xml.stderr));
-    let from_sysfs = autopin().args(["topology", "--format", "json"]).output().unwrap();
+    let from_xml = autopin()
+        .args(["topology", "--format", "json", "--load"])
+        .arg(&xml)
+        .output()
+        .unwrap();
+    assert!(
+        from_xml.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_xml.stderr)
+    );
+    let from_sysfs = autopin()
+        .args(["topology", "--format", "json"])
+        .output()
+        .unwrap();
     let a: serde_json::Value = serde_json::from_slice(&from_xml.stdout).unwrap();
     let b: serde_json::Value = serde_json::from_slice(&from_sysfs.stdout).unwrap();
     assert_eq!(normalized_pus(&a), normalized_pus(&b));

@@ -16,17 +16,29 @@ pub struct Document {
 }
 
 pub fn to_document(m: &Machine) -> Document {
-    Document { machine: m.clone(), pus: m.flat_pus(), summary: m.summary_lines() }
+    Document {
+        machine: m.clone(),
+        pus: m.flat_pus(),
+        summary: m.summary_lines(),
+    }
 }
 
 pub fn load(path: &Path) -> Result<Machine> {
-    let text = std::fs::read_to_string(path).map_err(|e| TopologyError::file(path, e.to_string()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| TopologyError::file(path, e.to_string()))?;
     from_str(&text).map_err(|m| TopologyError::file(path, m))
 }
 
 pub fn from_str(text: &str) -> std::result::Result<Machine, String> {
-    let doc: Document = serde_json::from_str(text)
-        .map_err(|e| format!("not an autopin topology JSON document (line {}, column {}): {e}", e.line(), e.column()))?;
-    doc.machine.validate().map_err(|e| format!("inconsistent topology: {e}"))?;
+    let doc: Document = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "not an autopin topology JSON document (line {}, column {}): {e}",
+            e.line(),
+            e.column()
+        )
+    })?;
+    doc.machine
+        .validate()
+        .map_err(|e| format!("inconsistent topology: {e}"))?;
     Ok(doc.machine)
 }

@@ -11,10 +11,14 @@ use std::path::Path;
 
 /// Loads a machine from a file, JSON or hwloc XML, told apart by the first non-blank byte.
 pub fn load_file(path: &Path) -> Result<Machine> {
-    let text = std::fs::read_to_string(path).map_err(|e| TopologyError::file(path, e.to_string()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| TopologyError::file(path, e.to_string()))?;
     match text.trim_start().as_bytes().first() {
         Some(b'{') => json::from_str(&text).map_err(|m| TopologyError::file(path, m)),
         Some(b'<') => hwloc_xml::from_str(&text).map_err(|m| TopologyError::file(path, m)),
-        _ => Err(TopologyError::file(path, "neither an autopin topology JSON document nor hwloc XML")),
+        _ => Err(TopologyError::file(
+            path,
+            "neither an autopin topology JSON document nor hwloc XML",
+        )),
     }
 }

@@ -9,7 +9,8 @@ use crate::error::{Result, TopologyError};
 use crate::model::*;
 
 /// The valid level names, for error messages.
-pub const LEVEL_NAMES: &str = "package (pack, socket), die, group, numa (node), l1d (l1), l1i, l2, l3, l4, core, pu";
+pub const LEVEL_NAMES: &str =
+    "package (pack, socket), die, group, numa (node), l1d (l1), l1i, l2, l3, l4, core, pu";
 
 #[derive(Debug, Clone)]
 enum Level {
@@ -36,9 +37,16 @@ const MAX_PUS: u64 = 1 << 16;
 pub fn parse(spec: &str) -> Result<Machine> {
     let levels = parse_levels(spec)?;
     let total: u64 = levels.iter().map(|l| l.count as u64).product();
-    let err = |position: usize, message: String| TopologyError::Spec { spec: spec.to_string(), position, message };
+    let err = |position: usize, message: String| TopologyError::Spec {
+        spec: spec.to_string(),
+        position,
+        message,
+    };
     if total > MAX_PUS {
-        return Err(err(0, format!("describes {total} PUs; at most {MAX_PUS} are supported")));
+        return Err(err(
+            0,
+            format!("describes {total} PUs; at most {MAX_PUS} are supported"),
+        ));
     }
     let mut b = Builder::new();
     b.info.insert("source".into(), format!("synthetic:{spec}"));
@@ -68,7 +76,13 @@ pub fn parse(spec: &str) -> Result<Machine> {
                 }
                 Level::Cache(level, kind) => {
                     let mut o = Object::new(ObjType::Cache, None, set);
-                    o.cache = Some(CacheAttr { level: *level, kind: *kind, size: l.size, line_size: l.line_size, ways: l.ways });
+                    o.cache = Some(CacheAttr {
+                        level: *level,
+                        kind: *kind,
+                        size: l.size,
+                        line_size: l.line_size,
+                        ways: l.ways,
+                    });
                     b.add(o);
                 }
                 Level::Core => b.add(Object::new(ObjType::Core, os, set)),
@@ -95,7 +109,11 @@ pub fn parse(spec: &str) -> Result<Machine> {
 }
 
 fn parse_levels(spec: &str) -> Result<Vec<LevelSpec>> {
-    let err = |position: usize, message: String| TopologyError::Spec { spec: spec.to_string(), position, message };
+    let err = |position: usize, message: String| TopologyError::Spec {
+        spec: spec.to_string(),
+        position,
+        message,
+    };
     let mut out: Vec<LevelSpec> = Vec::new();
     let bytes = spec.as_bytes();
     let mut i = 0;
@@ -121,7 +139,12 @@ fn parse_levels(spec: &str) -> Result<Vec<LevelSpec>> {
             "l4" => Level::Cache(4, CacheKind::Unified),
             "core" => Level::Core,
             "pu" => Level::Pu,
-            _ => return Err(err(start, format!("unknown level '{name}'; valid levels: {LEVEL_NAMES}"))),
+            _ => {
+                return Err(err(
+                    start,
+                    format!("unknown level '{name}'; valid levels: {LEVEL_NAMES}"),
+                ))
+            }
         };
         if i >= bytes.len() || bytes[i] != b':' {
             return Err(err(i, format!("expected ':' and a count after '{name}'")));
@@ -137,7 +160,13 @@ fn parse_levels(spec: &str) -> Result<Vec<LevelSpec>> {
         if count == 0 {
             return Err(err(nstart, "a count must be at least 1".into()));
         }
-        let mut ls = LevelSpec { level, count, size: 0, ways: None, line_size: 0 };
+        let mut ls = LevelSpec {
+            level,
+            count,
+            size: 0,
+            ways: None,
+            line_size: 0,
+        };
         if i < bytes.len() && bytes[i] == b'(' {
             let astart = i + 1;
             let close = spec[astart..]
@@ -154,10 +183,28 @@ fn parse_levels(spec: &str) -> Result<Vec<LevelSpec>> {
                     None => ("size", attr.trim()),
                 };
                 match key {
-                    "size" => ls.size = parse_size(value).ok_or_else(|| err(apos, format!("'{value}' is not a size (e.g. 32KiB, 8MB)")))?,
-                    "ways" => ls.ways = Some(value.parse().map_err(|_| err(apos, format!("'{value}' is not a number of ways")))?),
-                    "linesize" => ls.line_size = value.parse().map_err(|_| err(apos, format!("'{value}' is not a line size")))?,
-                    _ => return Err(err(apos, format!("unknown cache attribute '{key}'; valid: size, ways, linesize"))),
+                    "size" => {
+                        ls.size = parse_size(value).ok_or_else(|| {
+                            err(apos, format!("'{value}' is not a size (e.g. 32KiB, 8MB)"))
+                        })?
+                    }
+                    "ways" => {
+                        ls.ways =
+                            Some(value.parse().map_err(|_| {
+                                err(apos, format!("'{value}' is not a number of ways"))
+                            })?)
+                    }
+                    "linesize" => {
+                        ls.line_size = value
+                            .parse()
+                            .map_err(|_| err(apos, format!("'{value}' is not a line size")))?
+                    }
+                    _ => {
+                        return Err(err(
+                            apos,
+                            format!("unknown cache attribute '{key}'; valid: size, ways, linesize"),
+                        ))
+                    }
                 }
                 apos += attr.len() + 1;
             }
@@ -176,7 +223,10 @@ fn parse_levels(spec: &str) -> Result<Vec<LevelSpec>> {
     match out.last() {
         Some(l) if matches!(l.level, Level::Pu) => Ok(out),
         Some(_) => Err(err(spec.len(), "the last level must be 'pu'".into())),
-        None => Err(err(0, format!("empty spec; example: 'package:2 l3:1 core:4 pu:2' (levels: {LEVEL_NAMES})"))),
+        None => Err(err(
+            0,
+            format!("empty spec; example: 'package:2 l3:1 core:4 pu:2' (levels: {LEVEL_NAMES})"),
+        )),
     }
 }
 
@@ -229,13 +279,25 @@ mod tests {
     #[test]
     fn errors_name_the_position() {
         let e = parse("package:2 foo:3 pu:1").unwrap_err().to_string();
-        assert!(e.contains("position 10") && e.contains("unknown level 'foo'"), "{e}");
-        assert!(parse("package:2").unwrap_err().to_string().contains("last level"));
-        assert!(parse("package:x pu:1").unwrap_err().to_string().contains("count"));
+        assert!(
+            e.contains("position 10") && e.contains("unknown level 'foo'"),
+            "{e}"
+        );
+        assert!(parse("package:2")
+            .unwrap_err()
+            .to_string()
+            .contains("last level"));
+        assert!(parse("package:x pu:1")
+            .unwrap_err()
+            .to_string()
+            .contains("count"));
         assert!(parse("package:0 pu:1").is_err());
         assert!(parse("").is_err());
         assert!(parse("package:1000 core:1000 pu:1000").is_err());
-        assert!(parse("l3:1(huge) pu:1").unwrap_err().to_string().contains("not a size"));
+        assert!(parse("l3:1(huge) pu:1")
+            .unwrap_err()
+            .to_string()
+            .contains("not a size"));
     }
 
     #[test]

@@ -22,13 +22,21 @@ pub fn read(root: &Path) -> Result<Machine> {
 
 /// Like [`read`], with the affinity mask given explicitly (tests, or another process).
 pub fn read_with_affinity(root: &Path, affinity: Option<CpuSet>) -> Result<Machine> {
-    let fs = Fs { root: root.to_path_buf() };
+    let fs = Fs {
+        root: root.to_path_buf(),
+    };
     let cpu_dir = fs.path("sys/devices/system/cpu");
     if !root.is_dir() {
-        return Err(TopologyError::file(root, "no such directory (expected a Linux root with sys/ and proc/)"));
+        return Err(TopologyError::file(
+            root,
+            "no such directory (expected a Linux root with sys/ and proc/)",
+        ));
     }
     if !cpu_dir.is_dir() {
-        return Err(TopologyError::file(&cpu_dir, "missing: not a Linux sysfs root (no sys/devices/system/cpu)"));
+        return Err(TopologyError::file(
+            &cpu_dir,
+            "missing: not a Linux sysfs root (no sys/devices/system/cpu)",
+        ));
     }
 
     let present = list_numbered_dirs(&cpu_dir, "cpu")?;
@@ -66,8 +74,12 @@ pub fn read_with_affinity(root: &Path, affinity: Option<CpuSet>) -> Result<Machi
 
     let mut b = Builder::new();
     b.offline = offline;
-    b.info.insert("source".into(), format!("sysfs:{}", root.display()));
-    if let Some(h) = fs.read_opt("proc/sys/kernel/hostname")?.map(|(t, _)| t.trim().to_string()) {
+    b.info
+        .insert("source".into(), format!("sysfs:{}", root.display()));
+    if let Some(h) = fs
+        .read_opt("proc/sys/kernel/hostname")?
+        .map(|(t, _)| t.trim().to_string())
+    {
         b.info.insert("hostname".into(), h);
     }
     let models = cpu_models(&fs)?;
@@ -77,9 +89,14 @@ pub fn read_with_affinity(root: &Path, affinity: Option<CpuSet>) -> Result<Machi
     // Linux gives every CPU the same topology attributes, so list them once and never try
     // to open the ones this kernel does not have (thousands of failed opens on big machines).
     let first = online.first().unwrap_or(0);
-    let topo_names: Option<BTreeSet<String>> = std::fs::read_dir(fs.path(&format!("sys/devices/system/cpu/cpu{first}/topology")))
-        .ok()
-        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect());
+    let topo_names: Option<BTreeSet<String>> =
+        std::fs::read_dir(fs.path(&format!("sys/devices/system/cpu/cpu{first}/topology")))
+            .ok()
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            });
     let has = |name: &&str| topo_names.as_ref().is_none_or(|n| n.contains(*name));
     let mut seen: BTreeSet<(u8, String, u32, Option<u32>)> = BTreeSet::new();
     let mut packages: BTreeMap<String, (CpuSet, Option<u32>)> = BTreeMap::new();
@@ -87,17 +104,49 @@ pub fn read_with_affinity(root: &Path, affinity: Option<CpuSet>) -> Result<Machi
     for cpu in online.iter() {
         let topo = format!("sys/devices/system/cpu/cpu{cpu}/topology");
         let sets = [
-            (ObjType::Package, &["package_cpus_list", "core_siblings_list"][..], &["package_cpus", "core_siblings"][..], "physical_package_id"),
-            (ObjType::Die, &["die_cpus_list"][..], &["die_cpus"][..], "die_id"),
-            (ObjType::Group, &["cluster_cpus_list"][..], &["cluster_cpus"][..], "cluster_id"),
-            (ObjType::Group, &["book_siblings_list"][..], &["book_siblings"][..], "book_id"),
-            (ObjType::Group, &["drawer_siblings_list"][..], &["drawer_siblings"][..], "drawer_id"),
-            (ObjType::Core, &["core_cpus_list", "thread_siblings_list"][..], &["core_cpus", "thread_siblings"][..], "core_id"),
+            (
+                ObjType::Package,
+                &["package_cpus_list", "core_siblings_list"][..],
+                &["package_cpus", "core_siblings"][..],
+                "physical_package_id",
+            ),
+            (
+                ObjType::Die,
+                &["die_cpus_list"][..],
+                &["die_cpus"][..],
+                "die_id",
+            ),
+            (
+                ObjType::Group,
+                &["cluster_cpus_list"][..],
+                &["cluster_cpus"][..],
+                "cluster_id",
+            ),
+            (
+                ObjType::Group,
+                &["book_siblings_list"][..],
+                &["book_siblings"][..],
+                "book_id",
+            ),
+            (
+                ObjType::Group,
+                &["drawer_siblings_list"][..],
+                &["drawer_siblings"][..],
+                "drawer_id",
+            ),
+            (
+                ObjType::Core,
+                &["core_cpus_list", "thread_siblings_list"][..],
+                &["core_cpus", "thread_siblings"][..],
+                "core_id",
+            ),
         ];
         for (i, (ty, lists, masks, id_file)) in sets.iter().enumerate() {
             let lists: Vec<&str> = lists.iter().copied().filter(|n| has(n)).collect();
             let masks: Vec<&str> = masks.iter().copied().filter(|n| has(n)).collect();
-            let Some(set) = fs.read_set(&topo, &lists, &masks)? else { continue };
+            let Some(set) = fs.read_set(&topo, &lists, &masks)? else {
+                continue;
+            };
             // Sibling lists may name offline CPUs; the tree holds online ones only. As in hwloc,
             // an object is made only from the files of its first CPU: when Linux contradicts
             // itself (a sibling mask that disagrees between CPUs), the first CPU's word wins
@@ -160,29 +209,54 @@ pub fn read_with_affinity(root: &Path, affinity: Option<CpuSet>) -> Result<Machi
     Ok(b.build())
 }
 
-fn read_caches(fs: &Fs, cpu: u32, online: &CpuSet, seen: &mut BTreeSet<(u8, String, u32, Option<u32>)>, b: &mut Builder) -> Result<()> {
+fn read_caches(
+    fs: &Fs,
+    cpu: u32,
+    online: &CpuSet,
+    seen: &mut BTreeSet<(u8, String, u32, Option<u32>)>,
+    b: &mut Builder,
+) -> Result<()> {
     let dir = fs.path(&format!("sys/devices/system/cpu/cpu{cpu}/cache"));
     if !dir.is_dir() {
         return Ok(());
     }
     for idx in list_numbered_dirs(&dir, "index")? {
         let base = format!("sys/devices/system/cpu/cpu{cpu}/cache/index{idx}");
-        let Some((level_text, level_path)) = fs.read_opt(&format!("{base}/level"))? else { continue };
+        let Some((level_text, level_path)) = fs.read_opt(&format!("{base}/level"))? else {
+            continue;
+        };
         let level = parse_u64(&level_text, &level_path)?;
-        let level = u8::try_from(level).map_err(|_| TopologyError::file(&level_path, format!("cache level {level} is out of range")))?;
+        let level = u8::try_from(level).map_err(|_| {
+            TopologyError::file(&level_path, format!("cache level {level} is out of range"))
+        })?;
         let kind = match fs.read_opt(&format!("{base}/type"))? {
             Some((t, _)) if t.trim() == "Data" => CacheKind::Data,
             Some((t, _)) if t.trim() == "Instruction" => CacheKind::Instruction,
             Some((t, _)) if t.trim() == "Unified" => CacheKind::Unified,
-            Some((t, p)) => return Err(TopologyError::file(p, format!("unknown cache type '{}' (valid: Data, Instruction, Unified)", t.trim()))),
+            Some((t, p)) => {
+                return Err(TopologyError::file(
+                    p,
+                    format!(
+                        "unknown cache type '{}' (valid: Data, Instruction, Unified)",
+                        t.trim()
+                    ),
+                ))
+            }
             None => CacheKind::Unified,
         };
-        let mut set = fs.read_set(&base, &["shared_cpu_list"], &["shared_cpu_map"])?.unwrap_or_default().intersection(online);
+        let mut set = fs
+            .read_set(&base, &["shared_cpu_list"], &["shared_cpu_map"])?
+            .unwrap_or_default()
+            .intersection(online);
         if set.is_empty() {
             // Some kernels (ia64) report an empty sharing mask: the cache is private to the core.
             let topo = format!("sys/devices/system/cpu/cpu{cpu}/topology");
             set = fs
-                .read_set(&topo, &["core_cpus_list", "thread_siblings_list"], &["core_cpus", "thread_siblings"])?
+                .read_set(
+                    &topo,
+                    &["core_cpus_list", "thread_siblings_list"],
+                    &["core_cpus", "thread_siblings"],
+                )?
                 .unwrap_or_else(|| CpuSet::from_cpus([cpu]))
                 .intersection(online);
         }
@@ -210,21 +284,43 @@ fn read_caches(fs: &Fs, cpu: u32, online: &CpuSet, seen: &mut BTreeSet<(u8, Stri
             None => None,
         };
         let mut o = Object::new(ObjType::Cache, None, set);
-        o.cache = Some(CacheAttr { level, kind, size, line_size, ways });
+        o.cache = Some(CacheAttr {
+            level,
+            kind,
+            size,
+            line_size,
+            ways,
+        });
         b.add(o);
     }
     Ok(())
 }
 
-fn read_numa(fs: &Fs, online: &CpuSet, allowed_mems: Option<&CpuSet>, b: &mut Builder) -> Result<()> {
+fn read_numa(
+    fs: &Fs,
+    online: &CpuSet,
+    allowed_mems: Option<&CpuSet>,
+    b: &mut Builder,
+) -> Result<()> {
     let node_dir = fs.path("sys/devices/system/node");
-    let nodes = if node_dir.is_dir() { list_numbered_dirs(&node_dir, "node")? } else { Vec::new() };
+    let nodes = if node_dir.is_dir() {
+        list_numbered_dirs(&node_dir, "node")?
+    } else {
+        Vec::new()
+    };
     if nodes.is_empty() {
         let memory = match fs.read_opt("proc/meminfo")? {
             Some((t, _)) => meminfo_total(&t).unwrap_or(0),
             None => 0,
         };
-        b.add_numa(NumaSpec { os_index: 0, cpuset: online.clone(), initiators: CpuSet::new(), memory, kind: None, tier: None });
+        b.add_numa(NumaSpec {
+            os_index: 0,
+            cpuset: online.clone(),
+            initiators: CpuSet::new(),
+            memory,
+            kind: None,
+            tier: None,
+        });
         return Ok(());
     }
     let tiers = memory_tiers(fs)?;
@@ -235,14 +331,19 @@ fn read_numa(fs: &Fs, online: &CpuSet, allowed_mems: Option<&CpuSet>, b: &mut Bu
             continue;
         }
         let base = format!("sys/devices/system/node/node{n}");
-        let cpuset = fs.read_set(&base, &["cpulist"], &["cpumap"])?.unwrap_or_default().intersection(online);
+        let cpuset = fs
+            .read_set(&base, &["cpulist"], &["cpumap"])?
+            .unwrap_or_default()
+            .intersection(online);
         let memory = match fs.read_opt(&format!("{base}/meminfo"))? {
             Some((t, _)) => meminfo_total(&t).unwrap_or(0),
             None => 0,
         };
         if let Some((t, p)) = fs.read_opt(&format!("{base}/distance"))? {
             for (j, v) in t.split_whitespace().enumerate() {
-                let d: u32 = v.parse().map_err(|_| TopologyError::file(&p, format!("'{v}' is not a distance")))?;
+                let d: u32 = v
+                    .parse()
+                    .map_err(|_| TopologyError::file(&p, format!("'{v}' is not a distance")))?;
                 if let Some(&to) = nodes.get(j) {
                     distances.insert((n, to), d);
                 }
@@ -254,7 +355,11 @@ fn read_numa(fs: &Fs, online: &CpuSet, allowed_mems: Option<&CpuSet>, b: &mut Bu
             if dir.is_dir() {
                 for ini in list_numbered_dirs(&dir, "node")? {
                     let set = fs
-                        .read_set(&format!("sys/devices/system/node/node{ini}"), &["cpulist"], &["cpumap"])?
+                        .read_set(
+                            &format!("sys/devices/system/node/node{ini}"),
+                            &["cpulist"],
+                            &["cpumap"],
+                        )?
                         .unwrap_or_default();
                     initiators = initiators.union(&set.intersection(online));
                 }
@@ -265,10 +370,21 @@ fn read_numa(fs: &Fs, online: &CpuSet, allowed_mems: Option<&CpuSet>, b: &mut Bu
         }
         let has_dax = fs.path(&format!("{base}/../../../bus/dax")).exists();
         let _ = has_dax;
-        specs.push(NumaSpec { os_index: n, cpuset, initiators, memory, kind: None, tier: tiers.get(&n).copied() });
+        specs.push(NumaSpec {
+            os_index: n,
+            cpuset,
+            initiators,
+            memory,
+            kind: None,
+            tier: tiers.get(&n).copied(),
+        });
     }
     // Memory-only nodes with no initiators: hwloc places them near the closest node with CPUs.
-    let with_cpus: Vec<(u32, CpuSet)> = specs.iter().filter(|s| !s.cpuset.is_empty()).map(|s| (s.os_index, s.cpuset.clone())).collect();
+    let with_cpus: Vec<(u32, CpuSet)> = specs
+        .iter()
+        .filter(|s| !s.cpuset.is_empty())
+        .map(|s| (s.os_index, s.cpuset.clone()))
+        .collect();
     for s in specs.iter_mut() {
         if s.cpuset.is_empty() && s.initiators.is_empty() {
             let best = with_cpus
@@ -282,7 +398,11 @@ fn read_numa(fs: &Fs, online: &CpuSet, allowed_mems: Option<&CpuSet>, b: &mut Bu
     }
     // Memory tiers: name the kind when the tiers tell DRAM from slower memory.
     if !tiers.is_empty() {
-        let dram_tier = specs.iter().filter(|s| !s.cpuset.is_empty()).filter_map(|s| s.tier).min();
+        let dram_tier = specs
+            .iter()
+            .filter(|s| !s.cpuset.is_empty())
+            .filter_map(|s| s.tier)
+            .min();
         for s in specs.iter_mut() {
             s.kind = match (s.tier, dram_tier) {
                 (Some(t), Some(d)) if t == d => Some("DRAM".into()),
@@ -310,7 +430,9 @@ fn memory_tiers(fs: &Fs) -> Result<BTreeMap<u32, u32>> {
     }
     let tiers = list_numbered_dirs(&dir, "memory_tier")?;
     for (rank, t) in tiers.iter().enumerate() {
-        if let Some((text, path)) = fs.read_opt(&format!("sys/devices/virtual/memory_tiering/memory_tier{t}/nodelist"))? {
+        if let Some((text, path)) = fs.read_opt(&format!(
+            "sys/devices/virtual/memory_tiering/memory_tier{t}/nodelist"
+        ))? {
             for n in parse_list(&text, &path)?.iter() {
                 out.insert(n, rank as u32);
             }
@@ -323,11 +445,18 @@ fn memory_tiers(fs: &Fs) -> Result<BTreeMap<u32, u32>> {
 /// `cpu_capacity` values (ARM big.LITTLE). Ordered from least to most performant.
 fn core_kinds(fs: &Fs, online: &CpuSet) -> Result<Vec<CoreKind>> {
     let mut kinds = Vec::new();
-    for (name, dir, eff) in [("IntelAtom", "sys/devices/cpu_atom/cpus", 0), ("IntelCore", "sys/devices/cpu_core/cpus", 1)] {
+    for (name, dir, eff) in [
+        ("IntelAtom", "sys/devices/cpu_atom/cpus", 0),
+        ("IntelCore", "sys/devices/cpu_core/cpus", 1),
+    ] {
         if let Some((t, p)) = fs.read_opt(dir)? {
             let set = parse_list(&t, &p)?.intersection(online);
             if !set.is_empty() {
-                kinds.push(CoreKind { name: name.into(), cpuset: set, efficiency: eff });
+                kinds.push(CoreKind {
+                    name: name.into(),
+                    cpuset: set,
+                    efficiency: eff,
+                });
             }
         }
     }
@@ -336,15 +465,24 @@ fn core_kinds(fs: &Fs, online: &CpuSet) -> Result<Vec<CoreKind>> {
     }
     let mut by_capacity: BTreeMap<u64, CpuSet> = BTreeMap::new();
     for cpu in online.iter() {
-        if let Some((t, p)) = fs.read_opt(&format!("sys/devices/system/cpu/cpu{cpu}/cpu_capacity"))? {
-            by_capacity.entry(parse_u64(&t, &p)?).or_default().insert(cpu);
+        if let Some((t, p)) =
+            fs.read_opt(&format!("sys/devices/system/cpu/cpu{cpu}/cpu_capacity"))?
+        {
+            by_capacity
+                .entry(parse_u64(&t, &p)?)
+                .or_default()
+                .insert(cpu);
         }
     }
     if by_capacity.len() > 1 {
         return Ok(by_capacity
             .into_iter()
             .enumerate()
-            .map(|(i, (cap, set))| CoreKind { name: format!("capacity={cap}"), cpuset: set, efficiency: i as u32 })
+            .map(|(i, (cap, set))| CoreKind {
+                name: format!("capacity={cap}"),
+                cpuset: set,
+                efficiency: i as u32,
+            })
             .collect());
     }
     // Last resort, as hwloc does: cores that differ in base and maximum frequency are of
@@ -370,7 +508,11 @@ fn core_kinds(fs: &Fs, online: &CpuSet) -> Result<Vec<CoreKind>> {
             .into_iter()
             .enumerate()
             .map(|(i, ((base, max), set))| CoreKind {
-                name: if base > 0 { format!("base_freq={}MHz", base / 1000) } else { format!("max_freq={}MHz", max / 1000) },
+                name: if base > 0 {
+                    format!("base_freq={}MHz", base / 1000)
+                } else {
+                    format!("max_freq={}MHz", max / 1000)
+                },
                 cpuset: set,
                 efficiency: i as u32,
             })
@@ -382,10 +524,14 @@ fn core_kinds(fs: &Fs, online: &CpuSet) -> Result<Vec<CoreKind>> {
 /// CPU model names from `/proc/cpuinfo`, by processor number.
 fn cpu_models(fs: &Fs) -> Result<BTreeMap<u32, String>> {
     let mut out = BTreeMap::new();
-    let Some((text, _)) = fs.read_opt("proc/cpuinfo")? else { return Ok(out) };
+    let Some((text, _)) = fs.read_opt("proc/cpuinfo")? else {
+        return Ok(out);
+    };
     let mut current: Option<u32> = None;
     for line in text.lines() {
-        let Some((k, v)) = line.split_once(':') else { continue };
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
         let (k, v) = (k.trim(), v.trim());
         match k {
             "processor" => current = v.parse().ok(),
@@ -403,7 +549,9 @@ fn cpu_models(fs: &Fs) -> Result<BTreeMap<u32, String>> {
 /// The cgroup cpuset (CPUs, memory nodes) this process is confined to, from /proc/self/cgroup
 /// (or the legacy /proc/self/cpuset) and the cpuset mount found in /proc/mounts.
 fn cgroup_cpuset(fs: &Fs) -> Result<(Option<CpuSet>, Option<CpuSet>)> {
-    let Some((mounts, _)) = fs.read_opt("proc/mounts")? else { return Ok((None, None)) };
+    let Some((mounts, _)) = fs.read_opt("proc/mounts")? else {
+        return Ok((None, None));
+    };
     let mut v2_mount = None;
     let mut v1_mount = None;
     let mut v1_noprefix = false;
@@ -446,26 +594,39 @@ fn cgroup_cpuset(fs: &Fs) -> Result<(Option<CpuSet>, Option<CpuSet>)> {
             v1_path = Some(t.trim().to_string());
         }
     }
-    let read_pair = |dir: String, cpus: &str, mems: &str| -> Result<(Option<CpuSet>, Option<CpuSet>)> {
-        let c = match fs.read_opt(&format!("{dir}/{cpus}"))? {
-            Some((t, p)) if !t.trim().is_empty() => Some(parse_list(&t, &p)?),
-            _ => None,
+    let read_pair =
+        |dir: String, cpus: &str, mems: &str| -> Result<(Option<CpuSet>, Option<CpuSet>)> {
+            let c = match fs.read_opt(&format!("{dir}/{cpus}"))? {
+                Some((t, p)) if !t.trim().is_empty() => Some(parse_list(&t, &p)?),
+                _ => None,
+            };
+            let m = match fs.read_opt(&format!("{dir}/{mems}"))? {
+                Some((t, p)) if !t.trim().is_empty() => Some(parse_list(&t, &p)?),
+                _ => None,
+            };
+            Ok((c, m))
         };
-        let m = match fs.read_opt(&format!("{dir}/{mems}"))? {
-            Some((t, p)) if !t.trim().is_empty() => Some(parse_list(&t, &p)?),
-            _ => None,
-        };
-        Ok((c, m))
-    };
     if let (Some(mount), Some(path)) = (&v1_mount, &v1_path) {
-        let dir = format!("{}/{}", mount.trim_start_matches('/'), path.trim_start_matches('/'));
-        let (c, m) = if v1_noprefix { read_pair(dir, "cpus", "mems")? } else { read_pair(dir, "cpuset.cpus", "cpuset.mems")? };
+        let dir = format!(
+            "{}/{}",
+            mount.trim_start_matches('/'),
+            path.trim_start_matches('/')
+        );
+        let (c, m) = if v1_noprefix {
+            read_pair(dir, "cpus", "mems")?
+        } else {
+            read_pair(dir, "cpuset.cpus", "cpuset.mems")?
+        };
         if c.is_some() || m.is_some() {
             return Ok((c, m));
         }
     }
     if let (Some(mount), Some(path)) = (&v2_mount, &v2_path) {
-        let dir = format!("{}/{}", mount.trim_start_matches('/'), path.trim_start_matches('/'));
+        let dir = format!(
+            "{}/{}",
+            mount.trim_start_matches('/'),
+            path.trim_start_matches('/')
+        );
         return read_pair(dir, "cpuset.cpus.effective", "cpuset.mems.effective");
     }
     Ok((None, None))
@@ -503,8 +664,18 @@ impl Fs {
         let p = self.path(rel);
         match read_small(&p) {
             // Some kernels pad sysfs files with NUL bytes.
-            Ok(bytes) => Ok(Some((String::from_utf8_lossy(&bytes).trim_end_matches(['\0', '\n', ' ']).to_string(), p))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.kind() == std::io::ErrorKind::NotADirectory => Ok(None),
+            Ok(bytes) => Ok(Some((
+                String::from_utf8_lossy(&bytes)
+                    .trim_end_matches(['\0', '\n', ' '])
+                    .to_string(),
+                p,
+            ))),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.kind() == std::io::ErrorKind::NotADirectory =>
+            {
+                Ok(None)
+            }
             Err(e) => Err(TopologyError::file(p, e.to_string())),
         }
     }
@@ -549,7 +720,10 @@ fn list_numbered_dirs(dir: &Path, prefix: &str) -> Result<Vec<u32>> {
     for entry in rd.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if let Some(n) = name.strip_prefix(prefix).and_then(|r| r.parse::<u32>().ok()) {
+        if let Some(n) = name
+            .strip_prefix(prefix)
+            .and_then(|r| r.parse::<u32>().ok())
+        {
             out.push(n);
         }
     }
@@ -563,9 +737,13 @@ fn parse_list(text: &str, path: &Path) -> Result<CpuSet> {
 
 fn parse_mask(text: &str, path: &Path) -> Result<CpuSet> {
     if text.trim().is_empty() {
-        return Err(TopologyError::file(path, "empty file where a CPU mask was expected"));
+        return Err(TopologyError::file(
+            path,
+            "empty file where a CPU mask was expected",
+        ));
     }
-    CpuSet::parse_mask(text).map_err(|e| TopologyError::file(path, format!("not a CPU mask: {}", e.message)))
+    CpuSet::parse_mask(text)
+        .map_err(|e| TopologyError::file(path, format!("not a CPU mask: {}", e.message)))
 }
 
 fn parse_i64(text: &str, path: &Path) -> Result<i64> {
@@ -581,7 +759,12 @@ fn parse_i64(text: &str, path: &Path) -> Result<i64> {
 
 fn parse_u64(text: &str, path: &Path) -> Result<u64> {
     let v = parse_i64(text, path)?;
-    u64::try_from(v).map_err(|_| TopologyError::file(path, format!("'{v}' is negative where a count was expected")))
+    u64::try_from(v).map_err(|_| {
+        TopologyError::file(
+            path,
+            format!("'{v}' is negative where a count was expected"),
+        )
+    })
 }
 
 /// Cache sizes in sysfs: `32K`, `1024K`, `16M`, or plain bytes.
@@ -595,7 +778,10 @@ fn parse_size_kib(text: &str, path: &Path) -> Result<u64> {
     };
     let n: u64 = num.parse().map_err(|_| {
         if t.is_empty() {
-            TopologyError::file(path, "empty file where a cache size was expected (truncated?)")
+            TopologyError::file(
+                path,
+                "empty file where a cache size was expected (truncated?)",
+            )
         } else {
             TopologyError::file(path, format!("'{t}' is not a cache size (e.g. 32K)"))
         }
@@ -609,7 +795,11 @@ fn meminfo_total(text: &str) -> Option<u64> {
             let mut it = line.split_whitespace().rev();
             let unit = it.next()?;
             let value: u64 = it.next()?.parse().ok()?;
-            return Some(if unit.eq_ignore_ascii_case("kb") { value * 1024 } else { value });
+            return Some(if unit.eq_ignore_ascii_case("kb") {
+                value * 1024
+            } else {
+                value
+            });
         }
     }
     None
@@ -624,8 +814,14 @@ mod tests {
         let p = Path::new("x");
         assert_eq!(parse_size_kib("32K\n", p).unwrap(), 32 * 1024);
         assert_eq!(parse_size_kib("16M", p).unwrap(), 16 << 20);
-        assert!(parse_size_kib("", p).unwrap_err().to_string().contains("truncated"));
-        assert_eq!(meminfo_total("Node 0 MemTotal:       16423952 kB\nNode 0 MemFree: 1 kB"), Some(16423952 * 1024));
+        assert!(parse_size_kib("", p)
+            .unwrap_err()
+            .to_string()
+            .contains("truncated"));
+        assert_eq!(
+            meminfo_total("Node 0 MemTotal:       16423952 kB\nNode 0 MemFree: 1 kB"),
+            Some(16423952 * 1024)
+        );
         assert_eq!(meminfo_total("MemTotal: 2048 kB"), Some(2048 * 1024));
     }
 }

@@ -53,14 +53,22 @@ fn numa_label(n: &NumaNode) -> String {
     if let Some(t) = n.tier {
         attrs.push(format!("tier={t}"));
     }
-    let kind = n.kind.as_ref().map(|k| format!("({k})")).unwrap_or_default();
+    let kind = n
+        .kind
+        .as_ref()
+        .map(|k| format!("({k})"))
+        .unwrap_or_default();
     format!("NUMANode{kind} L#{} ({})", n.logical_index, attrs.join(" "))
 }
 
 pub fn render(m: &Machine) -> String {
     let mut out = String::new();
     let total: u64 = m.numa_nodes.iter().map(|n| n.memory).sum();
-    let root_attrs = if total > 0 { format!(" (total={})", human_size(total)) } else { String::new() };
+    let root_attrs = if total > 0 {
+        format!(" (total={})", human_size(total))
+    } else {
+        String::new()
+    };
     let _ = writeln!(out, "Machine{root_attrs}");
     walk(m, 0, 0, &mut out);
     for line in m.summary_lines() {
@@ -69,7 +77,11 @@ pub fn render(m: &Machine) -> String {
     if let Some(d) = &m.numa_distances {
         if m.numa_nodes.len() > 1 {
             let _ = writeln!(out, "NUMA distances (by OS index):");
-            let head: Vec<String> = m.numa_nodes.iter().map(|n| format!("{:>4}", n.os_index)).collect();
+            let head: Vec<String> = m
+                .numa_nodes
+                .iter()
+                .map(|n| format!("{:>4}", n.os_index))
+                .collect();
             let _ = writeln!(out, "     {}", head.join(""));
             for (i, row) in d.iter().enumerate() {
                 let cells: Vec<String> = row.iter().map(|v| format!("{v:>4}")).collect();
@@ -109,6 +121,11 @@ mod tests {
     fn tree_nests_synthetic() {
         let m = crate::source::synthetic::parse("package:1 l2:2 core:1 pu:2").unwrap();
         let t = render(&m);
-        assert!(t.contains("  Package L#0 (P#0)\n    L2 L#0\n      Core L#0 (P#0)\n        PU L#0 (P#0)\n"), "{t}");
+        assert!(
+            t.contains(
+                "  Package L#0 (P#0)\n    L2 L#0\n      Core L#0 (P#0)\n        PU L#0 (P#0)\n"
+            ),
+            "{t}"
+        );
     }
 }
