@@ -25,6 +25,8 @@ pub struct RunRecord {
     pub user_s: f64,
     pub sys_s: f64,
     pub max_rss_kib: u64,
+    /// Context switches and page faults of the run, as the kernel counted them.
+    pub counters: crate::runner::KernelCounters,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     /// True when the program exited with status 0.
@@ -180,6 +182,7 @@ impl Experiment {
                     user_s: measured.user_s,
                     sys_s: measured.sys_s,
                     max_rss_kib: measured.max_rss_kib,
+                    counters: measured.counters,
                     exit_code: measured.exit.code,
                     signal: measured.exit.signal,
                     success: measured.exit.success(),
@@ -291,6 +294,7 @@ mod tests {
                 user_s: wall,
                 sys_s: 0.0,
                 max_rss_kib: 1000,
+                counters: Default::default(),
                 exit: ExitInfo {
                     code: Some(code),
                     signal: None,

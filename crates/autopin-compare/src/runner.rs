@@ -33,6 +33,31 @@ impl ExitInfo {
     }
 }
 
+/// Event counts the kernel keeps for every process anyway (from `wait4`'s rusage): free to
+/// collect, and unlike perf counters they add no cost to the program's context switches —
+/// which in a KVM guest would distort exactly the pinning effects being compared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct KernelCounters {
+    /// Context switches where a thread gave up its CPU (blocking, yielding).
+    pub voluntary_switches: u64,
+    /// Context switches where a thread was preempted: CPU contention.
+    pub involuntary_switches: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+}
+
+impl KernelCounters {
+    pub fn from_rusage(u: &libc::rusage) -> Self {
+        let n = |v: libc::c_long| v.max(0) as u64;
+        KernelCounters {
+            voluntary_switches: n(u.ru_nvcsw),
+            involuntary_switches: n(u.ru_nivcsw),
+            minor_faults: n(u.ru_minflt),
+            major_faults: n(u.ru_majflt),
+        }
+    }
+}
+
 /// What one run measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Measured {
@@ -40,6 +65,7 @@ pub struct Measured {
     pub user_s: f64,
     pub sys_s: f64,
     pub max_rss_kib: u64,
+    pub counters: KernelCounters,
     pub exit: ExitInfo,
     /// The program's standard output (kept in memory for `--metric`, not exported).
     #[serde(skip)]
@@ -142,6 +168,7 @@ impl Launcher for ProcessLauncher {
             user_s: tv(usage.ru_utime),
             sys_s: tv(usage.ru_stime),
             max_rss_kib: usage.ru_maxrss.max(0) as u64,
+            counters: KernelCounters::from_rusage(&usage),
             exit: status,
             stdout,
             stderr_tail,
@@ -241,6 +268,8 @@ mod tests {
         assert!(m.user_s + m.sys_s > 0.0, "{m:?}");
         assert!(m.wall_s >= m.user_s * 0.5, "{m:?}");
         assert!(m.max_rss_kib > 0);
+        // Every process faults in at least its first pages.
+        assert!(m.counters.minor_faults > 0, "{:?}", m.counters);
     }
 
     #[test]

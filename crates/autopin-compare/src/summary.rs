@@ -285,6 +285,7 @@ mod tests {
 
     fn rec(wall: f64, success: bool) -> RunRecord {
         RunRecord {
+            counters: Default::default(),
             round: 0,
             seq: 0,
             wall_s: wall,
