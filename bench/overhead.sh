@@ -16,7 +16,7 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 gcc -O2 -I"$ROOT/include" -fopenmp -o "$W/syncbench" "$ROOT/workloads/syncbench.c"
 export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=active
-ARGS=${SYNCBENCH_ARGS:--s 0 -b 1000000 -r 2}
+ARGS=${SYNCBENCH_ARGS:--s 0 -b 10000000 -r 2}
 calc() { python3 -c "print($1)"; }
 NICE=${BENCH_NICE:+nice -n $BENCH_NICE}
 t() { s=$(date +%s.%N); $NICE "$@" >/dev/null 2>&1 || true; e=$(date +%s.%N); calc "$e - $s"; }

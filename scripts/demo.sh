@@ -15,9 +15,9 @@ echo "== autopin run on workloads/syncbench (report: $out/report.json, $out/time
 # Two OpenMP threads with spinning barriers: sharing one CPU (0,0) is ~10x slower in the
 # barrier phase; the triad phase is memory-bound. Each phase is searched on its own.
 sb_args=("$@")
-[ ${#sb_args[@]} -gt 0 ] || sb_args=(-b 600000 -s 40 -r 3)
+[ ${#sb_args[@]} -gt 0 ] || sb_args=(-b 6000000 -s 300 -r 3)
 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=active \
-    target/release/autopin run --schedule '0,0;0,1' --unpinned --probe 0.3 -w 0.1 \
+    target/release/autopin run --schedule '0,0;0,1' --unpinned --probe 0.3 -w 0.1 --budget 4 \
     --report "$out/report.json" --timeline "$out/timeline.csv" -- \
     workloads/syncbench "${sb_args[@]}"
 target/release/autopin report "$out/report.json"

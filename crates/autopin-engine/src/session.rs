@@ -72,6 +72,8 @@ pub struct SessionConfig {
     /// At most this many distinct program phases get their own search; later new phases
     /// keep the pinning in force.
     pub max_phase_searches: usize,
+    /// After `init`, wait up to this many more seconds while the objective stays at zero.
+    pub init_extra: f64,
 }
 
 impl Default for SessionConfig {
@@ -83,6 +85,7 @@ impl Default for SessionConfig {
             higher_is_better: true,
             unit: "/s".into(),
             max_phase_searches: 4,
+            init_extra: 5.0,
         }
     }
 }
@@ -288,7 +291,10 @@ impl Session {
         }
         match &mut self.state {
             State::Init { until } => {
-                if now >= *until - 1e-9 {
+                // Nothing to compare while the program reports no progress at all (a
+                // heartbeat before its work loop starts): wait, up to `init_extra` more.
+                let idle = iv.amount <= 0.0 && now < *until + self.cfg.init_extra;
+                if now >= *until - 1e-9 && !idle {
                     self.begin_search(now, "start".into(), &mut out);
                 }
             }
@@ -675,6 +681,14 @@ impl Session {
             }
         )));
         let cv = crate::stats::cv(&acc.rates);
+        let range = (acc.rates.len() >= 2).then(|| {
+            acc.rates
+                .iter()
+                .map(|r| self.score(*r))
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                    (lo.min(x), hi.max(x))
+                })
+        });
         let score = self.score(rate);
         if let Some(s) = self.strategy.as_mut() {
             if time > 0.0 {
@@ -683,6 +697,7 @@ impl Session {
                     score,
                     duration: time,
                     interval_cv: cv,
+                    interval_range: range,
                 });
             }
         }

@@ -9,6 +9,10 @@ fn autopin() -> Command {
     Command::cargo_bin("autopin").unwrap()
 }
 
+/// Tests that measure CPU-bound programs (busy neighbours on CPU 0, syncbench on both CPUs)
+/// would disturb each other's measurements run in parallel, so they take turns.
+static CPU_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn read_json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
@@ -170,6 +174,7 @@ fn thread_churn_is_survived() {
 /// A busy loop owns CPU 0; a one-thread program must end up on CPU 1.
 #[test]
 fn busy_neighbour_on_cpu0_moves_the_program_to_cpu1() {
+    let _turn = CPU_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         return;
     }
@@ -189,7 +194,7 @@ fn busy_neighbour_on_cpu0_moves_the_program_to_cpu1() {
             "--",
             "sh",
             "-c",
-            "i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done",
+            "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done",
         ])
         .output();
     let _ = busy.kill();
@@ -286,6 +291,7 @@ fn default_objective_falls_back_to_task_clock_when_counting_is_forbidden() {
 /// on the free CPU.
 #[test]
 fn task_clock_fallback_moves_the_program_away_from_a_busy_neighbour() {
+    let _turn = CPU_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         return;
     }
@@ -313,7 +319,7 @@ fn task_clock_fallback_moves_the_program_away_from_a_busy_neighbour() {
             "--",
             "sh",
             "-c",
-            "i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done",
+            "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done",
         ])
         .output();
     let _ = busy.kill();
@@ -354,6 +360,7 @@ fn syncbench(dir: &Path) -> Option<std::path::PathBuf> {
 /// phases are searched separately.
 #[test]
 fn default_objective_falls_back_to_the_heartbeat_of_a_program_that_beats() {
+    let _turn = CPU_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = syncbench(dir.path()) else {
         eprintln!("skipped: cannot build syncbench (cc -fopenmp)");
@@ -377,7 +384,7 @@ fn default_objective_falls_back_to_the_heartbeat_of_a_program_that_beats() {
         .arg(&rep)
         .arg("--")
         .arg(&exe)
-        .args(["-b", "400000", "-s", "0", "-r", "1"])
+        .args(["-b", "4000000", "-s", "0", "-r", "1"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

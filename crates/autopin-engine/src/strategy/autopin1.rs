@@ -113,6 +113,7 @@ mod tests {
                 score,
                 duration: 2.0,
                 interval_cv: None,
+                interval_range: None,
             });
         }
         match s.next(0.0) {

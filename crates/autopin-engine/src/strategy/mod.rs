@@ -21,6 +21,9 @@ pub struct ProbeOutcome {
     pub duration: f64,
     /// Relative spread of the sampling intervals inside the probe (noise estimate).
     pub interval_cv: Option<f64>,
+    /// Lowest and highest score of the sampling intervals inside the probe (None when the
+    /// probe had fewer than two usable intervals).
+    pub interval_range: Option<(f64, f64)>,
 }
 
 /// The strategy's next step.

@@ -47,6 +47,8 @@ impl Default for RaceParams {
 pub struct Race {
     p: RaceParams,
     samples: Vec<Vec<f64>>,
+    /// Lowest and highest interval score seen per candidate, over all its probes.
+    ranges: Vec<Option<(f64, f64)>>,
     alive: Vec<bool>,
     queue: Vec<usize>,
     rounds: usize,
@@ -60,6 +62,7 @@ impl Race {
             probe_len: p.probe.clamp(p.min_probe, p.max_probe),
             p,
             samples: vec![Vec::new(); candidates],
+            ranges: vec![None; candidates],
             alive: vec![true; candidates],
             queue: Vec::new(),
             rounds: 0,
@@ -124,6 +127,27 @@ impl Race {
         let best = best_of(&m, &self.alive)?;
         let mb = m[best]?;
         let nb = self.samples[best].len() as f64;
+        // Plainly dominated after any round: every interval of c is less than half of every
+        // interval of the leader (a spinning barrier sharing a CPU, 1000× slower). No noise
+        // estimate needed, so such a loser costs one probe instead of `min_rounds`.
+        if let Some((best_lo, _)) = self.ranges[best] {
+            for c in 0..self.alive.len() {
+                if c != best && self.alive[c] {
+                    if let Some((_, c_hi)) = self.ranges[c] {
+                        if best_lo > 0.0 && 2.0 * c_hi < best_lo {
+                            self.alive[c] = false;
+                        }
+                    }
+                }
+            }
+            if self.survivors().len() == 1 {
+                return Some(self.decision(
+                    best,
+                    None,
+                    "all other candidates eliminated (every interval below half the leader's)",
+                ));
+            }
+        }
         let pooled = self.pooled_rel_var();
         let pooled_log = self.pooled_log_var();
         let mut margin_ci = None;
@@ -285,6 +309,15 @@ impl Strategy for Race {
         if let Some(s) = self.samples.get_mut(outcome.candidate) {
             if outcome.score.is_finite() && outcome.score >= 0.0 {
                 s.push(outcome.score);
+                if let (Some((lo, hi)), Some(r)) = (
+                    outcome.interval_range,
+                    self.ranges.get_mut(outcome.candidate),
+                ) {
+                    *r = Some(match *r {
+                        Some((a, b)) => (a.min(lo), b.max(hi)),
+                        None => (lo, hi),
+                    });
+                }
             }
         }
     }
@@ -312,6 +345,7 @@ mod tests {
                         score,
                         duration: measure,
                         interval_cv: None,
+                        interval_range: None,
                     });
                 }
                 Plan::Decide(d) => return (d.candidate, t),
@@ -383,5 +417,62 @@ mod tests {
         };
         let (_, t) = run(&[1.0, 1.02, 0.99], 0.5, 5, p);
         assert!(t <= 6.0 + 1e-9, "spent {t}");
+    }
+}
+
+#[cfg(test)]
+mod dominance_tests {
+    use super::*;
+
+    #[test]
+    fn a_dominated_candidate_is_dropped_after_one_round() {
+        let mut r = Race::new(RaceParams::default(), 2);
+        let mut probes = 0;
+        loop {
+            match r.next(probes as f64) {
+                Plan::Probe { candidate, .. } => {
+                    probes += 1;
+                    let (score, range) = if candidate == 0 {
+                        (150.0, (110.0, 190.0))
+                    } else {
+                        (3e5, (1.7e5, 4e5))
+                    };
+                    r.record(ProbeOutcome {
+                        candidate,
+                        score,
+                        duration: 0.2,
+                        interval_cv: None,
+                        interval_range: Some(range),
+                    });
+                }
+                Plan::Decide(d) => {
+                    assert_eq!(d.candidate, 1);
+                    assert_eq!(probes, 2, "one probe each");
+                    return;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn overlapping_intervals_are_not_dominated() {
+        let mut r = Race::new(RaceParams::default(), 2);
+        for (c, range) in [(0, (80.0, 120.0)), (1, (90.0, 130.0))] {
+            let Plan::Probe { candidate, .. } = r.next(0.0) else {
+                panic!("decided too early")
+            };
+            let range = if candidate == c { range } else { (85.0, 125.0) };
+            r.record(ProbeOutcome {
+                candidate,
+                score: 100.0,
+                duration: 0.5,
+                interval_cv: None,
+                interval_range: Some(range),
+            });
+        }
+        assert!(
+            matches!(r.next(1.0), Plan::Probe { .. }),
+            "needs more rounds"
+        );
     }
 }

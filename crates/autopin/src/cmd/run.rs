@@ -399,9 +399,13 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
         Target::Launch(cmd) => {
             let mut spec = LaunchSpec::new(&cmd[0], &cmd[1..]);
             spec.forward_signals = true;
-            // Paper semantics: threads are pinned at birth to the first explicit candidate.
+            // Paper semantics (autopin1, fixed): threads are pinned at birth to the first
+            // explicit candidate. The race pins at its first probe instead: until then the
+            // OS places threads, so the init period does not run on a possibly bad pinning.
+            let racing = !a.paper && a.strategy == StrategyName::Race;
             let first = explicit
                 .as_ref()
+                .filter(|_| !racing)
                 .and_then(|c| c.first())
                 .and_then(|c| c.cpus.clone());
             let pin_at_birth = first.is_some();
@@ -500,7 +504,8 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        init = (init - started.elapsed().as_secs_f64()).max(0.0);
+        let waited = started.elapsed().as_secs_f64();
+        init = (init - waited).max(0.0);
         let beats = hb_channel.read().beats;
         // The perf helper's text ends with its own fallback advice; ours replaces it.
         let reason = reason.split("; fallback:").next().unwrap_or(reason);
@@ -512,7 +517,7 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
         let instead = if beats > 0 {
             objective = Objective::parse("heartbeat")
                 .map_err(|e| CliError::internal(format!("heartbeat objective: {e}")))?;
-            format!("the program's heartbeat ({beats} beat(s) reported in the first {:.1} s; work units/s)", wait - init.min(wait))
+            format!("the program's heartbeat ({beats} beat(s) reported in the first {:.1} s; work units/s)", waited)
         } else {
             use_proc_cpu = true;
             "task-clock: each thread's CPU time per second from /proc/TID/schedstat (the program reports no heartbeat; CPU share shows time lost to sharing a CPU, but not memory stalls)".into()
