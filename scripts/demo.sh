@@ -6,19 +6,20 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --workspace --quiet
+autopin="${CARGO_TARGET_DIR:-target}/release/autopin"
 make -s -C workloads
 out=${AUTOPIN_DEMO_OUT:-target/demo}
 mkdir -p "$out"
 echo "== the machine" >&2
-target/release/autopin topology
+"$autopin" topology
 echo "== autopin run on workloads/syncbench (report: $out/report.json, $out/timeline.svg)" >&2
 # Two OpenMP threads with spinning barriers: sharing one CPU (0,0) is ~10x slower in the
 # barrier phase; the triad phase is memory-bound. Each phase is searched on its own.
 sb_args=("$@")
 [ ${#sb_args[@]} -gt 0 ] || sb_args=(-b 6000000 -s 300 -r 3)
 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=active \
-    target/release/autopin run --schedule '0,0;0,1' --unpinned --probe 0.3 -w 0.1 --budget 4 \
+    "$autopin" run --schedule '0,0;0,1' --unpinned --probe 0.3 -w 0.1 --budget 4 \
     --report "$out/report.json" --timeline "$out/timeline.csv" -- \
     workloads/syncbench "${sb_args[@]}"
-target/release/autopin report "$out/report.json"
-target/release/autopin report "$out/report.json" --svg "$out/timeline.svg"
+"$autopin" report "$out/report.json"
+"$autopin" report "$out/report.json" --svg "$out/timeline.svg"
