@@ -402,7 +402,10 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
             // Paper semantics (autopin1, fixed): threads are pinned at birth to the first
             // explicit candidate. The race pins at its first probe instead: until then the
             // OS places threads, so the init period does not run on a possibly bad pinning.
-            let racing = !a.paper && a.strategy == StrategyName::Race;
+            // With a single candidate there is nothing to race: pin at birth, so the program
+            // never runs a moment on the OS's placement.
+            let single = explicit.as_ref().is_some_and(|c| c.len() == 1);
+            let racing = !a.paper && a.strategy == StrategyName::Race && !single;
             let first = explicit
                 .as_ref()
                 .filter(|_| !racing)
