@@ -195,6 +195,26 @@ fn svg(r: &Report) -> String {
         .max(1e-300);
     let pw = w - left - 20.0;
     let ph = h - top - bottom;
+    // Programs with phases can differ by orders of magnitude between them (a barrier phase
+    // at millions of beats/s, a memory sweep at hundreds): then a linear axis hides every
+    // phase but the fastest, so the axis turns logarithmic.
+    let rmin = r
+        .timeline
+        .iter()
+        .map(|p| p.rate)
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let log = rmin.is_finite() && rmax / rmin > 100.0;
+    let (lo, hi) = (rmin.max(1e-300).log10().floor(), rmax.log10().ceil());
+    let height = |rate: f64| -> f64 {
+        if !log {
+            ph * rate / rmax
+        } else if rate <= 0.0 {
+            0.0
+        } else {
+            ph * ((rate.log10() - lo) / (hi - lo).max(1.0)).clamp(0.0, 1.0)
+        }
+    };
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{total_h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     );
@@ -208,7 +228,7 @@ fn svg(r: &Report) -> String {
     for p in &r.timeline {
         let x = left + pw * prev_t / tmax;
         let bw = (pw * (p.t - prev_t) / tmax).max(0.5);
-        let bh = ph * p.rate / rmax;
+        let bh = height(p.rate);
         let colour = p
             .candidate
             .map_or("#cccccc", |c| COLOURS[c % COLOURS.len()]);
@@ -220,14 +240,16 @@ fn svg(r: &Report) -> String {
         );
         prev_t = p.t;
     }
-    for d in &r.decisions {
+    for (i, d) in r.decisions.iter().enumerate() {
         let x = left + pw * d.at / tmax;
+        // Decisions can come close together (one per phase): stagger their labels.
+        let label_y = top + 12.0 + 14.0 * (i % 4) as f64;
         let _ = writeln!(s, "<line x1=\"{x:.2}\" y1=\"{top}\" x2=\"{x:.2}\" y2=\"{}\" stroke=\"black\" stroke-dasharray=\"4 3\"/>", top + ph);
         let _ = writeln!(
             s,
             "<text x=\"{:.2}\" y=\"{}\">decided {}{}</text>",
             x + 3.0,
-            top + 12.0,
+            label_y,
             esc(&d.candidate),
             d.phase
                 .as_ref()
@@ -248,7 +270,11 @@ fn svg(r: &Report) -> String {
         top + ph
     );
     for i in 0..=4 {
-        let v = rmax * i as f64 / 4.0;
+        let v = if log {
+            10f64.powf(lo + (hi - lo) * i as f64 / 4.0)
+        } else {
+            rmax * i as f64 / 4.0
+        };
         let y = top + ph - ph * i as f64 / 4.0;
         let _ = writeln!(
             s,
@@ -265,10 +291,11 @@ fn svg(r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">time (s); bar height = {}</text>",
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">time (s); bar height = {}{}</text>",
         left + pw / 2.0,
         top + ph + 34.0,
-        esc(&r.objective.unit)
+        esc(&r.objective.unit),
+        if log { " (log scale)" } else { "" }
     );
     for (i, c) in r.candidates.iter().enumerate() {
         let y = h + 4.0 + 16.0 * i as f64;
