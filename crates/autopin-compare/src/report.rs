@@ -6,8 +6,6 @@ use crate::stats::{Better, Interval};
 use crate::summary::{fmt_p, StrategySummary};
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::path::Path;
 
 /// The whole result, as exported to JSON.
 #[derive(Debug, Clone, Serialize)]
@@ -28,28 +26,8 @@ pub struct Document<'a> {
     pub strategies: &'a [StrategySummary],
 }
 
-/// Writes `contents` to `path` through a temporary file in the same directory and a rename.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "export".into());
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+/// Exports are written like every file autopin writes: whole or not at all.
+pub use autopin_engine::report::write_atomic;
 
 pub fn to_json(doc: &Document) -> String {
     // Serializing plain structs of numbers and strings cannot fail; NaN becomes null.
