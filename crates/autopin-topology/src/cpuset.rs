@@ -133,6 +133,20 @@ impl CpuSet {
         self.words.iter().zip(&other.words).any(|(a, b)| a & b != 0)
     }
 
+    /// The set as 64-bit mask words, lowest CPUs first (the kernel's cpumask layout on
+    /// little-endian machines).
+    pub fn to_words(&self) -> Vec<u64> {
+        self.words.clone()
+    }
+
+    pub fn from_words(words: &[u64]) -> CpuSet {
+        let mut s = CpuSet {
+            words: words.to_vec(),
+        };
+        s.trim();
+        s
+    }
+
     /// Parses the Linux list format: `0-3,8,10-11`, with optional `a-b:stride` (as in
     /// `cpuset.cpus` and kernel parameters). Empty input (after trimming) is the empty set.
     pub fn parse_list(input: &str) -> Result<CpuSet, CpuListError> {

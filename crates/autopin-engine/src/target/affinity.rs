@@ -36,12 +36,6 @@ pub trait Pinner: Send + Sync {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct LinuxPinner;
 
-/// Bytes of mask for CPUs `0..=max_cpu`, rounded up to whole `unsigned long`s as the kernel
-/// wants.
-fn mask_words(max_cpu: u32) -> usize {
-    (max_cpu as usize / 64) + 1
-}
-
 fn classify(tid: i32, cpus: Option<&CpuSet>, e: io::Error) -> PinError {
     match e.raw_os_error() {
         Some(libc::ESRCH) => PinError::Gone(tid),
@@ -57,60 +51,11 @@ fn classify(tid: i32, cpus: Option<&CpuSet>, e: io::Error) -> PinError {
 
 impl Pinner for LinuxPinner {
     fn set_affinity(&self, tid: i32, cpus: &CpuSet) -> Result<(), PinError> {
-        let Some(max) = cpus.last() else {
-            return Err(PinError::Refused {
-                tid,
-                cpus: cpus.clone(),
-                source: io::Error::from_raw_os_error(libc::EINVAL),
-            });
-        };
-        let mut words = vec![0u64; mask_words(max)];
-        for c in cpus.iter() {
-            words[c as usize / 64] |= 1u64 << (c % 64);
-        }
-        // SAFETY: the pointer and length describe `words`, which outlives the call; the
-        // kernel reads at most that many bytes.
-        let rc = unsafe {
-            libc::sched_setaffinity(
-                tid,
-                words.len() * 8,
-                words.as_ptr() as *const libc::cpu_set_t,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(classify(tid, Some(cpus), io::Error::last_os_error()))
-        }
+        autopin_topology::affinity::set(tid, cpus).map_err(|e| classify(tid, Some(cpus), e))
     }
 
     fn affinity(&self, tid: i32) -> Result<CpuSet, PinError> {
-        // Grow the buffer until the kernel's cpumask fits (EINVAL means too small).
-        let mut words = 16usize;
-        loop {
-            let mut buf = vec![0u64; words];
-            // SAFETY: buf is writable for words*8 bytes for the duration of the call.
-            let rc = unsafe {
-                libc::sched_getaffinity(tid, words * 8, buf.as_mut_ptr() as *mut libc::cpu_set_t)
-            };
-            if rc == 0 {
-                let mut set = CpuSet::new();
-                for (w, bits) in buf.iter().enumerate() {
-                    for b in 0..64 {
-                        if bits >> b & 1 == 1 {
-                            set.insert((w * 64 + b) as u32);
-                        }
-                    }
-                }
-                return Ok(set);
-            }
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINVAL) && words < 1 << 16 {
-                words *= 4;
-                continue;
-            }
-            return Err(classify(tid, None, e));
-        }
+        autopin_topology::affinity::get(tid).map_err(|e| classify(tid, None, e))
     }
 }
 

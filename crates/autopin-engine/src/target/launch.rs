@@ -141,7 +141,8 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
         );
     }
     if let Some(set) = &spec.initial_affinity {
-        let words = mask_words(set);
+        // Prepared before fork: the child may only make async-signal-safe calls.
+        let words = set.to_words();
         // SAFETY: the closure only calls sched_setaffinity, which is async-signal-safe, on
         // memory prepared before fork.
         unsafe {
@@ -191,14 +192,6 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
         path,
         linkage,
     })
-}
-
-fn mask_words(set: &CpuSet) -> Vec<u64> {
-    let mut words = vec![0u64; set.last().map_or(1, |m| m as usize / 64 + 1)];
-    for c in set.iter() {
-        words[c as usize / 64] |= 1u64 << (c % 64);
-    }
-    words
 }
 
 impl Launched {

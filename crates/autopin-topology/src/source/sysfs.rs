@@ -16,7 +16,11 @@ use std::path::{Path, PathBuf};
 /// affinity mask also limits the allowed CPUs.
 pub fn read(root: &Path) -> Result<Machine> {
     let live = root == Path::new("/");
-    let affinity = if live { current_affinity() } else { None };
+    let affinity = if live {
+        crate::affinity::get(0).ok()
+    } else {
+        None
+    };
     read_with_affinity(root, affinity)
 }
 
@@ -630,23 +634,6 @@ fn cgroup_cpuset(fs: &Fs) -> Result<(Option<CpuSet>, Option<CpuSet>)> {
         return read_pair(dir, "cpuset.cpus.effective", "cpuset.mems.effective");
     }
     Ok((None, None))
-}
-
-fn current_affinity() -> Option<CpuSet> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills at most its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return None;
-        }
-        let mut out = CpuSet::new();
-        for c in 0..(8 * std::mem::size_of::<libc::cpu_set_t>()) {
-            if libc::CPU_ISSET(c, &set) {
-                out.insert(c as u32);
-            }
-        }
-        Some(out)
-    }
 }
 
 /// Files below the root; every error names the file.
