@@ -10,16 +10,8 @@
 set -eu
 PAIRS=${1:-5}
 OBJ=${2:-heartbeat}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-AUTOPIN=${AUTOPIN:-$ROOT/target/release/autopin}
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-gcc -O2 -I"$ROOT/include" -fopenmp -o "$W/syncbench" "$ROOT/workloads/syncbench.c"
-export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=active
+. "$(cd "$(dirname "$0")" && pwd)/syncbench_common.sh"
 ARGS=${SYNCBENCH_ARGS:--s 0 -b 10000000 -r 2}
-calc() { python3 -c "print($1)"; }
-NICE=${BENCH_NICE:+nice -n $BENCH_NICE}
-t() { s=$(date +%s.%N); $NICE "$@" >/dev/null 2>&1 || true; e=$(date +%s.%N); calc "$e - $s"; }
 echo "syncbench $ARGS; autopin: --schedule '0,1' --objective $OBJ"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "nice: ${BENCH_NICE:-0}"
