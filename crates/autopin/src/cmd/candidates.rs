@@ -51,13 +51,22 @@ pub fn run(args: Args) -> CmdResult {
             let pinned = list.iter().filter(|c| !c.unpinned).count();
             if total > autopin_placement::EXACT_LIMIT {
                 eprintln!(
-                    "note: about {total:.3e} classes exist for {} threads; listing the even ones (threads split evenly at every level)",
-                    args.threads
+                    "{}",
+                    autopin_human::wrap(
+                        &format!(
+                            "note: about {} classes exist for {}; listing the even ones (threads split evenly at every level)",
+                            autopin_human::number(total),
+                            autopin_human::plural(args.threads as u64, "thread", "threads")
+                        ),
+                        100,
+                        "  "
+                    )
                 );
             } else if total > 0.0 {
                 eprintln!(
-                    "{} classes for {} threads; showing {pinned}",
-                    total as u64, args.threads
+                    "{} for {}; showing {pinned}",
+                    autopin_human::plural(total as u64, "class", "classes"),
+                    autopin_human::plural(args.threads as u64, "thread", "threads")
                 );
             }
             for (i, c) in list.iter().enumerate() {
