@@ -3,7 +3,7 @@
 //! virtual machines without a hardware PMU.
 
 use assert_cmd::Command;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn autopin() -> Command {
     Command::cargo_bin("autopin").unwrap()
@@ -341,19 +341,16 @@ fn task_clock_fallback_moves_the_program_away_from_a_busy_neighbour() {
     );
 }
 
-/// Builds workloads/syncbench (None when no C compiler with OpenMP is around).
-fn syncbench(dir: &Path) -> Option<std::path::PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let exe = dir.join("syncbench");
-    let ok = std::process::Command::new("cc")
-        .args(["-O2", "-fopenmp", "-I"])
-        .arg(root.join("include"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(root.join("workloads/syncbench.c"))
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some(exe)
+/// Builds workloads/syncbench (OpenMP, with the back-channel header).
+fn syncbench() -> PathBuf {
+    autopin_testkit::build_c_file(
+        Path::new("workloads/syncbench.c"),
+        &[
+            "-fopenmp",
+            concat!("-I", env!("CARGO_MANIFEST_DIR"), "/../../include"),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A program that reports heartbeats gets the heartbeat as the fallback objective, and its
@@ -362,10 +359,7 @@ fn syncbench(dir: &Path) -> Option<std::path::PathBuf> {
 fn default_objective_falls_back_to_the_heartbeat_of_a_program_that_beats() {
     let _turn = CPU_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = syncbench(dir.path()) else {
-        eprintln!("skipped: cannot build syncbench (cc -fopenmp)");
-        return;
-    };
+    let exe = syncbench();
     let root = paranoid_3_root();
     let rep = dir.path().join("r.json");
     let out = autopin()
