@@ -137,7 +137,7 @@ pub fn render(m: &LatencyMatrix, inf: &Inference) -> String {
             };
             let _ = write!(
                 s,
-                r#"<rect class="cell" x="{:.2}" y="{:.2}" width="{cell:.2}" height="{cell:.2}" fill="{fill}""#,
+                r#"<rect class="cell" shape-rendering="crispEdges" x="{:.2}" y="{:.2}" width="{cell:.2}" height="{cell:.2}" fill="{fill}""#,
                 left + c as f64 * cell,
                 top + r as f64 * cell,
             );
@@ -295,7 +295,7 @@ mod tests {
     /// (value from the tooltip, fill) of every off-diagonal cell.
     fn cells(svg: &str) -> Vec<(f64, String)> {
         svg.lines()
-            .filter(|l| l.starts_with(r#"<rect class="cell""#) && !l.contains("#dddddd"))
+            .filter(|l| l.starts_with(r#"<rect class="cell" "#) && !l.contains("#dddddd"))
             .map(|l| {
                 let fill = l.split("fill=\"").nth(1).unwrap()[..7].to_string();
                 let v = l.split(": ").nth(1).unwrap().split(' ').next().unwrap();

@@ -51,6 +51,9 @@ pub struct Args {
     /// Show the program's output (on stderr) instead of only capturing it
     #[arg(long)]
     pub show_output: bool,
+    /// No progress on stderr (failed runs are still reported)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Include runs that exited non-zero in the statistics
     #[arg(long)]
     pub ignore_failure: bool,
@@ -240,7 +243,10 @@ pub fn run(args: Args) -> CmdResult {
         program: &args.program,
         allowed_cpus: &allowed,
     };
-    let mut progress = Progress::new((args.warmup + args.runs) * exp.strategies.len());
+    let mut progress = Progress::new(
+        (args.warmup + args.runs) * exp.strategies.len(),
+        args.quiet,
+    );
     let outcome = exp.run(&setup, &cfg, &mut launcher, &interrupt, &mut |e| {
         progress.event(e)
     });
@@ -361,14 +367,21 @@ fn clock_seed() -> u64 {
         .unwrap_or(1)
 }
 
-/// A progress bar on stderr, drawn only when stderr is a terminal.
+/// Progress on stderr: a bar when stderr is a terminal, one plain line per run otherwise
+/// (logs, CI), nothing with -q.
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
+    /// Plain lines instead of a bar.
+    plain: bool,
+    planned: usize,
+    started: usize,
+    t0: std::time::Instant,
 }
 
 impl Progress {
-    fn new(planned: usize) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
+    fn new(planned: usize, quiet: bool) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (terminal && !quiet).then(|| {
             let b = indicatif::ProgressBar::new(planned as u64);
             if let Ok(style) = indicatif::ProgressStyle::with_template(
                 "{bar:30} {pos}/{len} runs  {elapsed} (eta {eta})  {msg}",
@@ -377,7 +390,32 @@ impl Progress {
             }
             b
         });
-        Progress { bar }
+        Progress {
+            bar,
+            plain: !terminal && !quiet,
+            planned,
+            started: 0,
+            t0: std::time::Instant::now(),
+        }
+    }
+
+    /// "run 3/20: `0,1` (about 40 s left)": the estimate assumes the remaining runs take
+    /// as long as the finished ones did on average.
+    fn plain_line(&self, strategy: &str, warmup: bool) -> String {
+        let done = self.started.saturating_sub(1);
+        let eta = if done > 0 {
+            let per_run = self.t0.elapsed().as_secs_f64() / done as f64;
+            let left = per_run * (self.planned + 1 - self.started) as f64;
+            format!(" (about {} left)", autopin_human::duration(left))
+        } else {
+            String::new()
+        };
+        format!(
+            "autopin: run {}/{}: {}`{strategy}`{eta}",
+            self.started,
+            self.planned,
+            if warmup { "warm-up of " } else { "" }
+        )
     }
 
     fn say(&self, msg: String) {
@@ -392,11 +430,14 @@ impl Progress {
             Event::Start {
                 strategy, warmup, ..
             } => {
+                self.started += 1;
                 if let Some(b) = &self.bar {
                     b.set_message(format!(
                         "{}{strategy}",
                         if warmup { "warm-up " } else { "" }
                     ));
+                } else if self.plain {
+                    eprintln!("{}", self.plain_line(&strategy, warmup));
                 }
             }
             Event::Finished {
@@ -431,6 +472,7 @@ impl Progress {
                 }
             }
             Event::Replanned { planned } => {
+                self.planned = planned;
                 if let Some(b) = &self.bar {
                     b.set_length(planned as u64);
                 }
