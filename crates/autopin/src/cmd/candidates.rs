@@ -12,12 +12,15 @@ pub enum Format {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:\n  autopin candidates -n 4\n  \
+autopin candidates -n 8 --max-candidates 0 --sysfs-root dump/\n  \
+autopin candidates -n 2 --unpinned --format json")]
 pub struct Args {
     /// Number of threads
     #[arg(short = 'n', long, value_name = "N")]
     pub threads: usize,
-    /// At most this many pinned candidates (0: all classes)
-    #[arg(long, value_name = "K", default_value_t = 16)]
+    /// At most this many pinned candidates (0: all classes); `--max` is the old spelling
+    #[arg(long = "max-candidates", alias = "max", value_name = "K", default_value_t = 16)]
     pub max: usize,
     /// Also list "unpinned (OS decides)", first
     #[arg(long)]

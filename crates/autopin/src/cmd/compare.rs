@@ -23,14 +23,17 @@ a policy (compact, scatter, balanced, cores, CON_CORE, ...), SHARING:matrix.txt 
 random (a fresh random pinning per run) or autopin (the optimizer, `autopin run`).\n\
 Runs are interleaved in a random order per round. Results go to stdout; progress, failures and \
 --show-output to stderr. Pinned strategies include `autopin pin`'s start-up (a few ms) in their wall time: \
-compare programs that run much longer than that, or use --metric."
+compare programs that run much longer than that, or use --metric.\n\n\
+Examples:\n  autopin compare --runs 10 --strategy none --strategy compact --strategy autopin -- ./app\n  \
+autopin compare --strategy none --strategy S0:0-3 --metric 'Mop/s\\s*=\\s*([0-9.]+)' --higher-is-better -- ./bench\n  \
+autopin compare --adaptive --strategy none --strategy 0,1 --export-json cmp.json --svg cmp.svg -- ./app"
 )]
 pub struct Args {
-    /// Measured runs per strategy
-    #[arg(short = 'n', long = "runs", value_name = "RUNS", default_value_t = 10)]
+    /// Measured runs per strategy (`-n` is the old spelling; elsewhere -n is a thread count)
+    #[arg(short = 'r', long = "runs", short_alias = 'n', value_name = "RUNS", default_value_t = 10)]
     pub runs: usize,
     /// A strategy to compare (repeat the option; values may contain commas)
-    #[arg(short = 's', long = "strategy", value_name = "S")]
+    #[arg(long = "strategy", short_alias = 's', value_name = "S")]
     pub strategies: Vec<String>,
     /// The strategy the others are compared with (default: the first); added if not listed
     #[arg(long, value_name = "S")]
@@ -99,13 +102,13 @@ pub fn run(args: Args) -> CmdResult {
     // Everything is validated before the first run.
     if args.program.is_empty() {
         return Err(CliError::usage(
-            "no program given; usage: autopin compare -n RUNS --strategy S ... -- PROGRAM [ARGS]",
+            "no program given; usage: autopin compare --runs RUNS --strategy S ... -- PROGRAM [ARGS]",
         ));
     }
     check_program(&args.program[0])?;
     if args.runs == 0 {
         return Err(CliError::usage(
-            "-n/--runs must be at least 1 (2 or more to test differences)",
+            "--runs must be at least 1 (2 or more to test differences)",
         ));
     }
     if args.strategies.is_empty() {
@@ -129,7 +132,7 @@ pub fn run(args: Args) -> CmdResult {
     let adaptive_max_runs = match (args.adaptive, args.max_runs) {
         (true, Some(m)) if m < args.runs => {
             return Err(CliError::usage(format!(
-                "--max-runs {m} is below -n {}",
+                "--max-runs {m} is below --runs {}",
                 args.runs
             )))
         }

@@ -27,6 +27,7 @@ enum What {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:\n  autopin measure latency\n  autopin measure latency --cpus 0-7 -o lat.csv --svg heatmap.svg\n  autopin topology --from-latency lat.csv")]
 struct LatencyArgs {
     /// CPUs to measure, as a Linux list ("0-3,8"); default: every CPU this process may use
     #[arg(long, value_name = "LIST")]
@@ -50,6 +51,7 @@ struct LatencyArgs {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:\n  autopin measure memory\n  autopin measure memory --budget 1GiB -o machine.json")]
 struct MemoryArgs {
     /// Largest buffer allocated at any time (KiB, MiB, GiB)
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]

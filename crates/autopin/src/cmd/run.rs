@@ -30,8 +30,6 @@ pub enum StrategyName {
 /// Options shared by `run` and `attach`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct EngineArgs {
-    #[command(flatten)]
-    pub machine: MachineArgs,
     /// How to search
     #[arg(long, value_enum, default_value = "race")]
     pub strategy: StrategyName,
@@ -111,9 +109,13 @@ pub struct EngineArgs {
     /// Skip measuring the cost of per-thread counting (saves ~0.2 s at start)
     #[arg(long)]
     pub no_perturbation_estimate: bool,
+    // Last, so `--help` lists the command's own options first.
+    #[command(flatten)]
+    pub machine: MachineArgs,
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:\n  autopin run -- ./app --size 1000\n  autopin run --schedule '0,1;0,0' --report r.json -- ./omp_app\n  autopin run -n 4 --objective heartbeat --max-candidates 6 -- ./app")]
 pub struct Args {
     #[command(flatten)]
     pub engine: EngineArgs,
