@@ -72,5 +72,8 @@ pub fn migrate(m: &Machine, pid: i32, cpus: &[u32]) -> Result<String, String> {
 
 /// Node numbers as a person lists them: `0, 2`.
 fn join(set: &BTreeSet<u32>) -> String {
-    set.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+    set.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -84,7 +84,7 @@ const PERCENT_LIMIT: f64 = 1.0;
 /// 424054% reads `×4240`. Both must be positive; otherwise the plain difference is unknown
 /// and `n/a` is returned.
 pub fn change(value: f64, reference: f64) -> String {
-    if !(value > 0.0 && reference > 0.0) || !value.is_finite() || !reference.is_finite() {
+    if !(value > 0.0 && reference > 0.0 && value.is_finite() && reference.is_finite()) {
         return "n/a".into();
     }
     let r = value / reference;

@@ -70,7 +70,7 @@ pub fn render(m: &LatencyMatrix, inf: &Inference) -> String {
     let lo = vals.iter().cloned().fold(f64::INFINITY, f64::min);
     let hi = vals.iter().cloned().fold(0.0, f64::max);
     // One value everywhere (two CPUs, or a uniform machine): one colour, one label.
-    let uniform = !(hi > lo * 1.0001);
+    let uniform = vals.is_empty() || hi <= lo * 1.0001;
     // Log scale: latencies span one to two orders of magnitude and the small ones matter.
     let t = |v: f64| {
         if uniform {
@@ -314,7 +314,15 @@ mod tests {
     fn size(svg: &str) -> (f64, f64) {
         let attr = |name: &str| -> f64 {
             let first = svg.lines().next().unwrap();
-            first.split(&format!(" {name}=\"")).nth(1).unwrap().split('"').next().unwrap().parse().unwrap()
+            first
+                .split(&format!(" {name}=\""))
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
         };
         (attr("width"), attr("height"))
     }
@@ -331,7 +339,11 @@ mod tests {
         // The smallest latency has the bottom colour of the bar, the largest the top one.
         let legend = legend_fills(&svg);
         for (v, fill) in cells(&svg) {
-            let want = if v == 5.0 { &legend[0] } else { &legend[legend.len() - 1] };
+            let want = if v == 5.0 {
+                &legend[0]
+            } else {
+                &legend[legend.len() - 1]
+            };
             assert_eq!(&fill, want, "cell of {v} ns");
         }
     }
@@ -345,28 +357,59 @@ mod tests {
         let svg = render(&m, &inf);
         let legend = legend_fills(&svg);
         assert_eq!(legend.len(), 1);
-        assert!(cells(&svg).iter().all(|(v, f)| *v == 93.1 && *f == legend[0]));
+        assert!(cells(&svg)
+            .iter()
+            .all(|(v, f)| *v == 93.1 && *f == legend[0]));
         assert!(svg.contains(">93.1 ns</text>"));
         let (w, h) = size(&svg);
         for l in svg.lines().filter(|l| l.starts_with("<rect class=")) {
             let num = |a: &str| -> f64 {
-                l.split(&format!(" {a}=\"")).nth(1).unwrap().split('"').next().unwrap().parse().unwrap()
+                l.split(&format!(" {a}=\""))
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
             };
-            assert!(num("x") + num("width") <= w && num("y") + num("height") <= h, "{l}");
+            assert!(
+                num("x") + num("width") <= w && num("y") + num("height") <= h,
+                "{l}"
+            );
         }
         // The title fits: its estimated width is inside the canvas.
-        assert!(w >= 2.0 * PAD + text_w("core-to-core latency (ns) — measured on this machine", TITLE_CHAR_W));
+        assert!(
+            w >= 2.0 * PAD
+                + text_w(
+                    "core-to-core latency (ns) — measured on this machine",
+                    TITLE_CHAR_W
+                )
+        );
     }
 
     #[test]
     fn labels_of_256_cpus_do_not_overlap() {
-        let m = matrix(256, |i, j| if i / 32 == j / 32 { 40.0 } else { 120.0 }, "synthetic");
+        let m = matrix(
+            256,
+            |i, j| if i / 32 == j / 32 { 40.0 } else { 120.0 },
+            "synthetic",
+        );
         let inf = infer(&m, &Hints::default()).unwrap();
         let svg = render(&m, &inf);
         let xs: Vec<f64> = svg
             .lines()
             .filter(|l| l.contains(r#"text-anchor="middle""#))
-            .map(|l| l.split("x=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap())
+            .map(|l| {
+                l.split("x=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
             .collect();
         assert!(xs.len() > 8);
         // Column labels ("255": 3 digits) must be at least their width apart.

@@ -52,7 +52,10 @@ mod tests {
         assert_eq!(new, old);
         assert_eq!(new, ("LP_COMPACT".to_string(), PathBuf::from("m.csv")));
         // A path with a colon that is not a strategy is a file name.
-        assert_eq!(parse("a:b.csv", Some("GP")).unwrap().1, PathBuf::from("a:b.csv"));
+        assert_eq!(
+            parse("a:b.csv", Some("GP")).unwrap().1,
+            PathBuf::from("a:b.csv")
+        );
         assert!(parse("m.csv", None).is_err());
         assert!(parse("GP:m.csv", Some("LPGP")).is_err());
         assert!(parse("m.csv", Some("compact")).is_err());

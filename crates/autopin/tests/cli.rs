@@ -37,7 +37,9 @@ fn every_help_has_examples_and_lists_own_options_before_the_machine_source() {
         let mut args = sub.to_vec();
         args.push("--help");
         let help = stdout(&args);
-        let examples = help.find("Examples:").unwrap_or_else(|| panic!("{sub:?}: no examples"));
+        let examples = help
+            .find("Examples:")
+            .unwrap_or_else(|| panic!("{sub:?}: no examples"));
         let example_lines = help[examples..]
             .lines()
             .filter(|l| l.trim_start().starts_with("autopin "))
@@ -79,7 +81,9 @@ fn compare_runs_and_strategy_keep_their_old_short_spellings() {
     }
     // -s (old) still names a strategy in compare.
     let out = autopin()
-        .args(["compare", "-q", "-r", "1", "-s", "none", "--seed", "3", "--", "true"])
+        .args([
+            "compare", "-q", "-r", "1", "-s", "none", "--seed", "3", "--", "true",
+        ])
         .assert()
         .success();
     let table = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
@@ -147,22 +151,36 @@ fn sharing_is_strategy_colon_file_in_place_and_pin_and_the_old_form_still_works(
 fn completions_are_valid_scripts() {
     for shell in ["bash", "zsh", "fish"] {
         let text = stdout(&["completions", shell]);
-        assert!(text.contains("autopin") && text.contains("max-candidates"), "{shell}");
+        assert!(
+            text.contains("autopin") && text.contains("max-candidates"),
+            "{shell}"
+        );
     }
     require!(autopin_testkit::have("bash"), "bash not installed");
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("autopin.bash");
     std::fs::write(&f, stdout(&["completions", "bash"])).unwrap();
-    let st = std::process::Command::new("bash").arg("-n").arg(&f).status().unwrap();
+    let st = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&f)
+        .status()
+        .unwrap();
     assert!(st.success(), "bash -n rejects the completion script");
 }
 
 #[test]
 fn man_page_renders() {
     let page = stdout(&["man"]);
-    assert!(page.starts_with(".ie") || page.starts_with(".TH"), "{}", &page[..80]);
+    assert!(
+        page.starts_with(".ie") || page.starts_with(".TH"),
+        "{}",
+        &page[..80]
+    );
     for sub in ["AUTOPIN PIN", "AUTOPIN COMPARE", "--max-candidates"] {
-        assert!(page.replace("\\-", "-").contains(sub), "man page lacks {sub}");
+        assert!(
+            page.replace("\\-", "-").contains(sub),
+            "man page lacks {sub}"
+        );
     }
     require!(autopin_testkit::have("man"), "man not installed");
     let dir = tempfile::tempdir().unwrap();
@@ -175,7 +193,11 @@ fn man_page_renders() {
         .env("MANWIDTH", "100")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Find and apply the best thread-to-core pinning"));
     assert!(text.contains("AUTOPIN CANDIDATES"));
@@ -191,7 +213,14 @@ fn counts_are_singular_or_plural_and_big_numbers_have_no_exponent() {
     assert!(err.contains("1 class for 1 thread;"), "{err}");
     let root = autopin_testkit::hwloc_dump("256ppc-8n8s4t");
     let out = autopin()
-        .args(["candidates", "-n", "64", "--max-candidates", "1", "--sysfs-root"])
+        .args([
+            "candidates",
+            "-n",
+            "64",
+            "--max-candidates",
+            "1",
+            "--sysfs-root",
+        ])
         .arg(&root)
         .assert()
         .success();
@@ -199,4 +228,46 @@ fn counts_are_singular_or_plural_and_big_numbers_have_no_exponent() {
     assert!(err.contains("classes exist for 64 threads"), "{err}");
     assert!(!err.contains("e1") && !err.contains("e+"), "{err}");
     assert!(err.ends_with('\n'));
+}
+
+#[test]
+fn measure_says_what_it_does_unless_quiet() {
+    require!(
+        autopin_testkit::allowed_cpus() >= 2,
+        "measuring latency needs 2 CPUs"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("h.svg");
+    let out = autopin()
+        .args([
+            "measure",
+            "latency",
+            "--rounds",
+            "10",
+            "--no-smt-test",
+            "--svg",
+        ])
+        .arg(&svg)
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    for step in [
+        "measuring core-to-core latency",
+        "inferring the structure",
+        "wrote the heatmap",
+    ] {
+        assert!(err.contains(step), "{err}");
+    }
+    let out = autopin()
+        .args([
+            "measure",
+            "latency",
+            "-q",
+            "--rounds",
+            "10",
+            "--no-smt-test",
+        ])
+        .assert()
+        .success();
+    assert!(out.get_output().stderr.is_empty());
 }

@@ -46,7 +46,10 @@ fn with_margin(svg: &str, w: f64, h: f64) -> String {
     let (ew, eh) = (w + 2.0 * MARGIN, h + 2.0 * MARGIN);
     tag = tag.replacen(
         "<svg",
-        &format!(r#"<svg width="{ew}" height="{eh}" viewBox="{} {} {ew} {eh}""#, -MARGIN, -MARGIN),
+        &format!(
+            r#"<svg width="{ew}" height="{eh}" viewBox="{} {} {ew} {eh}""#,
+            -MARGIN, -MARGIN
+        ),
         1,
     );
     format!("{}{tag}{}", &svg[..start], &svg[end..])
@@ -107,7 +110,10 @@ fn check(name: &str, svg: &str) -> Png {
     let dir = out_dir();
     let w: f64 = root_attr(svg, "width").expect("width").parse().unwrap();
     let h: f64 = root_attr(svg, "height").expect("height").parse().unwrap();
-    assert!(w >= 100.0 && h >= 80.0, "{name}: canvas {w}×{h} is too small to read");
+    assert!(
+        w >= 100.0 && h >= 80.0,
+        "{name}: canvas {w}×{h} is too small to read"
+    );
     let path = dir.join(format!("{name}.svg"));
     std::fs::write(&path, svg).unwrap();
     let png_path = dir.join(format!("{name}.png"));
@@ -121,9 +127,8 @@ fn check(name: &str, svg: &str) -> Png {
     let img = Png::read(&wide_png);
     // One pixel of tolerance: an edge stroke's antialiasing may bleed by half a pixel.
     let m = MARGIN as usize;
-    let inside = |x: usize, y: usize| {
-        x + 1 >= m && x <= m + w as usize && y + 1 >= m && y <= m + h as usize
-    };
+    let inside =
+        |x: usize, y: usize| x + 1 >= m && x <= m + w as usize && y + 1 >= m && y <= m + h as usize;
     let mut outside = Vec::new();
     for y in 0..img.h {
         for x in 0..img.w {
@@ -176,24 +181,39 @@ const MIDDLE: [u8; 3] = [33, 145, 140];
 
 #[test]
 fn latency_heatmaps_fit_and_use_their_scale() {
-    require!(autopin_testkit::have("rsvg-convert"), "rsvg-convert not installed (librsvg2-bin)");
+    require!(
+        autopin_testkit::have("rsvg-convert"),
+        "rsvg-convert not installed (librsvg2-bin)"
+    );
     // Two CPUs: one latency, so one colour, which is the one the legend shows.
     let mut two = latency_matrix(2, 2);
     two.values = vec![vec![0.0, 93.1], vec![93.1, 0.0]];
     let inf = infer(&two, &Hints::default()).unwrap();
     let img = check("heatmap-2cpus", &heatmap::render(&two, &inf));
-    assert!(img.has_colour(MIDDLE, 2), "the one latency has the legend's colour");
-    assert!(!img.has_colour(LOW, 2), "no cell may take the bottom colour of a one-value scale");
+    assert!(
+        img.has_colour(MIDDLE, 2),
+        "the one latency has the legend's colour"
+    );
+    assert!(
+        !img.has_colour(LOW, 2),
+        "no cell may take the bottom colour of a one-value scale"
+    );
 
     let big = latency_matrix(256, 32);
     let inf = infer(&big, &Hints::default()).unwrap();
     let img = check("heatmap-256cpus", &heatmap::render(&big, &inf));
-    assert!(img.has_colour(LOW, 2) && img.has_colour(HIGH, 2), "cells span the colour scale");
+    assert!(
+        img.has_colour(LOW, 2) && img.has_colour(HIGH, 2),
+        "cells span the colour scale"
+    );
 }
 
 #[test]
 fn topology_drawings_fit() {
-    require!(autopin_testkit::have("rsvg-convert"), "rsvg-convert not installed (librsvg2-bin)");
+    require!(
+        autopin_testkit::have("rsvg-convert"),
+        "rsvg-convert not installed (librsvg2-bin)"
+    );
     let small = autopin()
         .args(["topology", "--synthetic", "pu:2", "--format", "svg"])
         .assert()
@@ -216,12 +236,21 @@ fn topology_drawings_fit() {
 
 #[test]
 fn compare_box_plots_fit() {
-    require!(autopin_testkit::have("rsvg-convert"), "rsvg-convert not installed (librsvg2-bin)");
+    require!(
+        autopin_testkit::have("rsvg-convert"),
+        "rsvg-convert not installed (librsvg2-bin)"
+    );
     let dir = tempfile::tempdir().unwrap();
-    for strategies in [&["none", "0"][..], &["none", "0", "1", "0,1", "compact", "scatter", "balanced", "cores"]] {
+    for strategies in [
+        &["none", "0"][..],
+        &[
+            "none", "0", "1", "0,1", "compact", "scatter", "balanced", "cores",
+        ],
+    ] {
         let svg = dir.path().join("box.svg");
         let mut cmd = autopin();
-        cmd.args(["compare", "-q", "--runs", "2", "--seed", "1", "--svg"]).arg(&svg);
+        cmd.args(["compare", "-q", "--runs", "2", "--seed", "1", "--svg"])
+            .arg(&svg);
         for s in strategies {
             cmd.args(["--strategy", s]);
         }
@@ -235,7 +264,10 @@ fn compare_box_plots_fit() {
 
 #[test]
 fn report_timeline_fits() {
-    require!(autopin_testkit::have("rsvg-convert"), "rsvg-convert not installed (librsvg2-bin)");
+    require!(
+        autopin_testkit::have("rsvg-convert"),
+        "rsvg-convert not installed (librsvg2-bin)"
+    );
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("r.json");
     let svg = dir.path().join("t.svg");

@@ -20,7 +20,12 @@ pub struct Args {
     #[arg(short = 'n', long, value_name = "N")]
     pub threads: usize,
     /// At most this many pinned candidates (0: all classes); `--max` is the old spelling
-    #[arg(long = "max-candidates", alias = "max", value_name = "K", default_value_t = 16)]
+    #[arg(
+        long = "max-candidates",
+        alias = "max",
+        value_name = "K",
+        default_value_t = 16
+    )]
     pub max: usize,
     /// Also list "unpinned (OS decides)", first
     #[arg(long)]

@@ -30,7 +30,13 @@ autopin compare --adaptive --strategy none --strategy 0,1 --export-json cmp.json
 )]
 pub struct Args {
     /// Measured runs per strategy (`-n` is the old spelling; elsewhere -n is a thread count)
-    #[arg(short = 'r', long = "runs", short_alias = 'n', value_name = "RUNS", default_value_t = 10)]
+    #[arg(
+        short = 'r',
+        long = "runs",
+        short_alias = 'n',
+        value_name = "RUNS",
+        default_value_t = 10
+    )]
     pub runs: usize,
     /// A strategy to compare (repeat the option; values may contain commas)
     #[arg(long = "strategy", short_alias = 's', value_name = "S")]
@@ -246,10 +252,7 @@ pub fn run(args: Args) -> CmdResult {
         program: &args.program,
         allowed_cpus: &allowed,
     };
-    let mut progress = Progress::new(
-        (args.warmup + args.runs) * exp.strategies.len(),
-        args.quiet,
-    );
+    let mut progress = Progress::new((args.warmup + args.runs) * exp.strategies.len(), args.quiet);
     let outcome = exp.run(&setup, &cfg, &mut launcher, &interrupt, &mut |e| {
         progress.event(e)
     });
@@ -440,7 +443,7 @@ impl Progress {
                         if warmup { "warm-up " } else { "" }
                     ));
                 } else if self.plain {
-                    eprintln!("{}", self.plain_line(&strategy, warmup));
+                    eprintln!("{}", self.plain_line(strategy, warmup));
                 }
             }
             Event::Finished {

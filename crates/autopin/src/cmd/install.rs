@@ -32,7 +32,9 @@ pub fn man(_args: ManArgs, cli: clap::Command) -> CmdResult {
     let mut out = Vec::new();
     let write = |e: std::io::Error| CliError::internal(format!("cannot render the man page: {e}"));
     let cli = cli.version(env!("CARGO_PKG_VERSION"));
-    clap_mangen::Man::new(cli.clone()).render(&mut out).map_err(write)?;
+    clap_mangen::Man::new(cli.clone())
+        .render(&mut out)
+        .map_err(write)?;
     for sub in cli.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("autopin {}", sub.get_name());
         let man = clap_mangen::Man::new(sub.clone().bin_name(name.clone()));

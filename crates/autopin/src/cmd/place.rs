@@ -1,7 +1,6 @@
 //! `autopin place`: place N threads with a named policy (or a sharing-aware strategy with
 //! `--sharing FILE`) and print the mapping thread → CPU with a summary of what it uses.
 
-
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
 use autopin_placement::{policy_pinning, sharing_pinning, summarize, CpuList, PlacementSummary};
@@ -55,8 +54,8 @@ pub fn run(args: Args) -> CmdResult {
         Some(spec) => {
             let (strategy, path) = crate::sharing_arg::parse(spec, args.policy.as_deref())?;
             let path = &path;
-            let cpus = sharing_pinning(&m, &strategy, path)
-                .map_err(|e| CliError::usage(e.to_string()))?;
+            let cpus =
+                sharing_pinning(&m, &strategy, path).map_err(|e| CliError::usage(e.to_string()))?;
             if let Some(n) = args.threads {
                 if n != cpus.len() {
                     return Err(CliError::usage(format!(

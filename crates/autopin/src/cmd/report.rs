@@ -6,7 +6,9 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
-#[command(after_help = "Examples:\n  autopin report r.json\n  autopin report r.json --svg timeline.svg")]
+#[command(
+    after_help = "Examples:\n  autopin report r.json\n  autopin report r.json --svg timeline.svg"
+)]
 pub struct Args {
     /// The JSON report
     #[arg(value_name = "FILE")]

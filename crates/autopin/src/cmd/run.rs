@@ -115,7 +115,9 @@ pub struct EngineArgs {
 }
 
 #[derive(clap::Args)]
-#[command(after_help = "Examples:\n  autopin run -- ./app --size 1000\n  autopin run --schedule '0,1;0,0' --report r.json -- ./omp_app\n  autopin run -n 4 --objective heartbeat --max-candidates 6 -- ./app")]
+#[command(
+    after_help = "Examples:\n  autopin run -- ./app --size 1000\n  autopin run --schedule '0,1;0,0' --report r.json -- ./omp_app\n  autopin run -n 4 --objective heartbeat --max-candidates 6 -- ./app"
+)]
 pub struct Args {
     #[command(flatten)]
     pub engine: EngineArgs,

@@ -21,7 +21,9 @@ pub enum Format {
 }
 
 #[derive(clap::Args)]
-#[command(after_help = "Examples:\n  autopin topology\n  autopin topology --format boxes --synthetic \"package:2 l3:1 core:4 pu:2\"\n  autopin topology --format svg -o machine.svg --sysfs-root dump/")]
+#[command(
+    after_help = "Examples:\n  autopin topology\n  autopin topology --format boxes --synthetic \"package:2 l3:1 core:4 pu:2\"\n  autopin topology --format svg -o machine.svg --sysfs-root dump/"
+)]
 pub struct Args {
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value = "tree")]
