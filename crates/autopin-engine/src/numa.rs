@@ -64,6 +64,16 @@ pub fn migrate(m: &Machine, pid: i32, cpus: &[u32]) -> Result<String, String> {
         ));
     }
     Ok(format!(
-        "--migrate-memory: moved pages of {pid} from node(s) {from:?} to {to:?} ({r} page(s) could not be moved)"
+        "--migrate-memory: moved pages of {pid} from node(s) {} to {} ({r} page(s) could not be moved)",
+        join(&from),
+        join(&to)
     ))
+}
+
+/// Node numbers as a person lists them: `0, 2`.
+fn join(set: &BTreeSet<u32>) -> String {
+    set.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
