@@ -1,13 +1,14 @@
-//! Every hwloc Linux dump in shared/data must read into the same topology lstopo showed for
-//! it: packages, cores, L1d/L2/L3 groups, NUMA locality, allowed and offline PUs.
-//! The comparison is done by shared/tools/hwloc_console_check.py, the project's referee.
+//! Every hwloc Linux dump in tests/data/hwloc-linux must read into the same topology lstopo
+//! showed for it: packages, cores, L1d/L2/L3 groups, NUMA locality, allowed and offline PUs.
+//! The comparison is done by tests/tools/hwloc_console_check.py, the project's referee.
 
 use autopin_topology::source::sysfs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+/// The repository's `tests/` directory (data and tools).
+fn repo_tests() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests")
 }
 
 /// Extracts a dump into a fresh directory and returns the root (the tarball's single top
@@ -38,10 +39,10 @@ fn extract(tarball: &Path, into: &Path) -> PathBuf {
 
 #[test]
 fn every_dump_matches_lstopo() {
-    let dir = shared().join("data/hwloc-linux");
-    let checker = shared().join("tools/hwloc_console_check.py");
+    let dir = repo_tests().join("data/hwloc-linux");
+    let checker = repo_tests().join("tools/hwloc_console_check.py");
     let mut dumps: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("shared/data/hwloc-linux exists")
+        .expect("tests/data/hwloc-linux exists")
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.to_string_lossy().ends_with(".tar.bz2"))
@@ -70,6 +71,11 @@ fn every_dump_matches_lstopo() {
             }
         };
         machine.validate().unwrap();
+        assert!(
+            machine.warnings.is_empty(),
+            "{name}: a sound dump reads without warnings: {:?}",
+            machine.warnings
+        );
         // The JSON document loads back into the identical model.
         let doc =
             serde_json::to_string(&autopin_topology::source::json::to_document(&machine)).unwrap();
