@@ -112,11 +112,15 @@ impl Builder {
         let mut specs = std::mem::take(&mut self.numa);
         specs.sort_by_key(|s| s.os_index);
         let mut attach: Vec<(NumaSpec, ObjId)> = Vec::new();
+        let mut local_to_none = std::collections::BTreeSet::new();
         for spec in specs {
             // Where the memory is local: its own CPUs plus those of its best initiators
             // (hwloc widens a node's cpuset by its HMAT initiators, and gives a CPU-less node
             // theirs). A node local to no CPU hangs from the machine.
             let target = spec.cpuset.union(&spec.initiators);
+            if target.is_empty() {
+                local_to_none.insert(spec.os_index);
+            }
             let at = if target.is_empty() || !target.is_subset(&tree[0].cpuset) {
                 0
             } else {
@@ -169,6 +173,7 @@ impl Builder {
                 attached_to: at,
                 kind: spec.kind,
                 tier: spec.tier,
+                local_to_none: local_to_none.contains(&spec.os_index),
                 memory_side_caches: self
                     .memory_side_caches
                     .remove(&spec.os_index)

@@ -155,6 +155,10 @@ pub struct NumaNode {
     /// Memory tier (lower is faster) where Linux tells it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<u32>,
+    /// A CPU-less node whose locality nothing tells (no initiators, no telling distances):
+    /// hwloc hangs it from a CPU-less group below the machine, so it is local to no PU.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub local_to_none: bool,
     /// Memory-side caches in front of this node's memory, nearest the CPUs first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_side_caches: Vec<MemorySideCache>,

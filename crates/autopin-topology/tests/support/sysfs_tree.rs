@@ -84,7 +84,11 @@ impl SysfsTree {
                 t.node(p, &cpus, 4 << 20);
             }
             let d: Vec<Vec<u32>> = (0..packages)
-                .map(|i| (0..packages).map(|j| if i == j { 10 } else { 20 }).collect())
+                .map(|i| {
+                    (0..packages)
+                        .map(|j| if i == j { 10 } else { 20 })
+                        .collect()
+                })
                 .collect();
             t.distances(&(0..packages).collect::<Vec<_>>(), &d);
         }
@@ -93,7 +97,14 @@ impl SysfsTree {
     }
 
     /// Topology files of one CPU (ids, sibling masks and lists, old and new names).
-    pub fn cpu_topology(&mut self, cpu: u32, pkg: u32, core_id: u32, core: &[u32], package: &[u32]) {
+    pub fn cpu_topology(
+        &mut self,
+        cpu: u32,
+        pkg: u32,
+        core_id: u32,
+        core: &[u32],
+        package: &[u32],
+    ) {
         let d = format!("{CPU}/cpu{cpu}/topology");
         self.set(&format!("{d}/physical_package_id"), &pkg.to_string());
         self.set(&format!("{d}/core_id"), &core_id.to_string());
@@ -108,7 +119,15 @@ impl SysfsTree {
         }
     }
 
-    pub fn cache(&mut self, cpu: u32, index: u32, level: u32, ty: &str, size: &str, shared: &[u32]) {
+    pub fn cache(
+        &mut self,
+        cpu: u32,
+        index: u32,
+        level: u32,
+        ty: &str,
+        size: &str,
+        shared: &[u32],
+    ) {
         let d = format!("{CPU}/cpu{cpu}/cache/index{index}");
         self.set(&format!("{d}/level"), &level.to_string());
         self.set(&format!("{d}/type"), ty);
