@@ -1,4 +1,4 @@
-//! Inference from the real machines' files in the shared data folder, checked against what
+//! Inference from the real machines' files in tests/data, checked against what
 //! is known about them (the `.mct` headers, `c2c/truth.json`).
 
 use autopin_latency::{infer, read, Hints, Role};
@@ -6,7 +6,7 @@ use autopin_topology::ObjType;
 use std::path::{Path, PathBuf};
 
 fn data() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data"))
 }
 
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
