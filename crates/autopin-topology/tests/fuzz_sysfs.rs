@@ -143,7 +143,7 @@ fn mutated_dumps_never_panic_or_hang() {
         let mut undo = Vec::new();
         let mut denied: Vec<PathBuf> = Vec::new();
         let mut what = Vec::new();
-        for _ in 0..1 + rng.below(3) {
+        for k in 0..1 + rng.below(3) {
             let f = d.files[rng.below(d.files.len())].clone();
             let op = rng.below(6);
             if !f.exists() {
@@ -177,7 +177,7 @@ fn mutated_dumps_never_panic_or_hang() {
                     undo.push(Undo::Write(f, orig));
                 }
                 3 => {
-                    let hidden = f.with_file_name(format!(".fuzz-hidden-{case}"));
+                    let hidden = f.with_file_name(format!(".fuzz-hidden-{case}-{k}"));
                     std::fs::rename(&f, &hidden).unwrap();
                     undo.push(Undo::Rename(hidden, f));
                 }
@@ -185,7 +185,7 @@ fn mutated_dumps_never_panic_or_hang() {
                     // a whole directory goes missing
                     let dir = d.dirs[rng.below(d.dirs.len())].clone();
                     if dir.exists() && !undo.iter().any(|u| matches!(u, Undo::Rename(..))) {
-                        let hidden = dir.with_file_name(format!(".fuzz-hidden-dir-{case}"));
+                        let hidden = dir.with_file_name(format!(".fuzz-hidden-dir-{case}-{k}"));
                         std::fs::rename(&dir, &hidden).unwrap();
                         what.push(format!("dir:{}", dir.display()));
                         undo.push(Undo::Rename(hidden, dir));
@@ -224,6 +224,9 @@ fn mutated_dumps_never_panic_or_hang() {
             r
         }));
         let took = t0.elapsed();
+        if case % 10000 == 9999 {
+            eprintln!("{} cases done", case + 1);
+        }
         for u in undo.into_iter().rev() {
             match u {
                 Undo::Write(p, b) => std::fs::write(p, b).unwrap(),
