@@ -3,6 +3,8 @@
 //! not, plus chiplet packages (dies inside sockets) and hybrid CPUs. Matrices come from a
 //! model of the fabric; each shape must be read right in at least 99% of seeds.
 
+#![allow(clippy::needless_range_loop)] // i and j index a symmetric matrix from both sides
+
 use autopin_latency::{infer, Hints, LatencyMatrix, Unit};
 
 struct Rng(u64);

@@ -74,7 +74,7 @@ fn read_and_compare(name: &str, tree: &SysfsTree) -> Machine {
     m
 }
 
-fn node<'a>(m: &'a Machine, os: u32) -> &'a autopin_topology::NumaNode {
+fn node(m: &Machine, os: u32) -> &autopin_topology::NumaNode {
     m.numa_nodes.iter().find(|n| n.os_index == os).unwrap()
 }
 
