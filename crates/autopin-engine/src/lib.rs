@@ -5,14 +5,20 @@
 
 pub mod candidate;
 pub mod driver;
+pub mod error;
+pub mod linux;
 pub mod live;
 pub mod numa;
 pub mod os;
 pub mod phase;
 pub mod report;
+pub mod run;
 pub mod schedule;
 pub mod session;
 pub mod sim;
 pub mod stats;
 pub mod strategy;
 pub mod target;
+
+pub use error::{EngineError, ErrorKind};
+pub use run::{run, RunEnv, RunPlan};

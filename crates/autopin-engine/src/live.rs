@@ -32,6 +32,8 @@ pub struct ProcThreads {
     registry: Option<Registry>,
     /// Whether the last poll used the registry (for the report).
     pub used_registry: bool,
+    /// When the target's context switches were last read (at most once a second).
+    switches_read: Option<Instant>,
 }
 
 impl ProcThreads {
@@ -45,7 +47,20 @@ impl ProcThreads {
             lifetime,
             registry: None,
             used_registry: false,
+            switches_read: None,
         }
+    }
+
+    /// The target's context switches, read at most once a second (None in between).
+    fn context_switches(&mut self) -> Option<u64> {
+        if self
+            .switches_read
+            .is_some_and(|t| t.elapsed().as_secs_f64() < 1.0)
+        {
+            return None;
+        }
+        self.switches_read = Some(Instant::now());
+        autopin_perf::context_switches(std::path::Path::new("/proc"), self.pid).ok()
     }
 
     /// Reads thread creation order from this registry whenever the preload library has
@@ -107,6 +122,18 @@ impl ProcThreads {
 }
 
 impl ThreadSource for ProcThreads {
+    fn terminate(&mut self) {
+        self.signal(libc::SIGTERM);
+    }
+
+    fn notes(&self) -> Vec<String> {
+        if self.used_registry {
+            vec!["threads: creation order from the preload registry".into()]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn poll(&mut self) -> Result<ThreadSnapshot, String> {
         if let Some(e) = self.ended() {
             return Ok(ThreadSnapshot {
@@ -134,6 +161,7 @@ impl ThreadSource for ProcThreads {
                 tracked,
                 all,
                 ended: None,
+                context_switches: self.context_switches(),
             });
         }
         for (creation, t) in self.order.observe(&scan) {
@@ -158,6 +186,7 @@ impl ThreadSource for ProcThreads {
             tracked,
             all,
             ended: None,
+            context_switches: self.context_switches(),
         })
     }
 }

@@ -12,6 +12,9 @@ pub struct ObjectiveInfo {
     pub name: String,
     pub unit: String,
     pub higher_is_better: bool,
+    /// Why this objective was measured (the default, asked for, or which fallback and why).
+    #[serde(default)]
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -205,6 +208,62 @@ impl Report {
 
     pub fn from_json(text: &str) -> Result<Report, serde_json::Error> {
         serde_json::from_str(text)
+    }
+
+    /// The outcome for a person: the objective and why, then per program phase the winner,
+    /// its rate and its margin over the next best candidate, then the final pinning (or why
+    /// the search is incomplete).
+    pub fn summary_lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "objective: {} ({})",
+            self.objective.name, self.objective.reason
+        )];
+        // The last decision of each phase, in the order phases were first decided.
+        let mut last: Vec<&DecisionRecord> = Vec::new();
+        for d in &self.decisions {
+            match last.iter_mut().find(|x| x.phase == d.phase) {
+                Some(x) => *x = d,
+                None => last.push(d),
+            }
+        }
+        for d in &last {
+            let phase = d
+                .phase
+                .as_ref()
+                .map(|p| format!(" for phase {p}"))
+                .unwrap_or_default();
+            let rate = d
+                .rate
+                .map(|v| format!(", {v:.4e} {}", self.objective.unit))
+                .unwrap_or_default();
+            let vs = match (&d.runner_up, d.margin) {
+                (Some(ru), Some(m)) => format!(
+                    "; {:+.1}%{} vs {ru}",
+                    100.0 * m,
+                    d.margin_ci
+                        .map(|c| format!(" ± {:.1}%", 100.0 * c))
+                        .unwrap_or_default()
+                ),
+                _ => String::new(),
+            };
+            out.push(format!(
+                "winner{phase}: {}{rate}{vs} ({})",
+                d.candidate, d.reason
+            ));
+        }
+        if let Some(d) = &self.decision {
+            out.push(format!(
+                "final pinning: {}{}",
+                d.candidate,
+                d.cpus
+                    .as_ref()
+                    .map(|c| format!(" (threads → CPUs {})", crate::candidate::cpu_text(c)))
+                    .unwrap_or_default()
+            ));
+        } else if let Some(reason) = &self.incomplete_reason {
+            out.push(format!("search incomplete: {reason}"));
+        }
+        out
     }
 }
 

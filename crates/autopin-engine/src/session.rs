@@ -725,6 +725,29 @@ impl Session {
     }
 }
 
+impl Session {
+    /// autopin stops watching a program that still runs (attach `--duration`) at `now`;
+    /// `restored` threads got their original CPU mask back.
+    pub fn detach(&mut self, now: f64, restored: usize) -> &Report {
+        self.report.wall_time = now;
+        self.report.exit_status = None;
+        self.report.complete = self.decided_once;
+        if !self.decided_once {
+            self.report.incomplete_reason = Some(format!(
+                "autopin detached after {now:.1} s while the program was still running, during the {} phase and before a decision ({} probe(s) taken); {restored} thread(s) got their original CPU mask back",
+                self.state_name(),
+                self.report.probes.len()
+            ));
+        } else if !self.is_decided() {
+            self.report.notes.push(format!(
+                "autopin detached during re-search {}; the last decision stands",
+                self.search
+            ));
+        }
+        &self.report
+    }
+}
+
 impl Acc {
     fn new(cand: usize, warmup: f64, start: f64, until: f64, phase: Option<String>) -> Self {
         Acc {

@@ -201,6 +201,8 @@ struct SimState {
     counted: BTreeMap<u32, f64>,
     last_read: f64,
     allowed_all: usize,
+    /// tid → CPU mask last set (or given at the start); absent = all PUs.
+    masks: HashMap<u32, CpuSet>,
 }
 
 impl SimState {
@@ -283,6 +285,7 @@ impl Sim {
                 counted: BTreeMap::new(),
                 last_read: 0.0,
                 allowed_all,
+                masks: HashMap::new(),
             })),
             threads,
             ends_at,
@@ -295,6 +298,48 @@ impl Sim {
     pub fn with_phases(self, phases: Vec<SimPhase>) -> Self {
         self.lock().phases = phases;
         self
+    }
+
+    /// The program exits with this status when it ends.
+    pub fn with_exit_code(mut self, code: i32) -> Self {
+        self.exit_code = code;
+        self
+    }
+
+    /// Every thread starts with this CPU mask (as after `taskset`).
+    pub fn with_initial_mask(self, mask: &CpuSet) -> Self {
+        {
+            let mut s = self.lock();
+            let all = s.allowed_all;
+            let tids: Vec<u32> = s.placement.keys().copied().collect();
+            for t in tids {
+                s.masks.insert(t, mask.clone());
+                if let Some(e) = s.placement.get_mut(&t) {
+                    e.1 = if mask.len() == 1 || mask.len() < all {
+                        mask.first()
+                    } else {
+                        None
+                    };
+                }
+            }
+        }
+        self
+    }
+
+    /// Each thread's current CPU mask, by tid.
+    pub fn masks(&self) -> BTreeMap<u32, CpuSet> {
+        let s = self.lock();
+        s.placement
+            .keys()
+            .map(|t| {
+                let m = s
+                    .masks
+                    .get(t)
+                    .cloned()
+                    .unwrap_or_else(|| CpuSet::from_cpus(s.topo.pus.iter().copied()));
+                (*t, m)
+            })
+            .collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, SimState> {
@@ -341,6 +386,7 @@ impl ThreadSource for Sim {
             } else {
                 None
             },
+            context_switches: None,
         })
     }
 }
@@ -362,10 +408,14 @@ impl Pinner for Sim {
             e.1 = new;
             s.moved_at.insert(tid as u32, now);
         }
+        s.masks.insert(tid as u32, cpus.clone());
         Ok(())
     }
     fn affinity(&self, tid: i32) -> Result<CpuSet, PinError> {
         let s = self.lock();
+        if let Some(m) = s.masks.get(&(tid as u32)) {
+            return Ok(m.clone());
+        }
         match s.placement.get(&(tid as u32)) {
             Some((_, Some(c))) => Ok(CpuSet::from_cpus([*c])),
             Some((_, None)) => Ok(CpuSet::from_cpus(s.topo.pus.iter().copied())),
@@ -419,6 +469,117 @@ impl Meter for Sim {
             phase,
             phase_seq,
         })
+    }
+}
+
+/// The simulated world of a whole run (`crate::run`): the program starts (or is attached
+/// to) in the simulation, perf counting is allowed or refused with a reason, the program
+/// beats or not, and a start can fail like a missing program does.
+pub struct SimPlatform {
+    pub sim: Sim,
+    /// Err(reason) simulates a machine where perf may not count (paranoid level, no PMU).
+    pub counting: Result<(), String>,
+    /// The program reports heartbeats from this time on (None: never).
+    pub beats_from: Option<f64>,
+    /// Starting fails with this error (e.g. command not found).
+    pub start_error: Option<crate::error::EngineError>,
+    /// The attached process's affinity mask (None: all PUs).
+    pub attach_mask: Option<CpuSet>,
+    /// What the run asked for, for assertions.
+    pub launched_with: Option<crate::run::LaunchOptions>,
+    pub meter_opened: Option<crate::run::ObjectiveSource>,
+}
+
+impl SimPlatform {
+    pub fn new(sim: Sim) -> Self {
+        SimPlatform {
+            sim,
+            counting: Ok(()),
+            beats_from: None,
+            start_error: None,
+            attach_mask: None,
+            launched_with: None,
+            meter_opened: None,
+        }
+    }
+}
+
+impl crate::run::Platform for SimPlatform {
+    fn check_counting(&mut self, _events: &[autopin_perf::EventSpec]) -> crate::run::CountingCheck {
+        crate::run::CountingCheck {
+            result: self.counting.clone(),
+            in_vm: false,
+        }
+    }
+
+    fn start(
+        &mut self,
+        target: &crate::run::TargetSpec,
+        launch: &crate::run::LaunchOptions,
+    ) -> Result<crate::run::Started, crate::error::EngineError> {
+        self.launched_with = Some(launch.clone());
+        if let Some(e) = self.start_error.clone() {
+            return Err(e);
+        }
+        let attached = target.is_attach();
+        Ok(crate::run::Started {
+            pid: 1000,
+            threads: Box::new(self.sim.clone()),
+            env: Vec::new(),
+            mask: if attached {
+                self.attach_mask.clone()
+            } else {
+                None
+            },
+            warnings: Vec::new(),
+        })
+    }
+
+    fn heartbeats(&mut self) -> u64 {
+        match self.beats_from {
+            Some(t) if self.sim.now() >= t => 1 + ((self.sim.now() - t) * 100.0) as u64,
+            _ => 0,
+        }
+    }
+
+    fn open_meter(
+        &mut self,
+        source: crate::run::ObjectiveSource,
+        _objective: &autopin_perf::Objective,
+    ) -> Result<Box<dyn Meter>, crate::error::EngineError> {
+        self.meter_opened = Some(source);
+        Ok(Box::new(self.sim.clone()))
+    }
+
+    fn counting_cost(
+        &mut self,
+        _events: &[autopin_perf::EventSpec],
+    ) -> Option<autopin_perf::CountingCost> {
+        None
+    }
+
+    fn self_cpu_seconds(&mut self) -> f64 {
+        0.0
+    }
+
+    fn migrate_memory(&mut self, _m: &Machine, pid: i32, cpus: &[u32]) -> String {
+        format!("simulated: pages of {pid} follow CPUs {cpus:?}")
+    }
+}
+
+/// Collects a run's progress lines and checkpoints.
+#[derive(Default)]
+pub struct SimSink {
+    pub messages: Vec<String>,
+    pub checkpoints: Vec<crate::report::Report>,
+}
+
+impl crate::run::RunSink for SimSink {
+    fn message(&mut self, _at: Option<f64>, text: &str) {
+        self.messages.push(text.to_string());
+    }
+    fn checkpoint(&mut self, report: &crate::report::Report) {
+        self.checkpoints.push(report.clone());
     }
 }
 

@@ -55,6 +55,7 @@ fn run(sim: &Sim, strategy: &str, init: f64) -> Run {
         tick: 0.1,
         allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
         max_time: None,
+        keep_masks: false,
     };
     d.run(&mut session, &cfg).unwrap();
     let report = session.report.clone();
@@ -199,6 +200,7 @@ fn near_ties_end_within_budget() {
         tick: 0.1,
         allowed: CpuSet::from_cpus(0..4),
         max_time: None,
+        keep_masks: false,
     };
     d.run(&mut session, &cfg).unwrap();
     let dec = session.report.decision.clone().unwrap();
@@ -239,6 +241,7 @@ fn program_ending_mid_search_gives_incomplete_report() {
         tick: 0.1,
         allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
         max_time: None,
+        keep_masks: false,
     };
     let out = d.run(&mut session, &cfg).unwrap();
     assert_eq!(out.exit_status, Some(0));
@@ -296,6 +299,7 @@ fn phase_change_triggers_a_new_search() {
         tick: 0.1,
         allowed: CpuSet::from_cpus(0..2),
         max_time: None,
+        keep_masks: false,
     };
     d.run(&mut session, &cfg).unwrap();
     let r = &session.report;
@@ -379,6 +383,7 @@ fn phased_run(seed: u64) -> crate::report::Report {
         tick: 0.1,
         allowed: CpuSet::from_cpus(0..4),
         max_time: None,
+        keep_masks: false,
     };
     d.run(&mut session, &cfg).unwrap();
     session.report.clone()
