@@ -3,11 +3,11 @@
 //! [`Interval`] and carries out the session's actions. The same loop runs the real program
 //! and the simulated machine.
 
-use crate::candidate::Candidate;
 use crate::error::EngineError;
 use crate::os::{Clock, Meter, Reading, ThreadSource};
 use crate::session::{Action, Interval, Session};
 use crate::target::affinity::{PinError, Pinner};
+use autopin_placement::Pinning;
 use autopin_topology::CpuSet;
 use std::collections::{BTreeSet, HashMap};
 
@@ -54,7 +54,7 @@ pub struct Driver<'a> {
     pub keep_going: &'a mut dyn FnMut(&Session) -> bool,
 }
 
-fn target_cpus(c: &Candidate, index: usize, unpinned: &CpuSet) -> CpuSet {
+fn target_cpus(c: &Pinning, index: usize, unpinned: &CpuSet) -> CpuSet {
     match c.cpu_for(index) {
         Some(cpu) => CpuSet::from_cpus([cpu]),
         None => unpinned.clone(),

@@ -3,7 +3,6 @@
 //! The decision logic ([`session`], [`strategy`], [`phase`]) is pure; the OS sits behind the
 //! traits in [`os`], with Linux implementations and a simulated machine ([`sim`]).
 
-pub mod candidate;
 pub mod driver;
 pub mod error;
 pub mod linux;
@@ -13,7 +12,6 @@ pub mod os;
 pub mod phase;
 pub mod report;
 pub mod run;
-pub mod schedule;
 pub mod session;
 pub mod sim;
 pub mod stats;

@@ -2,7 +2,7 @@
 //! timeline. Written as JSON (`--report`) and CSV (`--timeline`), atomically (temp file +
 //! rename) so a reader never sees half a report, even when the target dies mid-search.
 
-use crate::candidate::Candidate;
+use autopin_placement::Pinning;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
@@ -92,7 +92,7 @@ pub struct SearchRecord {
 pub struct TimelinePoint {
     pub t: f64,
     pub rate: f64,
-    /// Candidate applied during the interval (None before the first pinning).
+    /// Pinning applied during the interval (None before the first pinning).
     pub candidate: Option<usize>,
     /// init, warmup, probe or decided.
     pub state: String,
@@ -141,11 +141,11 @@ pub struct CandidateRecord {
 }
 
 impl CandidateRecord {
-    pub fn from(index: usize, c: &Candidate) -> Self {
+    pub fn from(index: usize, c: &Pinning) -> Self {
         CandidateRecord {
             index,
             label: c.label.clone(),
-            cpus: c.cpus.clone(),
+            cpus: c.cpu_list().map(<[u32]>::to_vec),
         }
     }
 }
@@ -257,7 +257,7 @@ impl Report {
                 d.candidate,
                 d.cpus
                     .as_ref()
-                    .map(|c| format!(" (threads → CPUs {})", crate::candidate::cpu_text(c)))
+                    .map(|c| format!(" (threads → CPUs {})", autopin_placement::cpu_text(c)))
                     .unwrap_or_default()
             ));
         } else if let Some(reason) = &self.incomplete_reason {

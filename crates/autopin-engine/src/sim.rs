@@ -3,10 +3,10 @@
 //! meter that integrates a rate model with seeded noise. Runs a 96-CPU, 4-socket machine
 //! through a whole search in milliseconds.
 
-use crate::candidate::Candidate;
 use crate::os::{Clock, Meter, Reading, ThreadSnapshot, ThreadSource};
 use crate::stats::Rng;
 use crate::target::affinity::{PinError, Pinner};
+use autopin_placement::Pinning;
 use autopin_topology::{CpuSet, Machine, ObjType};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -139,9 +139,9 @@ impl RateModel for HpcModel {
 /// Candidates with different sharing structure for `n` threads on a multi-package machine:
 /// k packages used (1, 2, 4, ...), pairs kept together or split, with or without SMT
 /// siblings, plus unpinned. Stands in for `autopin_placement::candidates` in simulations.
-pub fn structured_candidates(topo: &SimTopo, n: usize) -> Vec<Candidate> {
+pub fn structured_candidates(topo: &SimTopo, n: usize) -> Vec<Pinning> {
     let per_pkg = topo.pus.len() / topo.packages.max(1);
-    let mut out = vec![Candidate::unpinned()];
+    let mut out = vec![Pinning::unpinned()];
     let mut k = 1;
     while k <= topo.packages {
         for smt in [false, true] {
@@ -164,11 +164,8 @@ pub fn structured_candidates(topo: &SimTopo, n: usize) -> Vec<Candidate> {
                     if smt { "SMT siblings" } else { "one per core" },
                     if pairs_together { "together" } else { "split" }
                 );
-                if !out
-                    .iter()
-                    .any(|c: &Candidate| c.cpus.as_ref() == Some(&cpus))
-                {
-                    out.push(Candidate::pinned(label, cpus));
+                if !out.iter().any(|c: &Pinning| c.cpus == cpus) {
+                    out.push(Pinning::pinned(label, cpus));
                 }
             }
         }
@@ -351,7 +348,7 @@ impl Sim {
     }
 
     /// True rate of the whole program (all threads) under a candidate.
-    pub fn true_rate(&self, c: &Candidate) -> f64 {
+    pub fn true_rate(&self, c: &Pinning) -> f64 {
         let s = self.lock();
         let placement: Vec<Option<u32>> = (0..self.threads).map(|i| c.cpu_for(i)).collect();
         s.model.rates(&s.topo, &placement).iter().sum()

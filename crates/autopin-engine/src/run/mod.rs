@@ -16,7 +16,6 @@ pub use plan::{
     TargetSpec,
 };
 
-use crate::candidate::{cpu_text, Candidate};
 use crate::driver::{Driver, DriverConfig};
 use crate::error::EngineError;
 use crate::os::ThreadSource;
@@ -24,6 +23,7 @@ use crate::report::{ObjectiveInfo, Report};
 use crate::session::{CandidateFactory, Session, SessionConfig, StrategyFactory};
 use crate::strategy::{Autopin1, Fixed, Race, RaceParams};
 use autopin_perf::{CountingMode, Objective, WarningContext};
+use autopin_placement::{cpu_text, Pinning};
 use autopin_topology::{CpuSet, Machine};
 
 /// The objective a run measures, where it comes from and why it was chosen.
@@ -63,7 +63,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         .as_ref()
         .filter(|l| plan.search.strategy.pins_at_birth(l.len()))
         .and_then(|l| l.first())
-        .and_then(|c| c.cpus.clone());
+        .and_then(|c| c.cpu_list().map(<[u32]>::to_vec));
     let launch = LaunchOptions {
         pin_at_birth,
         skip: plan.skip.clone(),
@@ -85,10 +85,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         None => plan.machine.clone(),
     };
     if let (Some(list), Some(m)) = (&explicit, &mask) {
-        if let Some(c) = list
-            .iter()
-            .find(|c| c.cpus.iter().flatten().any(|x| !m.contains(*x)))
-        {
+        if let Some(c) = list.iter().find(|c| c.cpus.iter().any(|x| !m.contains(*x))) {
             return Err(EngineError::usage(format!(
                 "candidate {} leaves the CPUs process {pid} may use ({m}); autopin does not widen a process's mask",
                 c.label
@@ -344,7 +341,7 @@ fn info_of(o: &Objective, reason: String) -> ObjectiveInfo {
 /// threads seen (or the planned thread count).
 fn candidate_factory(
     plan: &RunPlan,
-    explicit: Option<Vec<Candidate>>,
+    explicit: Option<Vec<Pinning>>,
     machine: Machine,
 ) -> CandidateFactory {
     let source = plan.candidates.clone();
@@ -369,24 +366,14 @@ pub fn topology_candidates(
     n: usize,
     max: usize,
     include_unpinned: bool,
-) -> Vec<Candidate> {
+) -> Vec<Pinning> {
     let opts = autopin_placement::CandidateOptions {
         max: Some(max),
         include_unpinned,
     };
-    let mut out: Vec<Candidate> = autopin_placement::candidates(m, n, &opts)
-        .into_iter()
-        .map(|c| {
-            if c.unpinned {
-                Candidate::unpinned()
-            } else {
-                let label = format!("{} ({})", cpu_text(&c.cpus), c.description);
-                Candidate::pinned(label, c.cpus)
-            }
-        })
-        .collect();
+    let mut out = autopin_placement::candidates(m, n, &opts);
     if include_unpinned && !out.iter().any(|c| c.is_unpinned()) {
-        out.push(Candidate::unpinned());
+        out.push(Pinning::unpinned());
     }
     if out.iter().all(|c| c.is_unpinned()) {
         // Nothing from the placement crate (e.g. one CPU allowed): at least pin compactly.
@@ -394,7 +381,7 @@ pub fn topology_candidates(
         if !cpus.is_empty() {
             out.insert(
                 0,
-                Candidate::pinned(format!("{} (compact)", cpu_text(&cpus)), cpus),
+                Pinning::pinned(format!("{} (compact)", cpu_text(&cpus)), cpus),
             );
         }
     }

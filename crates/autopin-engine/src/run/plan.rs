@@ -4,12 +4,12 @@
 //! builds it from its arguments; [`RunPlan::validate`] checks it in one place; [`super::run`]
 //! carries it out.
 
-use crate::candidate::Candidate;
 use crate::error::EngineError;
 use crate::phase::WatchParams;
 use crate::strategy::{Autopin1Params, RaceParams};
 use crate::target::SkipMask;
 use autopin_perf::Objective;
+use autopin_placement::Pinning;
 use autopin_topology::Machine;
 
 /// What to optimize.
@@ -88,7 +88,7 @@ impl ObjectivePlan {
 #[derive(Debug, Clone, PartialEq)]
 pub enum CandidateSource {
     /// Given by the user (`--schedule`, `SCHEDULE`, `--candidates`), in this order.
-    Explicit(Vec<Candidate>),
+    Explicit(Vec<Pinning>),
     /// Planned from the machine's topology for the threads seen after init (or `threads`).
     Topology {
         max: usize,
@@ -221,7 +221,7 @@ impl RunPlan {
             }
             let allowed = self.machine.allowed_cpuset();
             for c in list {
-                for cpu in c.cpus.iter().flatten() {
+                for cpu in &c.cpus {
                     if !allowed.contains(*cpu) {
                         return Err(EngineError::usage(format!(
                             "candidate {} uses CPU {cpu}, which is not allowed here (allowed: {allowed})",

@@ -74,7 +74,7 @@ fn launched_program_is_decided_and_its_exit_status_reported() {
     assert_eq!(r.exit_status, Some(3));
     let d = r.decision.clone().expect("a decision");
     // On two packages with memory-bound pairs, spreading beats the OS placement's penalty.
-    assert_ne!(d.candidate, crate::candidate::UNPINNED_LABEL);
+    assert_ne!(d.candidate, autopin_placement::UNPINNED_LABEL);
     assert_eq!(p.meter_opened, Some(ObjectiveSource::Requested));
     assert_eq!(
         r.objective.reason,
@@ -202,7 +202,7 @@ fn the_chain_is_walked_in_order() {
 fn explicit_single_candidate_is_pinned_at_birth_and_kept() {
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    let only = Candidate::from_cpus(vec![2, 3]);
+    let only = Pinning::from_cpus(vec![2, 3]);
     let pl = plan(&m, launch(), CandidateSource::Explicit(vec![only]));
     let r = go(&pl, &mut p).0.unwrap();
     assert_eq!(p.launched_with.unwrap().pin_at_birth, Some(vec![2, 3]));
@@ -215,7 +215,7 @@ fn plan_validation_names_the_bad_value() {
     let mut pl = plan(
         &m,
         launch(),
-        CandidateSource::Explicit(vec![Candidate::from_cpus(vec![9])]),
+        CandidateSource::Explicit(vec![Pinning::from_cpus(vec![9])]),
     );
     let e = pl.validate().unwrap_err();
     assert!(e.to_string().contains("uses CPU 9"), "{e}");
@@ -247,8 +247,8 @@ fn attach_without_a_decision_restores_every_thread_and_says_it_detached() {
             duration: Some(1.0),
         },
         CandidateSource::Explicit(vec![
-            Candidate::from_cpus(vec![1]),
-            Candidate::from_cpus(vec![2]),
+            Pinning::from_cpus(vec![1]),
+            Pinning::from_cpus(vec![2]),
         ]),
     );
     let r = go(&pl, &mut p).0.unwrap();
@@ -307,7 +307,7 @@ fn attach_never_widens_the_mask_and_plans_inside_it() {
             pid: 1000,
             duration: Some(1.0),
         },
-        CandidateSource::Explicit(vec![Candidate::from_cpus(vec![0])]),
+        CandidateSource::Explicit(vec![Pinning::from_cpus(vec![0])]),
     );
     let e = go(&outside, &mut p).0.unwrap_err();
     assert!(e.to_string().contains("does not widen"), "{e}");
@@ -346,7 +346,8 @@ fn phase_watch_and_autopin1_run_through_the_same_path() {
     let d = r.decision.unwrap();
     assert_eq!(r.strategy, "autopin1");
     assert_eq!(r.probes.len(), cands.len());
-    assert_eq!(p.launched_with.unwrap().pin_at_birth, cands[0].cpus.clone());
+    let first = cands[0].cpu_list().map(<[u32]>::to_vec);
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, first);
     assert!(
         d.candidate
             .starts_with("4 package(s), one per core, pairs together"),

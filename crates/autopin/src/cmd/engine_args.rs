@@ -4,15 +4,14 @@
 
 use crate::error::CliError;
 use crate::machine_args::MachineArgs;
-use autopin_engine::candidate::Candidate;
 use autopin_engine::phase::WatchParams;
 use autopin_engine::run::{
     CandidateSource, ObjectivePlan, RunPlan, SearchParams, StrategyChoice, TargetSpec,
 };
-use autopin_engine::schedule;
 use autopin_engine::strategy::{Autopin1Params, RaceParams};
 use autopin_engine::target::SkipMask;
 use autopin_perf::{Objective, Sysfs};
+use autopin_placement::{schedule, Pinning};
 use autopin_topology::Machine;
 use std::path::PathBuf;
 
@@ -34,7 +33,7 @@ pub struct EngineArgs {
     /// How to search
     #[arg(long, value_enum, default_value = "race")]
     pub strategy: StrategyName,
-    /// Candidate CPU lists in thread order, separated by ';' (repeatable): "0,1;0,0" or
+    /// Pinning CPU lists in thread order, separated by ';' (repeatable): "0,1;0,0" or
     /// "2-3,6-7". Without it the SCHEDULE variable (paper form: "2367,0145", one digit per
     /// thread) is used; without both, candidates come from the topology.
     #[arg(long, value_name = "LISTS")]
@@ -185,20 +184,20 @@ fn objective(a: &EngineArgs) -> Result<ObjectivePlan, CliError> {
 }
 
 /// Explicit candidates from --schedule, SCHEDULE or --candidates (None = use the topology).
-fn explicit_candidates(a: &EngineArgs, m: &Machine) -> Result<Option<Vec<Candidate>>, CliError> {
+fn explicit_candidates(a: &EngineArgs, m: &Machine) -> Result<Option<Vec<Pinning>>, CliError> {
     let mut out = Vec::new();
     for s in &a.schedule {
         for cpus in schedule::parse_schedule_lists(s)
             .map_err(|e| CliError::usage(format!("--schedule: {e}")))?
         {
-            out.push(Candidate::from_cpus(cpus));
+            out.push(Pinning::from_cpus(cpus));
         }
     }
     if let Some(exprs) = &a.candidates {
         for e in exprs.split(';').map(str::trim).filter(|e| !e.is_empty()) {
             let cpus = autopin_placement::pin_expression(m, e)
                 .map_err(|err| CliError::usage(format!("--candidates {e:?}: {err}")))?;
-            let mut c = Candidate::from_cpus(cpus);
+            let mut c = Pinning::from_cpus(cpus);
             c.label = format!("{e} = {}", c.label);
             out.push(c);
         }
@@ -209,7 +208,7 @@ fn explicit_candidates(a: &EngineArgs, m: &Machine) -> Result<Option<Vec<Candida
                 for cpus in schedule::parse_schedule_env(&s)
                     .map_err(|e| CliError::usage(format!("SCHEDULE: {e}")))?
                 {
-                    out.push(Candidate::from_cpus(cpus));
+                    out.push(Pinning::from_cpus(cpus));
                 }
             }
         }
@@ -218,7 +217,7 @@ fn explicit_candidates(a: &EngineArgs, m: &Machine) -> Result<Option<Vec<Candida
         return Ok(None);
     }
     if a.unpinned {
-        out.push(Candidate::unpinned());
+        out.push(Pinning::unpinned());
     }
     Ok(Some(out))
 }
