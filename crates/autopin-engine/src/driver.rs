@@ -5,8 +5,8 @@
 
 use crate::error::EngineError;
 use crate::os::{Clock, Meter, Reading, ThreadSource};
+use crate::pinner::{PinError, Pinner};
 use crate::session::{Action, Interval, Session};
-use crate::target::affinity::{PinError, Pinner};
 use autopin_placement::Pinning;
 use autopin_topology::CpuSet;
 use std::collections::{BTreeSet, HashMap};

@@ -1,11 +1,9 @@
 //! The run report: machine, candidates, every probe, decisions, re-searches and the
-//! timeline. Written as JSON (`--report`) and CSV (`--timeline`), atomically (temp file +
-//! rename) so a reader never sees half a report, even when the target dies mid-search.
+//! timeline, as JSON (`--report`) and CSV (`--timeline`) text; the CLI writes them atomically
+//! so a reader never sees half a report, even when the target dies mid-search.
 
 use autopin_placement::Pinning;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
-use std::path::Path;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ObjectiveInfo {
@@ -150,34 +148,9 @@ impl CandidateRecord {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, then rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
-
 impl Report {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-    }
-
-    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
-        write_atomic(path, self.to_json().as_bytes())
     }
 
     /// Timeline as CSV: t,rate,candidate,label,state.
@@ -200,10 +173,6 @@ impl Report {
             ));
         }
         s
-    }
-
-    pub fn write_csv(&self, path: &Path) -> std::io::Result<()> {
-        write_atomic(path, self.timeline_csv().as_bytes())
     }
 
     pub fn from_json(text: &str) -> Result<Report, serde_json::Error> {
@@ -264,44 +233,5 @@ impl Report {
             out.push(format!("search incomplete: {reason}"));
         }
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn atomic_write_and_roundtrip() {
-        let dir = std::env::temp_dir().join(format!("autopin-report-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("r.json");
-        let r = Report {
-            timeline: vec![TimelinePoint {
-                t: 0.1,
-                rate: 5.0,
-                candidate: Some(0),
-                state: "probe".into(),
-                phase: None,
-            }],
-            candidates: vec![CandidateRecord {
-                index: 0,
-                label: "0,1".into(),
-                cpus: Some(vec![0, 1]),
-            }],
-            ..Default::default()
-        };
-        r.write_json(&path).unwrap();
-        let back = Report::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(back.candidates[0].label, "0,1");
-        assert!(r
-            .timeline_csv()
-            .contains("0.100,5.000000e0,0,\"0,1\",probe"));
-        let leftovers: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .collect();
-        assert_eq!(leftovers.len(), 1, "no temp file left behind");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -4,8 +4,8 @@
 //! through a whole search in milliseconds.
 
 use crate::os::{Clock, Meter, Reading, ThreadSnapshot, ThreadSource};
+use crate::pinner::{PinError, Pinner};
 use crate::stats::Rng;
-use crate::target::affinity::{PinError, Pinner};
 use autopin_placement::Pinning;
 use autopin_topology::{CpuSet, Machine, ObjType};
 use std::collections::{BTreeMap, HashMap};

@@ -2,8 +2,8 @@
 //! attached targets alike, in creation order, with the likwid skip mask) and the objective
 //! measured with autopin-perf's per-thread counters, heartbeat channel or energy source.
 
-use crate::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
-use crate::target::{Launched, ProcFs, Registry, SkipMask, ThreadOrder};
+use crate::process::{Launched, ProcFs, Registry, SkipMask, ThreadOrder};
+use autopin_engine::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
 use autopin_perf::{
     EnergySource, HeartbeatChannel, Objective, PerfCounterSource, Sample, Sampler, Target,
 };

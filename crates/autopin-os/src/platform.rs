@@ -3,11 +3,13 @@
 //! the heartbeat channel, meters on perf_event, /proc schedstat or energy counters, and page
 //! migration.
 
-use crate::error::EngineError;
 use crate::live::{self, Lifetime, PerfMeter, ProcCpuMeter, ProcThreads};
-use crate::os::Meter;
-use crate::run::{CountingCheck, LaunchOptions, ObjectiveSource, Platform, Started, TargetSpec};
-use crate::target::{self, LaunchSpec, PinPlan};
+use crate::process::{self, LaunchSpec, PinPlan};
+use autopin_engine::error::EngineError;
+use autopin_engine::os::Meter;
+use autopin_engine::run::{
+    CountingCheck, LaunchOptions, ObjectiveSource, Platform, Started, TargetSpec,
+};
 use autopin_perf::{CountingCost, EventSpec, HeartbeatChannel, Objective, Sysfs};
 use autopin_topology::Machine;
 use std::time::Duration;
@@ -43,12 +45,12 @@ impl LinuxPlatform {
         }
         // The preload library records every thread in the registry, in creation order;
         // without it (static binaries) /proc scanning finds them.
-        let mut registry = target::Registry::create(4096).ok();
+        let mut registry = process::Registry::create(4096).ok();
         if let Some(r) = &registry {
             spec.env.push(r.env());
         }
         if pin_at_birth || registry.is_some() {
-            match target::preload_library() {
+            match process::preload_library() {
                 Ok(p) => spec.preload = Some(p),
                 Err(e) => {
                     registry = None;
@@ -60,7 +62,7 @@ impl LinuxPlatform {
             autopin_perf::heartbeat::ENV_VAR.into(),
             self.heartbeat_path.clone().into_os_string(),
         ));
-        let launched = target::spawn(&spec).map_err(|e| EngineError::Launch {
+        let launched = process::spawn(&spec).map_err(|e| EngineError::Launch {
             message: e.to_string(),
             exit_code: e.exit_code(),
         })?;

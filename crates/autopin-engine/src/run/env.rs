@@ -8,9 +8,9 @@
 use super::plan::{ObjectiveSource, TargetSpec};
 use crate::error::EngineError;
 use crate::os::{Clock, Meter, ThreadSource};
+use crate::pin_plan::SkipMask;
+use crate::pinner::Pinner;
 use crate::report::Report;
-use crate::target::affinity::Pinner;
-use crate::target::SkipMask;
 use autopin_perf::{CountingCost, EventSpec, Objective};
 use autopin_topology::{CpuSet, Machine};
 

@@ -409,13 +409,23 @@ fn strategy_factory(choice: StrategyChoice) -> StrategyFactory {
 /// is over (for a launched program that has ended only the single-node case says anything
 /// useful; migration matters for attached and still-running targets).
 fn migrate_note(m: &Machine, pid: i32, r: &Report, platform: &mut dyn Platform) -> String {
-    if let Some(note) = crate::numa::describe_single_node(m) {
+    if let Some(note) = describe_single_node(m) {
         return note;
     }
     match r.decision.as_ref().and_then(|d| d.cpus.clone()) {
         Some(cpus) => platform.migrate_memory(m, pid, &cpus),
         None => "--migrate-memory: the decision is unpinned; pages stay where they are".into(),
     }
+}
+
+/// Some(explanation) when there is nothing to migrate between (one NUMA node or none).
+pub fn describe_single_node(m: &Machine) -> Option<String> {
+    let nodes = m.numa_nodes.len();
+    (nodes <= 1).then(|| {
+        format!(
+            "--migrate-memory: this machine has {nodes} NUMA node(s); all memory is equally near every CPU, so there is nothing to migrate"
+        )
+    })
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 
 use crate::error::EngineError;
 use crate::phase::WatchParams;
+use crate::pin_plan::SkipMask;
 use crate::strategy::{Autopin1Params, RaceParams};
-use crate::target::SkipMask;
 use autopin_perf::Objective;
 use autopin_placement::Pinning;
 use autopin_topology::Machine;

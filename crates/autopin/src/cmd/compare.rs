@@ -290,7 +290,7 @@ pub fn run(args: Args) -> CmdResult {
 fn write_exports(args: &Args, doc: &Document) -> Result<(), CliError> {
     let write = |path: &Option<PathBuf>, text: String| -> Result<(), CliError> {
         if let Some(p) = path {
-            report::write_atomic(p, text.as_bytes())
+            crate::output::write_atomic(p, text.as_bytes())
                 .map_err(|e| CliError::internal(format!("cannot write {}: {e}", p.display())))?;
         }
         Ok(())

@@ -5,11 +5,11 @@
 use crate::error::CliError;
 use crate::machine_args::MachineArgs;
 use autopin_engine::phase::WatchParams;
+use autopin_engine::pin_plan::SkipMask;
 use autopin_engine::run::{
     CandidateSource, ObjectivePlan, RunPlan, SearchParams, StrategyChoice, TargetSpec,
 };
 use autopin_engine::strategy::{Autopin1Params, RaceParams};
-use autopin_engine::target::SkipMask;
 use autopin_perf::{Objective, Sysfs};
 use autopin_placement::{schedule, Pinning};
 use autopin_topology::Machine;

@@ -8,7 +8,7 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
-use autopin_engine::target::{
+use autopin_os::process::{
     self, elf, pin_by_polling, LaunchSpec, LinuxPinner, PinPlan, Pinner, ProcFs, SkipMask,
 };
 use autopin_topology::{CpuSet, Machine};
@@ -164,7 +164,7 @@ fn launch(
         };
     let mut poll = !preload_works;
     if preload_works {
-        match target::preload_library() {
+        match process::preload_library() {
             Ok(lib) => spec.preload = Some(lib),
             Err(e) => {
                 eprintln!("autopin: warning: cannot install the preload library ({e}); pinning {name}'s threads by polling /proc instead");
@@ -194,7 +194,7 @@ fn launch(
             list.join(",")
         );
     }
-    let mut launched = match target::spawn(&spec) {
+    let mut launched = match process::spawn(&spec) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("autopin: error: {e}");

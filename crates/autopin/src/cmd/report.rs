@@ -28,7 +28,7 @@ pub fn run(args: Args) -> CmdResult {
     })?;
     match &args.svg {
         Some(out) => {
-            autopin_engine::report::write_atomic(out, svg(&r).as_bytes())
+            crate::output::write_atomic(out, svg(&r).as_bytes())
                 .map_err(|e| CliError::internal(format!("writing {}: {e}", out.display())))?;
         }
         None => print!("{}", summary(&r)),

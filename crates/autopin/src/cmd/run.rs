@@ -5,11 +5,11 @@
 
 use crate::cmd::engine_args::{perf_sysfs, EngineArgs};
 use crate::error::{CliError, CmdResult};
-use autopin_engine::linux::LinuxPlatform;
 use autopin_engine::os::SystemClock;
 use autopin_engine::report::Report;
 use autopin_engine::run::{RunEnv, RunSink, TargetSpec};
-use autopin_engine::target::LinuxPinner;
+use autopin_os::LinuxPinner;
+use autopin_os::LinuxPlatform;
 
 #[derive(clap::Args)]
 pub struct Args {
