@@ -126,8 +126,10 @@ impl LinuxPlatform {
 
 impl Platform for LinuxPlatform {
     fn check_counting(&mut self, events: &[EventSpec]) -> CountingCheck {
-        let avail =
-            autopin_perf::probe::probe_with(&self.perf_sysfs, &autopin_perf::probe::RealProbeOps);
+        let avail = autopin_perf::probe::probe_with(
+            &self.perf_sysfs,
+            &autopin_perf::system_probe::RealProbeOps,
+        );
         CountingCheck {
             result: avail.check(events).map_err(|e| e.to_string()),
             in_vm: avail.ctx.in_vm,

@@ -2,6 +2,8 @@
 //! timeline, as JSON (`--report`) and CSV (`--timeline`) text; the CLI writes them atomically
 //! so a reader never sees half a report, even when the target dies mid-search.
 
+pub mod view;
+
 use autopin_placement::Pinning;
 use serde::{Deserialize, Serialize};
 

@@ -1,42 +1,13 @@
-//! `autopin report`: draw or summarize a report written by `autopin run --report`.
+//! Views of a run report: the summary a person reads (`autopin report FILE`) and the SVG
+//! timeline (`autopin report FILE --svg`). Text out; the CLI writes it.
 
-use crate::error::{CliError, CmdResult};
-use autopin_engine::report::Report;
+use super::{DecisionRecord, Report};
+use autopin_topology::view::svg::esc;
 use std::fmt::Write;
-use std::path::PathBuf;
 
-#[derive(clap::Args)]
-pub struct Args {
-    /// The JSON report
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
-    /// Draw the timeline (rate over time, coloured by pinning) as SVG here
-    #[arg(long, value_name = "OUT")]
-    pub svg: Option<PathBuf>,
-}
-
-pub fn run(args: Args) -> CmdResult {
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.file.display())))?;
-    let r = Report::from_json(&text).map_err(|e| {
-        CliError::usage(format!(
-            "{}:{}:{}: not an autopin report: {e}",
-            args.file.display(),
-            e.line(),
-            e.column()
-        ))
-    })?;
-    match &args.svg {
-        Some(out) => {
-            crate::output::write_atomic(out, svg(&r).as_bytes())
-                .map_err(|e| CliError::internal(format!("writing {}: {e}", out.display())))?;
-        }
-        None => print!("{}", summary(&r)),
-    }
-    Ok(0)
-}
-
-fn summary(r: &Report) -> String {
+/// The report for a person: command, objective, every candidate's probes (a mean per
+/// program phase), the decisions, re-searches, costs and notes.
+pub fn summary(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "command:   {}", r.command.join(" "));
     let _ = writeln!(s, "objective: {} ({})", r.objective.name, r.objective.unit);
@@ -89,7 +60,7 @@ fn summary(r: &Report) -> String {
         );
     }
     // The last decision for each program phase, when the program announced phases.
-    let mut per_phase: Vec<&autopin_engine::report::DecisionRecord> = Vec::new();
+    let mut per_phase: Vec<&DecisionRecord> = Vec::new();
     for d in r.decisions.iter().filter(|d| d.phase.is_some()) {
         match per_phase.iter_mut().find(|x| x.phase == d.phase) {
             Some(x) => *x = d,
@@ -174,15 +145,8 @@ const COLOURS: [&str; 10] = [
     "#bcbd22", "#17becf",
 ];
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// Rate over time as bars coloured by the applied candidate, with a legend.
-fn svg(r: &Report) -> String {
+pub fn svg(r: &Report) -> String {
     let (w, h, left, top, bottom) = (900.0, 420.0, 70.0, 30.0, 60.0);
     let legend_h = 16.0 * r.candidates.len() as f64;
     let total_h = h + legend_h + 20.0;

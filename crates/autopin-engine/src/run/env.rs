@@ -1,7 +1,7 @@
 //! What a run needs from the world, as narrow traits: the clock and the pinner the driver
 //! already uses, a [`Platform`] that starts or attaches to the target and opens the
 //! objective's meter, and a [`RunSink`] for progress lines and partial reports. Linux
-//! implements them in `autopin-os`; [`crate::sim`] simulates them, so the whole run path —
+//! implements them in `autopin-os`; the `sim` module simulates them, so the whole run path —
 //! objective choice, decisions, exit codes, incomplete searches, reports — is tested in
 //! milliseconds.
 
