@@ -17,7 +17,7 @@ pub const SHARING_KINDS: [&str; 5] = ["LP_COMPACT", "LP_SCATTER", "GP", "LPGP", 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StrategyKind {
-    /// The program itself; the OS scheduler decides.
+    /// The OS scheduler decides (`autopin pin --os-decides`: started like the others).
     None,
     /// A pin expression or CPU list (`0,1`, `S0:0-3`, `E:N:4`) for `autopin pin -c`.
     Cpus { expr: String },
@@ -180,7 +180,8 @@ pub fn command_for(
         v
     };
     match kind {
-        StrategyKind::None => program.to_vec(),
+        // Through the same front-end as every pinned strategy, so start-up costs cancel.
+        StrategyKind::None => pin(vec!["--os-decides".into()]),
         StrategyKind::Cpus { expr } => pin(vec!["-c".into(), expr.into()]),
         StrategyKind::Policy { name } => pin(vec!["--policy".into(), name.into()]),
         StrategyKind::Sharing { kind, matrix } => {
@@ -390,9 +391,19 @@ mod tests {
             exe: "/bin/autopin".into(),
             machine_args: vec!["--sysfs-root".into(), "/d".into()],
         };
+        // `none` goes through the same front-end as the pinned strategies (fair start-up).
         assert_eq!(
             strs(&command_for(&StrategyKind::None, &f, None, &prog())),
-            ["./a.out", "-x"]
+            [
+                "/bin/autopin",
+                "pin",
+                "--sysfs-root",
+                "/d",
+                "--os-decides",
+                "--",
+                "./a.out",
+                "-x"
+            ]
         );
         assert_eq!(
             strs(&command_for(

@@ -22,8 +22,8 @@ use std::path::PathBuf;
 a policy (compact, scatter, balanced, cores, CON_CORE, ...), SHARING:matrix.txt (LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP), \
 random (a fresh random pinning per run) or autopin (the optimizer, `autopin run`).\n\
 Runs are interleaved in a random order per round. Results go to stdout; progress, failures and \
---show-output to stderr. Pinned strategies include `autopin pin`'s start-up (a few ms) in their wall time: \
-compare programs that run much longer than that, or use --metric."
+--show-output to stderr. Every strategy, none included, starts through `autopin pin` (none as \
+`pin --os-decides`), so the few ms of start-up are the same for all and cancel."
 )]
 pub struct Args {
     /// Measured runs per strategy
