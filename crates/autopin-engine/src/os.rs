@@ -86,4 +86,8 @@ pub trait Meter {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// How it counts ("per-thread", "per-CPU on 0-3", ...) and why, when it uses perf.
+    fn counting(&self) -> Option<(String, String)> {
+        None
+    }
 }

@@ -485,6 +485,8 @@ pub struct SimPlatform {
     /// What the run asked for, for assertions.
     pub launched_with: Option<crate::run::LaunchOptions>,
     pub meter_opened: Option<crate::run::ObjectiveSource>,
+    /// How the simulated meter says it counts (mode, reason); None: it does not say.
+    pub counting_mode: Option<(String, String)>,
 }
 
 impl SimPlatform {
@@ -497,6 +499,7 @@ impl SimPlatform {
             attach_mask: None,
             launched_with: None,
             meter_opened: None,
+            counting_mode: None,
         }
     }
 }
@@ -543,9 +546,13 @@ impl crate::run::Platform for SimPlatform {
         &mut self,
         source: crate::run::ObjectiveSource,
         _objective: &autopin_perf::Objective,
+        _cpus: &CpuSet,
     ) -> Result<Box<dyn Meter>, crate::error::EngineError> {
         self.meter_opened = Some(source);
-        Ok(Box::new(self.sim.clone()))
+        Ok(Box::new(SimMeter {
+            sim: self.sim.clone(),
+            counting: self.counting_mode.clone(),
+        }))
     }
 
     fn counting_cost(
@@ -561,6 +568,21 @@ impl crate::run::Platform for SimPlatform {
 
     fn migrate_memory(&mut self, _m: &Machine, pid: i32, cpus: &[u32]) -> String {
         format!("simulated: pages of {pid} follow CPUs {cpus:?}")
+    }
+}
+
+/// The simulation's meter, saying how it counts like a perf meter does.
+struct SimMeter {
+    sim: Sim,
+    counting: Option<(String, String)>,
+}
+
+impl Meter for SimMeter {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+        self.sim.read(threads)
+    }
+    fn counting(&self) -> Option<(String, String)> {
+        self.counting.clone()
     }
 }
 

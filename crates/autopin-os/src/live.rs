@@ -5,7 +5,8 @@
 use crate::process::{Launched, ProcFs, Registry, SkipMask, ThreadOrder};
 use autopin_engine::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
 use autopin_perf::{
-    EnergySource, HeartbeatChannel, Objective, PerfCounterSource, Sample, Sampler, Target,
+    CountingMode, EnergySource, HeartbeatChannel, ModeChoice, Objective, PerfCounterSource, Sample,
+    Sampler, Target,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -204,19 +205,21 @@ pub struct PerfMeter {
     paused: bool,
     /// Threads whose counters could not be opened (vanished, or other reasons), with why.
     pub open_failures: Vec<String>,
+    /// How the counters count, and why (autopin-perf's `choose_counting_mode`).
+    mode: ModeChoice,
 }
 
 impl PerfMeter {
     pub fn new(
         objective: Objective,
-        counters: Option<PerfCounterSource>,
+        counters: Option<Sampler<PerfCounterSource>>,
         heartbeat: Option<HeartbeatChannel>,
         energy: Option<Box<dyn EnergySource>>,
     ) -> Self {
         let first_event = objective.events().first().map(|e| e.key().to_string());
         PerfMeter {
             objective,
-            sampler: counters.map(Sampler::new),
+            sampler: counters,
             heartbeat,
             energy,
             last: None,
@@ -225,7 +228,22 @@ impl PerfMeter {
             first_event,
             paused: false,
             open_failures: Vec::new(),
+            mode: ModeChoice {
+                mode: CountingMode::PerThread,
+                reason: "per thread".into(),
+            },
         }
+    }
+
+    /// Counts as `choice` says: per CPU, the counters stay on the CPUs given to
+    /// [`counters_for`] and threads are not added one by one.
+    pub fn with_mode(mut self, choice: ModeChoice) -> Self {
+        self.mode = choice;
+        self
+    }
+
+    fn per_cpu(&self) -> bool {
+        matches!(self.mode.mode, CountingMode::PerCpu { .. })
     }
 }
 
@@ -235,7 +253,9 @@ impl Meter for PerfMeter {
             return Ok(Reading::default());
         }
         let now = Instant::now();
+        let per_cpu = self.per_cpu();
         let sample = match self.sampler.as_mut() {
+            Some(s) if per_cpu => s.sample(now),
             Some(s) => {
                 let want: std::collections::BTreeSet<Target> =
                     threads.iter().map(|t| Target::Thread(*t as i32)).collect();
@@ -320,6 +340,24 @@ impl Meter for PerfMeter {
             .collect()
     }
 
+    fn counting(&self) -> Option<(String, String)> {
+        let mode = match &self.mode.mode {
+            CountingMode::PerThread => "per-thread".to_string(),
+            CountingMode::PerCpu { cpus, cgroup } => format!(
+                "per-CPU on {}{}",
+                cpus.iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                cgroup
+                    .as_ref()
+                    .map(|g| format!(" (cgroup {})", g.display()))
+                    .unwrap_or_default()
+            ),
+        };
+        Some((mode, self.mode.reason.clone()))
+    }
+
     fn pause(&mut self) {
         if let Some(s) = self.sampler.as_mut() {
             for t in s.targets() {
@@ -396,15 +434,17 @@ impl Meter for ProcCpuMeter {
     }
 }
 
-/// Counts the events of `objective` on no thread yet (threads are added as they appear).
+/// Counters for the events of `objective` in `mode`: per thread on no thread yet (threads
+/// are added as they appear), or per CPU on the mode's CPUs (and cgroup).
 pub fn counters_for(
     objective: &Objective,
-) -> Result<Option<PerfCounterSource>, autopin_perf::PerfError> {
+    mode: &CountingMode,
+) -> Result<Option<Sampler<PerfCounterSource>>, autopin_perf::PerfError> {
     let events = objective.events();
     if events.is_empty() {
         return Ok(None);
     }
-    PerfCounterSource::new(events, autopin_perf::counters::CounterOptions::default()).map(Some)
+    autopin_perf::sampler_for(mode, events).map(Some)
 }
 
 /// Our own CPU time (user + sys), seconds.
@@ -454,5 +494,40 @@ mod tests {
         }
         let b = m.cpu_seconds(tid).unwrap();
         assert!(b - a > 0.01, "{a} → {b} ({x})");
+    }
+
+    #[test]
+    fn perf_meter_counts_per_cpu_when_the_mode_says_so() {
+        if let Err(u) = autopin_perf::probe().per_cpu {
+            eprintln!("skipped: per-CPU counting is not allowed here ({u})");
+            return;
+        }
+        let obj = Objective::parse("task-clock").unwrap();
+        let mode = CountingMode::PerCpu {
+            cpus: vec![0],
+            cgroup: None,
+        };
+        let counters = counters_for(&obj, &mode).unwrap();
+        let mut m = PerfMeter::new(obj, counters, None, None).with_mode(ModeChoice {
+            mode,
+            reason: "test".into(),
+        });
+        // Our own thread on CPU 0 gives the CPU's counter something to count.
+        let me = unsafe { libc::gettid() };
+        let before = autopin_topology::affinity::get(me).unwrap();
+        autopin_topology::affinity::set(me, &autopin_topology::CpuSet::from_cpus([0])).unwrap();
+        let r0 = m.read(&[me as u32]).unwrap();
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 50 {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        let r1 = m.read(&[me as u32]).unwrap();
+        autopin_topology::affinity::set(me, &before).unwrap();
+        assert!(
+            r1.total.unwrap() > r0.total.unwrap(),
+            "{r0:?} → {r1:?} ({x})"
+        );
+        assert_eq!(m.counting().unwrap().0, "per-CPU on 0");
     }
 }

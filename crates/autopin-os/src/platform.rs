@@ -11,7 +11,7 @@ use autopin_engine::run::{
     CountingCheck, LaunchOptions, ObjectiveSource, Platform, Started, TargetSpec,
 };
 use autopin_perf::{CountingCost, EventSpec, HeartbeatChannel, Objective, Sysfs};
-use autopin_topology::Machine;
+use autopin_topology::{CpuSet, Machine};
 use std::time::Duration;
 
 pub struct LinuxPlatform {
@@ -155,12 +155,27 @@ impl Platform for LinuxPlatform {
         &mut self,
         source: ObjectiveSource,
         objective: &Objective,
+        cpus: &CpuSet,
     ) -> Result<Box<dyn Meter>, EngineError> {
         if source == ObjectiveSource::TaskClock {
             return Ok(Box::new(ProcCpuMeter::new(self.heartbeat.take())));
         }
-        let counters =
-            live::counters_for(objective).map_err(|e| EngineError::usage(e.to_string()))?;
+        // DESIGN's measuring rule: per-CPU counting (no cost on context switches) where it is
+        // allowed and counts only the target; per thread otherwise. autopin does not yet know
+        // whether other work shares the target's CPUs, nor give the target a cgroup, so today
+        // the choice lands on per thread, with its reason in the report.
+        let avail = autopin_perf::system_probe::probe_with_sysfs(&self.perf_sysfs);
+        let choice = autopin_perf::choose_counting_mode(
+            &avail,
+            &autopin_perf::ModeRequest {
+                target_cpus: Some(cpus.iter().map(|c| c as usize).collect()),
+                cgroup: None,
+                cpus_exclusive: false,
+                forced: None,
+            },
+        );
+        let counters = live::counters_for(objective, &choice.mode)
+            .map_err(|e| EngineError::usage(e.to_string()))?;
         let energy =
             if objective.needs_energy() {
                 Some(autopin_perf::open_energy(&self.perf_sysfs).map_err(|e| {
@@ -169,12 +184,10 @@ impl Platform for LinuxPlatform {
             } else {
                 None
             };
-        Ok(Box::new(PerfMeter::new(
-            objective.clone(),
-            counters,
-            self.heartbeat.take(),
-            energy,
-        )))
+        Ok(Box::new(
+            PerfMeter::new(objective.clone(), counters, self.heartbeat.take(), energy)
+                .with_mode(choice),
+        ))
     }
 
     fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost> {

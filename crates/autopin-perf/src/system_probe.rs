@@ -36,6 +36,11 @@ impl ProbeOps for RealProbeOps {
     }
 }
 
+/// Probe the running system, reading the paranoid level below `sysfs`.
+pub fn probe_with_sysfs(sysfs: &Sysfs) -> Availability {
+    probe_with(sysfs, &RealProbeOps)
+}
+
 /// Probe the running system.
 pub fn probe() -> Availability {
     probe_with(&Sysfs::system(), &RealProbeOps)

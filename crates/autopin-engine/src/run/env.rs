@@ -58,11 +58,13 @@ pub trait Platform {
     ) -> Result<Started, EngineError>;
     /// Heartbeats the launched program has reported so far (0 without a channel).
     fn heartbeats(&mut self) -> u64;
-    /// Opens the meter for the chosen source (`objective` for Requested and Heartbeat).
+    /// Opens the meter for the chosen source (`objective` for Requested and Heartbeat);
+    /// `cpus` are the CPUs the target may run on (where per-CPU counting would count).
     fn open_meter(
         &mut self,
         source: ObjectiveSource,
         objective: &Objective,
+        cpus: &CpuSet,
     ) -> Result<Box<dyn Meter>, EngineError>;
     /// What counting costs per context switch here (None: not measured).
     fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost>;

@@ -107,7 +107,11 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             env.sink.message(None, &format!("warning: {w}"));
         }
     }
-    let mut meter = match env.platform.open_meter(choice.source, &choice.objective) {
+    let allowed = mask.clone().unwrap_or_else(|| machine.allowed_cpuset());
+    let mut meter = match env
+        .platform
+        .open_meter(choice.source, &choice.objective, &allowed)
+    {
         Ok(m) => m,
         Err(e) => {
             threads.terminate();
@@ -134,10 +138,14 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     };
     r.machine = machine.summary_lines();
     r.objective = choice.info.clone();
-    r.counting_mode = match choice.source {
-        ObjectiveSource::TaskClock => "per-thread /proc schedstat (no perf)".into(),
+    r.counting_mode = match (choice.source, meter.counting()) {
+        (ObjectiveSource::TaskClock, _) => "per-thread /proc schedstat (no perf)".into(),
         _ if choice.objective.events().is_empty() => "none".into(),
-        _ => "per-thread".into(),
+        (_, Some((mode, why))) => {
+            r.notes.push(format!("counting: {why}"));
+            mode
+        }
+        (_, None) => "per-thread".into(),
     };
     r.notes.push(format!(
         "objective: {} — {}",
@@ -146,7 +154,6 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     env.sink.checkpoint(&session.report);
 
     let cpu0 = env.platform.self_cpu_seconds();
-    let allowed = mask.unwrap_or_else(|| machine.allowed_cpuset());
     let cfg = DriverConfig {
         tick: plan.search.tick,
         allowed: allowed.clone(),

@@ -355,3 +355,18 @@ fn phase_watch_and_autopin1_run_through_the_same_path() {
         d.candidate
     );
 }
+
+#[test]
+fn the_meters_counting_mode_and_its_reason_reach_the_report() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 10.0));
+    p.counting_mode = Some((
+        "per-CPU on 0,1".into(),
+        "per CPU on the target's CPUs (nothing else runs there)".into(),
+    ));
+    let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
+    assert_eq!(r.counting_mode, "per-CPU on 0,1");
+    assert!(r
+        .notes
+        .contains(&"counting: per CPU on the target's CPUs (nothing else runs there)".to_string()));
+}
