@@ -240,32 +240,15 @@ impl PlacementCheck for MachineCheck<'_> {
 }
 
 /// A physical CPU sequence like `0,0` or `0-3,8`: unlike a CPU set it keeps order and
-/// repeats, because thread i goes to the i-th entry.
+/// repeats, because thread i goes to the i-th entry. The placement crate's schedule parser
+/// reads it (one grammar for CPU lists in the workspace).
 pub fn parse_cpu_sequence(expr: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    for item in expr.split(',') {
-        let num = |s: &str, at: usize| -> Result<u32, String> {
-            s.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("`{s}` at character {} is not a CPU number", at + 1))
-        };
-        match item.split_once('-') {
-            Some((a, b)) => {
-                let (lo, hi) = (num(a, pos)?, num(b, pos + a.len() + 1)?);
-                if lo > hi {
-                    return Err(format!(
-                        "range `{item}` at character {} runs backwards",
-                        pos + 1
-                    ));
-                }
-                out.extend(lo..=hi);
-            }
-            None => out.push(num(item, pos)?),
-        }
-        pos += item.len() + 1;
+    let mut lists =
+        autopin_placement::schedule::parse_schedule_lists(expr).map_err(|e| e.to_string())?;
+    match lists.len() {
+        1 => Ok(lists.remove(0)),
+        n => Err(format!("`{expr}` is {n} CPU lists; give one")),
     }
-    Ok(out)
 }
 
 #[cfg(test)]
