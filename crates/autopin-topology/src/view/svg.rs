@@ -294,8 +294,9 @@ fn caption_lines(m: &Machine) -> Vec<String> {
     out
 }
 
-/// XML-escapes text for element content and attribute values.
-fn esc(s: &str) -> String {
+/// XML-escapes text for element content and attribute values: the one escaper every SVG
+/// autopin draws uses.
+pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

@@ -8,7 +8,7 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
-use autopin_engine::target::{
+use autopin_os::process::{
     self, elf, pin_by_polling, LaunchSpec, LinuxPinner, PinPlan, Pinner, ProcFs, SkipMask,
 };
 use autopin_topology::{CpuSet, Machine};
@@ -44,6 +44,11 @@ pub struct Args {
     /// Say on stderr what is being pinned where
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Start the program exactly as pin does (preload library, signal forwarding, exit
+    /// status) but leave every thread where the OS puts it: the baseline `compare --strategy
+    /// none` runs, so that start-up costs cancel between strategies
+    #[arg(long, conflicts_with_all = ["cpus", "policy", "sharing", "skip", "print"])]
+    pub os_decides: bool,
     #[command(flatten)]
     pub machine: MachineArgs,
     /// The program and its arguments, after `--`
@@ -55,6 +60,9 @@ pub fn run(args: Args) -> CmdResult {
     let machine = args.machine.load()?;
     if args.print {
         return print(&args, &machine);
+    }
+    if args.os_decides {
+        return launch_unpinned(&args);
     }
     let cpus = select_cpus(&args, &machine)?.ok_or_else(|| {
         CliError::usage("say where to pin: -c EXPR, --policy P [-n N] or --sharing STRATEGY:FILE")
@@ -132,6 +140,30 @@ fn check_allowed(cpus: &[u32], allowed: &CpuSet) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `--os-decides`: the same launch as a pinned run, with no pinning.
+fn launch_unpinned(args: &Args) -> CmdResult {
+    let Some((program, prog_args)) = args.command.split_first() else {
+        return Err(CliError::usage(
+            "no program given: put it after `--`, e.g. autopin pin --os-decides -- ./app",
+        ));
+    };
+    let mut spec = LaunchSpec::new(program.clone(), prog_args.iter().cloned());
+    spec.forward_signals = true;
+    // The library is loaded as in a pinned run (same start-up work); without a plan in the
+    // environment it pins nothing.
+    spec.preload = process::preload_library().ok();
+    let mut launched = match process::spawn(&spec) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("autopin: error: {e}");
+            return Ok(e.exit_code());
+        }
+    };
+    launched
+        .wait()
+        .map_err(|e| CliError::internal(format!("waiting for {}: {e}", program.to_string_lossy())))
+}
+
 fn launch(
     args: &Args,
     program: &OsString,
@@ -158,7 +190,7 @@ fn launch(
         };
     let mut poll = !preload_works;
     if preload_works {
-        match target::preload_library() {
+        match process::preload_library() {
             Ok(lib) => spec.preload = Some(lib),
             Err(e) => {
                 eprintln!("autopin: warning: cannot install the preload library ({e}); pinning {name}'s threads by polling /proc instead");
@@ -188,7 +220,7 @@ fn launch(
             list.join(",")
         );
     }
-    let mut launched = match target::spawn(&spec) {
+    let mut launched = match process::spawn(&spec) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("autopin: error: {e}");

@@ -5,15 +5,7 @@
 use autopin_topology::Machine;
 use std::collections::BTreeSet;
 
-/// Some(explanation) when there is nothing to migrate between (one NUMA node or none).
-pub fn describe_single_node(m: &Machine) -> Option<String> {
-    let nodes = m.numa_nodes.len();
-    (nodes <= 1).then(|| {
-        format!(
-            "--migrate-memory: this machine has {nodes} NUMA node(s); all memory is equally near every CPU, so there is nothing to migrate"
-        )
-    })
-}
+pub use autopin_engine::run::describe_single_node;
 
 /// The NUMA nodes local to these CPUs.
 pub fn nodes_of(m: &Machine, cpus: &[u32]) -> BTreeSet<u32> {
