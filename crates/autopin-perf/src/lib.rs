@@ -35,6 +35,8 @@ pub mod event;
 pub mod heartbeat;
 pub mod mode;
 pub mod objective;
+pub mod objective_choice;
+pub mod tracking;
 pub mod perturb;
 pub mod probe;
 pub mod sampler;
@@ -47,9 +49,13 @@ pub use counters::{
 pub use energy::{open_energy, EnergySource};
 pub use error::{PerfError, Unavailable};
 pub use event::EventSpec;
-pub use heartbeat::{HeartbeatChannel, HeartbeatState, HeartbeatWriter};
+pub use heartbeat::{
+    HeartbeatChannel, HeartbeatState, HeartbeatWriter, OmpCounts, OmpProgress, OmpRuntime,
+};
 pub use mode::{choose_counting_mode, CountingMode, ModeChoice, ModeRequest};
 pub use objective::{Delta, Objective, ObjectiveKind, WarningContext};
+pub use objective_choice::{choose, openmp_runtime, Choice, ChoiceInputs, Chosen};
+pub use tracking::{tracking, Tracking};
 pub use perturb::{context_switches, measure_counting_cost, CountingCost};
 pub use probe::{probe, Availability};
 pub use sampler::{sampler_for, Sample, SampleDelta, Sampler};
