@@ -18,7 +18,8 @@
 use crate::candidate::Candidate;
 use crate::phase::{PhaseWatch, Trigger, WatchParams};
 use crate::report::{
-    CandidateRecord, DecisionRecord, ProbeRecord, Report, SearchRecord, ThreadRate, TimelinePoint,
+    CandidateRecord, DecisionRecord, ObjectiveCheck, ProbeRecord, Report, SearchRecord, ThreadRate,
+    TimelinePoint,
 };
 use crate::strategy::{Plan, ProbeOutcome, Strategy};
 use std::collections::BTreeMap;
@@ -42,6 +43,9 @@ pub struct Interval {
     /// The program announced a phase change during the interval (its rate mixes two
     /// phases): probes leave it out.
     pub phase_changed: bool,
+    /// The program's own progress over the interval (heartbeats or OpenMP constructs) and
+    /// its name, when known besides the objective.
+    pub progress: Option<(f64, &'static str)>,
 }
 
 /// What the driver must do.
@@ -124,6 +128,8 @@ struct Acc {
     off_phase: usize,
     phase: Option<String>,
     rates: Vec<f64>,
+    /// The program's own progress over the accepted intervals that had it, and their time.
+    progress: Option<(f64, f64, &'static str)>,
     per_thread: BTreeMap<u32, (usize, f64, f64)>,
     per_thread_all: BTreeMap<u32, (usize, f64, f64)>,
 }
@@ -167,6 +173,8 @@ pub struct Session {
     phase_searches: usize,
     decided_once: bool,
     search_time: f64,
+    /// Name of the program's own progress measure seen in probes (for the objective check).
+    progress_source: Option<&'static str>,
     pub report: Report,
 }
 
@@ -209,6 +217,7 @@ impl Session {
             phase_searches: 0,
             decided_once: false,
             search_time: 0.0,
+            progress_source: None,
             report: Report {
                 tool: "autopin".into(),
                 ..Default::default()
@@ -669,7 +678,14 @@ impl Session {
             churn,
             phase: acc.phase.clone(),
             off_phase_intervals: acc.off_phase,
+            progress_rate: acc
+                .progress
+                .filter(|p| !churn && p.1 > 0.0)
+                .map(|p| p.0 / p.1),
         });
+        if let Some((_, _, name)) = acc.progress {
+            self.progress_source = Some(name);
+        }
         out.push(Action::Message(format!(
             "probe {label:<24} {}{} over {time:.2} s{}",
             fmt_rate(rate),
@@ -709,6 +725,7 @@ impl Session {
         self.report.wall_time = now;
         self.report.exit_status = exit_status;
         self.report.complete = self.decided_once;
+        self.report.objective_check = self.objective_check();
         if !self.decided_once {
             self.report.incomplete_reason = Some(format!(
                 "the program ended during the {} phase, before a decision ({} probe(s) taken)",
@@ -722,6 +739,25 @@ impl Session {
             ));
         }
         &self.report
+    }
+}
+
+impl Session {
+    /// How well the objective tracked the program's own progress over the probes (sanity
+    /// check; None when the program's progress was not known besides the objective).
+    fn objective_check(&self) -> Option<ObjectiveCheck> {
+        let source = self.progress_source?;
+        let pairs: Vec<(f64, f64)> = self
+            .report
+            .probes
+            .iter()
+            .filter_map(|p| p.progress_rate.map(|g| (p.rate, g)))
+            .collect();
+        let t = autopin_perf::tracking(&pairs, self.cfg.higher_is_better)?;
+        Some(ObjectiveCheck {
+            progress: source.to_string(),
+            tracking: t,
+        })
     }
 }
 
@@ -741,6 +777,7 @@ impl Acc {
             off_phase: 0,
             phase,
             rates: Vec::new(),
+            progress: None,
             per_thread: BTreeMap::new(),
             per_thread_all: BTreeMap::new(),
         }
@@ -767,6 +804,11 @@ impl Acc {
         self.good_amount += iv.amount;
         self.good_time += dt;
         self.rates.push(iv.amount / dt);
+        if let Some((p, name)) = iv.progress {
+            let e = self.progress.get_or_insert((0.0, 0.0, name));
+            e.0 += p;
+            e.1 += dt;
+        }
         for (tid, idx, a) in &iv.per_thread {
             let e = self.per_thread.entry(*tid).or_insert((*idx, 0.0, 0.0));
             e.1 += a;

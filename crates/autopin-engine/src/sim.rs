@@ -418,6 +418,7 @@ impl Meter for Sim {
             per_thread,
             phase,
             phase_seq,
+            progress: None,
         })
     }
 }

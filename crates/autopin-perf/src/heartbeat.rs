@@ -433,7 +433,8 @@ mod tests {
         let (ch, path) = HeartbeatChannel::create(dir.path()).unwrap();
         let f = OpenOptions::new().write(true).open(&path).unwrap();
         // Counts without the magic are not yet valid.
-        f.write_at(&5u64.to_le_bytes(), OFF_OMP_SLOTS as u64).unwrap();
+        f.write_at(&5u64.to_le_bytes(), OFF_OMP_SLOTS as u64)
+            .unwrap();
         assert_eq!(ch.read().omp, None);
         f.write_at(&(OMP_SLOTS as u32).to_le_bytes(), 136).unwrap();
         f.write_at(&2u32.to_le_bytes(), 140).unwrap();
@@ -443,7 +444,8 @@ mod tests {
         f.write_at(&3u64.to_le_bytes(), slot(1, 1)).unwrap();
         f.write_at(&7u64.to_le_bytes(), slot(1, 2)).unwrap();
         f.write_at(&2u64.to_le_bytes(), slot(2, 3)).unwrap();
-        f.write_at(&1u64.to_le_bytes(), slot(OMP_SLOTS - 1, 4)).unwrap();
+        f.write_at(&1u64.to_le_bytes(), slot(OMP_SLOTS - 1, 4))
+            .unwrap();
         f.write_at(&OMP_MAGIC.to_le_bytes(), 128).unwrap();
         let omp = ch.read().omp.expect("magic set");
         assert_eq!(omp.runtime, OmpRuntime::Gnu);

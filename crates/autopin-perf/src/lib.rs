@@ -36,11 +36,11 @@ pub mod heartbeat;
 pub mod mode;
 pub mod objective;
 pub mod objective_choice;
-pub mod tracking;
 pub mod perturb;
 pub mod probe;
 pub mod sampler;
 pub mod sysfs;
+pub mod tracking;
 
 pub use counters::{
     CounterOptions, CounterSource, CounterValue, FakeCounterSource, Grouping, PerfCounterSource,
@@ -55,8 +55,8 @@ pub use heartbeat::{
 pub use mode::{choose_counting_mode, CountingMode, ModeChoice, ModeRequest};
 pub use objective::{Delta, Objective, ObjectiveKind, WarningContext};
 pub use objective_choice::{choose, openmp_runtime, Choice, ChoiceInputs, Chosen};
-pub use tracking::{tracking, Tracking};
 pub use perturb::{context_switches, measure_counting_cost, CountingCost};
 pub use probe::{probe, Availability};
 pub use sampler::{sampler_for, Sample, SampleDelta, Sampler};
 pub use sysfs::Sysfs;
+pub use tracking::{tracking, Tracking};

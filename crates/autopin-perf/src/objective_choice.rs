@@ -110,9 +110,15 @@ pub fn openmp_runtime(needed: &[String]) -> Option<String> {
         .iter()
         .find(|n| {
             let base = n.rsplit('/').next().unwrap_or(n);
-            ["libgomp.so", "libomp.so", "libiomp5.so", "libgomp-", "libomp-"]
-                .iter()
-                .any(|p| base.starts_with(p))
+            [
+                "libgomp.so",
+                "libomp.so",
+                "libiomp5.so",
+                "libgomp-",
+                "libomp-",
+            ]
+            .iter()
+            .any(|p| base.starts_with(p))
         })
         .cloned()
 }

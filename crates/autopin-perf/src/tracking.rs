@@ -3,10 +3,10 @@
 //! well the two agree, so a report can say when a counter misleads (e.g. CPU time that a
 //! spin-wait burns without progress).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Agreement between the objective and the program's progress over the probes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tracking {
     /// Probes with both rates.
     pub probes: usize,

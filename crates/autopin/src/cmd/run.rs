@@ -395,6 +395,23 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
 
     let allowed = machine.allowed_cpuset();
     let mut registry = None;
+    // Objective choice inputs (autopin_perf::choose): the program's OpenMP runtime from its
+    // ELF DT_NEEDED, and whether the preload library (which counts OpenMP work) reaches it.
+    let (openmp_runtime, preload_reaches) = match &target {
+        Target::Launch(cmd) => {
+            let path_var = std::env::var_os("PATH");
+            match target::elf::resolve_program(cmd[0].as_ref(), path_var.as_deref()) {
+                Ok(p) => (
+                    target::elf::needed_libraries(&p)
+                        .ok()
+                        .and_then(|n| autopin_perf::openmp_runtime(&n)),
+                    target::elf::linkage(&p).is_ok_and(|l| l.preload_works()),
+                ),
+                Err(_) => (None, false),
+            }
+        }
+        Target::Attach { .. } => (None, false),
+    };
     let (lifetime, pid, env_for_warning) = match &target {
         Target::Launch(cmd) => {
             let mut spec = LaunchSpec::new(&cmd[0], &cmd[1..]);
@@ -488,6 +505,7 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
         in_vm: avail.ctx.in_vm,
     };
     let (strategy_factory, mut init) = make_strategy(a);
+    let registry_preloaded = registry.is_some();
     let mut threads = ProcThreads::new(pid, skip, lifetime);
     if let Some(r) = registry {
         threads = threads.with_registry(r);
@@ -517,14 +535,39 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
         } else {
             " (counting also needs sysctl kernel.perf_event_paranoid ≤ 2 for your own processes, or CAP_PERFMON)".into()
         };
-        let instead = if beats > 0 {
-            objective = Objective::parse("heartbeat")
-                .map_err(|e| CliError::internal(format!("heartbeat objective: {e}")))?;
-            format!("the program's heartbeat ({beats} beat(s) reported in the first {:.1} s; work units/s)", waited)
-        } else {
-            use_proc_cpu = true;
-            "task-clock: each thread's CPU time per second from /proc/TID/schedstat (the program reports no heartbeat; CPU share shows time lost to sharing a CPU, but not memory stalls)".into()
+        let choice = autopin_perf::choose(&autopin_perf::ChoiceInputs {
+            requested: None,
+            pmu_unavailable: Some(reason.to_string()),
+            heartbeats: beats,
+            openmp_runtime: openmp_runtime.clone(),
+            preload: preload_reaches && registry_preloaded,
+        });
+        let instead = match choice.chosen.objective_text() {
+            Some(text) => {
+                objective = Objective::parse(&text)
+                    .map_err(|e| CliError::internal(format!("objective {text}: {e}")))?;
+                match choice.chosen {
+                    autopin_perf::Chosen::OpenMp => format!(
+                        "OpenMP progress (completed parallel regions, loop chunks, barriers and tasks per second; the program is an OpenMP program, {})",
+                        openmp_runtime.as_deref().unwrap_or("OpenMP")
+                    ),
+                    _ => format!("the program's heartbeat ({beats} beat(s) reported in the first {waited:.1} s; work units/s)"),
+                }
+            }
+            None => {
+                use_proc_cpu = true;
+                format!(
+                    "task-clock: each thread's CPU time per second from /proc/TID/schedstat ({})",
+                    choice
+                        .reason
+                        .split("; ")
+                        .skip(1)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            }
         };
+        let chosen_reason = Some(choice.reason);
         say(&format!(
             "warning: the default objective {} cannot be counted here: {reason}{sysctl}. Using {instead} instead.",
             objective_default_text()
@@ -533,9 +576,14 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
             .strip_prefix(&format!("cannot count {}: ", objective_default_text()))
             .unwrap_or(reason);
         objective_why = format!(
-            "fallback: {} cannot be counted here — {}",
+            "fallback: {} cannot be counted here — {}{}",
             objective_default_text(),
-            cause.split([';', '(']).next().unwrap_or(cause).trim()
+            cause.split([';', '(']).next().unwrap_or(cause).trim(),
+            chosen_reason
+                .as_deref()
+                .and_then(|r| r.split_once("; "))
+                .map(|(_, why)| format!("; {why}"))
+                .unwrap_or_default()
         );
     } else {
         objective_why = if explicit_objective {
