@@ -10,8 +10,9 @@
  *                 threads on different CPUs fight over the line; on one CPU they do not.
  *   -m private    the same loop, each thread adding to its own cache line.
  *
- * usage: ompwork [-m MODE] [-r ROUNDS] [-w WORK]   prints seconds and a checksum on stdout
- * (the checksum depends only on the arguments).
+ * usage: ompwork [-m MODE] [-r ROUNDS] [-w WORK] [-t SECONDS]   prints seconds and a
+ * checksum on stdout (the checksum depends only on the arguments). -t stops after that many
+ * seconds instead of after ROUNDS rounds (the same run time however loaded the machine is).
  */
 #include <omp.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@ int main(int argc, char **argv)
 {
     const char *mode = "imbalance";
     long rounds = 2000, work = 20000;
+    double limit = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-m"))
             mode = argv[i + 1];
@@ -54,6 +56,8 @@ int main(int argc, char **argv)
             rounds = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "-w"))
             work = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "-t"))
+            limit = atof(argv[i + 1]);
         else {
             fprintf(stderr, "ompwork: unknown option %s\n", argv[i]);
             return 2;
@@ -64,20 +68,29 @@ int main(int argc, char **argv)
         return 2;
     }
     double t0 = now();
+    if (limit > 0)
+        rounds = 1L << 60;
     unsigned long sum = 0;
     if (!strcmp(mode, "imbalance")) {
         unsigned long acc = 1;
+        int stop = 0;
 #pragma omp parallel
         for (long r = 0; r < rounds; r++) {
 #pragma omp master
-            acc = spin_work(work, acc);
+            {
+                acc = spin_work(work, acc);
+                stop = limit > 0 && now() - t0 > limit;
+            }
+#pragma omp barrier
+            if (stop)
+                break;
 #pragma omp barrier
         }
         sum = acc;
     } else if (!strcmp(mode, "shared") || !strcmp(mode, "private")) {
         static struct line lines[65];
         int shared = !strcmp(mode, "shared");
-        for (long r = 0; r < rounds; r++) {
+        for (long r = 0; r < rounds && !(limit > 0 && now() - t0 > limit); r++) {
 #pragma omp parallel for schedule(dynamic, 256)
             for (long i = 0; i < work; i++) {
                 int t = shared ? 0 : 1 + (omp_get_thread_num() % 64);

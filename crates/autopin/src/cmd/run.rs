@@ -514,6 +514,7 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
     // The fallback objective: the program's heartbeat if it reports progress during the
     // first moments (it knows what useful work is), else CPU time per thread.
     let mut use_proc_cpu = false;
+    let mut init_waited = 0.0;
     let objective_why;
     if let Some(reason) = &fallback {
         let started = std::time::Instant::now();
@@ -527,6 +528,7 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
         }
         let waited = started.elapsed().as_secs_f64();
         init = (init - waited).max(0.0);
+        init_waited = waited;
         let beats = hb_channel.read().beats;
         // The perf helper's text ends with its own fallback advice; ours replaces it.
         let reason = reason.split("; fallback:").next().unwrap_or(reason);
@@ -619,6 +621,7 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
     let report_every = a.sample.unwrap_or(if a.paper { 30.0 } else { 5.0 });
     let cfg = SessionConfig {
         init,
+        init_waited,
         report_every,
         watch: if a.no_watch {
             None
