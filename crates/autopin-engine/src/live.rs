@@ -174,12 +174,15 @@ fn own_progress(
         return Some((hb.beats as f64, "heartbeat"));
     }
     match &hb.omp {
-        Some(o) if !objective_is_openmp && !(objective_is_heartbeat && hb.beats > 0) => {
+        Some(o) if !(objective_is_openmp || objective_is_heartbeat && hb.beats > 0) => {
             Some((o.counts.total() as f64, "OpenMP progress"))
         }
         _ => None,
     }
 }
+
+/// The previous sample, heartbeats, joules and OpenMP constructs.
+type LastReading = (Sample, Option<u64>, Option<f64>, Option<u64>);
 
 /// The objective measured for real.
 pub struct PerfMeter {
@@ -188,7 +191,7 @@ pub struct PerfMeter {
     heartbeat: Option<HeartbeatChannel>,
     energy: Option<Box<dyn EnergySource>>,
     /// The previous sample, heartbeats, joules and OpenMP constructs.
-    last: Option<(Sample, Option<u64>, Option<f64>, Option<u64>)>,
+    last: Option<LastReading>,
     total: f64,
     per_thread: BTreeMap<u32, f64>,
     first_event: Option<String>,

@@ -776,7 +776,12 @@ impl Session {
     /// program's end cut short.
     fn best_so_far(&self) -> Option<String> {
         let mut sums: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
-        for p in self.report.probes.iter().filter(|p| p.search == self.search) {
+        for p in self
+            .report
+            .probes
+            .iter()
+            .filter(|p| p.search == self.search)
+        {
             let e = sums.entry(p.label.as_str()).or_default();
             e.0 += p.rate;
             e.1 += 1.0;
@@ -900,7 +905,10 @@ mod plain_words_tests {
     fn start_says_how_long_the_program_ran_before_probing() {
         let m = message(&session(0.0, 0.5).start(0.0));
         assert!(!m.contains("0.0 s"), "{m}");
-        assert!(m.contains("has run 0.5 s") && m.contains("probing starts now"), "{m}");
+        assert!(
+            m.contains("has run 0.5 s") && m.contains("probing starts now"),
+            "{m}"
+        );
         let m = message(&session(0.5, 0.0).start(0.0));
         assert_eq!(m, "letting the program start for 0.5 s before probing");
     }

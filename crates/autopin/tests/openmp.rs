@@ -230,7 +230,11 @@ fn barrier_spinners_task_clock_sees_no_difference_openmp_progress_ranks_as_runti
         (t01 / t10).max(t10 / t01) >= 1.2,
         "the machine is too loaded for the runtimes to differ (0,1: {t01:.2} s, 1,0: {t10:.2} s)"
     );
-    let (fast, slow) = if t10 < t01 { ("1,0", "0,1") } else { ("0,1", "1,0") };
+    let (fast, slow) = if t10 < t01 {
+        ("1,0", "0,1")
+    } else {
+        ("0,1", "1,0")
+    };
     assert!(
         o[fast] > 1.15 * o[slow],
         "OpenMP progress ranks {fast} first as the runtimes do: {o:?} (runtimes 0,1 {t01:.2} s, 1,0 {t10:.2} s)"

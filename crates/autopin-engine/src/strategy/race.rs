@@ -97,6 +97,7 @@ impl Race {
     /// the gap is at least `decisive_gap` and exceeds 2·z standard errors of the difference
     /// estimated from the ticks inside the two probes (the factor 2 leaves room for drift
     /// slower than a probe, which the ticks cannot see).
+    #[allow(clippy::needless_range_loop)] // c indexes alive, m and within alike
     fn eliminate_decisive(&mut self, m: &[Option<f64>], best: usize) {
         let (Some(mb), Some(sb)) = (m[best], self.within[best]) else {
             return;
@@ -122,11 +123,16 @@ impl Race {
     /// The answer when the survivors cannot be told apart: the OS placement when it is a
     /// survivor, else the leader.
     fn indistinguishable(&self, best: usize, margin_ci: Option<f64>, why: &str) -> Decision {
-        match self.os_placement.filter(|&o| self.alive.get(o) == Some(&true) && o != best) {
+        match self
+            .os_placement
+            .filter(|&o| self.alive.get(o) == Some(&true) && o != best)
+        {
             Some(os) if !self.samples[os].is_empty() => self.decision(
                 os,
                 margin_ci,
-                &format!("{why}: keeping the OS's own placement, pinning would gain nothing measurable"),
+                &format!(
+                    "{why}: keeping the OS's own placement, pinning would gain nothing measurable"
+                ),
             ),
             _ => self.decision(best, margin_ci, &format!("{why}: keeping the best so far")),
         }
@@ -299,11 +305,7 @@ impl Race {
                 }
             });
             if os_behind || self.os_placement.is_none_or(|o| o == best) {
-                return Some(self.decision(
-                    best,
-                    margin_ci,
-                    "search budget spent: best so far",
-                ));
+                return Some(self.decision(best, margin_ci, "search budget spent: best so far"));
             }
             return Some(self.indistinguishable(
                 best,
@@ -669,7 +671,11 @@ mod faster_race_tests {
         assert_eq!(d.candidate, 1);
         assert_eq!(order, vec![0, 1]);
         assert!(t < 1.5, "decided after {t} s");
-        assert!(d.reason.contains("beyond the noise inside the probes"), "{}", d.reason);
+        assert!(
+            d.reason.contains("beyond the noise inside the probes"),
+            "{}",
+            d.reason
+        );
     }
 
     #[test]
@@ -708,7 +714,10 @@ mod faster_race_tests {
                 intervals: 5,
             });
         }
-        assert!(matches!(r.next(1.4), Plan::Probe { .. }), "needs more probes");
+        assert!(
+            matches!(r.next(1.4), Plan::Probe { .. }),
+            "needs more probes"
+        );
     }
 
     #[test]
