@@ -29,6 +29,7 @@
 //! ```
 
 pub mod counters;
+pub mod cpustat;
 pub mod energy;
 pub mod error;
 pub mod event;

@@ -289,22 +289,26 @@ impl Race {
             }
         }
         if reason_budget {
-            // The budget ends the search; the answer depends on whether the leader is
-            // confidently ahead of the OS placement.
+            // The budget ends the search. The OS placement is kept only when it is close
+            // to the leader (within `decisive_gap`) and not confidently behind it.
             let os_behind = self.os_placement.is_some_and(|o| {
                 o != best && self.alive.get(o) == Some(&true) && {
                     match (m[o], pooled) {
+                        (Some(mo), _) if (mb - mo) / mb > self.p.decisive_gap => true,
                         (Some(mo), Some((rv, df))) => {
                             let k = self.p.z.max(stats::t95(df) * self.p.z / 1.96);
                             let no = self.samples[o].len() as f64;
                             let se = (rv / nb + rv * (mo / mb).powi(2) / no).sqrt();
                             (mb - mo) / mb > k * se
                         }
-                        _ => false,
+                        _ => true,
                     }
                 }
             });
-            if os_behind || self.os_placement.is_none_or(|o| o == best) {
+            let os_alive = self
+                .os_placement
+                .is_some_and(|o| o != best && self.alive.get(o) == Some(&true));
+            if os_behind || !os_alive {
                 return Some(self.decision(best, margin_ci, "search budget spent: best so far"));
             }
             return Some(self.indistinguishable(

@@ -212,12 +212,14 @@ fn explicit_candidates(a: &EngineArgs, m: &Machine) -> Result<Option<Vec<Candida
 }
 
 /// Topology candidates for n threads, from autopin-placement.
-fn topology_candidates(m: &Machine, n: usize, a: &EngineArgs) -> Vec<Candidate> {
+/// `busy`: CPUs busy with other work before the program started (they add candidates that
+/// keep the threads on the free CPUs).
+fn topology_candidates(m: &Machine, n: usize, a: &EngineArgs, busy: &[u32]) -> Vec<Candidate> {
     let opts = autopin_placement::CandidateOptions {
         max: Some(a.max_candidates),
         include_unpinned: !a.no_unpinned,
     };
-    let mut out: Vec<Candidate> = autopin_placement::candidates(m, n, &opts)
+    let mut out: Vec<Candidate> = autopin_placement::candidates_avoiding(m, n, &opts, busy)
         .into_iter()
         .map(|c| {
             if c.unpinned {
@@ -397,6 +399,24 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
     let mut registry = None;
     // Objective choice inputs (autopin_perf::choose): the program's OpenMP runtime from its
     // ELF DT_NEEDED, and whether the preload library (which counts OpenMP work) reaches it.
+    // CPUs busy with other work, measured before our program adds its own load (0.2 s);
+    // only topology candidates use it.
+    let busy: Vec<u32> = if explicit.is_none() && matches!(target, Target::Launch(_)) {
+        autopin_perf::cpustat::measure_busy_cpus(
+            std::path::Path::new("/proc"),
+            Duration::from_millis(200),
+        )
+        .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let free_left = machine.allowed_cpuset().iter().any(|c| !busy.contains(&c));
+    if !busy.is_empty() && free_left {
+        say(&format!(
+            "CPU(s) {} busy with other work: adding candidates that avoid them",
+            autopin_engine::candidate::cpu_text(&busy)
+        ));
+    }
     let (openmp_runtime, preload_reaches) = match &target {
         Target::Launch(cmd) => {
             let path_var = std::env::var_os("PATH");
@@ -616,7 +636,7 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
     let a2 = a.clone();
     let cand_factory = Box::new(move |n: usize| match &explicit2 {
         Some(c) => c.clone(),
-        None => topology_candidates(&m2, n_override.unwrap_or(n), &a2),
+        None => topology_candidates(&m2, n_override.unwrap_or(n), &a2, &busy),
     });
     let report_every = a.sample.unwrap_or(if a.paper { 30.0 } else { 5.0 });
     let cfg = SessionConfig {
