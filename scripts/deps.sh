@@ -19,6 +19,10 @@ have curl || need_pkgs+=(curl ca-certificates)
 [ -e /usr/lib/gcc/x86_64-linux-gnu/*/libgomp.so ] 2>/dev/null || need_pkgs+=(libgomp1)
 ls /usr/lib/gcc/*/*/include/omp.h >/dev/null 2>&1 || need_pkgs+=(gcc)
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
+# clang with LLVM's OpenMP runtime: the OpenMP progress tests build the workload with both
+# compilers (libgomp and libomp count through different entry points).
+have clang || need_pkgs+=(clang)
+ls /usr/lib/llvm-*/lib/libomp.so >/dev/null 2>&1 || need_pkgs+=(libomp-dev)
 # Optional tools the tests compare against when present.
 have likwid-pin || need_pkgs+=(likwid)
 # rsvg-convert renders every SVG autopin writes for the picture checks (tests/svg_render.rs);

@@ -243,5 +243,9 @@ pub fn interval(
         tracked: snap.tracked.len(),
         phase: cur.phase.clone(),
         phase_changed: matches!((prev.phase_seq, cur.phase_seq), (Some(a), Some(b)) if a != b),
+        progress: match (prev.progress, cur.progress) {
+            (Some((a, _)), Some((b, name))) => Some(((b - a).max(0.0), name)),
+            _ => None,
+        },
     }
 }

@@ -72,6 +72,10 @@ pub struct Reading {
     /// How many phase changes the program has announced so far (heartbeat channel): a
     /// different value in two readings means the interval between them spans a change.
     pub phase_seq: Option<u64>,
+    /// The program's own cumulative progress when it is known besides the objective
+    /// (heartbeats, or OpenMP constructs counted by the preload library), with its name:
+    /// the report compares the objective with it.
+    pub progress: Option<(f64, &'static str)>,
 }
 
 /// The objective's counters.

@@ -17,7 +17,8 @@
 
 use crate::phase::{PhaseWatch, Trigger, WatchParams};
 use crate::report::{
-    CandidateRecord, DecisionRecord, ProbeRecord, Report, SearchRecord, ThreadRate, TimelinePoint,
+    CandidateRecord, DecisionRecord, ObjectiveCheck, ProbeRecord, Report, SearchRecord, ThreadRate,
+    TimelinePoint,
 };
 use crate::strategy::{Plan, ProbeOutcome, Strategy};
 use autopin_placement::Pinning;
@@ -42,6 +43,9 @@ pub struct Interval {
     /// The program announced a phase change during the interval (its rate mixes two
     /// phases): probes leave it out.
     pub phase_changed: bool,
+    /// The program's own progress over the interval (heartbeats or OpenMP constructs) and
+    /// its name, when known besides the objective.
+    pub progress: Option<(f64, &'static str)>,
 }
 
 /// What the driver must do.
@@ -74,6 +78,9 @@ pub struct SessionConfig {
     pub max_phase_searches: usize,
     /// After `init`, wait up to this many more seconds while the objective stays at zero.
     pub init_extra: f64,
+    /// Seconds the program already ran before the session started (e.g. while autopin
+    /// watched for a heartbeat to choose the objective); part of the init time, for messages.
+    pub init_waited: f64,
 }
 
 impl Default for SessionConfig {
@@ -86,6 +93,7 @@ impl Default for SessionConfig {
             unit: "/s".into(),
             max_phase_searches: 4,
             init_extra: 5.0,
+            init_waited: 0.0,
         }
     }
 }
@@ -124,6 +132,8 @@ struct Acc {
     off_phase: usize,
     phase: Option<String>,
     rates: Vec<f64>,
+    /// The program's own progress over the accepted intervals that had it, and their time.
+    progress: Option<(f64, f64, &'static str)>,
     per_thread: BTreeMap<u32, (usize, f64, f64)>,
     per_thread_all: BTreeMap<u32, (usize, f64, f64)>,
 }
@@ -167,6 +177,8 @@ pub struct Session {
     phase_searches: usize,
     decided_once: bool,
     search_time: f64,
+    /// Name of the program's own progress measure seen in probes (for the objective check).
+    progress_source: Option<&'static str>,
     pub report: Report,
 }
 
@@ -209,6 +221,7 @@ impl Session {
             phase_searches: 0,
             decided_once: false,
             search_time: 0.0,
+            progress_source: None,
             report: Report {
                 tool: "autopin".into(),
                 ..Default::default()
@@ -221,10 +234,21 @@ impl Session {
         self.state = State::Init {
             until: now + self.cfg.init,
         };
-        vec![Action::Message(format!(
-            "initializing for {:.1} s before probing",
-            self.cfg.init
-        ))]
+        let total = self.cfg.init + self.cfg.init_waited;
+        let msg = if self.cfg.init_waited > 0.0 && self.cfg.init <= 0.0 {
+            format!(
+                "the program has run {:.1} s where the OS placed it; probing starts now",
+                self.cfg.init_waited
+            )
+        } else if self.cfg.init_waited > 0.0 {
+            format!(
+                "the program has run {:.1} s where the OS placed it; probing starts in {:.1} s ({total:.1} s start-up in all)",
+                self.cfg.init_waited, self.cfg.init
+            )
+        } else {
+            format!("letting the program start for {total:.1} s before probing")
+        };
+        vec![Action::Message(msg)]
     }
 
     /// The candidates of the current search.
@@ -501,7 +525,10 @@ impl Session {
             .enumerate()
             .map(|(i, c)| CandidateRecord::from(i, c))
             .collect();
-        let strat = (self.make_strategy)(self.candidates.len(), self.search);
+        let mut strat = (self.make_strategy)(self.candidates.len(), self.search);
+        if let Some(os) = self.candidates.iter().position(|c| c.is_unpinned()) {
+            strat.set_os_placement(os);
+        }
         self.strategy_name = strat.name().to_string();
         self.report.strategy = self.strategy_name.clone();
         self.strategy = Some(strat);
@@ -673,7 +700,14 @@ impl Session {
             churn,
             phase: acc.phase.clone(),
             off_phase_intervals: acc.off_phase,
+            progress_rate: acc
+                .progress
+                .filter(|p| !churn && p.1 > 0.0)
+                .map(|p| p.0 / p.1),
         });
+        if let Some((_, _, name)) = acc.progress {
+            self.progress_source = Some(name);
+        }
         out.push(Action::Message(format!(
             "probe {label:<24} {}{} over {time:.2} s{}",
             fmt_rate(rate),
@@ -702,6 +736,7 @@ impl Session {
                     duration: time,
                     interval_cv: cv,
                     interval_range: range,
+                    intervals: acc.rates.len(),
                 });
             }
         }
@@ -713,12 +748,23 @@ impl Session {
         self.report.wall_time = now;
         self.report.exit_status = exit_status;
         self.report.complete = self.decided_once;
+        self.report.objective_check = self.objective_check();
         if !self.decided_once {
-            self.report.incomplete_reason = Some(format!(
-                "the program ended during the {} phase, before a decision ({} probe(s) taken)",
-                self.state_name(),
-                self.report.probes.len()
-            ));
+            let total_init = self.cfg.init + self.cfg.init_waited;
+            self.report.incomplete_reason = Some(match self.state {
+                State::Init { .. } => format!(
+                    "the program ended after {now:.1} s, before autopin tried any pinning (it lets a program start for {total_init:.1} s first): it ran where the OS placed it"
+                ),
+                _ => {
+                    let best = self.best_so_far();
+                    format!(
+                        "the program ended after {now:.1} s, during the search and before a decision ({} probe(s) taken){}",
+                        self.report.probes.len(),
+                        best.map(|b| format!("; best so far: {b}"))
+                            .unwrap_or_default()
+                    )
+                }
+            });
         } else if !self.is_decided() {
             self.report.notes.push(format!(
                 "the program ended during re-search {}; the last decision stands",
@@ -750,6 +796,50 @@ impl Session {
         }
         &self.report
     }
+
+    /// The candidate with the best mean probe rate in the current search, for a search the
+    /// program's end cut short.
+    fn best_so_far(&self) -> Option<String> {
+        let mut sums: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+        for p in self
+            .report
+            .probes
+            .iter()
+            .filter(|p| p.search == self.search)
+        {
+            let e = sums.entry(p.label.as_str()).or_default();
+            e.0 += p.rate;
+            e.1 += 1.0;
+        }
+        let higher = self.cfg.higher_is_better;
+        sums.into_iter()
+            .map(|(l, (s, n))| (l, s / n))
+            .max_by(|a, b| {
+                if higher {
+                    a.1.total_cmp(&b.1)
+                } else {
+                    b.1.total_cmp(&a.1)
+                }
+            })
+            .map(|(l, r)| format!("{l} ({} {})", fmt_rate(r).trim(), self.cfg.unit))
+    }
+
+    /// How well the objective tracked the program's own progress over the probes (sanity
+    /// check; None when the program's progress was not known besides the objective).
+    fn objective_check(&self) -> Option<ObjectiveCheck> {
+        let source = self.progress_source?;
+        let pairs: Vec<(f64, f64)> = self
+            .report
+            .probes
+            .iter()
+            .filter_map(|p| p.progress_rate.map(|g| (p.rate, g)))
+            .collect();
+        let t = autopin_perf::tracking(&pairs, self.cfg.higher_is_better)?;
+        Some(ObjectiveCheck {
+            progress: source.to_string(),
+            tracking: t,
+        })
+    }
 }
 
 impl Acc {
@@ -768,6 +858,7 @@ impl Acc {
             off_phase: 0,
             phase,
             rates: Vec::new(),
+            progress: None,
             per_thread: BTreeMap::new(),
             per_thread_all: BTreeMap::new(),
         }
@@ -794,10 +885,102 @@ impl Acc {
         self.good_amount += iv.amount;
         self.good_time += dt;
         self.rates.push(iv.amount / dt);
+        if let Some((p, name)) = iv.progress {
+            let e = self.progress.get_or_insert((0.0, 0.0, name));
+            e.0 += p;
+            e.1 += dt;
+        }
         for (tid, idx, a) in &iv.per_thread {
             let e = self.per_thread.entry(*tid).or_insert((*idx, 0.0, 0.0));
             e.1 += a;
             e.2 += dt;
         }
+    }
+}
+
+#[cfg(test)]
+mod plain_words_tests {
+    use super::*;
+    use crate::strategy::{Race, RaceParams};
+
+    fn session(init: f64, waited: f64) -> Session {
+        let cfg = SessionConfig {
+            init,
+            init_waited: waited,
+            watch: None,
+            ..SessionConfig::default()
+        };
+        Session::new(
+            cfg,
+            Box::new(|_| vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])]),
+            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        )
+    }
+
+    fn message(a: &[Action]) -> String {
+        a.iter()
+            .filter_map(|x| match x {
+                Action::Message(m) => Some(m.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn start_says_how_long_the_program_ran_before_probing() {
+        let m = message(&session(0.0, 0.5).start(0.0));
+        assert!(!m.contains("0.0 s"), "{m}");
+        assert!(
+            m.contains("has run 0.5 s") && m.contains("probing starts now"),
+            "{m}"
+        );
+        let m = message(&session(0.5, 0.0).start(0.0));
+        assert_eq!(m, "letting the program start for 0.5 s before probing");
+    }
+
+    #[test]
+    fn a_program_that_ends_before_probing_is_explained_in_plain_words() {
+        let mut s = session(0.0, 0.5);
+        s.start(0.0);
+        let r = s.finish(2.0, Some(0));
+        let why = r.incomplete_reason.clone().unwrap();
+        assert!(
+            why.contains("ended after 2.0 s")
+                && why.contains("before autopin tried any pinning")
+                && why.contains("where the OS placed it"),
+            "{why}"
+        );
+        assert!(!why.contains("init phase"), "{why}");
+    }
+
+    #[test]
+    fn a_search_cut_short_names_the_best_so_far() {
+        let mut s = session(0.0, 0.0);
+        s.start(0.0);
+        let mut t = 0.0;
+        // Candidate 0 runs at 100/s, candidate 1 at 105/s: too close to decide in one round,
+        // and the program ends after the first round.
+        while t < 1.9 {
+            let rate = match s.applied {
+                Some(1) => 105.0,
+                _ => 100.0,
+            };
+            let iv = Interval {
+                start: t,
+                end: t + 0.1,
+                amount: rate * 0.1,
+                tracked: 1,
+                ..Interval::default()
+            };
+            s.on_interval(&iv);
+            t += 0.1;
+            if s.report.probes.len() >= 2 && !s.is_decided() {
+                break;
+            }
+        }
+        assert!(!s.is_decided(), "a 5% gap is not decided on one probe each");
+        let why = s.finish(t, Some(0)).incomplete_reason.clone().unwrap();
+        assert!(why.contains("during the search"), "{why}");
+        assert!(why.contains("best so far: 1"), "{why}");
     }
 }

@@ -465,6 +465,7 @@ impl Meter for Sim {
             per_thread,
             phase,
             phase_seq,
+            progress: None,
         })
     }
 }
@@ -487,6 +488,12 @@ pub struct SimPlatform {
     pub meter_opened: Option<crate::run::ObjectiveSource>,
     /// How the simulated meter says it counts (mode, reason); None: it does not say.
     pub counting_mode: Option<(String, String)>,
+    /// The simulated program is an OpenMP program linking this runtime.
+    pub openmp_runtime: Option<String>,
+    /// The preload library sits in the launched program.
+    pub preload_active: bool,
+    /// CPUs other work keeps busy before the start.
+    pub busy: Vec<u32>,
 }
 
 impl SimPlatform {
@@ -500,6 +507,9 @@ impl SimPlatform {
             launched_with: None,
             meter_opened: None,
             counting_mode: None,
+            openmp_runtime: None,
+            preload_active: true,
+            busy: Vec::new(),
         }
     }
 }
@@ -532,7 +542,17 @@ impl crate::run::Platform for SimPlatform {
                 None
             },
             warnings: Vec::new(),
+            openmp_runtime: self.openmp_runtime.clone(),
+            preload_active: self.preload_active && !attached,
         })
+    }
+
+    fn busy_cpus(&mut self, allowed: &CpuSet) -> Vec<u32> {
+        self.busy
+            .iter()
+            .copied()
+            .filter(|c| allowed.contains(*c))
+            .collect()
     }
 
     fn heartbeats(&mut self) -> u64 {

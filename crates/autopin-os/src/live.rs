@@ -192,13 +192,36 @@ impl ThreadSource for ProcThreads {
     }
 }
 
+/// The program's own cumulative progress besides the objective: its heartbeats when it
+/// reports them (and the objective is not the heartbeat), else the OpenMP constructs the
+/// preload library counted (unless the objective is exactly that).
+fn own_progress(
+    hb: &autopin_perf::HeartbeatState,
+    objective_is_heartbeat: bool,
+    objective_is_openmp: bool,
+) -> Option<(f64, &'static str)> {
+    if hb.beats > 0 && !objective_is_heartbeat {
+        return Some((hb.beats as f64, "heartbeat"));
+    }
+    match &hb.omp {
+        Some(o) if !(objective_is_openmp || objective_is_heartbeat && hb.beats > 0) => {
+            Some((o.counts.total() as f64, "OpenMP progress"))
+        }
+        _ => None,
+    }
+}
+
+/// The previous sample, heartbeats, joules and OpenMP constructs.
+type LastReading = (Sample, Option<u64>, Option<f64>, Option<u64>);
+
 /// The objective measured for real.
 pub struct PerfMeter {
     objective: Objective,
     sampler: Option<Sampler<PerfCounterSource>>,
     heartbeat: Option<HeartbeatChannel>,
     energy: Option<Box<dyn EnergySource>>,
-    last: Option<(Sample, Option<u64>, Option<f64>)>,
+    /// The previous sample, heartbeats, joules and OpenMP constructs.
+    last: Option<LastReading>,
     total: f64,
     per_thread: BTreeMap<u32, f64>,
     first_event: Option<String>,
@@ -291,11 +314,17 @@ impl Meter for PerfMeter {
             None => None,
         };
         let mut present = BTreeMap::new();
-        if let Some((prev, prev_beats, prev_j)) = &self.last {
+        if let Some((prev, prev_beats, prev_j, prev_omp)) = &self.last {
             let d = sample.delta_since(prev);
             let mut delta = d.to_delta();
             delta.heartbeats = match (beats.as_ref().map(|b| b.beats), prev_beats) {
                 (Some(a), Some(b)) => Some(a.saturating_sub(*b)),
+                _ => None,
+            };
+            delta.omp_progress = match (beats.as_ref().and_then(|b| b.omp), prev_omp) {
+                (Some(a), Some(b)) => Some(a.counts.total().saturating_sub(*b)),
+                // The program made its first OpenMP call during this interval.
+                (Some(a), None) if prev_beats.is_some() => Some(a.counts.total()),
                 _ => None,
             };
             delta.energy_joules = match (joules, prev_j) {
@@ -324,12 +353,21 @@ impl Meter for PerfMeter {
         self.per_thread.retain(|t, _| present.contains_key(t));
         let phase = beats.as_ref().and_then(|b| b.phase.clone());
         let phase_seq = beats.as_ref().map(|b| b.phase_seq);
-        self.last = Some((sample, beats.map(|b| b.beats), joules));
+        let progress = beats.as_ref().and_then(|b| {
+            own_progress(
+                b,
+                self.objective.needs_heartbeat(),
+                self.objective.needs_openmp(),
+            )
+        });
+        let omp_total = beats.as_ref().and_then(|b| b.omp).map(|o| o.counts.total());
+        self.last = Some((sample, beats.map(|b| b.beats), joules, omp_total));
         Ok(Reading {
             total: Some(self.total),
             per_thread: present,
             phase,
             phase_seq,
+            progress,
         })
     }
 
@@ -425,7 +463,8 @@ impl Meter for ProcCpuMeter {
             total: None,
             per_thread,
             phase: hb.as_ref().and_then(|b| b.phase.clone()),
-            phase_seq: hb.map(|b| b.phase_seq),
+            phase_seq: hb.as_ref().map(|b| b.phase_seq),
+            progress: hb.as_ref().and_then(|b| own_progress(b, false, false)),
         })
     }
 

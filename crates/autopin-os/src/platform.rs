@@ -37,6 +37,19 @@ impl LinuxPlatform {
     fn launch(&mut self, argv: &[String], opts: &LaunchOptions) -> Result<Started, EngineError> {
         let mut spec = LaunchSpec::new(&argv[0], &argv[1..]);
         spec.forward_signals = true;
+        // Which OpenMP runtime the program links, and whether the preload library can sit
+        // in it (a dynamic executable): then it counts the program's OpenMP work.
+        let path_var = std::env::var_os("PATH");
+        let (openmp_runtime, preload_reaches) =
+            match process::elf::resolve_program(argv[0].as_ref(), path_var.as_deref()) {
+                Ok(p) => (
+                    process::elf::needed_libraries(&p)
+                        .ok()
+                        .and_then(|n| autopin_perf::openmp_runtime(&n)),
+                    process::elf::linkage(&p).is_ok_and(|l| l.preload_works()),
+                ),
+                Err(_) => (None, false),
+            };
         let mut warnings = Vec::new();
         let pin_at_birth = opts.pin_at_birth.is_some();
         if let Some(cpus) = &opts.pin_at_birth {
@@ -67,6 +80,7 @@ impl LinuxPlatform {
             exit_code: e.exit_code(),
         })?;
         let pid = launched.pid();
+        let preload_active = preload_reaches && registry.is_some();
         let mut threads = ProcThreads::new(pid, opts.skip.clone(), Lifetime::Child(launched));
         if let Some(r) = registry {
             threads = threads.with_registry(r);
@@ -77,6 +91,8 @@ impl LinuxPlatform {
             env: std::env::vars().collect(),
             mask: None,
             warnings,
+            openmp_runtime,
+            preload_active,
         })
     }
 
@@ -120,6 +136,9 @@ impl LinuxPlatform {
             env,
             mask,
             warnings: Vec::new(),
+            // An attached process has no preload library: its OpenMP work is not counted.
+            openmp_runtime: None,
+            preload_active: false,
         })
     }
 }
@@ -188,6 +207,19 @@ impl Platform for LinuxPlatform {
             PerfMeter::new(objective.clone(), counters, self.heartbeat.take(), energy)
                 .with_mode(choice),
         ))
+    }
+
+    fn busy_cpus(&mut self, allowed: &CpuSet) -> Vec<u32> {
+        // A fifth of a second of /proc/stat: long enough to see a busy loop, short enough
+        // not to delay the start noticeably.
+        autopin_perf::cpustat::measure_busy_cpus(
+            std::path::Path::new("/proc"),
+            Duration::from_millis(200),
+        )
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| allowed.contains(*c))
+        .collect()
     }
 
     fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost> {

@@ -1,8 +1,10 @@
 //! The heartbeat back channel: a small shared file the engine creates and the program maps
 //! (through `include/autopin.h`) to report progress and phases.
 //!
-//! Layout, little-endian, offsets in bytes (the file is 128 bytes; the struct uses 120 and
-//! the rest is zero padding so the C side may round its mapping up):
+//! Layout, little-endian, offsets in bytes. The heartbeat part is the first 128 bytes (the
+//! struct uses 120 and the rest is zero padding so the C side may round its mapping up);
+//! `include/autopin.h` maps only those. The file is [`FILE_SIZE`] bytes: after the heartbeat
+//! part the preload library counts completed OpenMP work (see [`OmpProgress`]):
 //!
 //! | offset | field | meaning |
 //! |---|---|---|
@@ -13,6 +15,14 @@
 //! | 24 | `u64 phase_seq` | seqlock: odd while the writer changes `phase` |
 //! | 32 | `char phase[64]` | current phase name, NUL-terminated |
 //! | 96 | `u64 reserved2[3]` | 0 |
+//! | 128 | `u64 omp_magic` | `0x3130504d4f504f41` ("AOPOMP01") once an OpenMP runtime call was counted |
+//! | 136 | `u32 omp_slots` | number of per-thread slots |
+//! | 140 | `u32 omp_used` | slots handed out (slot 0 is shared by threads that found none free) |
+//! | 144 | `u32 omp_runtime` | 1 libgomp (GNU entry points), 2 libomp/libiomp5 (OMPT) |
+//! | 192 | `slot[omp_slots]` | 64 bytes each: `u64 regions, chunks, barriers, tasks, other` |
+//!
+//! A file of only 128 bytes (an older engine) still works for heartbeats; the preload
+//! library then counts nothing.
 
 use crate::error::PerfError;
 use memmap2::MmapRaw;
@@ -22,8 +32,16 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 pub const MAGIC: u64 = 0x3142_4854_5050_4f41;
 pub const VERSION: u32 = 1;
-/// Size of the file the engine creates.
-pub const FILE_SIZE: usize = 128;
+/// Size of the file the engine creates: the heartbeat part and the OpenMP progress part.
+pub const FILE_SIZE: usize = 16384;
+/// Size of the heartbeat part (what include/autopin.h maps).
+pub const HEARTBEAT_SIZE: usize = 128;
+pub const OMP_MAGIC: u64 = 0x3130_504d_4f50_4f41;
+pub const OFF_OMP: usize = 128;
+pub const OFF_OMP_SLOTS: usize = 192;
+pub const OMP_SLOT_SIZE: usize = 64;
+/// Per-thread slots that fit in the file.
+pub const OMP_SLOTS: usize = (FILE_SIZE - OFF_OMP_SLOTS) / OMP_SLOT_SIZE;
 /// Size of the C struct (`sizeof(struct autopin_heartbeat)`).
 pub const STRUCT_SIZE: usize = 120;
 pub const OFF_MAGIC: usize = 0;
@@ -35,6 +53,69 @@ pub const PHASE_LEN: usize = 64;
 /// Environment variable through which the engine tells the program the file's path.
 pub const ENV_VAR: &str = "AUTOPIN_HEARTBEAT";
 
+/// Which OpenMP runtime the preload library saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum OmpRuntime {
+    /// GNU libgomp: its GOMP_* entry points, interposed.
+    Gnu,
+    /// LLVM/Intel libomp (libiomp5): the OpenMP tools interface (OMPT).
+    Llvm,
+    Unknown(u32),
+}
+
+impl OmpRuntime {
+    fn from_code(c: u32) -> OmpRuntime {
+        match c {
+            1 => OmpRuntime::Gnu,
+            2 => OmpRuntime::Llvm,
+            x => OmpRuntime::Unknown(x),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            OmpRuntime::Gnu => "GNU libgomp (GOMP_* entry points)".into(),
+            OmpRuntime::Llvm => "LLVM/Intel libomp (OMPT callbacks)".into(),
+            OmpRuntime::Unknown(c) => format!("runtime code {c}"),
+        }
+    }
+}
+
+/// Completed OpenMP work counted by the preload library, summed over threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OmpCounts {
+    /// Parallel regions completed.
+    pub regions: u64,
+    /// Work-sharing loop chunks, sections and single blocks completed.
+    pub chunks: u64,
+    /// Barriers passed (explicit and implicit), taskwait and taskgroup ends.
+    pub barriers: u64,
+    /// Explicit tasks (created with libgomp, completed with libomp).
+    pub tasks: u64,
+    /// Critical and ordered blocks left, loops ended without a barrier.
+    pub other: u64,
+}
+
+impl OmpCounts {
+    /// The progress objective's unit: every completed construct counts one.
+    pub fn total(&self) -> u64 {
+        self.regions
+            .saturating_add(self.chunks)
+            .saturating_add(self.barriers)
+            .saturating_add(self.tasks)
+            .saturating_add(self.other)
+    }
+}
+
+/// The OpenMP part of the file, once the program made an OpenMP call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OmpProgress {
+    pub runtime: OmpRuntime,
+    /// Threads that took a slot.
+    pub threads: u32,
+    pub counts: OmpCounts,
+}
+
 /// What the program reported so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeartbeatState {
@@ -44,6 +125,9 @@ pub struct HeartbeatState {
     /// Even sequence number of the phase read; it grows by 2 with every phase change, so a
     /// larger value than last time means the program entered a new phase (even a same-named one).
     pub phase_seq: u64,
+    /// OpenMP work the preload library counted (None: no OpenMP call seen, or a file too
+    /// small for the OpenMP part).
+    pub omp: Option<OmpProgress>,
 }
 
 /// A mapping of the shared file, with atomic access to its fields.
@@ -69,15 +153,20 @@ impl Mapping {
         Ok(Mapping { map })
     }
 
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off & 7 == 0 && off + 8 <= STRUCT_SIZE);
+        debug_assert!(off & 7 == 0 && off + 8 <= self.len());
         // SAFETY: the mapping is at least STRUCT_SIZE bytes, page aligned, and lives as long
         // as self; all access to shared words goes through atomics.
         unsafe { &*(self.map.as_mut_ptr().add(off) as *const AtomicU64) }
     }
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        // SAFETY: as above; offsets are 4-aligned.
+        debug_assert!(off & 3 == 0 && off + 4 <= self.len());
+        // SAFETY: as above; offsets are 4-aligned and inside the mapping.
         unsafe { &*(self.map.as_mut_ptr().add(off) as *const AtomicU32) }
     }
 
@@ -139,7 +228,34 @@ impl Drop for HeartbeatChannel {
     }
 }
 
+/// Sums the per-thread OpenMP slots. Each slot has one writer that stores whole aligned
+/// words, so every load sees a value that writer stored; the sum is a consistent lower bound.
+fn read_omp(m: &Mapping) -> Option<OmpProgress> {
+    if m.len() < FILE_SIZE || m.u64_at(OFF_OMP).load(Ordering::Acquire) != OMP_MAGIC {
+        return None;
+    }
+    let slots = (m.u32_at(OFF_OMP + 8).load(Ordering::Relaxed) as usize).min(OMP_SLOTS);
+    let used = m.u32_at(OFF_OMP + 12).load(Ordering::Relaxed);
+    let runtime = OmpRuntime::from_code(m.u32_at(OFF_OMP + 16).load(Ordering::Relaxed));
+    let mut c = OmpCounts::default();
+    for i in 0..slots {
+        let base = OFF_OMP_SLOTS + i * OMP_SLOT_SIZE;
+        let f = |k: usize| m.u64_at(base + 8 * k).load(Ordering::Relaxed);
+        c.regions = c.regions.wrapping_add(f(0));
+        c.chunks = c.chunks.wrapping_add(f(1));
+        c.barriers = c.barriers.wrapping_add(f(2));
+        c.tasks = c.tasks.wrapping_add(f(3));
+        c.other = c.other.wrapping_add(f(4));
+    }
+    Some(OmpProgress {
+        runtime,
+        threads: used,
+        counts: c,
+    })
+}
+
 fn read_state(m: &Mapping) -> HeartbeatState {
+    let omp = read_omp(m);
     let seq = m.u64_at(OFF_PHASE_SEQ);
     let beats = m.u64_at(OFF_BEATS).load(Ordering::Acquire);
     let mut buf = [0u8; PHASE_LEN];
@@ -165,6 +281,7 @@ fn read_state(m: &Mapping) -> HeartbeatState {
                 beats,
                 phase,
                 phase_seq: s1,
+                omp,
             };
         }
         last_even = s2 & !1;
@@ -174,6 +291,7 @@ fn read_state(m: &Mapping) -> HeartbeatState {
         beats,
         phase: None,
         phase_seq: last_even,
+        omp,
     }
 }
 
@@ -259,7 +377,8 @@ mod tests {
             HeartbeatState {
                 beats: 0,
                 phase: None,
-                phase_seq: 0
+                phase_seq: 0,
+                omp: None,
             }
         );
 
@@ -301,9 +420,48 @@ mod tests {
             HeartbeatState {
                 beats: 41,
                 phase: Some("init".into()),
-                phase_seq: 4
+                phase_seq: 4,
+                omp: None,
             }
         );
+    }
+
+    #[test]
+    fn openmp_slots_written_like_the_preload_library_are_summed() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (ch, path) = HeartbeatChannel::create(dir.path()).unwrap();
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        // Counts without the magic are not yet valid.
+        f.write_at(&5u64.to_le_bytes(), OFF_OMP_SLOTS as u64)
+            .unwrap();
+        assert_eq!(ch.read().omp, None);
+        f.write_at(&(OMP_SLOTS as u32).to_le_bytes(), 136).unwrap();
+        f.write_at(&2u32.to_le_bytes(), 140).unwrap();
+        f.write_at(&1u32.to_le_bytes(), 144).unwrap();
+        // slot 1: 3 chunks, 7 barriers; slot 2: 2 tasks; the last slot: 1 other.
+        let slot = |i: usize, k: usize| (OFF_OMP_SLOTS + i * OMP_SLOT_SIZE + 8 * k) as u64;
+        f.write_at(&3u64.to_le_bytes(), slot(1, 1)).unwrap();
+        f.write_at(&7u64.to_le_bytes(), slot(1, 2)).unwrap();
+        f.write_at(&2u64.to_le_bytes(), slot(2, 3)).unwrap();
+        f.write_at(&1u64.to_le_bytes(), slot(OMP_SLOTS - 1, 4))
+            .unwrap();
+        f.write_at(&OMP_MAGIC.to_le_bytes(), 128).unwrap();
+        let omp = ch.read().omp.expect("magic set");
+        assert_eq!(omp.runtime, OmpRuntime::Gnu);
+        assert_eq!(omp.threads, 2);
+        assert_eq!(
+            omp.counts,
+            OmpCounts {
+                regions: 5,
+                chunks: 3,
+                barriers: 7,
+                tasks: 2,
+                other: 1
+            }
+        );
+        assert_eq!(omp.counts.total(), 18);
+        assert_eq!(&std::fs::read(&path).unwrap()[128..136], b"AOPOMP01");
     }
 
     #[test]

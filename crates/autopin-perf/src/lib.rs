@@ -29,18 +29,21 @@
 //! ```
 
 pub mod counters;
+pub mod cpustat;
 pub mod energy;
 pub mod error;
 pub mod event;
 pub mod heartbeat;
 pub mod mode;
 pub mod objective;
+pub mod openmp;
 pub mod perturb;
 pub mod probe;
 pub mod sampler;
 pub mod scope;
 pub mod sysfs;
 pub mod system_probe;
+pub mod tracking;
 
 pub use counters::{
     CounterOptions, CounterSource, CounterValue, FakeCounterSource, Grouping, PerfCounterSource,
@@ -49,11 +52,15 @@ pub use counters::{
 pub use energy::{open_energy, EnergySource};
 pub use error::{PerfError, Unavailable};
 pub use event::EventSpec;
-pub use heartbeat::{HeartbeatChannel, HeartbeatState, HeartbeatWriter};
+pub use heartbeat::{
+    HeartbeatChannel, HeartbeatState, HeartbeatWriter, OmpCounts, OmpProgress, OmpRuntime,
+};
 pub use mode::{choose_counting_mode, CountingMode, ModeChoice, ModeRequest};
 pub use objective::{Delta, Objective, ObjectiveKind, WarningContext};
+pub use openmp::openmp_runtime;
 pub use perturb::{context_switches, measure_counting_cost, CountingCost};
 pub use probe::Availability;
 pub use sampler::{sampler_for, Sample, SampleDelta, Sampler};
 pub use sysfs::Sysfs;
 pub use system_probe::probe;
+pub use tracking::{tracking, Tracking};

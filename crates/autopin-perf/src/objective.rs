@@ -7,7 +7,8 @@
 //! unary     := "-" unary | atom
 //! atom      := number | event | "heartbeat" | "energy" | "(" expr ")"
 //! ```
-//! Whole-objective keywords: `heartbeat` (beats/s), `power` (W, lower is better), `energy`
+//! Whole-objective keywords: `heartbeat` (beats/s), `openmp` (completed OpenMP constructs/s,
+//! counted by the preload library; see docs/objectives.md), `power` (W, lower is better), `energy`
 //! (joules per 10⁹ user instructions, lower is better). An event is any `EventSpec` form;
 //! `-` inside a name belongs to it (`cache-misses`), and `pmu/terms/` is read as a PMU event
 //! when `pmu` exists in sysfs and no space follows it.
@@ -35,6 +36,8 @@ pub struct Delta {
     pub heartbeats: Option<u64>,
     /// Joules consumed during the interval, if an energy source exists.
     pub energy_joules: Option<f64>,
+    /// Completed OpenMP constructs during the interval, if the preload library counts them.
+    pub omp_progress: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +47,8 @@ pub enum ObjectiveKind {
     /// Any other expression of events.
     Expression,
     Heartbeat,
+    /// Completed OpenMP work (regions, chunks, barriers, tasks) per second.
+    OpenMp,
     Power,
     Energy,
 }
@@ -53,6 +58,7 @@ enum Expr {
     Num(f64),
     Event(usize),
     Heartbeat,
+    OpenMp,
     Energy,
     Neg(Box<Expr>),
     Bin(char, Box<Expr>, Box<Expr>),
@@ -116,6 +122,7 @@ impl Objective {
         let instr = || EventSpec::parse_with("instructions:u", sysfs);
         let (kind, expr, events) = match word {
             "heartbeat" => (ObjectiveKind::Heartbeat, Expr::Heartbeat, vec![]),
+            "openmp" | "omp" => (ObjectiveKind::OpenMp, Expr::OpenMp, vec![]),
             "power" => (ObjectiveKind::Power, Expr::Energy, vec![]),
             "energy" => (
                 ObjectiveKind::Energy,
@@ -165,6 +172,7 @@ impl Objective {
         let higher_is_better = force.unwrap_or(!lower);
         let unit = match kind {
             ObjectiveKind::Heartbeat => "beats/s".to_string(),
+            ObjectiveKind::OpenMp => "OpenMP constructs/s".to_string(),
             ObjectiveKind::Power => "W".to_string(),
             ObjectiveKind::Energy => "J per 1e9 instructions".to_string(),
             ObjectiveKind::EventRate => {
@@ -211,6 +219,11 @@ impl Objective {
 
     pub fn needs_heartbeat(&self) -> bool {
         contains(&self.expr, &|e| matches!(e, Expr::Heartbeat))
+    }
+
+    /// True when the objective reads the preload library's OpenMP counts.
+    pub fn needs_openmp(&self) -> bool {
+        contains(&self.expr, &|e| matches!(e, Expr::OpenMp))
     }
 
     pub fn needs_energy(&self) -> bool {
@@ -262,6 +275,7 @@ impl Objective {
             Expr::Num(n) => *n,
             Expr::Event(i) => *d.events.get(self.events[*i].key())?,
             Expr::Heartbeat => d.heartbeats? as f64,
+            Expr::OpenMp => d.omp_progress? as f64,
             Expr::Energy => d.energy_joules?,
             Expr::Neg(a) => -self.eval(a, d)?,
             Expr::Bin(op, a, b) => {
@@ -356,7 +370,7 @@ fn energy_in_numerator(e: &Expr, in_denominator: bool) -> bool {
 fn dimension(e: &Expr) -> Result<i32, (char, String)> {
     Ok(match e {
         Expr::Num(_) => 0,
-        Expr::Event(_) | Expr::Heartbeat | Expr::Energy => 1,
+        Expr::Event(_) | Expr::Heartbeat | Expr::OpenMp | Expr::Energy => 1,
         Expr::Neg(a) => dimension(a)?,
         Expr::Bin(op, a, b) => {
             let (da, db) = (dimension(a)?, dimension(b)?);
@@ -505,6 +519,7 @@ impl<'a> ExprParser<'a> {
         }
         match word.as_str() {
             "heartbeat" => return Ok(Expr::Heartbeat),
+            "openmp" => return Ok(Expr::OpenMp),
             "energy" => return Ok(Expr::Energy),
             "power" => {
                 return Err(self.err(start, "'power' is a whole objective; inside an expression use energy (joules), e.g. energy/heartbeat"))
@@ -568,7 +583,22 @@ mod tests {
             events: ev.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             heartbeats: None,
             energy_joules: None,
+            omp_progress: None,
         }
+    }
+
+    #[test]
+    fn openmp_progress_is_a_rate_of_completed_constructs() {
+        let o = obj("openmp").unwrap();
+        assert_eq!(o.kind(), ObjectiveKind::OpenMp);
+        assert!(o.needs_openmp() && o.events().is_empty() && o.higher_is_better());
+        assert_eq!(o.unit(), "OpenMP constructs/s");
+        let mut d = delta(500, &[]);
+        assert_eq!(o.evaluate(&d), None, "no counts: no value");
+        d.omp_progress = Some(300);
+        assert_eq!(o.evaluate(&d), Some(600.0));
+        assert_eq!(obj("omp").unwrap().kind(), ObjectiveKind::OpenMp);
+        assert!(!obj("heartbeat").unwrap().needs_openmp());
     }
 
     #[test]

@@ -122,6 +122,7 @@ impl SampleDelta {
                 .collect(),
             heartbeats: None,
             energy_joules: None,
+            omp_progress: None,
         }
     }
 }

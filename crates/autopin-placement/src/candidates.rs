@@ -661,3 +661,93 @@ pub fn candidates(m: &Machine, n: usize, opts: &CandidateOptions) -> Vec<Pinning
     }
     out
 }
+
+/// Candidates that keep n threads off CPUs busy with other work: the threads spread over the
+/// free allowed CPUs, round robin when there are fewer free CPUs than threads. Empty when no
+/// allowed CPU is busy or none is free. (Symmetry makes "both threads on CPU 0" and "both on
+/// CPU 1" one class for [`candidates`]; a busy neighbour on CPU 0 breaks that symmetry.)
+pub fn free_cpu_candidates(m: &Machine, n: usize, busy: &[u32]) -> Vec<Pinning> {
+    let v = View::new(m);
+    let allowed = v.oses(&v.scatter_order(0));
+    let free: Vec<u32> = allowed
+        .iter()
+        .copied()
+        .filter(|c| !busy.contains(c))
+        .collect();
+    if n == 0 || free.is_empty() || free.len() == allowed.len() {
+        return Vec::new();
+    }
+    let busy_here: Vec<u32> = allowed
+        .iter()
+        .copied()
+        .filter(|c| busy.contains(c))
+        .collect();
+    let busy_text = crate::CpuList::new(busy_here).to_list();
+    let k = free.len().min(n);
+    let cpus: Vec<u32> = (0..n).map(|i| free[i % k]).collect();
+    vec![Pinning::described(
+        cpus,
+        format!("{n} thread(s) on {k} free CPU(s), away from busy CPU(s) {busy_text}"),
+    )]
+}
+
+/// [`candidates`] plus the [`free_cpu_candidates`] for the CPUs in `busy` that are not
+/// already among them.
+pub fn candidates_avoiding(
+    m: &Machine,
+    n: usize,
+    opts: &CandidateOptions,
+    busy: &[u32],
+) -> Vec<Pinning> {
+    let mut out = candidates(m, n, opts);
+    for c in free_cpu_candidates(m, n, busy) {
+        if !out.iter().any(|o| o.cpus == c.cpus) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod free_cpu_tests {
+    use super::*;
+
+    fn two_cpus() -> Machine {
+        autopin_topology::source::synthetic::parse("package:1 core:2 pu:1").unwrap()
+    }
+
+    #[test]
+    fn a_busy_cpu_adds_the_pinning_that_keeps_every_thread_on_the_free_one() {
+        let m = two_cpus();
+        let opts = CandidateOptions {
+            max: None,
+            include_unpinned: true,
+        };
+        let plain = candidates(&m, 2, &opts);
+        assert!(!plain.iter().any(|c| c.cpus == vec![1, 1]), "{plain:?}");
+        let with = candidates_avoiding(&m, 2, &opts, &[0]);
+        let free = with
+            .iter()
+            .find(|c| c.cpus == vec![1, 1])
+            .expect("1,1 added");
+        assert!(
+            free.description.contains("busy CPU(s) 0"),
+            "{}",
+            free.description
+        );
+        assert_eq!(with.len(), plain.len() + 1);
+        // One thread: CPU 1 alone.
+        assert_eq!(free_cpu_candidates(&m, 1, &[0])[0].cpus, vec![1]);
+    }
+
+    #[test]
+    fn nothing_is_added_when_no_cpu_or_every_cpu_is_busy() {
+        let m = two_cpus();
+        assert!(free_cpu_candidates(&m, 2, &[]).is_empty());
+        assert!(free_cpu_candidates(&m, 2, &[0, 1]).is_empty());
+        assert!(
+            free_cpu_candidates(&m, 2, &[7]).is_empty(),
+            "not an allowed CPU"
+        );
+    }
+}

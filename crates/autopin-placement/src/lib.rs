@@ -23,7 +23,10 @@ mod sharing;
 mod summary;
 mod view;
 
-pub use candidates::{candidates, count_classes, CandidateOptions, EXACT_LIMIT};
+pub use candidates::{
+    candidates, candidates_avoiding, count_classes, free_cpu_candidates, CandidateOptions,
+    EXACT_LIMIT,
+};
 pub use cpulist::CpuList;
 pub use domains::{domains, domains_listing, Domain};
 pub use error::PlacementError;

@@ -18,6 +18,9 @@
  *                            creator's single CPU).
  *   AUTOPIN_REGISTRY=/path   file created and sized by the engine; we record every thread.
  *   AUTOPIN_QUIET=1          suppress our one-line diagnostics.
+ *   AUTOPIN_HEARTBEAT=/path  the heartbeat file (include/autopin.h). When it is at least
+ *                            OMP_FILE_MIN bytes, the library also counts completed OpenMP
+ *                            work there (see "OpenMP progress" below).
  *
  * Registry layout (little-endian, naturally aligned; mirrored in
  * crates/autopin-engine/src/target/registry.rs):
@@ -43,6 +46,29 @@
  * Pinning from AUTOPIN_CPUS applies in every process (like likwid-pin, which pins the
  * shell too): each process image numbers its own threads from 0, and a fork()ed child
  * restarts the numbering at 1 for the threads it creates (pthread_atfork).
+ *
+ * OpenMP progress (mirrored in crates/autopin-perf/src/heartbeat.rs): the heartbeat file
+ * continues after its 128-byte heartbeat part with
+ *   offset 128 u64 magic     = 0x3130504d4f504f41 ("AOPOMP01"), stored (release) once the
+ *                              library has seen an OpenMP runtime call
+ *   offset 136 u32 slots     number of per-thread slots (OMP_SLOTS)
+ *   offset 140 u32 used      atomic; slots handed out. Slot 0 is shared (atomic adds) by
+ *                            threads that find every other slot taken
+ *   offset 144 u32 runtime   1 libgomp (GNU entry points), 2 libomp/libiomp5 (OMPT)
+ *   offset 148 u32 reserved
+ *   offset 192 slot[slots], 64 bytes (one cache line) each, u64 counters:
+ *     +0 regions   parallel regions completed (counted by the thread that started them)
+ *     +8 chunks    work-sharing loop chunks / sections / single blocks completed
+ *     +16 barriers explicit and implicit barriers passed (and taskwait/taskgroup ends)
+ *     +24 tasks    explicit tasks created (libgomp) or completed (libomp)
+ *     +32 other    critical sections and ordered blocks left, work-sharing loops ended
+ *                  without a barrier (nowait) or, with libomp, loops ended
+ * Each thread owns its slot and adds with plain relaxed stores (no lock prefix, no shared
+ * cache line): the cost is a TLS load and an add per OpenMP call. Readers sum all slots.
+ * GNU: the compiler calls GOMP_* entry points, which we interpose and forward unchanged.
+ * LLVM/Intel: the runtime calls ompt_start_tool (OpenMP tools interface) when it starts;
+ * we answer with callbacks unless the program brings its own tool (OMP_TOOL_LIBRARIES, or
+ * another ompt_start_tool in the process), which then wins and we count nothing.
  *
  * Never crash the target: every failure prints at most one line "autopin-preload: ..."
  * and the program continues unpinned.
@@ -389,6 +415,418 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(vo
     return rc;
 }
 
+/* ---------------------------------------------------------------- OpenMP progress */
+
+#define OMP_MAGIC 0x3130504d4f504f41ULL
+#define OMP_OFF 128u
+#define OMP_SLOTS_OFF 192u
+#define OMP_SLOT 64u
+#define OMP_FILE_MIN 16384u
+#define OMP_SLOTS ((OMP_FILE_MIN - OMP_SLOTS_OFF) / OMP_SLOT)
+#define RT_GNU 1u
+#define RT_OMPT 2u
+
+enum { C_REGIONS, C_CHUNKS, C_BARRIERS, C_TASKS, C_OTHER };
+
+struct omp_slot {
+    uint64_t c[8];
+};
+
+static unsigned char *omp_map_base; /* the heartbeat file, NULL when not counting */
+static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
+static int omp_ompt_active;         /* libomp answered our ompt_start_tool */
+static struct omp_slot omp_dummy;   /* where counts go when there is no file */
+static __thread struct omp_slot *my_slot __attribute__((tls_model("initial-exec")));
+static __thread int my_slot_shared __attribute__((tls_model("initial-exec")));
+
+static void omp_map_file(void)
+{
+    const char *path = getenv("AUTOPIN_HEARTBEAT");
+    if (!path || !*path)
+        return;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)OMP_FILE_MIN) {
+        close(fd); /* an older autopin's 128-byte file: heartbeats only */
+        return;
+    }
+    void *p = mmap(NULL, OMP_FILE_MIN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return;
+    uint32_t slots = OMP_SLOTS;
+    __atomic_store_n((uint32_t *)((unsigned char *)p + OMP_OFF + 8), slots, __ATOMIC_RELAXED);
+    omp_map_base = p;
+}
+
+static struct omp_slot *omp_slot_at(uint32_t i)
+{
+    return (struct omp_slot *)(omp_map_base + OMP_SLOTS_OFF + (size_t)i * OMP_SLOT);
+}
+
+/* First count of this thread: find the file, announce the runtime, take a slot. */
+static __attribute__((noinline)) struct omp_slot *omp_slot_slow(unsigned runtime)
+{
+    pthread_once(&omp_once, omp_map_file);
+    if (!omp_map_base) {
+        my_slot = &omp_dummy;
+        return my_slot;
+    }
+    uint32_t *rt = (uint32_t *)(omp_map_base + OMP_OFF + 16);
+    uint32_t zero = 0;
+    __atomic_compare_exchange_n(rt, &zero, runtime, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    __atomic_store_n((uint64_t *)(omp_map_base + OMP_OFF), OMP_MAGIC, __ATOMIC_RELEASE);
+    uint32_t *used = (uint32_t *)(omp_map_base + OMP_OFF + 12);
+    uint32_t i = __atomic_fetch_add(used, 1, __ATOMIC_RELAXED) + 1; /* slot 0 is shared */
+    if (i < OMP_SLOTS) {
+        my_slot = omp_slot_at(i);
+    } else {
+        my_slot = omp_slot_at(0);
+        my_slot_shared = 1;
+    }
+    return my_slot;
+}
+
+static inline void omp_count(int what, unsigned runtime)
+{
+    struct omp_slot *s = my_slot;
+    if (__builtin_expect(s == NULL, 0))
+        s = omp_slot_slow(runtime);
+    if (__builtin_expect(my_slot_shared, 0)) {
+        __atomic_fetch_add(&s->c[what], 1, __ATOMIC_RELAXED);
+        return;
+    }
+    /* One writer per slot: a relaxed load-add-store is enough and takes no lock. */
+    __atomic_store_n(&s->c[what], __atomic_load_n(&s->c[what], __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+}
+
+/* GNU entry points count only when no OMPT tool of ours runs in the same process (a GCC
+ * program run against libomp's GOMP_* compatibility layer would count twice). */
+static inline void gnu_count(int what)
+{
+    if (__builtin_expect(!omp_ompt_active, 1))
+        omp_count(what, RT_GNU);
+}
+
+/* The next definition of an entry point (libgomp's). It exists whenever the program calls
+ * it, since the program was linked against it; if not, there is nothing sane to forward
+ * to, and we stop the program with a message rather than jump to NULL. */
+static void *next_fn(void **cache, const char *name)
+{
+    void *f = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (__builtin_expect(f != NULL, 1))
+        return f;
+    f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        say("%s called but no OpenMP runtime defines it", name);
+        abort();
+    }
+    __atomic_store_n(cache, f, __ATOMIC_RELAXED);
+    return f;
+}
+
+#define NEXT(type, name)                                                                    \
+    static void *cache_##name;                                                              \
+    __typeof__(type) real = (__typeof__(type))next_fn(&cache_##name, #name)
+
+typedef void (*omp_fn)(void *);
+typedef _Bool (*next_l)(long *, long *);
+typedef _Bool (*next_ull)(unsigned long long *, unsigned long long *);
+
+/* Loop chunk hand-out: every call after the first of a loop ends the caller's previous
+ * chunk, so counting calls counts completed chunks (the last call, returning false, ends
+ * the last one). */
+#define LOOP_NEXT(name)                                                                     \
+    _Bool name(long *istart, long *iend)                                                    \
+    {                                                                                       \
+        NEXT(next_l, name);                                                                 \
+        gnu_count(C_CHUNKS);                                                                \
+        return real(istart, iend);                                                          \
+    }
+#define LOOP_NEXT_ULL(name)                                                                 \
+    _Bool name(unsigned long long *istart, unsigned long long *iend)                        \
+    {                                                                                       \
+        NEXT(next_ull, name);                                                               \
+        gnu_count(C_CHUNKS);                                                                \
+        return real(istart, iend);                                                          \
+    }
+
+LOOP_NEXT(GOMP_loop_static_next)
+LOOP_NEXT(GOMP_loop_dynamic_next)
+LOOP_NEXT(GOMP_loop_guided_next)
+LOOP_NEXT(GOMP_loop_runtime_next)
+LOOP_NEXT(GOMP_loop_nonmonotonic_dynamic_next)
+LOOP_NEXT(GOMP_loop_nonmonotonic_guided_next)
+LOOP_NEXT(GOMP_loop_nonmonotonic_runtime_next)
+LOOP_NEXT(GOMP_loop_maybe_nonmonotonic_runtime_next)
+LOOP_NEXT(GOMP_loop_ordered_static_next)
+LOOP_NEXT(GOMP_loop_ordered_dynamic_next)
+LOOP_NEXT(GOMP_loop_ordered_guided_next)
+LOOP_NEXT(GOMP_loop_ordered_runtime_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_static_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_dynamic_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_guided_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_runtime_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_nonmonotonic_dynamic_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_nonmonotonic_guided_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_nonmonotonic_runtime_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_maybe_nonmonotonic_runtime_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_ordered_static_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_ordered_dynamic_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_ordered_guided_next)
+LOOP_NEXT_ULL(GOMP_loop_ull_ordered_runtime_next)
+
+/* Barriers, counted once passed. */
+#define VOID_AFTER(name, what)                                                              \
+    void name(void)                                                                         \
+    {                                                                                       \
+        NEXT(void (*)(void), name);                                                         \
+        real();                                                                             \
+        gnu_count(what);                                                                    \
+    }
+#define BOOL_AFTER(name, what)                                                              \
+    _Bool name(void)                                                                        \
+    {                                                                                       \
+        NEXT(_Bool (*)(void), name);                                                        \
+        _Bool r = real();                                                                   \
+        gnu_count(what);                                                                    \
+        return r;                                                                           \
+    }
+
+VOID_AFTER(GOMP_barrier, C_BARRIERS)
+BOOL_AFTER(GOMP_barrier_cancel, C_BARRIERS)
+VOID_AFTER(GOMP_loop_end, C_BARRIERS)
+BOOL_AFTER(GOMP_loop_end_cancel, C_BARRIERS)
+VOID_AFTER(GOMP_loop_end_nowait, C_OTHER)
+VOID_AFTER(GOMP_sections_end, C_BARRIERS)
+BOOL_AFTER(GOMP_sections_end_cancel, C_BARRIERS)
+VOID_AFTER(GOMP_sections_end_nowait, C_OTHER)
+VOID_AFTER(GOMP_taskwait, C_BARRIERS)
+VOID_AFTER(GOMP_taskgroup_end, C_BARRIERS)
+VOID_AFTER(GOMP_critical_end, C_OTHER)
+VOID_AFTER(GOMP_ordered_end, C_OTHER)
+VOID_AFTER(GOMP_parallel_end, C_REGIONS)
+
+void GOMP_critical_name_end(void **pptr)
+{
+    NEXT(void (*)(void **), GOMP_critical_name_end);
+    real(pptr);
+    gnu_count(C_OTHER);
+}
+
+_Bool GOMP_single_start(void)
+{
+    NEXT(_Bool (*)(void), GOMP_single_start);
+    _Bool mine = real();
+    gnu_count(C_CHUNKS);
+    return mine;
+}
+
+unsigned GOMP_sections_next(void)
+{
+    NEXT(unsigned (*)(void), GOMP_sections_next);
+    gnu_count(C_CHUNKS);
+    return real();
+}
+
+/* Whole parallel regions: the starting thread counts one when the region is over. */
+void GOMP_parallel(omp_fn fn, void *data, unsigned nthreads, unsigned flags)
+{
+    NEXT(void (*)(omp_fn, void *, unsigned, unsigned), GOMP_parallel);
+    real(fn, data, nthreads, flags);
+    gnu_count(C_REGIONS);
+}
+
+unsigned GOMP_parallel_reductions(omp_fn fn, void *data, unsigned nthreads, unsigned flags)
+{
+    NEXT(unsigned (*)(omp_fn, void *, unsigned, unsigned), GOMP_parallel_reductions);
+    unsigned r = real(fn, data, nthreads, flags);
+    gnu_count(C_REGIONS);
+    return r;
+}
+
+void GOMP_parallel_sections(omp_fn fn, void *data, unsigned nthreads, unsigned count,
+                            unsigned flags)
+{
+    NEXT(void (*)(omp_fn, void *, unsigned, unsigned, unsigned), GOMP_parallel_sections);
+    real(fn, data, nthreads, count, flags);
+    gnu_count(C_REGIONS);
+}
+
+#define PARALLEL_LOOP_CHUNK(name)                                                           \
+    void name(omp_fn fn, void *data, unsigned nthreads, long start, long end, long incr,    \
+              long chunk, unsigned flags)                                                   \
+    {                                                                                       \
+        NEXT(void (*)(omp_fn, void *, unsigned, long, long, long, long, unsigned), name);   \
+        real(fn, data, nthreads, start, end, incr, chunk, flags);                           \
+        gnu_count(C_REGIONS);                                                               \
+    }
+#define PARALLEL_LOOP_RUNTIME(name)                                                         \
+    void name(omp_fn fn, void *data, unsigned nthreads, long start, long end, long incr,    \
+              unsigned flags)                                                               \
+    {                                                                                       \
+        NEXT(void (*)(omp_fn, void *, unsigned, long, long, long, unsigned), name);         \
+        real(fn, data, nthreads, start, end, incr, flags);                                  \
+        gnu_count(C_REGIONS);                                                               \
+    }
+
+PARALLEL_LOOP_CHUNK(GOMP_parallel_loop_static)
+PARALLEL_LOOP_CHUNK(GOMP_parallel_loop_dynamic)
+PARALLEL_LOOP_CHUNK(GOMP_parallel_loop_guided)
+PARALLEL_LOOP_CHUNK(GOMP_parallel_loop_nonmonotonic_dynamic)
+PARALLEL_LOOP_CHUNK(GOMP_parallel_loop_nonmonotonic_guided)
+PARALLEL_LOOP_RUNTIME(GOMP_parallel_loop_runtime)
+PARALLEL_LOOP_RUNTIME(GOMP_parallel_loop_nonmonotonic_runtime)
+PARALLEL_LOOP_RUNTIME(GOMP_parallel_loop_maybe_nonmonotonic_runtime)
+
+/* GOMP_task grew arguments over GCC releases (depend, priority, detach); libgomp reads the
+ * later ones only when `flags` says they were passed, so forwarding all ten is what a
+ * direct call would do. */
+void GOMP_task(omp_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size,
+               long arg_align, _Bool if_clause, unsigned flags, void **depend, int priority,
+               void *detach)
+{
+    NEXT(void (*)(omp_fn, void *, void (*)(void *, void *), long, long, _Bool, unsigned,
+                  void **, int, void *),
+         GOMP_task);
+    gnu_count(C_TASKS);
+    real(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
+}
+
+/* ---- LLVM/Intel libomp: the OpenMP tools interface (OMPT), types from the spec. */
+
+typedef union {
+    uint64_t value;
+    void *ptr;
+} ompt_data_t;
+typedef void (*ompt_callback_t)(void);
+typedef ompt_callback_t (*ompt_function_lookup_t)(const char *);
+typedef int (*ompt_set_callback_t)(int event, ompt_callback_t cb);
+typedef int (*ompt_initialize_t)(ompt_function_lookup_t, int, ompt_data_t *);
+typedef void (*ompt_finalize_t)(ompt_data_t *);
+typedef struct {
+    ompt_initialize_t initialize;
+    ompt_finalize_t finalize;
+    ompt_data_t tool_data;
+} ompt_start_tool_result_t;
+
+enum {
+    ompt_callback_parallel_end = 4,
+    ompt_callback_task_schedule = 6,
+    ompt_callback_work = 20,
+    ompt_callback_sync_region = 23,
+    ompt_callback_dispatch = 32,
+};
+enum { ompt_scope_begin = 1, ompt_scope_end = 2 };
+enum { ompt_task_complete = 1 };
+enum { ompt_work_loop = 1, ompt_work_sections = 2, ompt_work_single_executor = 3 };
+
+static void on_parallel_end(ompt_data_t *parallel, ompt_data_t *task, int flags,
+                            const void *ra)
+{
+    (void)parallel, (void)task, (void)flags, (void)ra;
+    omp_count(C_REGIONS, RT_OMPT);
+}
+
+static void on_sync_region(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *task,
+                           const void *ra)
+{
+    (void)kind, (void)parallel, (void)task, (void)ra;
+    /* Barriers (implicit, explicit), taskwait, taskgroup and reductions, once passed. */
+    if (endpoint == ompt_scope_end)
+        omp_count(C_BARRIERS, RT_OMPT);
+}
+
+static void on_work(int wstype, int endpoint, ompt_data_t *parallel, ompt_data_t *task,
+                    uint64_t count, const void *ra)
+{
+    (void)parallel, (void)task, (void)count, (void)ra;
+    if (endpoint != ompt_scope_end)
+        return;
+    /* Loops end here whatever their schedule (static loops have no other event); their
+     * dynamic chunks are counted by __kmpc_dispatch_next_* below. */
+    if (wstype == ompt_work_single_executor || wstype == ompt_work_sections)
+        omp_count(C_CHUNKS, RT_OMPT);
+    else if (wstype == ompt_work_loop)
+        omp_count(C_OTHER, RT_OMPT);
+}
+
+static void on_dispatch(ompt_data_t *parallel, ompt_data_t *task, int kind,
+                        ompt_data_t instance)
+{
+    (void)parallel, (void)task, (void)kind, (void)instance;
+    /* Sections handed out one by one (loop chunks come through __kmpc_dispatch_next_*). */
+    if (kind == 2)
+        omp_count(C_CHUNKS, RT_OMPT);
+}
+
+/* libomp's dynamic-schedule chunk hand-out, called by compiled code: each call ends the
+ * caller's previous chunk (as for GOMP_loop_*_next). */
+typedef struct ident ident_t;
+#define KMPC_DISPATCH_NEXT(name, T, ST)                                                     \
+    int name(ident_t *loc, int32_t gtid, int32_t *p_last, T *p_lb, T *p_ub, ST *p_st)       \
+    {                                                                                       \
+        NEXT(int (*)(ident_t *, int32_t, int32_t *, T *, T *, ST *), name);                 \
+        if (__atomic_load_n(&omp_ompt_active, __ATOMIC_RELAXED))                            \
+            omp_count(C_CHUNKS, RT_OMPT);                                                   \
+        return real(loc, gtid, p_last, p_lb, p_ub, p_st);                                   \
+    }
+KMPC_DISPATCH_NEXT(__kmpc_dispatch_next_4, int32_t, int32_t)
+KMPC_DISPATCH_NEXT(__kmpc_dispatch_next_4u, uint32_t, int32_t)
+KMPC_DISPATCH_NEXT(__kmpc_dispatch_next_8, int64_t, int64_t)
+KMPC_DISPATCH_NEXT(__kmpc_dispatch_next_8u, uint64_t, int64_t)
+
+static void on_task_schedule(ompt_data_t *prior, int prior_status, ompt_data_t *next)
+{
+    (void)prior, (void)next;
+    if (prior_status == ompt_task_complete)
+        omp_count(C_TASKS, RT_OMPT);
+}
+
+static int ompt_init(ompt_function_lookup_t lookup, int device, ompt_data_t *data)
+{
+    (void)device, (void)data;
+    ompt_set_callback_t set = (ompt_set_callback_t)lookup("ompt_set_callback");
+    if (!set)
+        return 0; /* 0: the runtime drops the tool */
+    __atomic_store_n(&omp_ompt_active, 1, __ATOMIC_RELAXED);
+    set(ompt_callback_parallel_end, (ompt_callback_t)on_parallel_end);
+    set(ompt_callback_sync_region, (ompt_callback_t)on_sync_region);
+    set(ompt_callback_work, (ompt_callback_t)on_work);
+    set(ompt_callback_task_schedule, (ompt_callback_t)on_task_schedule);
+    /* ompt_set_never/error when unsupported: loops are then counted per loop (on_work). */
+    set(ompt_callback_dispatch, (ompt_callback_t)on_dispatch);
+    return 1;
+}
+
+static void ompt_fini(ompt_data_t *data) { (void)data; }
+
+static ompt_start_tool_result_t ompt_result = {ompt_init, ompt_fini, {0}};
+
+typedef ompt_start_tool_result_t *(*ompt_start_tool_fn)(unsigned, const char *);
+
+ompt_start_tool_result_t *ompt_start_tool(unsigned omp_version, const char *runtime_version)
+{
+    /* A tool the program brings wins: another ompt_start_tool after us in the lookup
+     * order, or tool libraries named in the environment (the runtime loads those only
+     * when we decline). */
+    ompt_start_tool_fn next = (ompt_start_tool_fn)dlsym(RTLD_NEXT, "ompt_start_tool");
+    if (next) {
+        ompt_start_tool_result_t *theirs = next(omp_version, runtime_version);
+        if (theirs)
+            return theirs;
+    }
+    const char *libs = getenv("OMP_TOOL_LIBRARIES");
+    const char *tool = getenv("OMP_TOOL");
+    const char *hb = getenv("AUTOPIN_HEARTBEAT");
+    if ((libs && *libs) || (tool && strcmp(tool, "disabled") == 0) || !hb || !*hb)
+        return NULL;
+    return &ompt_result;
+}
+
 static void after_fork_child(void)
 {
     /* A forked child is a new process with one thread; it numbers its own threads. */
@@ -399,6 +837,8 @@ static void after_fork_child(void)
     pthread_mutex_init(&reg_lock, NULL);
     if (exit_key_ok)
         pthread_setspecific(exit_key, NULL); /* the forking thread's slot is the parent's */
+    my_slot = NULL; /* the parent's thread owns that OpenMP slot; take our own */
+    my_slot_shared = 0;
 }
 
 __attribute__((constructor)) static void autopin_preload_init(void)

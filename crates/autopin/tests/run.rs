@@ -48,7 +48,7 @@ fn exit_status_is_passed_through_and_report_says_incomplete() {
     assert!(r["incomplete_reason"]
         .as_str()
         .unwrap()
-        .contains("before a decision"));
+        .contains("before autopin tried any pinning"));
 }
 
 #[test]

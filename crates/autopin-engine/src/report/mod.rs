@@ -50,6 +50,19 @@ pub struct ProbeRecord {
     /// Intervals left out because they belonged to another phase or spanned a change.
     #[serde(default)]
     pub off_phase_intervals: usize,
+    /// The program's own progress rate during the probe (heartbeats or OpenMP constructs
+    /// per second), when known besides the objective.
+    #[serde(default)]
+    pub progress_rate: Option<f64>,
+}
+
+/// How well the objective tracked the program's own progress over the probes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ObjectiveCheck {
+    /// What the program's progress was measured by ("heartbeat", "OpenMP progress").
+    pub progress: String,
+    #[serde(flatten)]
+    pub tracking: autopin_perf::Tracking,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -131,6 +144,9 @@ pub struct Report {
     /// Estimated slowdown of the target caused by counting, when estimated (relative).
     pub perturbation: Option<f64>,
     pub perturbation_note: Option<String>,
+    /// Objective sanity check: agreement with the program's own progress.
+    #[serde(default)]
+    pub objective_check: Option<ObjectiveCheck>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

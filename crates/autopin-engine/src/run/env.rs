@@ -43,6 +43,12 @@ pub struct Started {
     pub mask: Option<CpuSet>,
     /// Things worth a warning on stderr (e.g. the preload library is unavailable).
     pub warnings: Vec<String>,
+    /// The OpenMP runtime the program links (e.g. `libgomp.so.1`), if it is an OpenMP
+    /// program.
+    pub openmp_runtime: Option<String>,
+    /// The preload library sits in the program (launched dynamic executable), so it counts
+    /// the program's OpenMP work.
+    pub preload_active: bool,
 }
 
 /// The OS side of a run, apart from the clock and the pinner.
@@ -70,6 +76,11 @@ pub trait Platform {
     fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost>;
     /// autopin's own CPU time so far, seconds.
     fn self_cpu_seconds(&mut self) -> f64;
+    /// CPUs among `allowed` that other work keeps busy before the program starts (they add
+    /// candidates that keep the threads on the free CPUs). Default: none measured.
+    fn busy_cpus(&mut self, _allowed: &CpuSet) -> Vec<u32> {
+        Vec::new()
+    }
     /// Moves the pages of `pid` to the NUMA nodes of `cpus`; a line for the report.
     fn migrate_memory(&mut self, machine: &Machine, pid: i32, cpus: &[u32]) -> String;
 }

@@ -68,6 +68,25 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         pin_at_birth,
         skip: plan.skip.clone(),
     };
+    // CPUs other work keeps busy, measured before our program adds its own load: topology
+    // candidates then include pinnings that keep the threads on the free CPUs.
+    let busy = match (&plan.target, &explicit) {
+        (TargetSpec::Launch(_), None) => {
+            let allowed = plan.machine.allowed_cpuset();
+            let busy = env.platform.busy_cpus(&allowed);
+            if !busy.is_empty() && allowed.iter().any(|c| !busy.contains(&c)) {
+                env.sink.message(
+                    None,
+                    &format!(
+                        "CPU(s) {} busy with other work: adding candidates that avoid them",
+                        cpu_text(&busy)
+                    ),
+                );
+            }
+            busy
+        }
+        _ => Vec::new(),
+    };
     let started = env.platform.start(&plan.target, &launch)?;
     let Started {
         pid,
@@ -75,6 +94,8 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         env: target_env,
         mask,
         warnings,
+        openmp_runtime,
+        preload_active,
     } = started;
     for w in warnings {
         env.sink.message(None, &format!("warning: {w}"));
@@ -94,8 +115,20 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     }
 
     let mut init = plan.search.init;
+    let mut init_waited = 0.0;
     let in_vm = check.as_ref().is_some_and(|c| c.in_vm);
-    let choice = choose_objective(plan, refused.as_deref(), env, threads.as_mut(), &mut init)?;
+    let target = TargetFacts {
+        openmp_runtime: openmp_runtime.as_deref(),
+        preload_active,
+    };
+    let choice = choose_objective(
+        plan,
+        refused.as_deref(),
+        &target,
+        env,
+        threads.as_mut(),
+        (&mut init, &mut init_waited),
+    )?;
     if choice.source == ObjectiveSource::Requested {
         let ctx = WarningContext {
             env: target_env,
@@ -122,13 +155,14 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     let mut session = Session::new(
         SessionConfig {
             init,
+            init_waited,
             report_every: plan.search.report_every,
             watch: plan.search.watch,
             higher_is_better: choice.info.higher_is_better,
             unit: choice.info.unit.clone(),
             ..SessionConfig::default()
         },
-        candidate_factory(plan, explicit, machine.clone()),
+        candidate_factory(plan, explicit, machine.clone(), busy),
         strategy_factory(plan.search.strategy),
     );
     let r = &mut session.report;
@@ -232,13 +266,21 @@ fn within(machine: &Machine, mask: &CpuSet) -> Machine {
     m
 }
 
+/// What the objective choice knows about a started target.
+struct TargetFacts<'a> {
+    openmp_runtime: Option<&'a str>,
+    preload_active: bool,
+}
+
 /// Walks the plan's fallback chain and takes the first source that can be measured.
+/// `init`: the init time left (the heartbeat wait uses it up); `waited`: how long it waited.
 fn choose_objective(
     plan: &RunPlan,
     refused: Option<&str>,
+    target: &TargetFacts,
     env: &mut RunEnv,
     threads: &mut dyn ThreadSource,
-    init: &mut f64,
+    (init, waited_total): (&mut f64, &mut f64),
 ) -> Result<ObjectiveChoice, EngineError> {
     let requested = &plan.objective.requested;
     let launched = !plan.target.is_attach();
@@ -277,13 +319,24 @@ fn choose_objective(
                 }
                 let waited = env.clock.now() - start;
                 *init = (*init - waited).max(0.0);
+                *waited_total += waited;
                 if beats == 0 {
                     continue;
                 }
                 format!("the program's heartbeat ({beats} beat(s) reported in the first {waited:.1} s; work units/s)")
             }
+            ObjectiveSource::OpenMpProgress => match target.openmp_runtime {
+                Some(rt) if launched && target.preload_active => format!(
+                    "OpenMP progress: completed parallel regions, loop chunks, barriers and tasks per second, counted at the entry points of the program's OpenMP runtime ({rt})"
+                ),
+                _ => continue,
+            },
             ObjectiveSource::TaskClock => {
-                "task-clock: each thread's CPU time per second from /proc/TID/schedstat (the program reports no heartbeat; CPU share shows time lost to sharing a CPU, but not memory stalls)".into()
+                let why = match target.openmp_runtime {
+                    Some(rt) => format!("the program uses OpenMP ({rt}) but the preload library cannot count its work (static binary or attached process)"),
+                    None => "the program reports no heartbeat and is not an OpenMP program".into(),
+                };
+                format!("task-clock: each thread's CPU time per second from /proc/TID/schedstat ({why}; CPU share shows time lost to sharing a CPU, but not memory stalls or spin-waiting)")
             }
         };
         // A fallback: say why the requested objective was not used.
@@ -307,13 +360,24 @@ fn choose_objective(
             cause.split([';', '(']).next().unwrap_or(cause).trim()
         );
         return Ok(match source {
-            ObjectiveSource::Heartbeat => {
-                let hb = Objective::parse("heartbeat")
-                    .map_err(|e| EngineError::internal(format!("heartbeat objective: {e}")))?;
+            ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress => {
+                let text = if *source == ObjectiveSource::Heartbeat {
+                    "heartbeat"
+                } else {
+                    "openmp"
+                };
+                let o = Objective::parse(text)
+                    .map_err(|e| EngineError::internal(format!("{text} objective: {e}")))?;
+                let reason = match (source, target.openmp_runtime) {
+                    (ObjectiveSource::OpenMpProgress, Some(rt)) => format!(
+                        "{reason}; the program is an OpenMP program ({rt}) whose work the preload library counts"
+                    ),
+                    _ => reason,
+                };
                 ObjectiveChoice {
                     source: *source,
-                    info: info_of(&hb, reason),
-                    objective: hb,
+                    info: info_of(&o, reason),
+                    objective: o,
                 }
             }
             _ => ObjectiveChoice {
@@ -350,6 +414,7 @@ fn candidate_factory(
     plan: &RunPlan,
     explicit: Option<Vec<Pinning>>,
     machine: Machine,
+    busy: Vec<u32>,
 ) -> CandidateFactory {
     let source = plan.candidates.clone();
     Box::new(move |n| match (&explicit, &source) {
@@ -361,24 +426,32 @@ fn candidate_factory(
                 include_unpinned,
                 threads,
             },
-        ) => topology_candidates(&machine, threads.unwrap_or(n), *max, *include_unpinned),
+        ) => topology_candidates(
+            &machine,
+            threads.unwrap_or(n),
+            *max,
+            *include_unpinned,
+            &busy,
+        ),
         (None, CandidateSource::Explicit(list)) => list.clone(),
     })
 }
 
 /// Topology candidates for n threads from autopin-placement, "unpinned" kept (or left
-/// out), and at least one compact pinning when the placement crate finds none.
+/// out), pinnings that keep the threads off `busy` CPUs, and at least one compact pinning
+/// when the placement crate finds none.
 pub fn topology_candidates(
     m: &Machine,
     n: usize,
     max: usize,
     include_unpinned: bool,
+    busy: &[u32],
 ) -> Vec<Pinning> {
     let opts = autopin_placement::CandidateOptions {
         max: Some(max),
         include_unpinned,
     };
-    let mut out = autopin_placement::candidates(m, n, &opts);
+    let mut out = autopin_placement::candidates_avoiding(m, n, &opts, busy);
     if include_unpinned && !out.iter().any(|c| c.is_unpinned()) {
         out.push(Pinning::unpinned());
     }

@@ -38,17 +38,23 @@ pub enum ObjectiveSource {
     /// The program's own heartbeat (work units/s through `include/autopin.h`), when it
     /// beats during the first moments of a launched run.
     Heartbeat,
+    /// Completed OpenMP work per second (parallel regions, loop chunks, barriers, tasks),
+    /// counted by the preload library at the runtime's entry points: for launched OpenMP
+    /// programs the preload library reaches.
+    OpenMpProgress,
     /// Each thread's CPU time per second from /proc/TID/schedstat: always available, sees
     /// CPU share but not what the CPU time achieves.
     TaskClock,
 }
 
 impl ObjectiveSource {
-    /// The chain for the default objective: hardware event → heartbeat → task-clock.
+    /// The chain for the default objective: hardware event → heartbeat → OpenMP progress →
+    /// task-clock.
     pub fn default_chain() -> Vec<ObjectiveSource> {
         vec![
             ObjectiveSource::Requested,
             ObjectiveSource::Heartbeat,
+            ObjectiveSource::OpenMpProgress,
             ObjectiveSource::TaskClock,
         ]
     }

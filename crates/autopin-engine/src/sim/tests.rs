@@ -251,7 +251,13 @@ fn program_ending_mid_search_gives_incomplete_report() {
         .incomplete_reason
         .as_deref()
         .unwrap()
-        .contains("before a decision"));
+        .contains("during the search"));
+    assert!(session
+        .report
+        .incomplete_reason
+        .as_deref()
+        .unwrap()
+        .contains("best so far: "));
     assert!(!session.report.probes.is_empty());
 }
 

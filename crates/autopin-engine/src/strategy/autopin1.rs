@@ -114,6 +114,7 @@ mod tests {
                 duration: 2.0,
                 interval_cv: None,
                 interval_range: None,
+                intervals: 0,
             });
         }
         match s.next(0.0) {

@@ -24,6 +24,8 @@ pub struct ProbeOutcome {
     /// Lowest and highest score of the sampling intervals inside the probe (None when the
     /// probe had fewer than two usable intervals).
     pub interval_range: Option<(f64, f64)>,
+    /// Sampling intervals behind `interval_cv` (0 when unknown).
+    pub intervals: usize,
 }
 
 /// The strategy's next step.
@@ -62,6 +64,9 @@ pub trait Strategy {
     fn name(&self) -> &'static str;
     fn next(&mut self, elapsed: f64) -> Plan;
     fn record(&mut self, outcome: ProbeOutcome);
+    /// Which candidate is the OS's own placement (unpinned), if any: a search whose
+    /// candidates cannot be told apart keeps it rather than pin for nothing.
+    fn set_os_placement(&mut self, _candidate: usize) {}
 }
 
 /// Per-candidate mean scores; None for candidates never probed.

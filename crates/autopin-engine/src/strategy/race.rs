@@ -3,6 +3,15 @@
 //! when one is left, when the leader is confidently within `tolerance` of every survivor, or
 //! when the time budget is spent. Probe length follows the noise: noisy probes get longer
 //! (averaging out slow fluctuations), quiet ones shorter.
+//!
+//! Faster where it is safe: a candidate whose first probe is far below the leader's — a gap
+//! of at least `decisive_gap` that also dwarfs the noise seen between the sampling ticks
+//! inside both probes — is dropped after that one probe; a close call always waits for
+//! `min_rounds` probes each and the between-probe test. After the first round the leader is
+//! probed first. There is always an answer: survivors that stay within `indistinct` of each
+//! other, or a budget that ends before they separate, keep the OS's own placement when it is
+//! a candidate and not confidently worse, and the best so far otherwise — the reason says
+//! which.
 
 use super::{best_of, means, Decision, Plan, ProbeOutcome, Strategy};
 use crate::stats;
@@ -24,8 +33,14 @@ pub struct RaceParams {
     pub z: f64,
     /// Relative probe-to-probe spread the probe length aims for.
     pub target_cv: f64,
-    /// Rounds every survivor gets before anything is eliminated.
+    /// Rounds every survivor gets before anything is eliminated by the between-probe test.
     pub min_rounds: usize,
+    /// Smallest relative gap that can end a candidate after one probe (with within-probe
+    /// noise far smaller than the gap).
+    pub decisive_gap: f64,
+    /// Survivors confidently within this relative distance of the leader count as
+    /// indistinguishable (checked after `min_rounds + 1` rounds).
+    pub indistinct: f64,
 }
 
 impl Default for RaceParams {
@@ -40,6 +55,8 @@ impl Default for RaceParams {
             z: 3.0,
             target_cv: 0.02,
             min_rounds: 2,
+            decisive_gap: 0.15,
+            indistinct: 0.02,
         }
     }
 }
@@ -54,6 +71,10 @@ pub struct Race {
     rounds: usize,
     probe_len: f64,
     first_round_order: usize,
+    /// Relative standard error of each candidate's last probe, from its sampling ticks.
+    within: Vec<Option<f64>>,
+    /// The OS's own placement among the candidates.
+    os_placement: Option<usize>,
 }
 
 impl Race {
@@ -67,6 +88,53 @@ impl Race {
             queue: Vec::new(),
             rounds: 0,
             first_round_order: 0,
+            within: vec![None; candidates],
+            os_placement: None,
+        }
+    }
+
+    /// Drops candidates whose one-probe result is far below the leader's, beyond doubt:
+    /// the gap is at least `decisive_gap` and exceeds 2·z standard errors of the difference
+    /// estimated from the ticks inside the two probes (the factor 2 leaves room for drift
+    /// slower than a probe, which the ticks cannot see).
+    #[allow(clippy::needless_range_loop)] // c indexes alive, m and within alike
+    fn eliminate_decisive(&mut self, m: &[Option<f64>], best: usize) {
+        let (Some(mb), Some(sb)) = (m[best], self.within[best]) else {
+            return;
+        };
+        if mb <= 0.0 {
+            return;
+        }
+        for c in 0..self.alive.len() {
+            if c == best || !self.alive[c] {
+                continue;
+            }
+            let (Some(mc), Some(sc)) = (m[c], self.within[c]) else {
+                continue;
+            };
+            let gap = (mb - mc) / mb;
+            let se = (sb * sb + (sc * mc / mb).powi(2)).sqrt();
+            if gap >= self.p.decisive_gap && gap > 2.0 * self.p.z * se {
+                self.alive[c] = false;
+            }
+        }
+    }
+
+    /// The answer when the survivors cannot be told apart: the OS placement when it is a
+    /// survivor, else the leader.
+    fn indistinguishable(&self, best: usize, margin_ci: Option<f64>, why: &str) -> Decision {
+        match self
+            .os_placement
+            .filter(|&o| self.alive.get(o) == Some(&true) && o != best)
+        {
+            Some(os) if !self.samples[os].is_empty() => self.decision(
+                os,
+                margin_ci,
+                &format!(
+                    "{why}: keeping the OS's own placement, pinning would gain nothing measurable"
+                ),
+            ),
+            _ => self.decision(best, margin_ci, &format!("{why}: keeping the best so far")),
         }
     }
 
@@ -127,6 +195,14 @@ impl Race {
         let best = best_of(&m, &self.alive)?;
         let mb = m[best]?;
         let nb = self.samples[best].len() as f64;
+        self.eliminate_decisive(&m, best);
+        if self.survivors().len() == 1 {
+            return Some(self.decision(
+                best,
+                None,
+                "all other candidates eliminated (far below the leader, beyond the noise inside the probes)",
+            ));
+        }
         // Plainly dominated after any round: every interval of c is less than half of every
         // interval of the leader (a spinning barrier sharing a CPU, 1000× slower). No noise
         // estimate needed, so such a loser costs one probe instead of `min_rounds`.
@@ -191,9 +267,55 @@ impl Race {
                     "survivors are within the tolerance of the leader",
                 ));
             }
+            // Every survivor confidently within `indistinct` of the leader: more probes
+            // would only narrow a difference nobody would notice.
+            let close = (0..self.alive.len()).all(|c| {
+                !self.alive[c] || c == best || {
+                    let mc = m[c].unwrap_or(0.0);
+                    let nc = self.samples[c].len() as f64;
+                    let se = (rv / nb + rv * (mc / mb).powi(2) / nc).sqrt();
+                    (mb - mc) / mb + k * se <= self.p.indistinct
+                }
+            });
+            if close && self.rounds > self.p.min_rounds {
+                return Some(self.indistinguishable(
+                    best,
+                    margin_ci,
+                    &format!(
+                        "survivors within {:.0}% of each other",
+                        100.0 * self.p.indistinct
+                    ),
+                ));
+            }
         }
         if reason_budget {
-            return Some(self.decision(best, margin_ci, "search budget spent"));
+            // The budget ends the search. The OS placement is kept only when it is close
+            // to the leader (within `decisive_gap`) and not confidently behind it.
+            let os_behind = self.os_placement.is_some_and(|o| {
+                o != best && self.alive.get(o) == Some(&true) && {
+                    match (m[o], pooled) {
+                        (Some(mo), _) if (mb - mo) / mb > self.p.decisive_gap => true,
+                        (Some(mo), Some((rv, df))) => {
+                            let k = self.p.z.max(stats::t95(df) * self.p.z / 1.96);
+                            let no = self.samples[o].len() as f64;
+                            let se = (rv / nb + rv * (mo / mb).powi(2) / no).sqrt();
+                            (mb - mo) / mb > k * se
+                        }
+                        _ => true,
+                    }
+                }
+            });
+            let os_alive = self
+                .os_placement
+                .is_some_and(|o| o != best && self.alive.get(o) == Some(&true));
+            if os_behind || !os_alive {
+                return Some(self.decision(best, margin_ci, "search budget spent: best so far"));
+            }
+            return Some(self.indistinguishable(
+                best,
+                margin_ci,
+                "search budget spent before the leader was confidently ahead of the OS placement",
+            ));
         }
         None
     }
@@ -270,10 +392,18 @@ impl Strategy for Race {
                 }
                 self.adapt_probe_len();
             }
-            // Rotate the order each round so no candidate always follows the same one.
+            // First round in the given order (most different first); later rounds probe the
+            // most promising first, so a search cut short by the program's end or the
+            // budget has measured the leaders most.
             let mut order = self.survivors();
-            let k = self.first_round_order % order.len().max(1);
-            order.rotate_left(k);
+            if self.rounds > 0 {
+                let m = means(&self.samples);
+                order.sort_by(|a, b| {
+                    m[*b]
+                        .unwrap_or(f64::NEG_INFINITY)
+                        .total_cmp(&m[*a].unwrap_or(f64::NEG_INFINITY))
+                });
+            }
             self.first_round_order += 1;
             self.queue = order;
             self.queue.reverse();
@@ -305,10 +435,22 @@ impl Strategy for Race {
         }
     }
 
+    fn set_os_placement(&mut self, candidate: usize) {
+        self.os_placement = Some(candidate);
+    }
+
     fn record(&mut self, outcome: ProbeOutcome) {
         if let Some(s) = self.samples.get_mut(outcome.candidate) {
             if outcome.score.is_finite() && outcome.score >= 0.0 {
                 s.push(outcome.score);
+                if let Some(w) = self.within.get_mut(outcome.candidate) {
+                    *w = match outcome.interval_cv {
+                        Some(cv) if outcome.intervals >= 3 && cv.is_finite() => {
+                            Some(cv / (outcome.intervals as f64).sqrt())
+                        }
+                        _ => None,
+                    };
+                }
                 if let (Some((lo, hi)), Some(r)) = (
                     outcome.interval_range,
                     self.ranges.get_mut(outcome.candidate),
@@ -346,6 +488,7 @@ mod tests {
                         duration: measure,
                         interval_cv: None,
                         interval_range: None,
+                        intervals: 0,
                     });
                 }
                 Plan::Decide(d) => return (d.candidate, t),
@@ -443,6 +586,7 @@ mod dominance_tests {
                         duration: 0.2,
                         interval_cv: None,
                         interval_range: Some(range),
+                        intervals: 0,
                     });
                 }
                 Plan::Decide(d) => {
@@ -468,11 +612,166 @@ mod dominance_tests {
                 duration: 0.5,
                 interval_cv: None,
                 interval_range: Some(range),
+                intervals: 0,
             });
         }
         assert!(
             matches!(r.next(1.0), Plan::Probe { .. }),
             "needs more rounds"
         );
+    }
+}
+
+#[cfg(test)]
+mod faster_race_tests {
+    use super::*;
+
+    /// Drives a race with a deterministic score per candidate: `score(candidate, probe#)`
+    /// gives (score, within-probe cv). Returns the decision, the probes in order and the
+    /// search time.
+    fn drive(
+        n: usize,
+        os: Option<usize>,
+        p: RaceParams,
+        score: impl Fn(usize, usize) -> (f64, f64),
+    ) -> (Decision, Vec<usize>, f64) {
+        let mut r = Race::new(p, n);
+        if let Some(o) = os {
+            r.set_os_placement(o);
+        }
+        let mut t = 0.0;
+        let mut order = Vec::new();
+        loop {
+            match r.next(t) {
+                Plan::Probe {
+                    candidate,
+                    warmup,
+                    measure,
+                } => {
+                    t += warmup + measure;
+                    let k = order.iter().filter(|c| **c == candidate).count();
+                    order.push(candidate);
+                    let (s, cv) = score(candidate, k);
+                    r.record(ProbeOutcome {
+                        candidate,
+                        score: s,
+                        duration: measure,
+                        interval_cv: Some(cv),
+                        interval_range: None,
+                        intervals: 5,
+                    });
+                }
+                Plan::Decide(d) => return (d, order, t),
+            }
+        }
+    }
+
+    #[test]
+    fn a_gap_that_dwarfs_the_tick_noise_ends_after_one_probe_each() {
+        // 2× apart, ticks within ±3%: one probe each, under 1.5 s of search.
+        let (d, order, t) = drive(2, None, RaceParams::default(), |c, _| {
+            ([100.0, 200.0][c], 0.03)
+        });
+        assert_eq!(d.candidate, 1);
+        assert_eq!(order, vec![0, 1]);
+        assert!(t < 1.5, "decided after {t} s");
+        assert!(
+            d.reason.contains("beyond the noise inside the probes"),
+            "{}",
+            d.reason
+        );
+    }
+
+    #[test]
+    fn a_close_call_is_never_decided_on_one_sample() {
+        // 8% apart with very quiet ticks: below the decisive gap, so the between-probe test
+        // decides, after at least `min_rounds` probes each.
+        let p = RaceParams::default();
+        let (d, order, _) = drive(2, None, p, |c, k| {
+            let jitter = [0.0, 0.004, -0.003, 0.002, -0.001][k % 5];
+            ([100.0, 108.0][c] * (1.0 + jitter), 0.001)
+        });
+        assert_eq!(d.candidate, 1);
+        for c in 0..2 {
+            assert!(
+                order.iter().filter(|x| **x == c).count() >= p.min_rounds,
+                "{order:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn noisy_ticks_do_not_allow_a_one_probe_elimination() {
+        // 2× apart but ticks swing ±60%: not beyond doubt after one probe.
+        let mut r = Race::new(RaceParams::default(), 2);
+        for c in 0..2 {
+            let Plan::Probe { candidate, .. } = r.next(0.0) else {
+                panic!("decided before probing")
+            };
+            assert_eq!(candidate, c);
+            r.record(ProbeOutcome {
+                candidate,
+                score: [100.0, 200.0][c],
+                duration: 0.5,
+                interval_cv: Some(0.6),
+                interval_range: None,
+                intervals: 5,
+            });
+        }
+        assert!(
+            matches!(r.next(1.4), Plan::Probe { .. }),
+            "needs more probes"
+        );
+    }
+
+    #[test]
+    fn indistinguishable_candidates_keep_the_os_placement_before_the_budget_ends() {
+        // Three equal candidates (OS placement is #2), 0.5% probe noise: the race stops as
+        // soon as they are confidently within 2%, and keeps the OS placement.
+        let p = RaceParams {
+            budget: 60.0,
+            ..RaceParams::default()
+        };
+        let (d, _, t) = drive(3, Some(2), p, |c, k| {
+            let j = [0.005, -0.004, 0.002, -0.005, 0.003, 0.0][(k + c) % 6];
+            (100.0 * (1.0 + j), 0.005)
+        });
+        assert_eq!(d.candidate, 2, "{}", d.reason);
+        assert!(d.reason.contains("OS's own placement"), "{}", d.reason);
+        assert!(t < 60.0 / 2.0, "stopped early: {t} s");
+    }
+
+    #[test]
+    fn the_budget_end_is_a_decision_with_its_reason() {
+        // 1% apart with 3% noise between probes: cannot separate within 4 s.
+        let p = RaceParams {
+            budget: 4.0,
+            ..RaceParams::default()
+        };
+        let noisy = |c: usize, k: usize| {
+            let j = [0.03, -0.03, 0.02, -0.02][k % 4];
+            ([101.0, 100.0][c] * (1.0 + j), 0.03)
+        };
+        let (d, _, t) = drive(2, Some(1), p, noisy);
+        assert!(t <= 4.0 + 1e-9);
+        assert_eq!(d.candidate, 1, "OS placement kept: {}", d.reason);
+        assert!(d.reason.contains("budget spent"), "{}", d.reason);
+        let (d, _, _) = drive(2, None, p, noisy);
+        assert_eq!(d.candidate, 0, "no OS placement: the best so far");
+        assert!(d.reason.contains("best so far"), "{}", d.reason);
+    }
+
+    #[test]
+    fn after_the_first_round_the_leader_is_probed_first() {
+        let p = RaceParams {
+            budget: 10.0,
+            ..RaceParams::default()
+        };
+        let (_, order, _) = drive(3, None, p, |c, k| {
+            let j = [0.02, -0.02][k % 2];
+            ([100.0, 103.0, 101.0][c] * (1.0 + j), 0.05)
+        });
+        assert_eq!(&order[..3], &[0, 1, 2]);
+        assert_eq!(order[3], 1, "round 2 starts with the leader: {order:?}");
     }
 }

@@ -167,6 +167,89 @@ fn linkage_depth(path: &Path, depth: u32) -> io::Result<Linkage> {
     })
 }
 
+/// The libraries an ELF program names in DT_NEEDED (its direct dependencies, e.g.
+/// "libgomp.so.1"), read through the section headers (SHT_DYNAMIC and its string table).
+/// Empty for non-ELF files, static programs and stripped section tables; scripts are not
+/// followed (their interpreter's needs say nothing about the script).
+pub fn needed_libraries(path: &Path) -> io::Result<Vec<String>> {
+    let bytes = std::fs::read(path)?;
+    Ok(parse_needed(&bytes).unwrap_or_default())
+}
+
+/// DT_NEEDED names of an ELF image in memory; None when it is not a well-formed ELF.
+fn parse_needed(b: &[u8]) -> Option<Vec<String>> {
+    const SHT_DYNAMIC: u32 = 6;
+    const DT_NEEDED: u64 = 1;
+    if b.len() < 64 || !b.starts_with(b"\x7fELF") {
+        return None;
+    }
+    let is64 = match b[4] {
+        1 => false,
+        2 => true,
+        _ => return None,
+    };
+    let le = match b[5] {
+        1 => true,
+        2 => false,
+        _ => return None,
+    };
+    let get = |o: usize, n: usize| -> Option<u64> {
+        let s = b.get(o..o.checked_add(n)?)?;
+        let mut v = 0u64;
+        for i in 0..n {
+            let byte = if le { s[n - 1 - i] } else { s[i] };
+            v = (v << 8) | u64::from(byte);
+        }
+        Some(v)
+    };
+    let word = if is64 { 8 } else { 4 };
+    let (shoff, shentsize, shnum) = if is64 {
+        (get(40, 8)?, get(58, 2)?, get(60, 2)?)
+    } else {
+        (get(32, 4)?, get(46, 2)?, get(48, 2)?)
+    };
+    let (shoff, shentsize) = (usize::try_from(shoff).ok()?, shentsize as usize);
+    let section = |i: usize| -> Option<(u32, usize, usize, usize)> {
+        let h = shoff.checked_add(i.checked_mul(shentsize)?)?;
+        let typ = get(h + 4, 4)? as u32;
+        let (off, size, link) = if is64 {
+            (get(h + 24, 8)?, get(h + 32, 8)?, get(h + 40, 4)?)
+        } else {
+            (get(h + 16, 4)?, get(h + 20, 4)?, get(h + 24, 4)?)
+        };
+        Some((
+            typ,
+            usize::try_from(off).ok()?,
+            usize::try_from(size).ok()?,
+            link as usize,
+        ))
+    };
+    let mut out = Vec::new();
+    for i in 0..shnum as usize {
+        let (typ, off, size, link) = section(i)?;
+        if typ != SHT_DYNAMIC {
+            continue;
+        }
+        let (_, str_off, str_size, _) = section(link)?;
+        let strtab = b.get(str_off..str_off.checked_add(str_size)?)?;
+        let mut e = off;
+        while e + 2 * word <= off.saturating_add(size) {
+            let tag = get(e, word)?;
+            let val = usize::try_from(get(e + word, word)?).ok()?;
+            if tag == 0 {
+                break;
+            }
+            if tag == DT_NEEDED {
+                let name = strtab.get(val..)?;
+                let end = name.iter().position(|c| *c == 0)?;
+                out.push(String::from_utf8_lossy(&name[..end]).into_owned());
+            }
+            e += 2 * word;
+        }
+    }
+    Some(out)
+}
+
 fn read_up_to(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
@@ -219,6 +302,44 @@ mod tests {
         assert_eq!(linkage(&p).unwrap(), Linkage::Dynamic);
         fs::write(&p, b"plain text").unwrap();
         assert_eq!(linkage(&p).unwrap(), Linkage::Unknown);
+    }
+
+    #[test]
+    fn needed_libraries_of_real_programs() {
+        let sh = resolve_program(OsStr::new("sh"), Some(OsStr::new("/usr/bin:/bin"))).unwrap();
+        let needed = needed_libraries(&sh).unwrap();
+        assert!(
+            needed.iter().any(|n| n.starts_with("libc.so")),
+            "{needed:?}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("o.c");
+        fs::write(
+            &src,
+            "int main(void){\n#pragma omp parallel\n{}\nreturn 0;}\n",
+        )
+        .unwrap();
+        let exe = dir.path().join("o");
+        let ok = std::process::Command::new("cc")
+            .arg("-fopenmp")
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "cc -fopenmp (gcc with libgomp is a build dependency)");
+        let needed = needed_libraries(&exe).unwrap();
+        assert!(
+            needed.iter().any(|n| n.starts_with("libgomp.so")),
+            "{needed:?}"
+        );
+        // Garbage and truncated files have none, without panicking.
+        assert_eq!(parse_needed(b"plain text"), None);
+        let bytes = fs::read(&exe).unwrap();
+        for cut in [64, 200, bytes.len() / 2] {
+            let _ = parse_needed(&bytes[..cut]);
+        }
     }
 
     #[test]
