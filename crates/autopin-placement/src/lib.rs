@@ -5,6 +5,7 @@
 //! - [`policy_pinning`]: named policies (compact, scatter, balanced, cores, the MCTOP-PLACE set).
 //! - [`candidates`]: one representative pinning per symmetry class of the machine.
 //! - [`sharing_pinning`]: sharing-aware strategies (LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP).
+//! - [`split_node`]: disjoint per-rank shares of a node for the local ranks of a job step.
 //!
 //! Every function works on the PUs the machine model marks allowed; selections that reach
 //! outside them are errors ([`PlacementError`]), all of which are usage errors for the CLI.
@@ -16,6 +17,7 @@ mod error;
 mod expr;
 mod policy;
 mod sharing;
+mod split;
 mod summary;
 mod view;
 
@@ -26,4 +28,5 @@ pub use error::PlacementError;
 pub use expr::pin_expression;
 pub use policy::{policy_pinning, POLICY_NAMES};
 pub use sharing::{place_with_matrix, sharing_pinning, SharingMatrix, SHARING_STRATEGIES};
+pub use split::{rank_share, restrict_to, split_node, SplitError};
 pub use summary::{summarize, PlacementSummary};
