@@ -5,6 +5,7 @@
 
 pub mod candidate;
 pub mod driver;
+pub mod job_report;
 pub mod live;
 pub mod numa;
 pub mod os;

@@ -128,6 +128,9 @@ pub struct Report {
     /// Estimated slowdown of the target caused by counting, when estimated (relative).
     pub perturbation: Option<f64>,
     pub perturbation_note: Option<String>,
+    /// Where this run stood in a Slurm/MPI launch (None for plain runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<crate::job_report::LaunchRecord>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
