@@ -111,6 +111,8 @@ pub struct EngineArgs {
     /// Skip measuring the cost of per-thread counting (saves ~0.2 s at start)
     #[arg(long)]
     pub no_perturbation_estimate: bool,
+    #[command(flatten)]
+    pub cluster: crate::cluster::ClusterArgs,
 }
 
 #[derive(clap::Args)]
@@ -331,7 +333,20 @@ fn check_args(a: &EngineArgs) -> Result<(), CliError> {
 
 pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
     check_args(a)?;
-    let machine = a.machine.load()?;
+    // Cluster launches: this rank's share of the node, its output names, its partners.
+    let node = crate::cluster::prepare(&a.cluster, a.machine.load()?)?;
+    let mut resolved = a.clone();
+    resolved.report = node.expand(&a.report)?;
+    resolved.timeline = node.expand(&a.timeline)?;
+    // Re-searches start on one rank's own rate drop; the others could not follow in step.
+    resolved.no_watch |= node.coordinated();
+    let a = &resolved;
+    if a.cluster.verbose && !a.quiet {
+        for l in &node.lines {
+            eprintln!("autopin: {l}");
+        }
+    }
+    let machine = node.machine.clone();
     let explicit_objective = a.objective.is_some() || a.event.is_some();
     let mut objective = parse_objective(a)?;
     let skip = match &a.skip {
@@ -488,6 +503,7 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
         in_vm: avail.ctx.in_vm,
     };
     let (strategy_factory, mut init) = make_strategy(a);
+    let strategy_factory = node.wrap(strategy_factory);
     let mut threads = ProcThreads::new(pid, skip, lifetime);
     if let Some(r) = registry {
         threads = threads.with_registry(r);
@@ -591,6 +607,10 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
         Target::Attach { pid, .. } => vec![format!("attach {pid}")],
     };
     session.report.machine = machine.summary_lines();
+    session.report.launch = Some(node.record.clone());
+    if node.launch.kind != autopin_cluster::LauncherKind::Plain {
+        session.report.notes.extend(node.lines.iter().cloned());
+    }
     session.report.objective = autopin_engine::report::ObjectiveInfo {
         name: obj_name.clone(),
         unit: obj_unit.clone(),
@@ -704,6 +724,7 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
         session.report.notes.push(format!("pinning: {w}"));
     }
     session.report.notes.extend(meter.notes());
+    session.report.notes.extend(node.take_notes());
     if threads.used_registry {
         session
             .report
