@@ -21,14 +21,21 @@ pub struct Args {
         short = 'n',
         long,
         value_name = "N",
-        required_unless_present = "sharing"
+        required_unless_present_any = ["sharing", "ranks"]
     )]
     pub threads: Option<usize>,
     /// compact, scatter, balanced, cores, sequential, CON_HWC, CON_CORE_HWC, CON_CORE,
     /// BALANCE_HWC, BALANCE_CORE, RR_HWC, RR_CORE, RR_SCALE, POWER; with --sharing:
     /// LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP
-    #[arg(long, value_name = "P")]
-    pub policy: String,
+    #[arg(long, value_name = "P", required_unless_present = "ranks")]
+    pub policy: Option<String>,
+    /// Split the node among N local ranks (packages/NUMA nodes, then L3, then cores) and
+    /// print rank R's share; with --policy, place the threads inside that share
+    #[arg(long, value_name = "N", requires = "rank")]
+    pub ranks: Option<usize>,
+    /// Which rank's share (0-based), with --ranks
+    #[arg(long, value_name = "R", requires = "ranks")]
+    pub rank: Option<usize>,
     /// N×N thread sharing matrix (rows of numbers, whitespace or comma separated)
     #[arg(long, value_name = "FILE")]
     pub sharing: Option<PathBuf>,
@@ -47,11 +54,42 @@ struct Output<'a> {
     summary: PlacementSummary,
 }
 
+#[derive(Serialize)]
+struct ShareOutput {
+    ranks: usize,
+    rank: usize,
+    cpus: Vec<u32>,
+    list: String,
+}
+
 pub fn run(args: Args) -> CmdResult {
-    let m = args.machine.load()?;
+    let mut m = args.machine.load()?;
+    if let (Some(ranks), Some(rank)) = (args.ranks, args.rank) {
+        let share = autopin_placement::rank_share(&m, ranks, rank)
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        if args.policy.is_none() {
+            match args.format {
+                Format::Json => {
+                    let out = ShareOutput {
+                        ranks,
+                        rank,
+                        cpus: share.iter().collect(),
+                        list: share.to_string(),
+                    };
+                    let text = serde_json::to_string_pretty(&out)
+                        .map_err(|e| CliError::internal(e.to_string()))?;
+                    println!("{text}");
+                }
+                Format::Text => println!("rank {rank} of {ranks}: CPUs {share}"),
+            }
+            return Ok(0);
+        }
+        m = autopin_placement::restrict_to(&m, &share);
+    }
+    let policy = args.policy.clone().unwrap_or_default();
     let cpus = match &args.sharing {
         Some(path) => {
-            let cpus = sharing_pinning(&m, &args.policy, path)
+            let cpus = sharing_pinning(&m, &policy, path)
                 .map_err(|e| CliError::usage(e.to_string()))?;
             if let Some(n) = args.threads {
                 if n != cpus.len() {
@@ -69,14 +107,14 @@ pub fn run(args: Args) -> CmdResult {
             let n = args
                 .threads
                 .ok_or_else(|| CliError::usage("give the number of threads with -n N"))?;
-            policy_pinning(&m, &args.policy, n).map_err(|e| CliError::usage(e.to_string()))?
+            policy_pinning(&m, &policy, n).map_err(|e| CliError::usage(e.to_string()))?
         }
     };
     let summary = summarize(&m, &cpus);
     match args.format {
         Format::Json => {
             let out = Output {
-                policy: &args.policy,
+                policy: &policy,
                 list: CpuList(cpus.clone()).to_list(),
                 cpus,
                 summary,
@@ -86,7 +124,7 @@ pub fn run(args: Args) -> CmdResult {
             println!("{text}");
         }
         Format::Text => {
-            println!("policy {}: {}", args.policy, CpuList(cpus.clone()));
+            println!("policy {}: {}", policy, CpuList(cpus.clone()));
             for (i, c) in cpus.iter().enumerate() {
                 println!("thread {i:>3} -> CPU {c}");
             }
