@@ -25,6 +25,9 @@ pub struct LaunchRecord {
     pub coordinated_with: Vec<usize>,
     /// How the ranks' scores were combined (min or sum) when coordinated.
     pub combine: Option<String>,
+    /// Unix time (seconds) of the report's time 0, so the ranks' probe times can be compared.
+    #[serde(default)]
+    pub clock_origin: Option<f64>,
 }
 
 /// One rank in a job report.
@@ -289,6 +292,7 @@ mod tests {
                 share: format!("{}", rank % 2),
                 coordinated_with: vec![0, 1],
                 combine: Some("min".into()),
+                clock_origin: None,
             }),
             ..Default::default()
         };

@@ -91,6 +91,7 @@ fn prepare_for(args: &ClusterArgs, machine: Machine, launch: Launch) -> Result<N
         share: allowed.to_string(),
         coordinated_with: Vec::new(),
         combine: None,
+        clock_origin: None,
     };
     let notes = Arc::new(Mutex::new(Vec::new()));
     if !launch.shares_node() || args.no_coordinate {

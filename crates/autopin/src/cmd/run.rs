@@ -675,6 +675,12 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
         _ => None,
     };
     let cpu0 = live::self_cpu_seconds();
+    if let Some(l) = session.report.launch.as_mut() {
+        l.clock_origin = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_secs_f64());
+    }
     let outcome = {
         let mut driver = Driver {
             clock: &mut clock,
