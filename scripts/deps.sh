@@ -6,6 +6,9 @@ set -euo pipefail
 need_pkgs=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have gcc || need_pkgs+=(gcc libc6-dev)
+have g++ || need_pkgs+=(g++)
+# graphviz checks the dot view; rsvg-convert renders the SVG views for their checks.
+have dot || need_pkgs+=(graphviz)
 have make || need_pkgs+=(make)
 have python3 || need_pkgs+=(python3)
 have tar || need_pkgs+=(tar)
