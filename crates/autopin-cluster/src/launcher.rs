@@ -72,17 +72,23 @@ impl Launch {
 
     /// The key of this launch on this node: ranks with the same key meet in one rendezvous
     /// directory. Slurm's job and step ids name a step; MPI launchers without one are keyed
-    /// by the caller's fallback (the launching daemon's pid and start time).
+    /// by the caller's fallback (the launching daemon's pid and start time). The node name is
+    /// part of the key.
     pub fn step_key(&self, fallback: &str) -> String {
         let clean = |s: &str| -> String {
             s.chars()
                 .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
                 .collect()
         };
-        match (&self.job, &self.step) {
+        let launch = match (&self.job, &self.step) {
             (Some(j), Some(s)) => format!("{}-{}.{}", self.kind.name(), clean(j), clean(s)),
             (Some(j), None) => format!("{}-{}", self.kind.name(), clean(j)),
             _ => format!("{}-{}", self.kind.name(), clean(fallback)),
+        };
+        // The node name too: emulated nodes (several slurmd on one host) share /dev/shm.
+        match &self.node {
+            Some(n) => format!("{launch}-{}", clean(n)),
+            None => launch,
         }
     }
 }
@@ -280,7 +286,7 @@ mod tests {
         assert_eq!(l.node.as_deref(), Some("node2"));
         assert_eq!(l.cpus_per_task, Some(1));
         assert!(l.shares_node());
-        assert_eq!(l.step_key("x"), "slurm-41.2");
+        assert_eq!(l.step_key("x"), "slurm-41.2-node2");
         assert!(l.problems.is_empty());
         assert_eq!(
             l.to_string(),
