@@ -190,10 +190,7 @@ impl Strategy for Coordinated {
             let score = self.combine.apply(&scores).unwrap_or(p.score);
             self.inner.record(ProbeOutcome { score, ..p });
         }
-        let clock = turns
-            .iter()
-            .map(|t| t.elapsed)
-            .fold(elapsed, f64::max);
+        let clock = turns.iter().map(|t| t.elapsed).fold(elapsed, f64::max);
         self.inner.next(clock)
     }
 }

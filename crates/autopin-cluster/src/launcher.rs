@@ -77,7 +77,13 @@ impl Launch {
     pub fn step_key(&self, fallback: &str) -> String {
         let clean = |s: &str| -> String {
             s.chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .collect()
         };
         let launch = match (&self.job, &self.step) {
@@ -185,7 +191,10 @@ pub fn detect(env: &Env) -> Launch {
         return Launch {
             kind: LauncherKind::Slurm,
             job: env.get("SLURM_JOB_ID").or(env.get("SLURM_JOBID")).cloned(),
-            step: env.get("SLURM_STEP_ID").or(env.get("SLURM_STEPID")).cloned(),
+            step: env
+                .get("SLURM_STEP_ID")
+                .or(env.get("SLURM_STEPID"))
+                .cloned(),
             node: env
                 .get("SLURMD_NODENAME")
                 .or(env.get("SLURM_TOPOLOGY_ADDR"))
@@ -299,9 +308,15 @@ mod tests {
         assert_eq!(tasks_on_node("2(x3),1", 0), Ok(2));
         assert_eq!(tasks_on_node("2(x3),1", 2), Ok(2));
         assert_eq!(tasks_on_node("2(x3),1", 3), Ok(1));
-        assert!(tasks_on_node("2(x3),1", 4).unwrap_err().contains("4 node(s)"));
-        assert!(tasks_on_node("2(x3", 0).unwrap_err().contains("missing ')'"));
-        assert!(tasks_on_node("a", 0).unwrap_err().contains("not a task count"));
+        assert!(tasks_on_node("2(x3),1", 4)
+            .unwrap_err()
+            .contains("4 node(s)"));
+        assert!(tasks_on_node("2(x3", 0)
+            .unwrap_err()
+            .contains("missing ')'"));
+        assert!(tasks_on_node("a", 0)
+            .unwrap_err()
+            .contains("not a task count"));
     }
 
     #[test]

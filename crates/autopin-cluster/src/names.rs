@@ -61,11 +61,11 @@ mod tests {
             expand("autopin-%j.%s.%n.%r-%l-100%%.json", &l).unwrap(),
             "autopin-7.0.node2.3-1-100%.json"
         );
+        assert_eq!(expand("r%r.json", &Launch::plain()).unwrap(), "r0.json");
         assert_eq!(
-            expand("r%r.json", &Launch::plain()).unwrap(),
-            "r0.json"
+            expand("%j-%s-%n", &Launch::plain()).unwrap(),
+            "none-none-localhost"
         );
-        assert_eq!(expand("%j-%s-%n", &Launch::plain()).unwrap(), "none-none-localhost");
         let e = expand("a-%x.json", &l).unwrap_err();
         assert!(e.contains("%x at position 3"), "{e}");
         assert!(expand("a%", &l).unwrap_err().contains("% at position 2"));

@@ -86,8 +86,7 @@ impl Default for RendezvousConfig {
 pub fn directory_for(key: &str) -> PathBuf {
     let uid = unsafe { libc::geteuid() };
     let shm = Path::new("/dev/shm");
-    let base = if shm.is_dir()
-        && std::fs::metadata(shm).is_ok_and(|m| !m.permissions().readonly())
+    let base = if shm.is_dir() && std::fs::metadata(shm).is_ok_and(|m| !m.permissions().readonly())
     {
         shm.to_path_buf()
     } else {
@@ -184,15 +183,16 @@ impl Rendezvous {
         };
         let path = self.dir.join(format!("{round}.{}", self.rank));
         let tmp = self.dir.join(format!(".tmp-{round}.{}", self.rank));
-        std::fs::write(&tmp, serde_json::to_vec(&me).map_err(std::io::Error::other)?)?;
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec(&me).map_err(std::io::Error::other)?,
+        )?;
         std::fs::rename(&tmp, &path)?;
         let roster: BTreeSet<usize> = self.members.keys().copied().collect();
         let deadline = Instant::now() + timeout;
         let settled = loop {
-            let seen: BTreeMap<usize, Seen> = roster
-                .iter()
-                .map(|&r| (r, self.look(round, r)))
-                .collect();
+            let seen: BTreeMap<usize, Seen> =
+                roster.iter().map(|&r| (r, self.look(round, r))).collect();
             if let Some(s) = settle(&roster, &seen, Instant::now() >= deadline) {
                 break s;
             }
@@ -304,13 +304,24 @@ mod tests {
             .map(|r| {
                 let dir = dir.clone();
                 std::thread::spawn(move || {
-                    let (mut rv, joined) = Rendezvous::join(&dir, r, 3, cfg(5000), json!(r)).unwrap();
+                    let (mut rv, joined) =
+                        Rendezvous::join(&dir, r, 3, cfg(5000), json!(r)).unwrap();
                     let mut seen = vec![joined.len()];
                     for round in 0..5 {
                         let s = rv.exchange(json!(round * 10 + r)).unwrap();
-                        let bodies: Vec<u64> =
-                            s.messages.iter().map(|m| m.body.as_u64().unwrap()).collect();
-                        assert_eq!(bodies, vec![round as u64 * 10, round as u64 * 10 + 1, round as u64 * 10 + 2]);
+                        let bodies: Vec<u64> = s
+                            .messages
+                            .iter()
+                            .map(|m| m.body.as_u64().unwrap())
+                            .collect();
+                        assert_eq!(
+                            bodies,
+                            vec![
+                                round as u64 * 10,
+                                round as u64 * 10 + 1,
+                                round as u64 * 10 + 2
+                            ]
+                        );
                         seen.push(s.messages.len());
                     }
                     seen
@@ -333,7 +344,10 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(200));
         assert_eq!(joined.len(), 1);
         assert_eq!(rv.roster(), vec![0]);
-        assert_eq!(rv.dropped, vec![(1, "it did not answer in time".to_string())]);
+        assert_eq!(
+            rv.dropped,
+            vec![(1, "it did not answer in time".to_string())]
+        );
         // Later rounds no longer wait for it.
         let t = Instant::now();
         assert_eq!(rv.exchange(json!(1)).unwrap().messages.len(), 1);
@@ -366,7 +380,8 @@ mod tests {
             let s = rv.exchange(json!("r1")).unwrap();
             (joined, s)
         });
-        let (mut rv, joined) = Rendezvous::join(tmp.path(), 0, 2, cfg(5000), json!("new0")).unwrap();
+        let (mut rv, joined) =
+            Rendezvous::join(tmp.path(), 0, 2, cfg(5000), json!("new0")).unwrap();
         // The new rank 1 was waited for (the stale 0.1 did not count as its join)...
         let bodies: Vec<_> = joined.iter().map(|m| m.body.clone()).collect();
         assert_eq!(bodies, vec![json!("new0"), json!("new1")]);
@@ -383,7 +398,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         // A child process plays rank 1: it joins (we write its join file under its pid),
         // then exits before round 1.
-        let mut child = std::process::Command::new("sleep").arg("0.3").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.3")
+            .spawn()
+            .unwrap();
         let m = Msg {
             rank: 1,
             pid: child.id(),

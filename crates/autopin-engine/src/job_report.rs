@@ -151,7 +151,11 @@ impl JobReport {
             "node", "rank", "local", "decision", "rate", "agreed"
         )];
         for n in &self.nodes {
-            for r in self.ranks.iter().filter(|r| n.ranks.contains(&r.launch.rank)) {
+            for r in self
+                .ranks
+                .iter()
+                .filter(|r| n.ranks.contains(&r.launch.rank))
+            {
                 out.push(format!(
                     "{:<12} {:>5} {:>6} {:<28} {:>12} {:<8}",
                     n.node,
@@ -191,8 +195,7 @@ impl JobReport {
         let width = left + group * cands.len().max(1) as f64 + 160.0;
         let height = top + h + 60.0;
         let colors = [
-            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-            "#7f7f7f",
+            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
         ];
         let mut s = String::new();
         let _ = writeln!(
@@ -334,10 +337,22 @@ mod tests {
     #[test]
     fn merges_two_nodes_with_a_table_and_an_svg() {
         let inputs = vec![
-            ("r3.json".to_string(), rank_report(3, "node2", 1, &[1.0, 4.0])),
-            ("r0.json".to_string(), rank_report(0, "node1", 0, &[2.0, 1.0])),
-            ("r1.json".to_string(), rank_report(1, "node1", 0, &[3.0, 1.0])),
-            ("r2.json".to_string(), rank_report(2, "node2", 0, &[1.0, 4.0])),
+            (
+                "r3.json".to_string(),
+                rank_report(3, "node2", 1, &[1.0, 4.0]),
+            ),
+            (
+                "r0.json".to_string(),
+                rank_report(0, "node1", 0, &[2.0, 1.0]),
+            ),
+            (
+                "r1.json".to_string(),
+                rank_report(1, "node1", 0, &[3.0, 1.0]),
+            ),
+            (
+                "r2.json".to_string(),
+                rank_report(2, "node2", 0, &[1.0, 4.0]),
+            ),
         ];
         let j = merge(&inputs).unwrap();
         assert_eq!(j.jobs, ["5"]);
@@ -354,7 +369,11 @@ mod tests {
         assert_eq!(t.len(), 5);
         assert!(t[4].starts_with("node2") && t[4].contains(" no"), "{t:?}");
         let svg = j.svg();
-        assert_eq!(svg.matches("<rect x=").count() - 4, 8, "8 bars + 4 legend boxes");
+        assert_eq!(
+            svg.matches("<rect x=").count() - 4,
+            8,
+            "8 bars + 4 legend boxes"
+        );
         assert!(svg.contains("rank 3 candidate 1: 4.0000e0"));
     }
 

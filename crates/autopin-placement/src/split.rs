@@ -171,11 +171,7 @@ pub fn split_node(m: &Machine, ranks: usize) -> Result<Vec<CpuSet>, SplitError> 
     let pus: Vec<ObjId> = m
         .pus()
         .into_iter()
-        .filter(|&p| {
-            m.obj(p)
-                .os_index
-                .is_some_and(|os| allowed.contains(os))
-        })
+        .filter(|&p| m.obj(p).os_index.is_some_and(|os| allowed.contains(os)))
         .collect();
     if ranks > pus.len() {
         return Err(SplitError::TooManyRanks {
@@ -294,7 +290,10 @@ mod tests {
         // Three ranks on one package's two NUMA nodes never straddle a node: one gets a
         // node, the other two halve the other (ties go to the first node).
         let s = split_node(&m, 6).unwrap();
-        assert_eq!(lists(&s), ["0-5", "6-11", "12-23", "24-29", "30-35", "36-47"]);
+        assert_eq!(
+            lists(&s),
+            ["0-5", "6-11", "12-23", "24-29", "30-35", "36-47"]
+        );
     }
 
     #[test]

@@ -55,7 +55,9 @@ fn omp_app() -> PathBuf {
 fn slurm() -> Result<String, String> {
     for t in ["srun", "slurmctld", "slurmd", "munged"] {
         if !autopin_testkit::have(t) && !Path::new("/usr/sbin").join(t).exists() {
-            return Err(format!("{t} is not installed (scripts/deps.sh installs Slurm)"));
+            return Err(format!(
+                "{t} is not installed (scripts/deps.sh installs Slurm)"
+            ));
         }
     }
     let script = autopin_testkit::repo_root().join("scripts/slurm-local.sh");
@@ -70,7 +72,11 @@ fn slurm() -> Result<String, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    let env = Command::new("bash").arg(&script).arg("env").output().unwrap();
+    let env = Command::new("bash")
+        .arg(&script)
+        .arg("env")
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&env.stdout);
     Ok(text
         .trim()
@@ -107,9 +113,16 @@ fn assert_coordinated(reports: &[Value]) {
     let share = |r: &Value| cpus(r["launch"]["share"].as_str().unwrap());
     let (a, b) = (share(&reports[0]), share(&reports[1]));
     assert!(!a.is_empty() && !b.is_empty());
-    assert!(a.iter().all(|c| !b.contains(c)), "shares overlap: {a:?} {b:?}");
+    assert!(
+        a.iter().all(|c| !b.contains(c)),
+        "shares overlap: {a:?} {b:?}"
+    );
     for r in reports {
-        assert_eq!(r["launch"]["coordinated_with"], serde_json::json!([0, 1]), "{r}");
+        assert_eq!(
+            r["launch"]["coordinated_with"],
+            serde_json::json!([0, 1]),
+            "{r}"
+        );
         assert!(r["complete"].as_bool().unwrap(), "{r}");
     }
     let probes = |r: &Value| -> Vec<(u64, f64, f64)> {
@@ -265,7 +278,11 @@ fn srun_rank_killed_mid_search_leaves_the_other_to_finish_with_slurms_exit_statu
     let plain = step(false);
     let with = step(true);
     assert!(!plain.status.success());
-    assert_eq!(with.status.code(), plain.status.code(), "exit status differs");
+    assert_eq!(
+        with.status.code(),
+        plain.status.code(),
+        "exit status differs"
+    );
     let reports = read_reports(tmp.path());
     let survivor = reports
         .iter()
@@ -305,7 +322,11 @@ fn a_rank_that_never_starts_is_dropped_after_the_timeout() {
     let job = format!("never-{}", std::process::id());
     let t = std::time::Instant::now();
     let out = fake_slurm_run(&job, "1", tmp.path());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(t.elapsed().as_secs_f64() >= 1.0);
     let r: Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("r-0.json")).unwrap())
@@ -341,7 +362,11 @@ fn stale_rendezvous_files_of_a_crashed_step_do_not_block() {
     }
     let t = std::time::Instant::now();
     let out = fake_slurm_run(&job, "1", tmp.path());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(t.elapsed().as_secs_f64() < 15.0);
     let r: Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("r-0.json")).unwrap())
@@ -390,7 +415,12 @@ fn mpich_mpirun_two_ranks_coordinate() {
 fn openmpi_mpirun_two_ranks_coordinate() {
     mpirun_case(
         "mpirun.openmpi",
-        &["--allow-run-as-root", "--oversubscribe", "--bind-to", "none"],
+        &[
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+        ],
     );
 }
 
@@ -412,7 +442,11 @@ fn report_merge_of_a_two_node_job() {
         .arg("3")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let files: Vec<PathBuf> = std::fs::read_dir(tmp.path())
         .unwrap()
         .flatten()
@@ -432,7 +466,11 @@ fn report_merge_of_a_two_node_job() {
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&merged.stdout);
-    assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
+    assert!(
+        merged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
     let j: Value = serde_json::from_str(&std::fs::read_to_string(&job).unwrap()).unwrap();
     let nodes = j["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 2, "{j}");

@@ -89,8 +89,8 @@ pub fn run(args: Args) -> CmdResult {
     let policy = args.policy.clone().unwrap_or_default();
     let cpus = match &args.sharing {
         Some(path) => {
-            let cpus = sharing_pinning(&m, &policy, path)
-                .map_err(|e| CliError::usage(e.to_string()))?;
+            let cpus =
+                sharing_pinning(&m, &policy, path).map_err(|e| CliError::usage(e.to_string()))?;
             if let Some(n) = args.threads {
                 if n != cpus.len() {
                     return Err(CliError::usage(format!(

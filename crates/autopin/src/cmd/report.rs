@@ -8,7 +8,11 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// The JSON report
-    #[arg(value_name = "FILE", required_unless_present = "merge", conflicts_with = "merge")]
+    #[arg(
+        value_name = "FILE",
+        required_unless_present = "merge",
+        conflicts_with = "merge"
+    )]
     pub file: Option<PathBuf>,
     /// Merge the ranks' reports of a job (e.g. autopin-7.*.json) into one job report
     #[arg(long, value_name = "FILES", num_args = 1..)]
