@@ -9,6 +9,9 @@
 #   scripts/slurm-local.sh env    print what a shell needs: eval "$(scripts/slurm-local.sh env)"
 #   scripts/slurm-local.sh status say whether it runs
 #
+# AUTOPIN_SPANK="/path/autopin_spank.so autopin=/path/autopin" at 'up' installs the SPANK
+# plugin (srun --autopin) in the cluster's plugstack.conf.
+#
 # State lives in $AUTOPIN_SLURM_DIR (default /tmp/autopin-slurm). The daemons run in the
 # foreground (-D) under setsid, so no init system is needed; munged runs as its own user.
 set -euo pipefail
@@ -64,13 +67,21 @@ write_conf() {
         echo "PartitionName=debug Nodes=$(IFS=,; echo "${NODES[*]}") Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
     } >"$CONF.tmp"
     mv "$CONF.tmp" "$CONF"
-    # SPANK plugins (contrib/slurm) are listed here when AUTOPIN_SPANK is set at 'up'.
-    if [ -n "${AUTOPIN_SPANK:-}" ]; then
-        echo "optional $AUTOPIN_SPANK" >"$DIR/etc/plugstack.conf"
-    else
-        : >"$DIR/etc/plugstack.conf"
-    fi
+    : >"$DIR/etc/plugstack.conf"
+    write_plugstack
     for n in "${NODES[@]}"; do mkdir -p "$DIR/spool/$n"; done
+}
+
+# The autopin SPANK plugin (contrib/slurm) is listed in plugstack.conf when AUTOPIN_SPANK is
+# set at 'up': "PLUGIN.so [ARGS]", e.g. "/path/autopin_spank.so autopin=/path/autopin".
+# srun and slurmstepd read plugstack.conf at every step, so this also works on a running
+# cluster. Written atomically.
+write_plugstack() {
+    [ -n "${AUTOPIN_SPANK:-}" ] || return 0
+    local so="${AUTOPIN_SPANK%% *}"
+    [ -f "$so" ] || { say "AUTOPIN_SPANK: no plugin at $so (make -C contrib/slurm builds it)"; return 1; }
+    echo "optional $AUTOPIN_SPANK" >"$DIR/etc/plugstack.conf.tmp"
+    mv "$DIR/etc/plugstack.conf.tmp" "$DIR/etc/plugstack.conf"
 }
 
 start_munge() {
@@ -124,6 +135,7 @@ up() {
     }
     if alive "$DIR/run/ctld.daemon" && for n in "${NODES[@]}"; do alive "$DIR/run/$n.daemon" || exit 1; done; then
         say "already up ($CONF)"
+        write_plugstack
         wait_idle
         return 0
     fi

@@ -53,6 +53,38 @@ fn omp_app() -> PathBuf {
 
 /// Starts the local Slurm (idempotent); the SLURM_CONF to use, or why it cannot run.
 fn slurm() -> Result<String, String> {
+    slurm_with_spank(None)
+}
+
+/// Builds the SPANK plugin (contrib/slurm) and starts the local Slurm with it in
+/// plugstack.conf, pointing at this build's autopin.
+fn slurm_with_autopin_plugin() -> Result<String, String> {
+    if !Path::new("/usr/include/slurm/spank.h").exists() {
+        return Err("slurm/spank.h is missing (scripts/deps.sh installs libslurm-dev)".into());
+    }
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("spank");
+    let make = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(autopin_testkit::repo_root().join("contrib/slurm"))
+        .arg(format!("O={}", out_dir.display()))
+        .output()
+        .map_err(|e| format!("make: {e}"))?;
+    // A plugin that does not build is a failure, not a skip.
+    assert!(
+        make.status.success(),
+        "building contrib/slurm failed: {}",
+        String::from_utf8_lossy(&make.stderr)
+    );
+    let line = format!(
+        "{} autopin={}",
+        out_dir.join("autopin_spank.so").display(),
+        autopin().display()
+    );
+    slurm_with_spank(Some(&line))
+}
+
+fn slurm_with_spank(spank: Option<&str>) -> Result<String, String> {
     for t in ["srun", "slurmctld", "slurmd", "munged"] {
         if !autopin_testkit::have(t) && !Path::new("/usr/sbin").join(t).exists() {
             return Err(format!(
@@ -61,9 +93,12 @@ fn slurm() -> Result<String, String> {
         }
     }
     let script = autopin_testkit::repo_root().join("scripts/slurm-local.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg("up")
+    let mut up = Command::new("bash");
+    up.arg(&script).arg("up");
+    if let Some(line) = spank {
+        up.env("AUTOPIN_SPANK", line);
+    }
+    let out = up
         .output()
         .map_err(|e| e.to_string())?;
     if !out.status.success() {
@@ -195,6 +230,109 @@ fn srun_two_ranks_split_probe_in_lockstep_and_agree() {
     assert_coordinated(&read_reports(tmp.path()));
     // The program's stdout passed through: one line per rank.
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}
+
+/// `srun --autopin=OPTIONS ./app` through the SPANK plugin: the same split, lockstep probes
+/// and single decision as `srun autopin run OPTIONS -- ./app`; the task's argv, stdout and
+/// exit status pass through.
+#[test]
+fn srun_autopin_through_the_spank_plugin_behaves_like_autopin_run() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let conf = autopin_testkit::ok_or_skip!(slurm_with_autopin_plugin());
+    let tmp = tempfile::tempdir().unwrap();
+    let app = omp_app();
+    let options = format!(
+        "{} --report {}",
+        RUN_ARGS[1..].join(" "),
+        tmp.path().join("r-%j.%s.%n.%r.json").display()
+    );
+    let out = Command::new("srun")
+        .env("SLURM_CONF", &conf)
+        .env("OMP_NUM_THREADS", "1")
+        .args(["-N1", "-n2", "--cpu-bind=none"])
+        .arg(format!("--autopin={options}"))
+        .arg(&app)
+        .arg("3")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let reports = read_reports(tmp.path());
+    assert_coordinated(&reports);
+    for r in &reports {
+        assert_eq!(r["launch"]["launcher"], "slurm", "{r}");
+    }
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+
+    // Without --autopin the plugin leaves the task alone; the exit status passes through
+    // with it.
+    let probe = "tr '\\0' ' ' </proc/$$/cmdline; echo; tr '\\0' ' ' </proc/$PPID/cmdline; echo; exit 7";
+    let run = |autopin: bool| {
+        let mut c = Command::new("srun");
+        c.env("SLURM_CONF", &conf).args(["-N1", "-n1"]);
+        if autopin {
+            c.arg("--autopin=--budget 0.5");
+        }
+        c.args(["bash", "-c", probe]).output().unwrap()
+    };
+    let plain = run(false);
+    let with = run(true);
+    assert_eq!(plain.status.code(), Some(7));
+    assert_eq!(with.status.code(), Some(7));
+    let parent = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(!parent(&plain).contains("autopin"), "{}", parent(&plain));
+    assert!(
+        parent(&with).starts_with(&format!("{} run --budget 0.5 -- bash -c", autopin().display())),
+        "{}",
+        parent(&with)
+    );
+}
+
+/// `#SBATCH --autopin=OPTIONS` reaches the job's srun steps (not the batch script itself).
+#[test]
+fn sbatch_autopin_wraps_the_steps_of_the_job() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let conf = autopin_testkit::ok_or_skip!(slurm_with_autopin_plugin());
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("job.sh");
+    let reports = tmp.path().join("reports");
+    std::fs::create_dir(&reports).unwrap();
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/bash\n#SBATCH -N1 -n2 --autopin=\"{} --report {}\"\n\
+             echo \"batch $(tr '\\0' ' ' </proc/$PPID/cmdline)\"\n\
+             OMP_NUM_THREADS=1 srun --cpu-bind=none {} 3\n",
+            RUN_ARGS[1..].join(" "),
+            reports.join("r-%r.json").display(),
+            omp_app().display()
+        ),
+    )
+    .unwrap();
+    let log = tmp.path().join("job.out");
+    let out = Command::new("sbatch")
+        .env("SLURM_CONF", &conf)
+        .arg("--wait")
+        .arg("-o")
+        .arg(&log)
+        .arg(&script)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{}{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let batch = text.lines().find(|l| l.starts_with("batch ")).expect("batch line");
+    assert!(!batch.contains("autopin"), "{batch}");
+    assert_coordinated(&read_reports(&reports));
 }
 
 #[test]
