@@ -6,6 +6,7 @@
 //! Ranks that die or never come are dropped for the rest of the step. Files left by a crashed
 //! earlier run with the same key never block: a rank first removes every file under its own
 //! rank number, and a join message from a process that no longer exists counts as not there.
+//! Directories of other steps whose ranks all crashed are swept at join ([`sweep_stale`]).
 //!
 //! [`settle`] is the protocol's pure core (what to do with what was seen); [`Rendezvous`]
 //! adds the file system and the clock.
@@ -69,6 +70,9 @@ pub struct RendezvousConfig {
     pub round_timeout: Duration,
     /// How often the directory is looked at while waiting.
     pub poll: Duration,
+    /// A rendezvous directory of another step whose processes are all gone is removed at
+    /// join once nothing in it has changed for this long.
+    pub stale_after: Duration,
 }
 
 impl Default for RendezvousConfig {
@@ -77,14 +81,19 @@ impl Default for RendezvousConfig {
             join_timeout: Duration::from_secs(10),
             round_timeout: Duration::from_secs(10),
             poll: Duration::from_millis(5),
+            stale_after: Duration::from_secs(60),
         }
     }
+}
+
+/// The start of every rendezvous directory's name of this user.
+fn directory_prefix() -> String {
+    format!("autopin-rdv-{}-", unsafe { libc::geteuid() })
 }
 
 /// The node-local directory for a step key: under /dev/shm when usable (memory, node-local by
 /// construction), else under `$TMPDIR`.
 pub fn directory_for(key: &str) -> PathBuf {
-    let uid = unsafe { libc::geteuid() };
     let shm = Path::new("/dev/shm");
     let base = if shm.is_dir() && std::fs::metadata(shm).is_ok_and(|m| !m.permissions().readonly())
     {
@@ -92,7 +101,96 @@ pub fn directory_for(key: &str) -> PathBuf {
     } else {
         std::env::temp_dir()
     };
-    base.join(format!("autopin-rdv-{uid}-{key}"))
+    base.join(format!("{}{key}", directory_prefix()))
+}
+
+/// What one file of a rendezvous directory says about its writer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Entry {
+    /// A round message (`ROUND.RANK`, or `.tmp-ROUND.RANK` not yet renamed) with its pid.
+    Message { pid: u32 },
+    /// `left.RANK`: that rank is done.
+    Left,
+    /// A round file that cannot be read as a message (cut short by a crash).
+    Unreadable,
+    /// Anything else: not ours.
+    Foreign,
+}
+
+/// Classifies a file of a rendezvous directory by its name and contents.
+pub fn classify(name: &str, contents: Option<&[u8]>) -> Entry {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let round_file = |s: &str| {
+        s.split_once('.')
+            .is_some_and(|(a, b)| digits(a) && digits(b))
+    };
+    if name.strip_prefix("left.").is_some_and(digits) {
+        return Entry::Left;
+    }
+    if !round_file(name.strip_prefix(".tmp-").unwrap_or(name)) {
+        return Entry::Foreign;
+    }
+    match contents.and_then(|b| serde_json::from_slice::<Msg>(b).ok()) {
+        Some(m) => Entry::Message { pid: m.pid },
+        None => Entry::Unreadable,
+    }
+}
+
+/// The sweep's pure core: a directory is stale when it holds only our own kinds of files, at
+/// least one message, and every process that wrote a message is gone. Anything foreign, any
+/// live writer, or nothing to go by keeps it.
+pub fn is_stale(entries: &[Entry], alive: impl Fn(u32) -> bool) -> bool {
+    let mut pids = entries.iter().filter_map(|e| match e {
+        Entry::Message { pid } => Some(*pid),
+        _ => None,
+    });
+    !entries.contains(&Entry::Foreign) && pids.clone().next().is_some() && pids.all(|p| !alive(p))
+}
+
+/// Removes the rendezvous directories of this user in `base`, other than `keep`, that crashed
+/// steps left behind: only directories named like ours, holding only our files, untouched for
+/// `min_age`, whose writers are all dead (see [`is_stale`]). Returns what it removed.
+pub fn sweep_stale(base: &Path, keep: &Path, min_age: Duration) -> Vec<PathBuf> {
+    let prefix = directory_prefix();
+    let mut removed = Vec::new();
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return removed;
+    };
+    for e in rd.flatten() {
+        let path = e.path();
+        let ours = e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(&prefix));
+        // symlink_metadata: a link named like ours is never followed.
+        let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if !ours || !is_dir || path == keep {
+            continue;
+        }
+        let mut entries = Vec::new();
+        let mut newest = std::time::SystemTime::UNIX_EPOCH;
+        let Ok(files) = std::fs::read_dir(&path) else {
+            continue;
+        };
+        for f in files.flatten() {
+            let meta = f.metadata().ok();
+            let name = f.file_name().to_string_lossy().to_string();
+            if let Some(t) = meta.as_ref().and_then(|m| m.modified().ok()) {
+                newest = newest.max(t);
+            }
+            let entry = if meta.is_some_and(|m| m.is_file()) {
+                classify(&name, std::fs::read(f.path()).ok().as_deref())
+            } else {
+                Entry::Foreign
+            };
+            entries.push(entry);
+        }
+        let quiet = newest.elapsed().is_ok_and(|age| age >= min_age);
+        if quiet && is_stale(&entries, process_exists) && std::fs::remove_dir_all(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
 }
 
 /// True while the process runs (a zombie, dead but not yet reaped by its launcher, is gone).
@@ -129,6 +227,10 @@ impl Rendezvous {
         cfg: RendezvousConfig,
         body: serde_json::Value,
     ) -> std::io::Result<(Rendezvous, Vec<Msg>)> {
+        // Directories of earlier steps whose ranks all crashed would pile up otherwise.
+        if let Some(base) = dir.parent() {
+            sweep_stale(base, dir, cfg.stale_after);
+        }
         std::fs::create_dir_all(dir)?;
         // Files under our rank number are from an earlier process (one rank, one process).
         let suffix = format!(".{rank}");
@@ -293,7 +395,100 @@ mod tests {
             join_timeout: Duration::from_millis(ms),
             round_timeout: Duration::from_millis(ms),
             poll: Duration::from_millis(1),
+            stale_after: Duration::ZERO,
         }
+    }
+
+    fn dead_pid() -> u32 {
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn classify_and_is_stale_only_condemn_our_files_from_dead_writers() {
+        let m = |pid: u32| {
+            serde_json::to_vec(&Msg {
+                rank: 0,
+                pid,
+                body: json!(1),
+            })
+            .unwrap()
+        };
+        assert_eq!(classify("3.1", Some(&m(7))), Entry::Message { pid: 7 });
+        assert_eq!(classify(".tmp-3.1", Some(&m(7))), Entry::Message { pid: 7 });
+        assert_eq!(classify("left.2", None), Entry::Left);
+        assert_eq!(classify("3.1", Some(b"{\"ra")), Entry::Unreadable);
+        for foreign in ["notes.txt", "3.x", "left.", ".tmp-3", "3.1.bak"] {
+            assert_eq!(classify(foreign, Some(&m(7))), Entry::Foreign, "{foreign}");
+        }
+        let dead = |_| false;
+        let msg = |pid| Entry::Message { pid };
+        assert!(is_stale(&[msg(5), Entry::Left, Entry::Unreadable], dead));
+        assert!(!is_stale(&[msg(5), msg(6)], |p| p == 6), "one writer alive");
+        assert!(!is_stale(&[msg(5), Entry::Foreign], dead), "not only ours");
+        assert!(
+            !is_stale(&[Entry::Left, Entry::Unreadable], dead),
+            "no pid to go by"
+        );
+        assert!(!is_stale(&[], dead), "empty: a step may be starting");
+    }
+
+    #[test]
+    fn joining_sweeps_stale_directories_of_crashed_steps_and_nothing_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let prefix = directory_prefix();
+        let dead = dead_pid();
+        let alive = std::process::id();
+        let write = |dir: &str, name: &str, pid: u32| {
+            let d = tmp.path().join(dir);
+            std::fs::create_dir_all(&d).unwrap();
+            let m = Msg {
+                rank: 0,
+                pid,
+                body: json!("old"),
+            };
+            std::fs::write(d.join(name), serde_json::to_vec(&m).unwrap()).unwrap();
+        };
+        let crashed = format!("{prefix}slurm-1.0-n1");
+        write(&crashed, "0.0", dead);
+        write(&crashed, "4.1", dead);
+        std::fs::write(tmp.path().join(&crashed).join("left.1"), b"").unwrap();
+        let running = format!("{prefix}slurm-2.0-n1");
+        write(&running, "0.0", dead);
+        write(&running, "0.1", alive);
+        let foreign = format!("{prefix}slurm-3.0-n1");
+        write(&foreign, "0.0", dead);
+        std::fs::write(tmp.path().join(&foreign).join("data.csv"), b"1,2").unwrap();
+        let empty = format!("{prefix}slurm-4.0-n1");
+        std::fs::create_dir(tmp.path().join(&empty)).unwrap();
+        let other_name = "someone-elses-dir";
+        write(other_name, "0.0", dead);
+        // A link named like ours is not followed, let alone removed.
+        let target = tmp.path().join("target");
+        write("target", "0.0", dead);
+        std::os::unix::fs::symlink(&target, tmp.path().join(format!("{prefix}link"))).unwrap();
+
+        let me = tmp.path().join(format!("{prefix}slurm-5.0-n1"));
+        let (rv, _) = Rendezvous::join(&me, 0, 1, cfg(100), json!("me")).unwrap();
+        assert!(
+            !tmp.path().join(&crashed).exists(),
+            "the crashed step's directory stays"
+        );
+        for kept in [&running, &foreign, &empty, other_name, "target"] {
+            assert!(tmp.path().join(kept).exists(), "{kept} was removed");
+        }
+        assert!(target.join("0.0").exists());
+        drop(rv);
+
+        // Untouched for less than stale_after: kept (a step's ranks may be between rounds).
+        write(&crashed, "0.0", dead);
+        let mut c = cfg(100);
+        c.stale_after = Duration::from_secs(3600);
+        let (rv, _) = Rendezvous::join(&me, 0, 1, c, json!("me")).unwrap();
+        assert!(tmp.path().join(&crashed).exists());
+        drop(rv);
     }
 
     #[test]
@@ -359,12 +554,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         // A crashed earlier run left join and round files for both ranks, from a pid that
         // no longer exists.
-        let dead = {
-            let mut c = std::process::Command::new("true").spawn().unwrap();
-            let pid = c.id();
-            c.wait().unwrap();
-            pid
-        };
+        let dead = dead_pid();
         for name in ["0.0", "0.1", "1.0", "1.1", "2.1"] {
             let m = Msg {
                 rank: name.ends_with('1') as usize,

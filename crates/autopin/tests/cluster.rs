@@ -98,9 +98,7 @@ fn slurm_with_spank(spank: Option<&str>) -> Result<String, String> {
     if let Some(line) = spank {
         up.env("AUTOPIN_SPANK", line);
     }
-    let out = up
-        .output()
-        .map_err(|e| e.to_string())?;
+    let out = up.output().map_err(|e| e.to_string())?;
     if !out.status.success() {
         return Err(format!(
             "scripts/slurm-local.sh up failed: {}",
@@ -266,7 +264,8 @@ fn srun_autopin_through_the_spank_plugin_behaves_like_autopin_run() {
 
     // Without --autopin the plugin leaves the task alone; the exit status passes through
     // with it.
-    let probe = "tr '\\0' ' ' </proc/$$/cmdline; echo; tr '\\0' ' ' </proc/$PPID/cmdline; echo; exit 7";
+    let probe =
+        "tr '\\0' ' ' </proc/$$/cmdline; echo; tr '\\0' ' ' </proc/$PPID/cmdline; echo; exit 7";
     let run = |autopin: bool| {
         let mut c = Command::new("srun");
         c.env("SLURM_CONF", &conf).args(["-N1", "-n1"]);
@@ -288,7 +287,10 @@ fn srun_autopin_through_the_spank_plugin_behaves_like_autopin_run() {
     };
     assert!(!parent(&plain).contains("autopin"), "{}", parent(&plain));
     assert!(
-        parent(&with).starts_with(&format!("{} run --budget 0.5 -- bash -c", autopin().display())),
+        parent(&with).starts_with(&format!(
+            "{} run --budget 0.5 -- bash -c",
+            autopin().display()
+        )),
         "{}",
         parent(&with)
     );
@@ -330,7 +332,10 @@ fn sbatch_autopin_wraps_the_steps_of_the_job() {
         "{}{text}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let batch = text.lines().find(|l| l.starts_with("batch ")).expect("batch line");
+    let batch = text
+        .lines()
+        .find(|l| l.starts_with("batch "))
+        .expect("batch line");
     assert!(!batch.contains("autopin"), "{batch}");
     assert_coordinated(&read_reports(&reports));
 }
