@@ -1,6 +1,6 @@
 //! Splitting one node among the local ranks of a job step, as mpibind and likwid-mpirun do:
 //! every rank gets a disjoint share of the allowed CPUs, cut along the topology — packages
-//! and NUMA nodes first, then last-level caches, then cores, and PUs only when there are more
+//! and NUMA nodes first (the coarser of the two outermost), then last-level caches, then cores, and PUs only when there are more
 //! ranks than cores. Shares never reach outside the CPUs the machine model marks allowed (the
 //! cgroup cpuset and affinity mask Slurm or the MPI launcher gave us).
 
@@ -47,13 +47,30 @@ enum Level {
     Pu,
 }
 
-const LEVELS: [Level; 5] = [
-    Level::Package,
-    Level::Numa,
-    Level::Llc,
-    Level::Core,
-    Level::Pu,
-];
+/// The cut order for these PUs: the coarser of packages and NUMA nodes first. Packages
+/// usually hold NUMA nodes (sub-NUMA clustering), but on many machines a NUMA node holds
+/// several packages (the 64fake and POWER7 dumps); cutting packages first there would give
+/// some NUMA nodes more ranks than others.
+fn levels(m: &Machine, pus: &[ObjId]) -> [Level; 5] {
+    let count = |level| groups(m, pus, level).len();
+    if count(Level::Numa) < count(Level::Package) {
+        [
+            Level::Numa,
+            Level::Package,
+            Level::Llc,
+            Level::Core,
+            Level::Pu,
+        ]
+    } else {
+        [
+            Level::Package,
+            Level::Numa,
+            Level::Llc,
+            Level::Core,
+            Level::Pu,
+        ]
+    }
+}
 
 /// The object (or NUMA node) a PU belongs to at a level; PUs with the same key stay together.
 fn key(m: &Machine, pu: ObjId, level: Level) -> Option<usize> {
@@ -143,13 +160,19 @@ fn apportion(groups: &[Vec<ObjId>], n: usize) -> Vec<usize> {
     counts
 }
 
-fn split_at(m: &Machine, pus: &[ObjId], n: usize, level: usize) -> Vec<Vec<ObjId>> {
+fn split_at(
+    m: &Machine,
+    pus: &[ObjId],
+    n: usize,
+    levels: &[Level; 5],
+    level: usize,
+) -> Vec<Vec<ObjId>> {
     if n == 1 {
         return vec![pus.to_vec()];
     }
-    let gs = groups(m, pus, LEVELS[level]);
-    if gs.len() == 1 && level + 1 < LEVELS.len() {
-        return split_at(m, pus, n, level + 1);
+    let gs = groups(m, pus, levels[level]);
+    if gs.len() == 1 && level + 1 < levels.len() {
+        return split_at(m, pus, n, levels, level + 1);
     }
     if gs.len() >= n {
         return contiguous(&gs, n);
@@ -157,7 +180,7 @@ fn split_at(m: &Machine, pus: &[ObjId], n: usize, level: usize) -> Vec<Vec<ObjId
     let counts = apportion(&gs, n);
     gs.iter()
         .zip(counts)
-        .flat_map(|(g, k)| split_at(m, g, k, (level + 1).min(LEVELS.len() - 1)))
+        .flat_map(|(g, k)| split_at(m, g, k, levels, (level + 1).min(levels.len() - 1)))
         .collect()
 }
 
@@ -179,7 +202,7 @@ pub fn split_node(m: &Machine, ranks: usize) -> Result<Vec<CpuSet>, SplitError> 
             cpus: pus.len(),
         });
     }
-    Ok(split_at(m, &pus, ranks, 0)
+    Ok(split_at(m, &pus, ranks, &levels(m, &pus), 0)
         .into_iter()
         .map(|share| share.iter().filter_map(|&p| m.obj(p).os_index).collect())
         .collect())
