@@ -73,7 +73,7 @@ fn assert_follows(
         return false;
     }
     let ctx = |s: &CpuSet| format!("{name}, {ranks} ranks, {kind}s {doms:?}: share {s}");
-    if ranks <= c && c % ranks == 0 {
+    if ranks <= c && c.is_multiple_of(ranks) {
         for s in shares {
             let inside: Vec<&CpuSet> = doms
                 .iter()
@@ -89,7 +89,7 @@ fn assert_follows(
             }
         }
         true
-    } else if ranks > c && ranks % c == 0 {
+    } else if ranks > c && ranks.is_multiple_of(c) {
         for d in doms {
             let within = shares
                 .iter()
