@@ -21,6 +21,10 @@ ls /usr/lib/gcc/*/*/include/omp.h >/dev/null 2>&1 || need_pkgs+=(gcc)
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
 # Optional tools the tests compare against when present.
 have likwid-pin || need_pkgs+=(likwid)
+# rsvg-convert renders every SVG autopin writes for the picture checks (tests/svg_render.rs);
+# man renders the generated man page.
+have rsvg-convert || need_pkgs+=(librsvg2-bin)
+have man || need_pkgs+=(man-db)
 have perf || need_pkgs+=(linux-perf)
 # The cluster tests: a local Slurm (scripts/slurm-local.sh) and both MPI implementations.
 # MPICH and Open MPI both register mpicc/mpirun alternatives; the tests call the explicit
@@ -42,7 +46,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     # Optional packages may be missing on some releases: install one by one, tolerating those.
     for p in $(printf '%s\n' "${need_pkgs[@]}" | sort -u); do
         case "$p" in
-            likwid|linux-perf) $SUDO apt-get install -y -qq "$p" >/dev/null || echo "deps: optional $p not installed" >&2 ;;
+            likwid|linux-perf|librsvg2-bin|man-db) $SUDO apt-get install -y -qq "$p" >/dev/null || echo "deps: optional $p not installed" >&2 ;;
             *) $SUDO apt-get install -y -qq "$p" >/dev/null ;;
         esac
     done

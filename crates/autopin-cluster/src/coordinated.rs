@@ -7,9 +7,10 @@
 //! same search clock (the latest rank's). The strategies are deterministic, so every rank
 //! then plans the same next probe and takes the same decision, without a leader.
 //!
-//! The hook is the strategy factory: wrap the strategy the session would use
-//! (`Coordinated::new(inner, link, combine)`); session and driver are unchanged.
+//! The hook is the run plan's [`Coordination`] ([`Coordinator`]): the engine wraps the
+//! strategy of every search with it; session and driver are unchanged.
 
+use autopin_engine::run::Coordination;
 use autopin_engine::strategy::{Plan, ProbeOutcome, Strategy};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
@@ -94,6 +95,50 @@ impl Link for crate::Rendezvous {
 
 /// A link shared by the strategies of successive searches (one per session).
 pub type SharedLink = Arc<Mutex<Box<dyn Link>>>;
+
+/// The engine's [`Coordination`] hook for one run: every search's strategy is wrapped in a
+/// [`Coordinated`] on the same link, and their report lines are gathered in one place.
+pub struct Coordinator {
+    link: SharedLink,
+    combine: Combine,
+    notes: Arc<Mutex<Vec<String>>>,
+}
+
+impl Coordinator {
+    pub fn new(link: Box<dyn Link>, combine: Combine) -> Coordinator {
+        Coordinator {
+            link: Arc::new(Mutex::new(link)),
+            combine,
+            notes: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("combine", &self.combine)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Coordination for Coordinator {
+    fn wrap(&self, strategy: Box<dyn Strategy>) -> Box<dyn Strategy> {
+        Box::new(Coordinated::new(
+            strategy,
+            self.link.clone(),
+            self.combine,
+            self.notes.clone(),
+        ))
+    }
+
+    fn take_notes(&self) -> Vec<String> {
+        self.notes
+            .lock()
+            .map(|mut n| std::mem::take(&mut *n))
+            .unwrap_or_default()
+    }
+}
 
 pub struct Coordinated {
     inner: Box<dyn Strategy>,

@@ -262,6 +262,21 @@ pub fn from_process() -> Launch {
     l
 }
 
+/// A name for this launch when the launcher gives no job id (MPI launchers): the ranks on a
+/// node share their parent (Hydra's proxy, Open MPI's daemon); its pid and start time
+/// (field 22 of /proc/PID/stat, so a recycled pid gives another name) name the launch.
+pub fn parent_key() -> String {
+    let ppid = std::os::unix::process::parent_id();
+    let start = std::fs::read_to_string(format!("/proc/{ppid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(19).map(str::to_string))
+        })
+        .unwrap_or_default();
+    format!("{ppid}-{start}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,6 @@ pub mod launcher;
 pub mod names;
 pub mod rendezvous;
 
-pub use coordinated::{Combine, Coordinated};
+pub use coordinated::{Combine, Coordinated, Coordinator};
 pub use launcher::{detect, Launch, LauncherKind};
 pub use rendezvous::{Rendezvous, RendezvousConfig};

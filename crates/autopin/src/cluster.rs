@@ -1,18 +1,19 @@
 //! The CLI side of cluster launches: options, and the [`NodePlan`] that `run` builds before
-//! starting the target — who launched us, this rank's share of the node (the machine is
-//! narrowed to it), and the link to the other local ranks that makes their searches move in
-//! lockstep. The logic lives in `autopin-cluster`, `autopin-placement::split_node` and the
+//! it builds the engine's `RunPlan` — who launched us, this rank's share of the node (the
+//! machine is narrowed to it), and the link to the other local ranks that makes their
+//! searches move in lockstep (the plan's `LaunchPlan`, whose `Coordination` the engine
+//! honours). The logic lives in `autopin-cluster`, `autopin-placement::split_node` and the
 //! engine's `job_report`; this module only wires them.
 
+use crate::cmd::engine_args::EngineArgs;
 use crate::error::CliError;
-use autopin_cluster::coordinated::{Link, SharedLink};
-use autopin_cluster::launcher::{self, Launch};
-use autopin_cluster::{names, rendezvous, Combine, Coordinated, Rendezvous, RendezvousConfig};
+use autopin_cluster::launcher::{self, Launch, LauncherKind};
+use autopin_cluster::{names, rendezvous, Combine, Coordinator, Rendezvous, RendezvousConfig};
 use autopin_engine::job_report::LaunchRecord;
-use autopin_engine::session::StrategyFactory;
+use autopin_engine::run::{Coordination, LaunchPlan};
 use autopin_topology::{CpuSet, Machine};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -38,25 +39,9 @@ pub struct NodePlan {
     /// The machine narrowed to this rank's share.
     pub machine: Machine,
     pub record: LaunchRecord,
-    link: Option<SharedLink>,
-    combine: Combine,
-    notes: Arc<Mutex<Vec<String>>>,
+    coordinator: Option<Arc<Coordinator>>,
     /// Lines for the report and `--verbose`.
     pub lines: Vec<String>,
-}
-
-fn fallback_key() -> String {
-    // MPI launchers without a job id: the ranks on a node share their parent (Hydra's
-    // proxy, Open MPI's daemon); its pid and start time name this launch.
-    let ppid = unsafe { libc::getppid() };
-    let start = std::fs::read_to_string(format!("/proc/{ppid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .and_then(|(_, r)| r.split_whitespace().nth(19).map(str::to_string))
-        })
-        .unwrap_or_default();
-    format!("{ppid}-{start}")
 }
 
 /// Detects the launcher and, with several local ranks, meets them, splits the node and sets
@@ -93,7 +78,6 @@ fn prepare_for(args: &ClusterArgs, machine: Machine, launch: Launch) -> Result<N
         combine: None,
         clock_origin: None,
     };
-    let notes = Arc::new(Mutex::new(Vec::new()));
     if !launch.shares_node() || args.no_coordinate {
         if launch.shares_node() {
             lines.push("node: --no-coordinate: this rank plans alone in its allowed CPUs".into());
@@ -102,9 +86,7 @@ fn prepare_for(args: &ClusterArgs, machine: Machine, launch: Launch) -> Result<N
             launch,
             machine,
             record,
-            link: None,
-            combine,
-            notes,
+            coordinator: None,
             lines,
         });
     }
@@ -114,7 +96,7 @@ fn prepare_for(args: &ClusterArgs, machine: Machine, launch: Launch) -> Result<N
         round_timeout: timeout,
         ..RendezvousConfig::default()
     };
-    let dir = rendezvous::directory_for(&launch.step_key(&fallback_key()));
+    let dir = rendezvous::directory_for(&launch.step_key(&launcher::parent_key()));
     let (rv, joined) = Rendezvous::join(
         &dir,
         launch.local_rank,
@@ -162,40 +144,42 @@ fn prepare_for(args: &ClusterArgs, machine: Machine, launch: Launch) -> Result<N
         combine.name(),
         dir.display()
     ));
-    let link: Box<dyn Link> = Box::new(rv);
     Ok(NodePlan {
         launch,
         machine,
         record,
-        link: Some(Arc::new(Mutex::new(link))),
-        combine,
-        notes,
+        coordinator: Some(Arc::new(Coordinator::new(Box::new(rv), combine))),
         lines,
     })
 }
 
 impl NodePlan {
     pub fn coordinated(&self) -> bool {
-        self.link.is_some()
+        self.coordinator.is_some()
     }
 
-    /// Wraps the session's strategy factory so every search is coordinated.
-    pub fn wrap(&self, mut inner: StrategyFactory) -> StrategyFactory {
-        match &self.link {
-            None => inner,
-            Some(link) => {
-                let link = link.clone();
-                let notes = self.notes.clone();
-                let combine = self.combine;
-                Box::new(move |n, search| {
-                    Box::new(Coordinated::new(
-                        inner(n, search),
-                        link.clone(),
-                        combine,
-                        notes.clone(),
-                    ))
-                })
-            }
+    /// The options as this rank uses them: report and timeline names expanded for the rank,
+    /// and no phase watch when the ranks search together (a re-search starts on one rank's
+    /// own rate drop; the others could not follow in step).
+    pub fn resolve(&self, a: &EngineArgs) -> Result<EngineArgs, CliError> {
+        let mut r = a.clone();
+        r.report = self.expand(&a.report)?;
+        r.timeline = self.expand(&a.timeline)?;
+        r.no_watch |= self.coordinated();
+        Ok(r)
+    }
+
+    /// The run plan's launch part: the record, the launch lines for the report (not for
+    /// plain runs) and the coordination of the local ranks' searches.
+    pub fn launch_plan(&self) -> LaunchPlan {
+        LaunchPlan {
+            record: self.record.clone(),
+            notes: if self.launch.kind == LauncherKind::Plain {
+                Vec::new()
+            } else {
+                self.lines.clone()
+            },
+            coordination: self.coordinator.clone().map(|c| c as Arc<dyn Coordination>),
         }
     }
 
@@ -217,14 +201,6 @@ impl NodePlan {
                     .map_err(CliError::usage)
             }
         }
-    }
-
-    /// Report lines gathered during the run (ranks dropped, disagreements).
-    pub fn take_notes(&self) -> Vec<String> {
-        self.notes
-            .lock()
-            .map(|mut n| std::mem::take(&mut *n))
-            .unwrap_or_default()
     }
 }
 
@@ -255,6 +231,11 @@ mod tests {
             plan.expand(&Some("r-%r.json".into())).unwrap(),
             Some(PathBuf::from("r-0.json"))
         );
+        // The run plan gets the record, but no report lines or coordination for a plain run.
+        let lp = plan.launch_plan();
+        assert_eq!(lp.record.launcher, "plain");
+        assert_eq!(lp.record.share, m.allowed_cpuset().to_string());
+        assert!(lp.notes.is_empty() && lp.coordination.is_none());
         let mut bad = args();
         bad.rendezvous_timeout = -1.0;
         assert!(prepare_for(&bad, m, Launch::plain()).is_err());

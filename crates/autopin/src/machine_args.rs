@@ -6,6 +6,7 @@ use autopin_topology::Machine;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Machine source (default: this machine)")]
 pub struct MachineArgs {
     /// Read Linux sysfs/procfs below this directory instead of / (e.g. an hwloc dump)
     #[arg(long, value_name = "DIR", global = true)]
@@ -58,6 +59,11 @@ impl MachineArgs {
                 .unwrap_or_else(|| PathBuf::from("/"));
             autopin_topology::source::sysfs::read(&root)
         };
-        result.map_err(|e| CliError::usage(e.to_string()))
+        let machine = result.map_err(|e| CliError::usage(e.to_string()))?;
+        // Odd files the reader worked around (as hwloc does): said once each, on stderr.
+        for w in &machine.warnings {
+            eprintln!("autopin: warning: {w}");
+        }
+        Ok(machine)
     }
 }

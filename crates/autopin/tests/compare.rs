@@ -25,7 +25,7 @@ fn bad_input_exits_2_with_a_reason() {
         ),
         (
             &["compare", "-n", "0", "--strategy", "none", "--", "true"],
-            "-n/--runs must be at least 1",
+            "--runs must be at least 1",
         ),
         (
             &["compare", "-n", "3", "--strategy", "none"],
@@ -268,7 +268,7 @@ fn adaptive_mode_adds_rounds_up_to_the_limit() {
         ])
         .assert()
         .code(2)
-        .stderr(contains("--max-runs 5 is below -n 6"));
+        .stderr(contains("--max-runs 5 is below --runs 6"));
 }
 
 #[test]

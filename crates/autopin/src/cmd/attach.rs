@@ -1,10 +1,15 @@
 //! `autopin attach`: attach to a running process, probe candidate pinnings, keep the best.
 //! Threads are found by scanning /proc/PID/task; the options are those of `autopin run`.
 
-use crate::cmd::run::{execute, EngineArgs, Target};
+use crate::cmd::engine_args::EngineArgs;
+use crate::cmd::run::execute;
 use crate::error::CmdResult;
+use autopin_engine::run::TargetSpec;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  autopin attach 12345\n  autopin attach --duration 60 --report r.json $(pidof app)\n  autopin attach --schedule '0,1;1,0' 12345"
+)]
 pub struct Args {
     /// The process to optimize
     #[arg(value_name = "PID")]
@@ -19,7 +24,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     execute(
         &args.engine,
-        Target::Attach {
+        TargetSpec::Attach {
             pid: args.pid,
             duration: args.duration,
         },

@@ -22,15 +22,24 @@ use std::path::PathBuf;
 a policy (compact, scatter, balanced, cores, CON_CORE, ...), SHARING:matrix.txt (LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP), \
 random (a fresh random pinning per run) or autopin (the optimizer, `autopin run`).\n\
 Runs are interleaved in a random order per round. Results go to stdout; progress, failures and \
---show-output to stderr. Pinned strategies include `autopin pin`'s start-up (a few ms) in their wall time: \
-compare programs that run much longer than that, or use --metric."
+--show-output to stderr. Every strategy, none included, starts through `autopin pin` (none as \
+`pin --os-decides`), so the few ms of start-up are the same for all and cancel.\n\n\
+Examples:\n  autopin compare --runs 10 --strategy none --strategy compact --strategy autopin -- ./app\n  \
+autopin compare --strategy none --strategy S0:0-3 --metric 'Mop/s\\s*=\\s*([0-9.]+)' --higher-is-better -- ./bench\n  \
+autopin compare --adaptive --strategy none --strategy 0,1 --export-json cmp.json --svg cmp.svg -- ./app"
 )]
 pub struct Args {
-    /// Measured runs per strategy
-    #[arg(short = 'n', long = "runs", value_name = "RUNS", default_value_t = 10)]
+    /// Measured runs per strategy (`-n` is the old spelling; elsewhere -n is a thread count)
+    #[arg(
+        short = 'r',
+        long = "runs",
+        short_alias = 'n',
+        value_name = "RUNS",
+        default_value_t = 10
+    )]
     pub runs: usize,
     /// A strategy to compare (repeat the option; values may contain commas)
-    #[arg(short = 's', long = "strategy", value_name = "S")]
+    #[arg(long = "strategy", short_alias = 's', value_name = "S")]
     pub strategies: Vec<String>,
     /// The strategy the others are compared with (default: the first); added if not listed
     #[arg(long, value_name = "S")]
@@ -51,6 +60,9 @@ pub struct Args {
     /// Show the program's output (on stderr) instead of only capturing it
     #[arg(long)]
     pub show_output: bool,
+    /// No progress on stderr (failed runs are still reported)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Include runs that exited non-zero in the statistics
     #[arg(long)]
     pub ignore_failure: bool,
@@ -93,48 +105,7 @@ pub struct Args {
 const EXIT_INTERRUPTED: i32 = 130;
 
 pub fn run(args: Args) -> CmdResult {
-    // Everything is validated before the first run.
-    if args.program.is_empty() {
-        return Err(CliError::usage(
-            "no program given; usage: autopin compare -n RUNS --strategy S ... -- PROGRAM [ARGS]",
-        ));
-    }
-    check_program(&args.program[0])?;
-    if args.runs == 0 {
-        return Err(CliError::usage(
-            "-n/--runs must be at least 1 (2 or more to test differences)",
-        ));
-    }
-    if args.strategies.is_empty() {
-        return Err(CliError::usage(
-            "no strategies given; name at least one with --strategy (e.g. --strategy none --strategy 0,1)",
-        ));
-    }
-    let inside_unit = |x: f64| x > 0.0 && x < 1.0;
-    if !inside_unit(args.alpha) {
-        return Err(CliError::usage(format!(
-            "--alpha must be between 0 and 1, got {}",
-            args.alpha
-        )));
-    }
-    if !(0.0..1.0).contains(&args.equivalence) {
-        return Err(CliError::usage(format!(
-            "--equivalence must be in [0, 1), got {}",
-            args.equivalence
-        )));
-    }
-    let adaptive_max_runs = match (args.adaptive, args.max_runs) {
-        (true, Some(m)) if m < args.runs => {
-            return Err(CliError::usage(format!(
-                "--max-runs {m} is below -n {}",
-                args.runs
-            )))
-        }
-        (true, Some(m)) => Some(m),
-        (true, None) => Some(args.runs.saturating_mul(5).max(30)),
-        (false, Some(_)) => return Err(CliError::usage("--max-runs only applies with --adaptive")),
-        (false, None) => None,
-    };
+    let adaptive_max_runs = validate(&args)?;
     let metric = match &args.metric {
         Some(p) => Some(compile_metric(p).map_err(CliError::usage)?),
         None => {
@@ -146,57 +117,9 @@ pub fn run(args: Args) -> CmdResult {
             None
         }
     };
-    for (flag, path) in [
-        ("--export-json", &args.export_json),
-        ("--export-csv", &args.export_csv),
-        ("--export-markdown", &args.export_markdown),
-        ("--svg", &args.svg),
-    ] {
-        if let Some(p) = path {
-            let dir = p
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(std::path::Path::new("."));
-            if !dir.is_dir() {
-                return Err(CliError::usage(format!(
-                    "{flag} {}: directory {} does not exist",
-                    p.display(),
-                    dir.display()
-                )));
-            }
-        }
-    }
-
     let machine = args.machine.load()?;
     let check = MachineCheck { machine: &machine };
-    let mut strategies = Vec::new();
-    for s in &args.strategies {
-        let st = parse_strategy(s, &check).map_err(CliError::usage)?;
-        if strategies
-            .iter()
-            .any(|x: &autopin_compare::Strategy| x.name == st.name)
-        {
-            return Err(CliError::usage(format!(
-                "strategy `{}` is listed twice",
-                st.name
-            )));
-        }
-        strategies.push(st);
-    }
-    let baseline = match &args.baseline {
-        None => 0,
-        Some(b) => {
-            let st = parse_strategy(b, &check)
-                .map_err(|e| CliError::usage(format!("--baseline: {e}")))?;
-            match strategies.iter().position(|x| x.name == st.name) {
-                Some(i) => i,
-                None => {
-                    strategies.insert(0, st);
-                    0
-                }
-            }
-        }
-    };
+    let (strategies, baseline) = strategies(&args, &check)?;
     let exe = std::env::current_exe()
         .map_err(|e| CliError::internal(format!("cannot find the autopin executable: {e}")))?;
     let front = Frontend {
@@ -240,7 +163,7 @@ pub fn run(args: Args) -> CmdResult {
         program: &args.program,
         allowed_cpus: &allowed,
     };
-    let mut progress = Progress::new((args.warmup + args.runs) * exp.strategies.len());
+    let mut progress = Progress::new((args.warmup + args.runs) * exp.strategies.len(), args.quiet);
     let outcome = exp.run(&setup, &cfg, &mut launcher, &interrupt, &mut |e| {
         progress.event(e)
     });
@@ -287,10 +210,113 @@ pub fn run(args: Args) -> CmdResult {
     Ok(0)
 }
 
+/// Everything is validated before the first run; returns the adaptive run limit.
+fn validate(args: &Args) -> Result<Option<usize>, CliError> {
+    if args.program.is_empty() {
+        return Err(CliError::usage(
+            "no program given; usage: autopin compare --runs RUNS --strategy S ... -- PROGRAM [ARGS]",
+        ));
+    }
+    check_program(&args.program[0])?;
+    if args.runs == 0 {
+        return Err(CliError::usage(
+            "--runs must be at least 1 (2 or more to test differences)",
+        ));
+    }
+    if args.strategies.is_empty() {
+        return Err(CliError::usage(
+            "no strategies given; name at least one with --strategy (e.g. --strategy none --strategy 0,1)",
+        ));
+    }
+    let inside_unit = |x: f64| x > 0.0 && x < 1.0;
+    if !inside_unit(args.alpha) {
+        return Err(CliError::usage(format!(
+            "--alpha must be between 0 and 1, got {}",
+            args.alpha
+        )));
+    }
+    if !(0.0..1.0).contains(&args.equivalence) {
+        return Err(CliError::usage(format!(
+            "--equivalence must be in [0, 1), got {}",
+            args.equivalence
+        )));
+    }
+    let adaptive_max_runs = match (args.adaptive, args.max_runs) {
+        (true, Some(m)) if m < args.runs => {
+            return Err(CliError::usage(format!(
+                "--max-runs {m} is below --runs {}",
+                args.runs
+            )))
+        }
+        (true, Some(m)) => Some(m),
+        (true, None) => Some(args.runs.saturating_mul(5).max(30)),
+        (false, Some(_)) => return Err(CliError::usage("--max-runs only applies with --adaptive")),
+        (false, None) => None,
+    };
+    for (flag, path) in [
+        ("--export-json", &args.export_json),
+        ("--export-csv", &args.export_csv),
+        ("--export-markdown", &args.export_markdown),
+        ("--svg", &args.svg),
+    ] {
+        if let Some(p) = path {
+            let dir = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            if !dir.is_dir() {
+                return Err(CliError::usage(format!(
+                    "{flag} {}: directory {} does not exist",
+                    p.display(),
+                    dir.display()
+                )));
+            }
+        }
+    }
+
+    Ok(adaptive_max_runs)
+}
+
+/// The strategies to compare, each validated against the machine, and the baseline's index.
+fn strategies(
+    args: &Args,
+    check: &MachineCheck,
+) -> Result<(Vec<autopin_compare::Strategy>, usize), CliError> {
+    let mut strategies = Vec::new();
+    for s in &args.strategies {
+        let st = parse_strategy(s, check).map_err(CliError::usage)?;
+        if strategies
+            .iter()
+            .any(|x: &autopin_compare::Strategy| x.name == st.name)
+        {
+            return Err(CliError::usage(format!(
+                "strategy `{}` is listed twice",
+                st.name
+            )));
+        }
+        strategies.push(st);
+    }
+    let baseline = match &args.baseline {
+        None => 0,
+        Some(b) => {
+            let st = parse_strategy(b, check)
+                .map_err(|e| CliError::usage(format!("--baseline: {e}")))?;
+            match strategies.iter().position(|x| x.name == st.name) {
+                Some(i) => i,
+                None => {
+                    strategies.insert(0, st);
+                    0
+                }
+            }
+        }
+    };
+    Ok((strategies, baseline))
+}
+
 fn write_exports(args: &Args, doc: &Document) -> Result<(), CliError> {
     let write = |path: &Option<PathBuf>, text: String| -> Result<(), CliError> {
         if let Some(p) = path {
-            report::write_atomic(p, text.as_bytes())
+            crate::output::write_atomic(p, text.as_bytes())
                 .map_err(|e| CliError::internal(format!("cannot write {}: {e}", p.display())))?;
         }
         Ok(())
@@ -361,14 +387,21 @@ fn clock_seed() -> u64 {
         .unwrap_or(1)
 }
 
-/// A progress bar on stderr, drawn only when stderr is a terminal.
+/// Progress on stderr: a bar when stderr is a terminal, one plain line per run otherwise
+/// (logs, CI), nothing with -q.
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
+    /// Plain lines instead of a bar.
+    plain: bool,
+    planned: usize,
+    started: usize,
+    t0: std::time::Instant,
 }
 
 impl Progress {
-    fn new(planned: usize) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
+    fn new(planned: usize, quiet: bool) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (terminal && !quiet).then(|| {
             let b = indicatif::ProgressBar::new(planned as u64);
             if let Ok(style) = indicatif::ProgressStyle::with_template(
                 "{bar:30} {pos}/{len} runs  {elapsed} (eta {eta})  {msg}",
@@ -377,7 +410,32 @@ impl Progress {
             }
             b
         });
-        Progress { bar }
+        Progress {
+            bar,
+            plain: !terminal && !quiet,
+            planned,
+            started: 0,
+            t0: std::time::Instant::now(),
+        }
+    }
+
+    /// "run 3/20: `0,1` (about 40 s left)": the estimate assumes the remaining runs take
+    /// as long as the finished ones did on average.
+    fn plain_line(&self, strategy: &str, warmup: bool) -> String {
+        let done = self.started.saturating_sub(1);
+        let eta = if done > 0 {
+            let per_run = self.t0.elapsed().as_secs_f64() / done as f64;
+            let left = per_run * (self.planned + 1 - self.started) as f64;
+            format!(" (about {} left)", autopin_human::duration(left))
+        } else {
+            String::new()
+        };
+        format!(
+            "autopin: run {}/{}: {}`{strategy}`{eta}",
+            self.started,
+            self.planned,
+            if warmup { "warm-up of " } else { "" }
+        )
     }
 
     fn say(&self, msg: String) {
@@ -392,11 +450,14 @@ impl Progress {
             Event::Start {
                 strategy, warmup, ..
             } => {
+                self.started += 1;
                 if let Some(b) = &self.bar {
                     b.set_message(format!(
                         "{}{strategy}",
                         if warmup { "warm-up " } else { "" }
                     ));
+                } else if self.plain {
+                    eprintln!("{}", self.plain_line(strategy, warmup));
                 }
             }
             Event::Finished {
@@ -431,6 +492,7 @@ impl Progress {
                 }
             }
             Event::Replanned { planned } => {
+                self.planned = planned;
                 if let Some(b) = &self.bar {
                     b.set_length(planned as u64);
                 }

@@ -8,12 +8,11 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
-use autopin_engine::target::{
+use autopin_os::process::{
     self, elf, pin_by_polling, LaunchSpec, LinuxPinner, PinPlan, Pinner, ProcFs, SkipMask,
 };
 use autopin_topology::{CpuSet, Machine};
 use std::ffi::OsString;
-use std::path::Path;
 
 #[derive(clap::Args)]
 #[command(
@@ -28,7 +27,7 @@ pub struct Args {
     #[arg(short = 'c', long = "cpus", value_name = "EXPR", conflicts_with_all = ["policy", "sharing"])]
     pub cpus: Option<String>,
     /// Place threads with a named policy (compact, scatter, balanced, ...)
-    #[arg(long, value_name = "POLICY", conflicts_with = "sharing")]
+    #[arg(long, value_name = "POLICY")]
     pub policy: Option<String>,
     /// Number of threads for --policy (default: as many as allowed CPUs)
     #[arg(short = 'n', long = "threads", value_name = "N", requires = "policy")]
@@ -45,6 +44,11 @@ pub struct Args {
     /// Say on stderr what is being pinned where
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Start the program exactly as pin does (preload library, signal forwarding, exit
+    /// status) but leave every thread where the OS puts it: the baseline `compare --strategy
+    /// none` runs, so that start-up costs cancel between strategies
+    #[arg(long, conflicts_with_all = ["cpus", "policy", "sharing", "skip", "print"])]
+    pub os_decides: bool,
     #[command(flatten)]
     pub machine: MachineArgs,
     /// The program and its arguments, after `--`
@@ -56,6 +60,9 @@ pub fn run(args: Args) -> CmdResult {
     let machine = args.machine.load()?;
     if args.print {
         return print(&args, &machine);
+    }
+    if args.os_decides {
+        return launch_unpinned(&args);
     }
     let cpus = select_cpus(&args, &machine)?.ok_or_else(|| {
         CliError::usage("say where to pin: -c EXPR, --policy P [-n N] or --sharing STRATEGY:FILE")
@@ -86,6 +93,12 @@ fn select_cpus(args: &Args, m: &Machine) -> Result<Option<Vec<u32>>, CliError> {
             .map(Some)
             .map_err(usage);
     }
+    if let Some(spec) = &args.sharing {
+        let (strategy, file) = crate::sharing_arg::parse(spec, args.policy.as_deref())?;
+        return autopin_placement::sharing_pinning(m, &strategy, &file)
+            .map(Some)
+            .map_err(usage);
+    }
     if let Some(policy) = &args.policy {
         let n = match args.threads {
             Some(0) => return Err(CliError::usage("-n must be at least 1")),
@@ -93,17 +106,6 @@ fn select_cpus(args: &Args, m: &Machine) -> Result<Option<Vec<u32>>, CliError> {
             None => m.allowed_cpuset().len(),
         };
         return autopin_placement::policy_pinning(m, policy, n)
-            .map(Some)
-            .map_err(usage);
-    }
-    if let Some(spec) = &args.sharing {
-        let Some((strategy, file)) = spec.split_once(':') else {
-            return Err(CliError::usage(format!(
-                "--sharing {spec:?}: expected STRATEGY:FILE, e.g. LP_COMPACT:matrix.csv (strategies: {})",
-                autopin_placement::SHARING_STRATEGIES
-            )));
-        };
-        return autopin_placement::sharing_pinning(m, strategy, Path::new(file))
             .map(Some)
             .map_err(usage);
     }
@@ -138,6 +140,30 @@ fn check_allowed(cpus: &[u32], allowed: &CpuSet) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `--os-decides`: the same launch as a pinned run, with no pinning.
+fn launch_unpinned(args: &Args) -> CmdResult {
+    let Some((program, prog_args)) = args.command.split_first() else {
+        return Err(CliError::usage(
+            "no program given: put it after `--`, e.g. autopin pin --os-decides -- ./app",
+        ));
+    };
+    let mut spec = LaunchSpec::new(program.clone(), prog_args.iter().cloned());
+    spec.forward_signals = true;
+    // The library is loaded as in a pinned run (same start-up work); without a plan in the
+    // environment it pins nothing.
+    spec.preload = process::preload_library().ok();
+    let mut launched = match process::spawn(&spec) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("autopin: error: {e}");
+            return Ok(e.exit_code());
+        }
+    };
+    launched
+        .wait()
+        .map_err(|e| CliError::internal(format!("waiting for {}: {e}", program.to_string_lossy())))
+}
+
 fn launch(
     args: &Args,
     program: &OsString,
@@ -164,7 +190,7 @@ fn launch(
         };
     let mut poll = !preload_works;
     if preload_works {
-        match target::preload_library() {
+        match process::preload_library() {
             Ok(lib) => spec.preload = Some(lib),
             Err(e) => {
                 eprintln!("autopin: warning: cannot install the preload library ({e}); pinning {name}'s threads by polling /proc instead");
@@ -198,7 +224,7 @@ fn launch(
             list.join(",")
         );
     }
-    let mut launched = match target::spawn(&spec) {
+    let mut launched = match process::spawn(&spec) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("autopin: error: {e}");

@@ -1,8 +1,6 @@
 //! `autopin place`: place N threads with a named policy (or a sharing-aware strategy with
 //! `--sharing FILE`) and print the mapping thread → CPU with a summary of what it uses.
 
-use std::path::PathBuf;
-
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
 use autopin_placement::{policy_pinning, sharing_pinning, summarize, CpuList, PlacementSummary};
@@ -15,6 +13,9 @@ pub enum Format {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:\n  autopin place -n 8 --policy scatter\n  \
+autopin place -n 4 --policy CON_CORE --synthetic \"package:2 core:4 pu:2\"\n  \
+autopin place --sharing LP_COMPACT:comm.csv --format json")]
 pub struct Args {
     /// Number of threads (with --sharing: taken from the matrix size)
     #[arg(
@@ -25,20 +26,20 @@ pub struct Args {
     )]
     pub threads: Option<usize>,
     /// compact, scatter, balanced, cores, sequential, CON_HWC, CON_CORE_HWC, CON_CORE,
-    /// BALANCE_HWC, BALANCE_CORE, RR_HWC, RR_CORE, RR_SCALE, POWER; with --sharing:
-    /// LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP
-    #[arg(long, value_name = "P", required_unless_present = "ranks")]
+    /// BALANCE_HWC, BALANCE_CORE, RR_HWC, RR_CORE, RR_SCALE, POWER
+    #[arg(long, value_name = "P", required_unless_present_any = ["sharing", "ranks"])]
     pub policy: Option<String>,
     /// Split the node among N local ranks (packages/NUMA nodes, then L3, then cores) and
-    /// print rank R's share; with --policy, place the threads inside that share
+    /// print rank R's share; with --policy or --sharing, place the threads inside that share
     #[arg(long, value_name = "N", requires = "rank")]
     pub ranks: Option<usize>,
     /// Which rank's share (0-based), with --ranks
     #[arg(long, value_name = "R", requires = "ranks")]
     pub rank: Option<usize>,
-    /// N×N thread sharing matrix (rows of numbers, whitespace or comma separated)
-    #[arg(long, value_name = "FILE")]
-    pub sharing: Option<PathBuf>,
+    /// Sharing-aware placement from an N×N thread-sharing matrix (rows of numbers, whitespace
+    /// or comma separated): LP_COMPACT:FILE, LP_SCATTER:FILE, GP:FILE, LPGP:FILE, GPLP:FILE
+    #[arg(long, value_name = "STRATEGY:FILE")]
+    pub sharing: Option<String>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     #[command(flatten)]
@@ -67,7 +68,7 @@ pub fn run(args: Args) -> CmdResult {
     if let (Some(ranks), Some(rank)) = (args.ranks, args.rank) {
         let share = autopin_placement::rank_share(&m, ranks, rank)
             .map_err(|e| CliError::usage(e.to_string()))?;
-        if args.policy.is_none() {
+        if args.policy.is_none() && args.sharing.is_none() {
             match args.format {
                 Format::Json => {
                     let out = ShareOutput {
@@ -86,11 +87,12 @@ pub fn run(args: Args) -> CmdResult {
         }
         m = autopin_placement::restrict_to(&m, &share);
     }
-    let policy = args.policy.clone().unwrap_or_default();
     let cpus = match &args.sharing {
-        Some(path) => {
+        Some(spec) => {
+            let (strategy, path) = crate::sharing_arg::parse(spec, args.policy.as_deref())?;
+            let path = &path;
             let cpus =
-                sharing_pinning(&m, &policy, path).map_err(|e| CliError::usage(e.to_string()))?;
+                sharing_pinning(&m, &strategy, path).map_err(|e| CliError::usage(e.to_string()))?;
             if let Some(n) = args.threads {
                 if n != cpus.len() {
                     return Err(CliError::usage(format!(
@@ -107,10 +109,16 @@ pub fn run(args: Args) -> CmdResult {
             let n = args
                 .threads
                 .ok_or_else(|| CliError::usage("give the number of threads with -n N"))?;
-            policy_pinning(&m, &policy, n).map_err(|e| CliError::usage(e.to_string()))?
+            let policy = args.policy.as_deref().unwrap_or("compact");
+            policy_pinning(&m, policy, n).map_err(|e| CliError::usage(e.to_string()))?
         }
     };
     let summary = summarize(&m, &cpus);
+    let policy = match (&args.sharing, &args.policy) {
+        (Some(spec), p) => crate::sharing_arg::parse(spec, p.as_deref())?.0,
+        (None, Some(p)) => p.clone(),
+        (None, None) => "compact".into(),
+    };
     match args.format {
         Format::Json => {
             let out = Output {
@@ -124,7 +132,7 @@ pub fn run(args: Args) -> CmdResult {
             println!("{text}");
         }
         Format::Text => {
-            println!("policy {}: {}", policy, CpuList(cpus.clone()));
+            println!("policy {policy}: {}", CpuList(cpus.clone()));
             for (i, c) in cpus.iter().enumerate() {
                 println!("thread {i:>3} -> CPU {c}");
             }

@@ -3,7 +3,7 @@
 
 use crate::error::{CliError, CmdResult};
 use autopin_engine::job_report;
-use autopin_engine::report::{write_atomic, Report};
+use autopin_engine::report::Report;
 use std::path::{Path, PathBuf};
 
 pub fn run(files: &[PathBuf], out: Option<&Path>, svg: Option<&Path>) -> CmdResult {
@@ -25,12 +25,10 @@ pub fn run(files: &[PathBuf], out: Option<&Path>, svg: Option<&Path>) -> CmdResu
     if let Some(o) = out {
         let text =
             serde_json::to_string_pretty(&job).map_err(|e| CliError::internal(e.to_string()))?;
-        write_atomic(o, text.as_bytes())
-            .map_err(|e| CliError::internal(format!("writing {}: {e}", o.display())))?;
+        crate::output::write_atomically(o, text.as_bytes())?;
     }
     if let Some(s) = svg {
-        write_atomic(s, job.svg().as_bytes())
-            .map_err(|e| CliError::internal(format!("writing {}: {e}", s.display())))?;
+        crate::output::write_atomically(s, job.svg().as_bytes())?;
     }
     for l in job.table() {
         println!("{l}");

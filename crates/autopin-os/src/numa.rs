@@ -5,15 +5,7 @@
 use autopin_topology::Machine;
 use std::collections::BTreeSet;
 
-/// Some(explanation) when there is nothing to migrate between (one NUMA node or none).
-pub fn describe_single_node(m: &Machine) -> Option<String> {
-    let nodes = m.numa_nodes.len();
-    (nodes <= 1).then(|| {
-        format!(
-            "--migrate-memory: this machine has {nodes} NUMA node(s); all memory is equally near every CPU, so there is nothing to migrate"
-        )
-    })
-}
+pub use autopin_engine::run::describe_single_node;
 
 /// The NUMA nodes local to these CPUs.
 pub fn nodes_of(m: &Machine, cpus: &[u32]) -> BTreeSet<u32> {
@@ -64,6 +56,16 @@ pub fn migrate(m: &Machine, pid: i32, cpus: &[u32]) -> Result<String, String> {
         ));
     }
     Ok(format!(
-        "--migrate-memory: moved pages of {pid} from node(s) {from:?} to {to:?} ({r} page(s) could not be moved)"
+        "--migrate-memory: moved pages of {pid} from node(s) {} to {} ({r} page(s) could not be moved)",
+        join(&from),
+        join(&to)
     ))
+}
+
+/// Node numbers as a person lists them: `0, 2`.
+fn join(set: &BTreeSet<u32>) -> String {
+    set.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -1,0 +1,485 @@
+//! The whole run path through the simulated world: objective choice, decisions, exit codes,
+//! incomplete searches, attach without a trace, reports. Milliseconds each.
+
+use super::*;
+use crate::phase::WatchParams;
+use crate::pin_plan::SkipMask;
+use crate::sim::{HpcModel, Sim, SimPlatform, SimSink, SimTopo};
+
+fn small() -> Machine {
+    autopin_topology::source::synthetic::parse("package:2 core:2 pu:1").unwrap()
+}
+
+fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan {
+    RunPlan {
+        machine: m.clone(),
+        target,
+        skip: SkipMask::none(),
+        objective: ObjectivePlan::default_with(Objective::parse("instructions:u").unwrap()),
+        candidates,
+        search: SearchParams {
+            strategy: StrategyChoice::Race(RaceParams {
+                budget: 20.0,
+                ..RaceParams::default()
+            }),
+            init: 0.5,
+            tick: 0.1,
+            report_every: 5.0,
+            watch: None,
+        },
+        migrate_memory: false,
+        estimate_perturbation: true,
+        launch: None,
+    }
+}
+
+fn launch() -> TargetSpec {
+    TargetSpec::Launch(vec!["./prog".into()])
+}
+
+fn topology() -> CandidateSource {
+    CandidateSource::Topology {
+        max: 12,
+        include_unpinned: true,
+        threads: None,
+    }
+}
+
+fn go(plan: &RunPlan, platform: &mut SimPlatform) -> (Result<Report, EngineError>, SimSink) {
+    let mut clock = platform.sim.clone();
+    let pinner = platform.sim.clone();
+    let mut sink = SimSink::default();
+    let r = run(
+        plan,
+        &mut RunEnv {
+            clock: &mut clock,
+            pinner: &pinner,
+            platform,
+            sink: &mut sink,
+        },
+    );
+    (r, sink)
+}
+
+fn sim(m: &Machine, threads: usize, ends_at: f64) -> Sim {
+    Sim::new(m, Box::new(HpcModel::default()), threads, 0.01, 7, ends_at)
+}
+
+#[test]
+fn launched_program_is_decided_and_its_exit_status_reported() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 4, 60.0).with_exit_code(3));
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert!(r.complete, "{:?}", r.incomplete_reason);
+    assert_eq!(r.exit_status, Some(3));
+    let d = r.decision.clone().expect("a decision");
+    // On two packages with memory-bound pairs, spreading beats the OS placement's penalty.
+    assert_ne!(d.candidate, autopin_placement::UNPINNED_LABEL);
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::Requested));
+    assert_eq!(
+        r.objective.reason,
+        "the default: work retired by the threads"
+    );
+    assert_eq!(r.counting_mode, "per-thread");
+    assert_eq!(r.command, vec!["./prog"]);
+    // The report was checkpointed before the search, so a reader sees it running.
+    assert_eq!(sink.checkpoints.len(), 1);
+    assert!(sink.checkpoints[0].decision.is_none());
+    assert!(r
+        .summary_lines()
+        .iter()
+        .any(|l| l.starts_with("final pinning: ")));
+    // The race pins at its first probe, not at birth.
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, None);
+}
+
+#[test]
+fn program_ending_before_a_decision_gives_an_incomplete_report() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 4, 1.0).with_exit_code(7));
+    let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert!(!r.complete);
+    assert_eq!(r.exit_status, Some(7));
+    let why = r.incomplete_reason.clone().unwrap();
+    assert!(
+        why.contains("the program ended") && why.contains("before a decision"),
+        "{why}"
+    );
+    assert!(r
+        .summary_lines()
+        .last()
+        .unwrap()
+        .starts_with("search incomplete: "));
+}
+
+#[test]
+fn launch_failure_carries_the_shell_exit_code() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 10.0));
+    p.start_error = Some(EngineError::Launch {
+        message: "./prog: command not found".into(),
+        exit_code: 127,
+    });
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let e = r.unwrap_err();
+    assert_eq!(e.exit_code(), 127);
+    assert!(
+        sink.checkpoints.is_empty(),
+        "nothing started, nothing to report"
+    );
+}
+
+#[test]
+fn refused_counting_falls_back_to_task_clock_and_says_why() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err(
+        "cannot count instructions:u: perf_event_paranoid is 3; fallback: use task-clock".into(),
+    );
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
+    assert_eq!(r.objective.unit, "CPU-s/s");
+    assert_eq!(r.counting_mode, "per-thread /proc schedstat (no perf)");
+    assert_eq!(
+        r.objective.reason,
+        "fallback: instructions:u cannot be counted here — perf_event_paranoid is 3"
+    );
+    let warning = sink
+        .messages
+        .iter()
+        .find(|m| m.contains("Using task-clock"))
+        .unwrap();
+    assert!(!warning.contains("fallback: use"), "{warning}");
+}
+
+#[test]
+fn refused_counting_falls_back_to_the_heartbeat_of_a_program_that_beats() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err("no PMU".into());
+    p.beats_from = Some(0.2);
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::Heartbeat));
+    assert_eq!(r.objective.unit, "beats/s");
+    assert_eq!(r.counting_mode, "none");
+    assert!(sink
+        .messages
+        .iter()
+        .any(|m| m.contains("Using the program's heartbeat")));
+    assert!(r.complete);
+}
+
+#[test]
+fn an_objective_the_user_named_is_not_replaced() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err("perf_event_paranoid is 3".into());
+    let mut pl = plan(&m, launch(), topology());
+    pl.objective = ObjectivePlan::explicit(Objective::parse("cycles").unwrap());
+    let e = go(&pl, &mut p).0.unwrap_err();
+    assert_eq!(e.kind(), crate::error::ErrorKind::Usage);
+    assert!(e.to_string().contains("cannot measure cycles"), "{e}");
+    assert!(p.launched_with.is_none(), "nothing started");
+}
+
+#[test]
+fn the_chain_is_walked_in_order() {
+    // Without the heartbeat link, a beating program still gets task-clock.
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err("no PMU".into());
+    p.beats_from = Some(0.0);
+    let mut pl = plan(&m, launch(), topology());
+    pl.objective.chain = vec![ObjectiveSource::Requested, ObjectiveSource::TaskClock];
+    go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
+}
+
+#[test]
+fn explicit_single_candidate_is_pinned_at_birth_and_kept() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let only = Pinning::from_cpus(vec![2, 3]);
+    let pl = plan(&m, launch(), CandidateSource::Explicit(vec![only]));
+    let r = go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, Some(vec![2, 3]));
+    assert_eq!(r.decision.unwrap().cpus, Some(vec![2, 3]));
+}
+
+#[test]
+fn plan_validation_names_the_bad_value() {
+    let m = small();
+    let mut pl = plan(
+        &m,
+        launch(),
+        CandidateSource::Explicit(vec![Pinning::from_cpus(vec![9])]),
+    );
+    let e = pl.validate().unwrap_err();
+    assert!(e.to_string().contains("uses CPU 9"), "{e}");
+    pl.candidates = topology();
+    pl.search.tick = 0.0;
+    assert!(pl.validate().unwrap_err().to_string().contains("--tick"));
+    pl.search.tick = 0.1;
+    pl.target = TargetSpec::Attach {
+        pid: 5,
+        duration: None,
+    };
+    pl.objective = ObjectivePlan::explicit(Objective::parse("heartbeat").unwrap());
+    assert!(pl.validate().unwrap_err().to_string().contains("heartbeat"));
+}
+
+#[test]
+fn attach_without_a_decision_restores_every_thread_and_says_it_detached() {
+    // `taskset -c 1,2 prog &`: every thread on CPUs 1-2; autopin attaches for 1 s, long
+    // enough to pin a probe, too short for a decision.
+    let m = small();
+    let mask = CpuSet::from_cpus([1, 2]);
+    let s = sim(&m, 3, 1e9).with_initial_mask(&mask);
+    let mut p = SimPlatform::new(s.clone());
+    p.attach_mask = Some(mask.clone());
+    let pl = plan(
+        &m,
+        TargetSpec::Attach {
+            pid: 1000,
+            duration: Some(1.0),
+        },
+        CandidateSource::Explicit(vec![
+            Pinning::from_cpus(vec![1]),
+            Pinning::from_cpus(vec![2]),
+        ]),
+    );
+    let r = go(&pl, &mut p).0.unwrap();
+    assert!(
+        r.timeline.iter().any(|t| t.candidate.is_some()),
+        "a probe was pinned"
+    );
+    assert!(!r.complete);
+    assert_eq!(r.exit_status, None);
+    let why = r.incomplete_reason.unwrap();
+    assert!(
+        why.contains("still running") && !why.contains("ended"),
+        "{why}"
+    );
+    assert!(
+        why.contains("3 thread(s) got their original CPU mask back"),
+        "{why}"
+    );
+    for (tid, m) in s.masks() {
+        assert_eq!(m, mask, "thread {tid} left on {m}");
+    }
+}
+
+#[test]
+fn attach_never_widens_the_mask_and_plans_inside_it() {
+    let m = small();
+    let mask = CpuSet::from_cpus([1, 2]);
+    let s = sim(&m, 2, 1e9).with_initial_mask(&mask);
+    let mut p = SimPlatform::new(s.clone());
+    p.attach_mask = Some(mask.clone());
+    let pl = plan(
+        &m,
+        TargetSpec::Attach {
+            pid: 1000,
+            duration: Some(30.0),
+        },
+        topology(),
+    );
+    let r = go(&pl, &mut p).0.unwrap();
+    for c in &r.candidates {
+        for cpu in c.cpus.iter().flatten() {
+            assert!(mask.contains(*cpu), "candidate {} leaves the mask", c.label);
+        }
+    }
+    assert!(r.candidates.iter().any(|c| c.cpus.is_some()));
+    for (tid, m) in s.masks() {
+        assert!(
+            m.iter().all(|c| mask.contains(c)),
+            "thread {tid} widened to {m}"
+        );
+    }
+    // An explicit candidate outside the mask is refused before anything is pinned.
+    let outside = plan(
+        &m,
+        TargetSpec::Attach {
+            pid: 1000,
+            duration: Some(1.0),
+        },
+        CandidateSource::Explicit(vec![Pinning::from_cpus(vec![0])]),
+    );
+    let e = go(&outside, &mut p).0.unwrap_err();
+    assert!(e.to_string().contains("does not widen"), "{e}");
+}
+
+#[test]
+fn migrate_memory_note_lands_in_the_report() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let mut pl = plan(&m, launch(), topology());
+    pl.migrate_memory = true;
+    let r = go(&pl, &mut p).0.unwrap();
+    // A synthetic machine without NUMA nodes has nothing to migrate between.
+    assert!(
+        r.notes.iter().any(|n| n.starts_with("--migrate-memory")),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
+fn phase_watch_and_autopin1_run_through_the_same_path() {
+    let m = autopin_topology::source::synthetic::parse("package:4 l3:1 core:12 pu:2").unwrap();
+    let s = Sim::new(&m, Box::new(HpcModel::default()), 16, 0.0, 1, 200.0);
+    let topo: SimTopo = s.topo();
+    let cands = crate::sim::structured_candidates(&topo, 16);
+    let mut p = SimPlatform::new(s);
+    let mut pl = plan(&m, launch(), CandidateSource::Explicit(cands.clone()));
+    pl.search.strategy = StrategyChoice::Autopin1(crate::strategy::Autopin1Params {
+        init: 1.0,
+        warmup: 0.5,
+        sample: 1.0,
+    });
+    pl.search.watch = Some(WatchParams::default());
+    let r = go(&pl, &mut p).0.unwrap();
+    let d = r.decision.unwrap();
+    assert_eq!(r.strategy, "autopin1");
+    assert_eq!(r.probes.len(), cands.len());
+    let first = cands[0].cpu_list().map(<[u32]>::to_vec);
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, first);
+    assert!(
+        d.candidate
+            .starts_with("4 package(s), one per core, pairs together"),
+        "{}",
+        d.candidate
+    );
+}
+
+#[test]
+fn the_meters_counting_mode_and_its_reason_reach_the_report() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 10.0));
+    p.counting_mode = Some((
+        "per-CPU on 0,1".into(),
+        "per CPU on the target's CPUs (nothing else runs there)".into(),
+    ));
+    let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
+    assert_eq!(r.counting_mode, "per-CPU on 0,1");
+    assert!(r
+        .notes
+        .contains(&"counting: per CPU on the target's CPUs (nothing else runs there)".to_string()));
+}
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Counts what the engine asks of a launch's coordination: how many searches it wrapped
+/// and how many plans went through the wrappers.
+#[derive(Debug, Default)]
+struct CountingCoordination {
+    wrapped: AtomicUsize,
+    plans: Arc<AtomicUsize>,
+}
+
+struct Counted {
+    inner: Box<dyn crate::strategy::Strategy>,
+    plans: Arc<AtomicUsize>,
+}
+
+impl crate::strategy::Strategy for Counted {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn next(&mut self, elapsed: f64) -> crate::strategy::Plan {
+        self.plans.fetch_add(1, Ordering::Relaxed);
+        self.inner.next(elapsed)
+    }
+    fn record(&mut self, outcome: crate::strategy::ProbeOutcome) {
+        self.inner.record(outcome)
+    }
+}
+
+impl Coordination for CountingCoordination {
+    fn wrap(
+        &self,
+        strategy: Box<dyn crate::strategy::Strategy>,
+    ) -> Box<dyn crate::strategy::Strategy> {
+        self.wrapped.fetch_add(1, Ordering::Relaxed);
+        Box::new(Counted {
+            inner: strategy,
+            plans: self.plans.clone(),
+        })
+    }
+    fn take_notes(&self) -> Vec<String> {
+        vec![format!(
+            "coordinated {} search(es)",
+            self.wrapped.load(Ordering::Relaxed)
+        )]
+    }
+}
+
+#[test]
+fn a_cluster_launch_is_recorded_and_its_searches_go_through_the_coordination() {
+    let m = small();
+    let coord = Arc::new(CountingCoordination::default());
+    let record = crate::job_report::LaunchRecord {
+        launcher: "slurm".into(),
+        job: Some("7".into()),
+        rank: 1,
+        size: 2,
+        local_rank: 1,
+        local_size: 2,
+        share: "2-3".into(),
+        coordinated_with: vec![0, 1],
+        combine: Some("min".into()),
+        ..Default::default()
+    };
+    let mut pl = plan(&m, launch(), topology());
+    pl.launch = Some(LaunchPlan {
+        record: record.clone(),
+        notes: vec!["launcher: slurm job 7".into()],
+        coordination: Some(coord.clone()),
+    });
+    let mut p = SimPlatform::new(sim(&m, 4, 60.0));
+    p.epoch = Some(1.7e9);
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    assert!(r.complete, "{:?}", r.incomplete_reason);
+    assert!(r.decision.is_some());
+    // Every search's strategy was wrapped, and the search ran through the wrapper.
+    assert_eq!(coord.wrapped.load(Ordering::Relaxed), 1);
+    assert!(
+        coord.plans.load(Ordering::Relaxed) > 1,
+        "{} plans",
+        coord.plans.load(Ordering::Relaxed)
+    );
+    // The record is copied with the Unix time of the driver's start (sim time 0 here is
+    // 1.7e9; the driver starts within the init period).
+    let got = r.launch.clone().expect("the launch record");
+    let origin = got.clock_origin.expect("a clock origin");
+    assert!((1.7e9..1.7e9 + 1.0).contains(&origin), "{origin}");
+    assert_eq!(
+        crate::job_report::LaunchRecord {
+            clock_origin: None,
+            ..got
+        },
+        record
+    );
+    // The launch lines come before the objective's, the coordination's after the run.
+    let at = |s: &str| r.notes.iter().position(|n| n.starts_with(s));
+    assert!(at("launcher: slurm").unwrap() < at("objective: ").unwrap());
+    assert_eq!(r.notes.last().unwrap(), "coordinated 1 search(es)");
+    // The checkpoint before the search already says where the rank stands.
+    assert_eq!(sink.checkpoints[0].launch.as_ref().map(|l| l.rank), Some(1));
+}
+
+#[test]
+fn a_plain_plan_has_no_launch_record() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 4, 60.0));
+    p.epoch = Some(1.7e9);
+    let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
+    assert!(r.unwrap().launch.is_none());
+}
