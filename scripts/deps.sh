@@ -30,6 +30,16 @@ have likwid-pin || need_pkgs+=(likwid)
 have rsvg-convert || need_pkgs+=(librsvg2-bin)
 have man || need_pkgs+=(man-db)
 have perf || need_pkgs+=(linux-perf)
+# The cluster tests: a local Slurm (scripts/slurm-local.sh) and both MPI implementations.
+# MPICH and Open MPI both register mpicc/mpirun alternatives; the tests call the explicit
+# mpirun.mpich / mpirun.openmpi.
+have slurmctld || need_pkgs+=(slurmctld)
+have slurmd || need_pkgs+=(slurmd)
+have srun || need_pkgs+=(slurm-client)
+have munged || need_pkgs+=(munge)
+[ -e /usr/include/slurm/spank.h ] || need_pkgs+=(libslurm-dev)
+have mpirun.mpich || need_pkgs+=(mpich libmpich-dev)
+have mpirun.openmpi || need_pkgs+=(openmpi-bin libopenmpi-dev)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     SUDO=""

@@ -6,6 +6,7 @@
 
 pub mod driver;
 pub mod error;
+pub mod job_report;
 pub mod os;
 pub mod phase;
 pub mod pin_plan;

@@ -494,6 +494,8 @@ pub struct SimPlatform {
     pub preload_active: bool,
     /// CPUs other work keeps busy before the start.
     pub busy: Vec<u32>,
+    /// Unix time at simulated time 0 (None: the platform has no wall clock).
+    pub epoch: Option<f64>,
 }
 
 impl SimPlatform {
@@ -510,6 +512,7 @@ impl SimPlatform {
             openmp_runtime: None,
             preload_active: true,
             busy: Vec::new(),
+            epoch: None,
         }
     }
 }
@@ -584,6 +587,10 @@ impl crate::run::Platform for SimPlatform {
 
     fn self_cpu_seconds(&mut self) -> f64 {
         0.0
+    }
+
+    fn unix_time(&mut self) -> Option<f64> {
+        self.epoch.map(|e| e + self.sim.now())
     }
 
     fn migrate_memory(&mut self, _m: &Machine, pid: i32, cpus: &[u32]) -> String {

@@ -230,6 +230,13 @@ impl Platform for LinuxPlatform {
         live::self_cpu_seconds()
     }
 
+    fn unix_time(&mut self) -> Option<f64> {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_secs_f64())
+    }
+
     fn migrate_memory(&mut self, machine: &Machine, pid: i32, cpus: &[u32]) -> String {
         crate::numa::migrate(machine, pid, cpus)
             .unwrap_or_else(|e| format!("--migrate-memory failed: {e}"))

@@ -7,6 +7,7 @@
 //! - [`candidates`]: one representative pinning per symmetry class of the machine.
 //! - [`schedule`]: `--schedule` lists and the paper's `SCHEDULE` variable.
 //! - [`sharing_pinning`]: sharing-aware strategies (LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP).
+//! - [`split_node`]: disjoint per-rank shares of a node for the local ranks of a job step.
 //!
 //! Every function works on the PUs the machine model marks allowed; selections that reach
 //! outside them are errors ([`PlacementError`]), all of which are usage errors for the CLI.
@@ -20,6 +21,7 @@ mod pinning;
 mod policy;
 pub mod schedule;
 mod sharing;
+mod split;
 mod summary;
 mod view;
 
@@ -34,4 +36,5 @@ pub use expr::pin_expression;
 pub use pinning::{cpu_text, Pinning, UNPINNED_LABEL};
 pub use policy::{policy_pinning, POLICY_NAMES};
 pub use sharing::{place_with_matrix, sharing_pinning, SharingMatrix, SHARING_STRATEGIES};
+pub use split::{rank_share, restrict_to, split_node, SplitError};
 pub use summary::{summarize, PlacementSummary};

@@ -1,6 +1,7 @@
 //! The `autopin` command line: parses arguments and hands each subcommand to its module.
 //! Every module under `cmd/` owns its own `Args` and `run`; this file only dispatches.
 
+mod cluster;
 mod cmd;
 mod error;
 mod machine_args;

@@ -147,6 +147,9 @@ pub struct Report {
     /// Objective sanity check: agreement with the program's own progress.
     #[serde(default)]
     pub objective_check: Option<ObjectiveCheck>,
+    /// Where this run stood in a Slurm/MPI launch (None for plain runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<crate::job_report::LaunchRecord>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -81,6 +81,11 @@ pub trait Platform {
     fn busy_cpus(&mut self, _allowed: &CpuSet) -> Vec<u32> {
         Vec::new()
     }
+    /// The Unix time now, seconds (None: no wall clock, e.g. a simulation without one).
+    /// Lines up the timelines of the ranks of one cluster launch.
+    fn unix_time(&mut self) -> Option<f64> {
+        None
+    }
     /// Moves the pages of `pid` to the NUMA nodes of `cpus`; a line for the report.
     fn migrate_memory(&mut self, machine: &Machine, pid: i32, cpus: &[u32]) -> String;
 }

@@ -12,8 +12,8 @@ pub mod plan;
 
 pub use env::{CountingCheck, LaunchOptions, Platform, RunEnv, RunSink, Started};
 pub use plan::{
-    CandidateSource, ObjectivePlan, ObjectiveSource, RunPlan, SearchParams, StrategyChoice,
-    TargetSpec,
+    CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, RunPlan,
+    SearchParams, StrategyChoice, TargetSpec,
 };
 
 use crate::driver::{Driver, DriverConfig};
@@ -163,7 +163,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             ..SessionConfig::default()
         },
         candidate_factory(plan, explicit, machine.clone(), busy),
-        strategy_factory(plan.search.strategy),
+        strategy_factory(plan.search.strategy, plan.launch.as_ref()),
     );
     let r = &mut session.report;
     r.command = match &plan.target {
@@ -171,6 +171,10 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         TargetSpec::Attach { pid, .. } => vec![format!("attach {pid}")],
     };
     r.machine = machine.summary_lines();
+    if let Some(l) = &plan.launch {
+        r.launch = Some(l.record.clone());
+        r.notes.extend(l.notes.iter().cloned());
+    }
     r.objective = choice.info.clone();
     r.counting_mode = match (choice.source, meter.counting()) {
         (ObjectiveSource::TaskClock, _) => "per-thread /proc schedstat (no perf)".into(),
@@ -198,6 +202,9 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         keep_masks: plan.target.is_attach(),
     };
     let t0 = env.clock.now();
+    if let Some(l) = session.report.launch.as_mut() {
+        l.clock_origin = env.platform.unix_time();
+    }
     let outcome = {
         let sink = &mut *env.sink;
         let mut on_message = |t: f64, m: &str| sink.message(Some(t), m);
@@ -247,6 +254,9 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     }
     report.notes.extend(meter.notes());
     report.notes.extend(threads.notes());
+    if let Some(c) = plan.launch.as_ref().and_then(|l| l.coordination.as_ref()) {
+        report.notes.extend(c.take_notes());
+    }
     if plan.migrate_memory {
         let note = migrate_note(&machine, pid, &report, env.platform);
         env.sink.message(None, &note);
@@ -468,9 +478,18 @@ pub fn topology_candidates(
     out
 }
 
+/// The strategy of each search, tied to the other ranks' when the launch coordinates them.
+fn strategy_factory(choice: StrategyChoice, launch: Option<&LaunchPlan>) -> StrategyFactory {
+    let mut plain = plain_strategy_factory(choice);
+    match launch.and_then(|l| l.coordination.clone()) {
+        None => plain,
+        Some(c) => Box::new(move |n, search| c.wrap(plain(n, search))),
+    }
+}
+
 /// The strategy of each search; re-searches of the race get half the budget each (a
 /// phase change should not cost a full search).
-fn strategy_factory(choice: StrategyChoice) -> StrategyFactory {
+fn plain_strategy_factory(choice: StrategyChoice) -> StrategyFactory {
     match choice {
         StrategyChoice::Autopin1(p) => Box::new(move |n, _| Box::new(Autopin1::new(p, n))),
         StrategyChoice::Fixed => Box::new(|_, _| Box::new(Fixed::new(0))),

@@ -5,12 +5,14 @@
 //! carries it out.
 
 use crate::error::EngineError;
+use crate::job_report::LaunchRecord;
 use crate::phase::WatchParams;
 use crate::pin_plan::SkipMask;
-use crate::strategy::{Autopin1Params, RaceParams};
+use crate::strategy::{Autopin1Params, RaceParams, Strategy};
 use autopin_perf::Objective;
 use autopin_placement::Pinning;
 use autopin_topology::Machine;
+use std::sync::Arc;
 
 /// What to optimize.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,6 +156,29 @@ pub struct RunPlan {
     /// Measure what counting one context switch costs here (~0.2 s) to estimate how much
     /// counting slowed the target.
     pub estimate_perturbation: bool,
+    /// Where this run stands in a Slurm/MPI launch (None: not recorded).
+    pub launch: Option<LaunchPlan>,
+}
+
+/// A run inside a cluster launch: the record the report carries (the engine adds the Unix
+/// time of the report's time 0, so the ranks' timelines can be lined up), lines for the
+/// report, and — when several local ranks search together — how their searches are tied.
+#[derive(Debug, Clone)]
+pub struct LaunchPlan {
+    pub record: LaunchRecord,
+    /// Lines for the report's notes (launcher, the node's split), added before the run.
+    pub notes: Vec<String>,
+    pub coordination: Option<Arc<dyn Coordination>>,
+}
+
+/// Several processes searching as one (the local ranks of a Slurm step or MPI launch): every
+/// search's strategy is wrapped so that the ranks probe the same candidate at the same time
+/// and decide alike. Implemented outside the engine (`autopin-cluster`), which depends on it.
+pub trait Coordination: std::fmt::Debug {
+    /// The strategy of one search, tied to the other ranks' searches.
+    fn wrap(&self, strategy: Box<dyn Strategy>) -> Box<dyn Strategy>;
+    /// Lines for the report gathered while searching (ranks dropped, disagreements).
+    fn take_notes(&self) -> Vec<String>;
 }
 
 impl RunPlan {

@@ -29,6 +29,7 @@ fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan
         },
         migrate_memory: false,
         estimate_perturbation: true,
+        launch: None,
     }
 }
 
@@ -369,4 +370,116 @@ fn the_meters_counting_mode_and_its_reason_reach_the_report() {
     assert!(r
         .notes
         .contains(&"counting: per CPU on the target's CPUs (nothing else runs there)".to_string()));
+}
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Counts what the engine asks of a launch's coordination: how many searches it wrapped
+/// and how many plans went through the wrappers.
+#[derive(Debug, Default)]
+struct CountingCoordination {
+    wrapped: AtomicUsize,
+    plans: Arc<AtomicUsize>,
+}
+
+struct Counted {
+    inner: Box<dyn crate::strategy::Strategy>,
+    plans: Arc<AtomicUsize>,
+}
+
+impl crate::strategy::Strategy for Counted {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn next(&mut self, elapsed: f64) -> crate::strategy::Plan {
+        self.plans.fetch_add(1, Ordering::Relaxed);
+        self.inner.next(elapsed)
+    }
+    fn record(&mut self, outcome: crate::strategy::ProbeOutcome) {
+        self.inner.record(outcome)
+    }
+}
+
+impl Coordination for CountingCoordination {
+    fn wrap(
+        &self,
+        strategy: Box<dyn crate::strategy::Strategy>,
+    ) -> Box<dyn crate::strategy::Strategy> {
+        self.wrapped.fetch_add(1, Ordering::Relaxed);
+        Box::new(Counted {
+            inner: strategy,
+            plans: self.plans.clone(),
+        })
+    }
+    fn take_notes(&self) -> Vec<String> {
+        vec![format!(
+            "coordinated {} search(es)",
+            self.wrapped.load(Ordering::Relaxed)
+        )]
+    }
+}
+
+#[test]
+fn a_cluster_launch_is_recorded_and_its_searches_go_through_the_coordination() {
+    let m = small();
+    let coord = Arc::new(CountingCoordination::default());
+    let record = crate::job_report::LaunchRecord {
+        launcher: "slurm".into(),
+        job: Some("7".into()),
+        rank: 1,
+        size: 2,
+        local_rank: 1,
+        local_size: 2,
+        share: "2-3".into(),
+        coordinated_with: vec![0, 1],
+        combine: Some("min".into()),
+        ..Default::default()
+    };
+    let mut pl = plan(&m, launch(), topology());
+    pl.launch = Some(LaunchPlan {
+        record: record.clone(),
+        notes: vec!["launcher: slurm job 7".into()],
+        coordination: Some(coord.clone()),
+    });
+    let mut p = SimPlatform::new(sim(&m, 4, 60.0));
+    p.epoch = Some(1.7e9);
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    assert!(r.complete, "{:?}", r.incomplete_reason);
+    assert!(r.decision.is_some());
+    // Every search's strategy was wrapped, and the search ran through the wrapper.
+    assert_eq!(coord.wrapped.load(Ordering::Relaxed), 1);
+    assert!(
+        coord.plans.load(Ordering::Relaxed) > 1,
+        "{} plans",
+        coord.plans.load(Ordering::Relaxed)
+    );
+    // The record is copied with the Unix time of the driver's start (sim time 0 here is
+    // 1.7e9; the driver starts within the init period).
+    let got = r.launch.clone().expect("the launch record");
+    let origin = got.clock_origin.expect("a clock origin");
+    assert!((1.7e9..1.7e9 + 1.0).contains(&origin), "{origin}");
+    assert_eq!(
+        crate::job_report::LaunchRecord {
+            clock_origin: None,
+            ..got
+        },
+        record
+    );
+    // The launch lines come before the objective's, the coordination's after the run.
+    let at = |s: &str| r.notes.iter().position(|n| n.starts_with(s));
+    assert!(at("launcher: slurm").unwrap() < at("objective: ").unwrap());
+    assert_eq!(r.notes.last().unwrap(), "coordinated 1 search(es)");
+    // The checkpoint before the search already says where the rank stands.
+    assert_eq!(sink.checkpoints[0].launch.as_ref().map(|l| l.rank), Some(1));
+}
+
+#[test]
+fn a_plain_plan_has_no_launch_record() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 4, 60.0));
+    p.epoch = Some(1.7e9);
+    let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
+    assert!(r.unwrap().launch.is_none());
 }

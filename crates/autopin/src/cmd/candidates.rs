@@ -32,6 +32,9 @@ pub struct Args {
     pub unpinned: bool,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// Say on stderr which launcher (Slurm, Open MPI, MPICH) was detected
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
     #[command(flatten)]
     pub machine: MachineArgs,
 }
@@ -43,6 +46,12 @@ pub fn run(args: Args) -> CmdResult {
         ));
     }
     let m = args.machine.load()?;
+    if args.verbose {
+        eprintln!(
+            "autopin: launcher: {}",
+            autopin_cluster::launcher::from_process()
+        );
+    }
     let opts = CandidateOptions {
         max: if args.max == 0 { None } else { Some(args.max) },
         include_unpinned: args.unpinned,

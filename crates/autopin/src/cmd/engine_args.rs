@@ -7,7 +7,7 @@ use crate::machine_args::MachineArgs;
 use autopin_engine::phase::WatchParams;
 use autopin_engine::pin_plan::SkipMask;
 use autopin_engine::run::{
-    CandidateSource, ObjectivePlan, RunPlan, SearchParams, StrategyChoice, TargetSpec,
+    CandidateSource, LaunchPlan, ObjectivePlan, RunPlan, SearchParams, StrategyChoice, TargetSpec,
 };
 use autopin_engine::strategy::{Autopin1Params, RaceParams};
 use autopin_perf::{Objective, Sysfs};
@@ -107,16 +107,24 @@ pub struct EngineArgs {
     /// Skip measuring the cost of per-thread counting (saves ~0.2 s at start)
     #[arg(long)]
     pub no_perturbation_estimate: bool,
+    /// Slurm/MPI launches: how the local ranks share the node and search together.
+    #[command(flatten)]
+    pub cluster: crate::cluster::ClusterArgs,
     /// Where the machine description comes from (listed last in --help).
     #[command(flatten)]
     pub machine: MachineArgs,
 }
 
 impl EngineArgs {
-    /// The run plan these options describe.
-    pub fn plan(&self, target: TargetSpec) -> Result<RunPlan, CliError> {
+    /// The run plan these options describe, on `machine` (the live machine, or this rank's
+    /// share of it in a cluster launch) and with the launch's part of the plan.
+    pub fn plan(
+        &self,
+        machine: Machine,
+        target: TargetSpec,
+        launch: Option<LaunchPlan>,
+    ) -> Result<RunPlan, CliError> {
         let a = self;
-        let machine = a.machine.load()?;
         let objective = objective(a)?;
         let skip = match &a.skip {
             Some(s) => SkipMask::parse(s).map_err(|e| CliError::usage(format!("-s: {e}")))?,
@@ -150,6 +158,7 @@ impl EngineArgs {
             },
             migrate_memory: a.migrate_memory,
             estimate_perturbation: !a.no_perturbation_estimate,
+            launch,
         })
     }
 }

@@ -10,5 +10,6 @@ pub mod measure;
 pub mod pin;
 pub mod place;
 pub mod report;
+pub mod report_merge;
 pub mod run;
 pub mod topology;

@@ -208,6 +208,10 @@ fn launch(
         spec.initial_affinity = Some(CpuSet::from_cpus([plan.main_cpu()]));
     }
     if args.verbose {
+        eprintln!(
+            "autopin: launcher: {}",
+            autopin_cluster::launcher::from_process()
+        );
         let list: Vec<String> = plan.cpus.iter().map(u32::to_string).collect();
         let skip = if plan.skip.is_empty() {
             String::new()

@@ -22,13 +22,20 @@ pub struct Args {
         short = 'n',
         long,
         value_name = "N",
-        required_unless_present = "sharing"
+        required_unless_present_any = ["sharing", "ranks"]
     )]
     pub threads: Option<usize>,
     /// compact, scatter, balanced, cores, sequential, CON_HWC, CON_CORE_HWC, CON_CORE,
     /// BALANCE_HWC, BALANCE_CORE, RR_HWC, RR_CORE, RR_SCALE, POWER
-    #[arg(long, value_name = "P", required_unless_present = "sharing")]
+    #[arg(long, value_name = "P", required_unless_present_any = ["sharing", "ranks"])]
     pub policy: Option<String>,
+    /// Split the node among N local ranks (packages/NUMA nodes, then L3, then cores) and
+    /// print rank R's share; with --policy or --sharing, place the threads inside that share
+    #[arg(long, value_name = "N", requires = "rank")]
+    pub ranks: Option<usize>,
+    /// Which rank's share (0-based), with --ranks
+    #[arg(long, value_name = "R", requires = "ranks")]
+    pub rank: Option<usize>,
     /// Sharing-aware placement from an N×N thread-sharing matrix (rows of numbers, whitespace
     /// or comma separated): LP_COMPACT:FILE, LP_SCATTER:FILE, GP:FILE, LPGP:FILE, GPLP:FILE
     #[arg(long, value_name = "STRATEGY:FILE")]
@@ -48,8 +55,38 @@ struct Output<'a> {
     summary: PlacementSummary,
 }
 
+#[derive(Serialize)]
+struct ShareOutput {
+    ranks: usize,
+    rank: usize,
+    cpus: Vec<u32>,
+    list: String,
+}
+
 pub fn run(args: Args) -> CmdResult {
-    let m = args.machine.load()?;
+    let mut m = args.machine.load()?;
+    if let (Some(ranks), Some(rank)) = (args.ranks, args.rank) {
+        let share = autopin_placement::rank_share(&m, ranks, rank)
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        if args.policy.is_none() && args.sharing.is_none() {
+            match args.format {
+                Format::Json => {
+                    let out = ShareOutput {
+                        ranks,
+                        rank,
+                        cpus: share.iter().collect(),
+                        list: share.to_string(),
+                    };
+                    let text = serde_json::to_string_pretty(&out)
+                        .map_err(|e| CliError::internal(e.to_string()))?;
+                    println!("{text}");
+                }
+                Format::Text => println!("rank {rank} of {ranks}: CPUs {share}"),
+            }
+            return Ok(0);
+        }
+        m = autopin_placement::restrict_to(&m, &share);
+    }
     let cpus = match &args.sharing {
         Some(spec) => {
             let (strategy, path) = crate::sharing_arg::parse(spec, args.policy.as_deref())?;

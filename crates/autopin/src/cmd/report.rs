@@ -10,20 +10,38 @@ use std::path::PathBuf;
 )]
 pub struct Args {
     /// The JSON report
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    #[arg(
+        value_name = "FILE",
+        required_unless_present = "merge",
+        conflicts_with = "merge"
+    )]
+    pub file: Option<PathBuf>,
+    /// Merge the ranks' reports of a job (e.g. autopin-7.*.json) into one job report
+    #[arg(long, value_name = "FILES", num_args = 1..)]
+    pub merge: Vec<PathBuf>,
+    /// With --merge: write the job report (JSON) here
+    #[arg(short = 'o', long, value_name = "OUT", requires = "merge")]
+    pub out: Option<PathBuf>,
     /// Draw the timeline (rate over time, coloured by pinning) as SVG here
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.file.display())))?;
+    let Some(file) = args.file.clone() else {
+        return super::report_merge::run(&args.merge, args.out.as_deref(), args.svg.as_deref());
+    };
+    let args = Args {
+        file: Some(file.clone()),
+        ..args
+    };
+    let file = &file;
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", file.display())))?;
     let r = Report::from_json(&text).map_err(|e| {
         CliError::usage(format!(
             "{}:{}:{}: not an autopin report: {e}",
-            args.file.display(),
+            file.display(),
             e.line(),
             e.column()
         ))

@@ -39,7 +39,16 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
             "run/attach pin real threads: they need the live machine (drop --synthetic/--load/--sysfs-root/--from-latency)",
         ));
     }
-    let plan = a.plan(target)?;
+    // Cluster launches: this rank's share of the node, its output names, its partners. The
+    // process's affinity is narrowed to the share here, before the target starts.
+    let node = crate::cluster::prepare(&a.cluster, a.machine.load()?)?;
+    let a = &node.resolve(a)?;
+    if a.cluster.verbose && !a.quiet {
+        for l in &node.lines {
+            eprintln!("autopin: {l}");
+        }
+    }
+    let plan = a.plan(node.machine.clone(), target, Some(node.launch_plan()))?;
     let mut platform = LinuxPlatform::new(perf_sysfs())?;
     let mut sink = Outputs { args: a };
     let report = autopin_engine::run(

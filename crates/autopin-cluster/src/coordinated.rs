@@ -1,0 +1,390 @@
+//! Coordinated probing: a [`Strategy`] wrapper that makes the local ranks of a step search
+//! together. Between probes (when the session asks its strategy for the next plan) every rank
+//! publishes the score of the probe it just finished and waits for the others — a barrier, so
+//! the next probe starts at the same moment on every rank. The scores of one candidate are
+//! combined (`min`: the slowest rank sets the pace of a bulk-synchronous program; `sum`:
+//! throughput of independent ranks) and fed to each rank's own copy of the strategy, with the
+//! same search clock (the latest rank's). The strategies are deterministic, so every rank
+//! then plans the same next probe and takes the same decision, without a leader.
+//!
+//! The hook is the run plan's [`Coordination`] ([`Coordinator`]): the engine wraps the
+//! strategy of every search with it; session and driver are unchanged.
+
+use autopin_engine::run::Coordination;
+use autopin_engine::strategy::{Plan, ProbeOutcome, Strategy};
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Combine {
+    /// The slowest rank's score (bulk-synchronous programs run at its pace).
+    Min,
+    /// The ranks' scores added up (independent ranks: node throughput).
+    Sum,
+}
+
+impl Combine {
+    pub fn parse(s: &str) -> Result<Combine, String> {
+        match s {
+            "min" => Ok(Combine::Min),
+            "sum" => Ok(Combine::Sum),
+            _ => Err(format!("--combine {s:?}: valid values are min and sum")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Combine::Min => "min",
+            Combine::Sum => "sum",
+        }
+    }
+
+    pub fn apply(self, scores: &[f64]) -> Option<f64> {
+        if scores.is_empty() {
+            return None;
+        }
+        Some(match self {
+            Combine::Min => scores.iter().copied().fold(f64::INFINITY, f64::min),
+            Combine::Sum => scores.iter().sum(),
+        })
+    }
+}
+
+/// What a rank tells the others between probes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    pub rank: usize,
+    /// Search clock of the rank when it got here.
+    pub elapsed: f64,
+    /// The probe it just finished (None at the start of a search).
+    pub candidate: Option<usize>,
+    pub score: Option<f64>,
+}
+
+/// The exchange between ranks: publish my turn, get everyone's (mine included) — one
+/// barrier. [`crate::Rendezvous`] is the real one; tests use threads.
+pub trait Link: Send {
+    fn rank(&self) -> usize;
+    fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, String>;
+    /// Things worth a line in the report (ranks dropped, failures).
+    fn take_notes(&mut self) -> Vec<String>;
+}
+
+impl Link for crate::Rendezvous {
+    fn rank(&self) -> usize {
+        crate::Rendezvous::rank(self)
+    }
+
+    fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, String> {
+        let body = serde_json::to_value(mine).map_err(|e| e.to_string())?;
+        let settled = crate::Rendezvous::exchange(self, body).map_err(|e| e.to_string())?;
+        settled
+            .messages
+            .into_iter()
+            .map(|m| serde_json::from_value(m.body).map_err(|e| e.to_string()))
+            .collect()
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.dropped)
+            .into_iter()
+            .map(|(r, why)| format!("local rank {r} dropped from the coordinated search: {why}"))
+            .collect()
+    }
+}
+
+/// A link shared by the strategies of successive searches (one per session).
+pub type SharedLink = Arc<Mutex<Box<dyn Link>>>;
+
+/// The engine's [`Coordination`] hook for one run: every search's strategy is wrapped in a
+/// [`Coordinated`] on the same link, and their report lines are gathered in one place.
+pub struct Coordinator {
+    link: SharedLink,
+    combine: Combine,
+    notes: Arc<Mutex<Vec<String>>>,
+}
+
+impl Coordinator {
+    pub fn new(link: Box<dyn Link>, combine: Combine) -> Coordinator {
+        Coordinator {
+            link: Arc::new(Mutex::new(link)),
+            combine,
+            notes: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("combine", &self.combine)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Coordination for Coordinator {
+    fn wrap(&self, strategy: Box<dyn Strategy>) -> Box<dyn Strategy> {
+        Box::new(Coordinated::new(
+            strategy,
+            self.link.clone(),
+            self.combine,
+            self.notes.clone(),
+        ))
+    }
+
+    fn take_notes(&self) -> Vec<String> {
+        self.notes
+            .lock()
+            .map(|mut n| std::mem::take(&mut *n))
+            .unwrap_or_default()
+    }
+}
+
+pub struct Coordinated {
+    inner: Box<dyn Strategy>,
+    link: SharedLink,
+    combine: Combine,
+    pending: Option<ProbeOutcome>,
+    /// Lines for the report: drops, disagreements, link failures.
+    pub notes: Arc<Mutex<Vec<String>>>,
+    alone: bool,
+}
+
+impl Coordinated {
+    pub fn new(
+        inner: Box<dyn Strategy>,
+        link: SharedLink,
+        combine: Combine,
+        notes: Arc<Mutex<Vec<String>>>,
+    ) -> Coordinated {
+        Coordinated {
+            inner,
+            link,
+            combine,
+            pending: None,
+            notes,
+            alone: false,
+        }
+    }
+
+    fn note(&self, s: String) {
+        if let Ok(mut n) = self.notes.lock() {
+            n.push(s);
+        }
+    }
+}
+
+impl Strategy for Coordinated {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn record(&mut self, outcome: ProbeOutcome) {
+        // Held until the next barrier, where it is combined with the other ranks' scores.
+        self.pending = Some(outcome);
+    }
+
+    fn next(&mut self, elapsed: f64) -> Plan {
+        let pending = self.pending.take();
+        if self.alone {
+            if let Some(p) = pending {
+                self.inner.record(p);
+            }
+            return self.inner.next(elapsed);
+        }
+        let (rank, result, notes) = {
+            let mut link = self.link.lock().unwrap_or_else(|e| e.into_inner());
+            let rank = link.rank();
+            let mine = Turn {
+                rank,
+                elapsed,
+                candidate: pending.as_ref().map(|p| p.candidate),
+                score: pending.as_ref().map(|p| p.score),
+            };
+            let r = link.exchange(&mine);
+            (rank, r, link.take_notes())
+        };
+        for n in notes {
+            self.note(n);
+        }
+        let turns = match result {
+            Ok(t) => t,
+            Err(e) => {
+                self.note(format!(
+                    "coordination failed ({e}); rank {rank} goes on searching alone"
+                ));
+                self.alone = true;
+                vec![]
+            }
+        };
+        if let Some(p) = pending {
+            let mine = p.candidate;
+            let mut scores: Vec<f64> = Vec::new();
+            for t in &turns {
+                match (t.candidate, t.score) {
+                    (Some(c), Some(s)) if c == mine => scores.push(s),
+                    (c, _) => self.note(format!(
+                        "local rank {} probed {c:?} while rank {rank} probed {mine}; its score is left out",
+                        t.rank
+                    )),
+                }
+            }
+            if scores.is_empty() {
+                scores.push(p.score);
+            }
+            let score = self.combine.apply(&scores).unwrap_or(p.score);
+            // The spread inside this rank's probe says nothing about the combined score, and
+            // the ranks must feed their strategies the same outcome to decide alike: no
+            // one-probe elimination on per-rank noise.
+            self.inner.record(ProbeOutcome {
+                score,
+                interval_range: None,
+                intervals: 0,
+                ..p
+            });
+        }
+        let clock = turns.iter().map(|t| t.elapsed).fold(elapsed, f64::max);
+        self.inner.next(clock)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autopin_engine::strategy::{Race, RaceParams};
+    use std::sync::mpsc;
+
+    /// Threads linked through channels: a barrier that hands every turn to every rank.
+    struct ThreadLink {
+        rank: usize,
+        to_hub: mpsc::Sender<Turn>,
+        from_hub: mpsc::Receiver<Vec<Turn>>,
+    }
+
+    impl Link for ThreadLink {
+        fn rank(&self) -> usize {
+            self.rank
+        }
+        fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, String> {
+            self.to_hub.send(mine.clone()).map_err(|e| e.to_string())?;
+            self.from_hub.recv().map_err(|e| e.to_string())
+        }
+        fn take_notes(&mut self) -> Vec<String> {
+            vec![]
+        }
+    }
+
+    fn hub(n: usize) -> Vec<ThreadLink> {
+        let (tx, rx) = mpsc::channel::<Turn>();
+        let mut outs = Vec::new();
+        let mut links = Vec::new();
+        for rank in 0..n {
+            let (otx, orx) = mpsc::channel();
+            outs.push(otx);
+            links.push(ThreadLink {
+                rank,
+                to_hub: tx.clone(),
+                from_hub: orx,
+            });
+        }
+        std::thread::spawn(move || loop {
+            let mut turns = Vec::new();
+            for _ in 0..n {
+                match rx.recv() {
+                    Ok(t) => turns.push(t),
+                    Err(_) => return,
+                }
+            }
+            turns.sort_by_key(|t: &Turn| t.rank);
+            for o in &outs {
+                if o.send(turns.clone()).is_err() {
+                    return;
+                }
+            }
+        });
+        links
+    }
+
+    /// Rank r's rate for candidate c: rank 0 likes candidate 0, rank 1 suffers on it; the
+    /// candidate best for the slowest rank is 1.
+    fn rate(rank: usize, cand: usize, probe: usize) -> f64 {
+        let table = [[10.0, 6.0, 3.0], [2.0, 5.0, 3.0]];
+        table[rank][cand] * (1.0 + 0.001 * (probe % 3) as f64)
+    }
+
+    fn search(link: ThreadLink, combine: Combine, skew: f64) -> (Vec<usize>, usize) {
+        let rank = link.rank;
+        let shared: SharedLink = Arc::new(Mutex::new(Box::new(link)));
+        let params = RaceParams {
+            budget: 5.0,
+            probe: 0.2,
+            warmup: 0.0,
+            ..RaceParams::default()
+        };
+        let mut s = Coordinated::new(
+            Box::new(Race::new(params, 3)),
+            shared,
+            combine,
+            Arc::new(Mutex::new(vec![])),
+        );
+        // Each rank's clock runs a little differently; coordination must hide that.
+        let mut elapsed = 0.0;
+        let mut probed = Vec::new();
+        for k in 0..1000 {
+            match s.next(elapsed) {
+                Plan::Probe {
+                    candidate, measure, ..
+                } => {
+                    probed.push(candidate);
+                    elapsed += measure * (1.0 + skew);
+                    s.record(ProbeOutcome {
+                        candidate,
+                        score: rate(rank, candidate, k),
+                        duration: measure,
+                        interval_cv: Some(0.001),
+                        interval_range: None,
+                        intervals: 10,
+                    });
+                }
+                Plan::Decide(d) => return (probed, d.candidate),
+            }
+        }
+        panic!("no decision");
+    }
+
+    #[test]
+    fn ranks_probe_in_lockstep_and_agree_on_the_slowest_ranks_best() {
+        let links = hub(2);
+        let hs: Vec<_> = links
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| std::thread::spawn(move || search(l, Combine::Min, 0.01 * i as f64)))
+            .collect();
+        let r: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(r[0].0, r[1].0, "same probes in the same order");
+        assert_eq!(r[0].1, 1);
+        assert_eq!(r[1].1, 1);
+    }
+
+    #[test]
+    fn sum_picks_the_best_total() {
+        let links = hub(2);
+        let hs: Vec<_> = links
+            .into_iter()
+            .map(|l| std::thread::spawn(move || search(l, Combine::Sum, 0.0)))
+            .collect();
+        for h in hs {
+            // 10+2 = 12 beats 6+5 = 11 and 3+3.
+            assert_eq!(h.join().unwrap().1, 0);
+        }
+    }
+
+    #[test]
+    fn combine_parses_and_says_what_is_valid() {
+        assert_eq!(Combine::parse("min"), Ok(Combine::Min));
+        assert!(Combine::parse("max").unwrap_err().contains("min and sum"));
+        assert_eq!(Combine::Min.apply(&[3.0, 1.0]), Some(1.0));
+        assert_eq!(Combine::Sum.apply(&[3.0, 1.0]), Some(4.0));
+        assert_eq!(Combine::Sum.apply(&[]), None);
+    }
+}

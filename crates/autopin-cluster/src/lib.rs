@@ -1,0 +1,19 @@
+//! autopin as a citizen of the launchers clusters already have (Slurm, Open MPI, MPICH's
+//! Hydra): no network layer of its own.
+//!
+//! - [`launcher`]: who we are — job, step, node, local rank and size — read from the
+//!   environment the launcher set (a plain map, so detection is pure and testable).
+//! - [`rendezvous`]: the local ranks of one step meet in a node-local directory (files only,
+//!   no sockets), exchange one small message per round, and drop ranks that die or never come.
+//! - [`coordinated`]: a [`autopin_engine::strategy::Strategy`] wrapper that makes the local
+//!   ranks probe the same candidate at the same time and decide on the same one.
+//! - [`names`]: per-rank report file names (`autopin-%j.%s.%n.%r.json`).
+
+pub mod coordinated;
+pub mod launcher;
+pub mod names;
+pub mod rendezvous;
+
+pub use coordinated::{Combine, Coordinated, Coordinator};
+pub use launcher::{detect, Launch, LauncherKind};
+pub use rendezvous::{Rendezvous, RendezvousConfig};

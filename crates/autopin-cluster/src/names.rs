@@ -1,0 +1,75 @@
+//! Per-rank file names: `--report 'autopin-%j.%s.%n.%r.json'` gives every rank its own
+//! report. `%j` job, `%s` step, `%n` node, `%r` global rank, `%l` local rank, `%%` a percent
+//! sign (Slurm's `%j`/`%s`/`%n` letters where Slurm has them).
+
+use crate::launcher::Launch;
+
+/// Expands the pattern for this rank; unknown `%x` sequences are errors that say which ones
+/// are valid. Parts the launcher does not name become `none` (job, step) or `localhost`.
+pub fn expand(pattern: &str, l: &Launch) -> Result<String, String> {
+    let mut out = String::new();
+    let mut chars = pattern.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some((_, 'j')) => out.push_str(l.job.as_deref().unwrap_or("none")),
+            Some((_, 's')) => out.push_str(l.step.as_deref().unwrap_or("none")),
+            Some((_, 'n')) => out.push_str(l.node.as_deref().unwrap_or("localhost")),
+            Some((_, 'r')) => out.push_str(&l.rank.to_string()),
+            Some((_, 'l')) => out.push_str(&l.local_rank.to_string()),
+            Some((_, '%')) => out.push('%'),
+            other => {
+                let seq = other.map(|(_, c)| format!("%{c}")).unwrap_or("%".into());
+                return Err(format!(
+                    "{pattern:?}: {seq} at position {} is not a pattern; use %j (job), %s (step), %n (node), %r (rank), %l (local rank) or %%",
+                    i + 1
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// True when the pattern names the rank, so ranks do not overwrite each other's files.
+pub fn names_rank(pattern: &str) -> bool {
+    pattern.contains("%r") || (pattern.contains("%l") && pattern.contains("%n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launcher::{Launch, LauncherKind};
+
+    #[test]
+    fn expands_every_letter() {
+        let l = Launch {
+            kind: LauncherKind::Slurm,
+            job: Some("7".into()),
+            step: Some("0".into()),
+            node: Some("node2".into()),
+            rank: 3,
+            size: 4,
+            local_rank: 1,
+            local_size: 2,
+            cpus_per_task: None,
+            problems: vec![],
+        };
+        assert_eq!(
+            expand("autopin-%j.%s.%n.%r-%l-100%%.json", &l).unwrap(),
+            "autopin-7.0.node2.3-1-100%.json"
+        );
+        assert_eq!(expand("r%r.json", &Launch::plain()).unwrap(), "r0.json");
+        assert_eq!(
+            expand("%j-%s-%n", &Launch::plain()).unwrap(),
+            "none-none-localhost"
+        );
+        let e = expand("a-%x.json", &l).unwrap_err();
+        assert!(e.contains("%x at position 3"), "{e}");
+        assert!(expand("a%", &l).unwrap_err().contains("% at position 2"));
+        assert!(names_rank("x-%r.json"));
+        assert!(!names_rank("x-%j.json"));
+    }
+}

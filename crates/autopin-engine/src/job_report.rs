@@ -1,0 +1,388 @@
+//! Job reports: where a rank stood in its launch ([`LaunchRecord`], carried in each rank's
+//! [`Report`]), and the merge of the ranks' reports into one job report with a per-node table
+//! of decisions and an SVG of every rank's probed rates.
+
+use crate::report::Report;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Where this run stood in a cluster launch (absent for plain runs in older reports).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LaunchRecord {
+    /// slurm, openmpi, mpich or plain.
+    pub launcher: String,
+    pub job: Option<String>,
+    pub step: Option<String>,
+    pub node: Option<String>,
+    pub rank: usize,
+    pub size: usize,
+    pub local_rank: usize,
+    pub local_size: usize,
+    /// The CPUs this rank planned its candidates in (its share of the node).
+    pub share: String,
+    /// Local ranks that searched together (empty when the search was not coordinated).
+    pub coordinated_with: Vec<usize>,
+    /// How the ranks' scores were combined (min or sum) when coordinated.
+    pub combine: Option<String>,
+    /// Unix time (seconds) of the report's time 0, so the ranks' probe times can be compared.
+    #[serde(default)]
+    pub clock_origin: Option<f64>,
+}
+
+/// One rank in a job report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RankSummary {
+    pub file: String,
+    pub launch: LaunchRecord,
+    pub decision: Option<String>,
+    pub decision_index: Option<usize>,
+    pub cpus: Option<Vec<u32>>,
+    pub rate: Option<f64>,
+    pub complete: bool,
+    pub exit_status: Option<i32>,
+    /// Mean probed rate per candidate index.
+    pub rates: BTreeMap<usize, f64>,
+}
+
+/// One node: its ranks and whether they decided on the same candidate class.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeSummary {
+    pub node: String,
+    pub ranks: Vec<usize>,
+    /// Candidate index each rank decided on (rank → index), None where it did not decide.
+    pub decisions: BTreeMap<usize, Option<usize>>,
+    pub agreed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobReport {
+    pub tool: String,
+    pub jobs: Vec<String>,
+    pub objective: String,
+    pub unit: String,
+    pub ranks: Vec<RankSummary>,
+    pub nodes: Vec<NodeSummary>,
+}
+
+/// Merges rank reports (file name, report). Reports without a launch record count as rank
+/// order of appearance on node "localhost".
+pub fn merge(inputs: &[(String, Report)]) -> Result<JobReport, String> {
+    if inputs.is_empty() {
+        return Err("no reports to merge".into());
+    }
+    let mut ranks = Vec::new();
+    for (i, (file, r)) in inputs.iter().enumerate() {
+        let launch = r.launch.clone().unwrap_or(LaunchRecord {
+            launcher: "plain".into(),
+            rank: i,
+            size: inputs.len(),
+            ..Default::default()
+        });
+        let mut sums: BTreeMap<usize, (f64, usize)> = BTreeMap::new();
+        for p in &r.probes {
+            let e = sums.entry(p.candidate).or_default();
+            e.0 += p.rate;
+            e.1 += 1;
+        }
+        ranks.push(RankSummary {
+            file: file.clone(),
+            decision: r.decision.as_ref().map(|d| d.candidate.clone()),
+            decision_index: r.decision.as_ref().map(|d| d.candidate_index),
+            cpus: r.decision.as_ref().and_then(|d| d.cpus.clone()),
+            rate: r.decision.as_ref().and_then(|d| d.rate),
+            complete: r.complete,
+            exit_status: r.exit_status,
+            rates: sums
+                .into_iter()
+                .map(|(k, (s, n))| (k, s / n as f64))
+                .collect(),
+            launch,
+        });
+    }
+    ranks.sort_by(|a, b| a.launch.rank.cmp(&b.launch.rank).then(a.file.cmp(&b.file)));
+    for w in ranks.windows(2) {
+        if w[0].launch.rank == w[1].launch.rank && w[0].launch.job == w[1].launch.job {
+            return Err(format!(
+                "{} and {} are both rank {} of the same job: give each rank's report once",
+                w[0].file, w[1].file, w[0].launch.rank
+            ));
+        }
+    }
+    let mut by_node: BTreeMap<String, Vec<&RankSummary>> = BTreeMap::new();
+    for r in &ranks {
+        let node = r.launch.node.clone().unwrap_or_else(|| "localhost".into());
+        by_node.entry(node).or_default().push(r);
+    }
+    let nodes = by_node
+        .into_iter()
+        .map(|(node, rs)| {
+            let decisions: BTreeMap<usize, Option<usize>> = rs
+                .iter()
+                .map(|r| (r.launch.rank, r.decision_index))
+                .collect();
+            let first = rs[0].decision_index;
+            NodeSummary {
+                node,
+                ranks: rs.iter().map(|r| r.launch.rank).collect(),
+                agreed: first.is_some() && rs.iter().all(|r| r.decision_index == first),
+                decisions,
+            }
+        })
+        .collect();
+    let mut jobs: Vec<String> = ranks.iter().filter_map(|r| r.launch.job.clone()).collect();
+    jobs.sort();
+    jobs.dedup();
+    Ok(JobReport {
+        tool: "autopin".into(),
+        jobs,
+        objective: inputs[0].1.objective.name.clone(),
+        unit: inputs[0].1.objective.unit.clone(),
+        ranks,
+        nodes,
+    })
+}
+
+impl JobReport {
+    /// The per-node table for a person.
+    pub fn table(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "{:<12} {:>5} {:>6} {:<28} {:>12} {:<8}",
+            "node", "rank", "local", "decision", "rate", "agreed"
+        )];
+        for n in &self.nodes {
+            for r in self
+                .ranks
+                .iter()
+                .filter(|r| n.ranks.contains(&r.launch.rank))
+            {
+                out.push(format!(
+                    "{:<12} {:>5} {:>6} {:<28} {:>12} {:<8}",
+                    n.node,
+                    r.launch.rank,
+                    format!("{}/{}", r.launch.local_rank, r.launch.local_size),
+                    r.decision.as_deref().unwrap_or("(none)"),
+                    r.rate.map(|v| format!("{v:.4e}")).unwrap_or("-".into()),
+                    if n.agreed { "yes" } else { "no" }
+                ));
+            }
+        }
+        out
+    }
+
+    /// Grouped bars: for every candidate index, one bar per rank (its mean probed rate).
+    pub fn svg(&self) -> String {
+        let cands: Vec<usize> = {
+            let mut v: Vec<usize> = self
+                .ranks
+                .iter()
+                .flat_map(|r| r.rates.keys().copied())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let max = self
+            .ranks
+            .iter()
+            .flat_map(|r| r.rates.values().copied())
+            .fold(0.0f64, f64::max)
+            .max(1e-300);
+        let nr = self.ranks.len().max(1);
+        let bar = 14.0;
+        let group = bar * nr as f64 + 16.0;
+        let (left, top, h) = (70.0, 40.0, 220.0);
+        let width = left + group * cands.len().max(1) as f64 + 160.0;
+        let height = top + h + 60.0;
+        let colors = [
+            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+        ];
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{left}" y="20" font-size="13">{} per rank and candidate (mean of probes); jobs: {}</text>"#,
+            xml(&self.unit),
+            xml(&self.jobs.join(", "))
+        );
+        let _ = writeln!(
+            s,
+            r#"<line x1="{left}" y1="{}" x2="{}" y2="{}" stroke="black"/>"#,
+            top + h,
+            width - 150.0,
+            top + h
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="5" y="{}">{max:.3e}</text><text x="5" y="{}">0</text>"#,
+            top + 10.0,
+            top + h
+        );
+        for (gi, c) in cands.iter().enumerate() {
+            let gx = left + gi as f64 * group + 8.0;
+            for (ri, r) in self.ranks.iter().enumerate() {
+                if let Some(v) = r.rates.get(c) {
+                    let bh = h * v / max;
+                    let chosen = r.decision_index == Some(*c);
+                    let _ = writeln!(
+                        s,
+                        r#"<rect x="{:.1}" y="{:.1}" width="{bar}" height="{bh:.1}" fill="{}" stroke="{}" stroke-width="{}"><title>rank {} candidate {c}: {v:.4e}</title></rect>"#,
+                        gx + ri as f64 * bar,
+                        top + h - bh,
+                        colors[ri % colors.len()],
+                        if chosen { "black" } else { "none" },
+                        if chosen { 2 } else { 0 },
+                        r.launch.rank
+                    );
+                }
+            }
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{}">#{c}</text>"#,
+                gx,
+                top + h + 15.0
+            );
+        }
+        for (ri, r) in self.ranks.iter().enumerate() {
+            let y = top + 14.0 * ri as f64;
+            let _ = writeln!(
+                s,
+                r#"<rect x="{:.0}" y="{y}" width="10" height="10" fill="{}"/><text x="{:.0}" y="{}">rank {} ({})</text>"#,
+                width - 140.0,
+                colors[ri % colors.len()],
+                width - 125.0,
+                y + 9.0,
+                r.launch.rank,
+                xml(r.launch.node.as_deref().unwrap_or("localhost"))
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<text x="{left}" y="{}">outlined: the candidate the rank decided on</text>"#,
+            height - 15.0
+        );
+        s.push_str("</svg>\n");
+        s
+    }
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{DecisionRecord, ProbeRecord};
+
+    fn rank_report(rank: usize, node: &str, decided: usize, rates: &[f64]) -> Report {
+        let mut r = Report {
+            complete: true,
+            launch: Some(LaunchRecord {
+                launcher: "slurm".into(),
+                job: Some("5".into()),
+                step: Some("0".into()),
+                node: Some(node.into()),
+                rank,
+                size: 4,
+                local_rank: rank % 2,
+                local_size: 2,
+                share: format!("{}", rank % 2),
+                coordinated_with: vec![0, 1],
+                combine: Some("min".into()),
+                clock_origin: None,
+            }),
+            ..Default::default()
+        };
+        for (i, v) in rates.iter().enumerate() {
+            r.probes.push(ProbeRecord {
+                search: 0,
+                candidate: i,
+                label: format!("c{i}"),
+                start: i as f64,
+                warmup: 0.0,
+                duration: 1.0,
+                rate: *v,
+                per_thread: vec![],
+                intervals: 10,
+                disturbed_intervals: 0,
+                churn: false,
+                phase: None,
+                off_phase_intervals: 0,
+                progress_rate: None,
+            });
+        }
+        r.decision = Some(DecisionRecord {
+            search: 0,
+            at: 3.0,
+            candidate: format!("c{decided}"),
+            candidate_index: decided,
+            cpus: Some(vec![rank as u32 % 2]),
+            rate: Some(rates[decided]),
+            runner_up: None,
+            runner_up_rate: None,
+            margin: None,
+            margin_ci: None,
+            reason: "test".into(),
+            strategy: "race".into(),
+            phase: None,
+        });
+        r
+    }
+
+    #[test]
+    fn merges_two_nodes_with_a_table_and_an_svg() {
+        let inputs = vec![
+            (
+                "r3.json".to_string(),
+                rank_report(3, "node2", 1, &[1.0, 4.0]),
+            ),
+            (
+                "r0.json".to_string(),
+                rank_report(0, "node1", 0, &[2.0, 1.0]),
+            ),
+            (
+                "r1.json".to_string(),
+                rank_report(1, "node1", 0, &[3.0, 1.0]),
+            ),
+            (
+                "r2.json".to_string(),
+                rank_report(2, "node2", 0, &[1.0, 4.0]),
+            ),
+        ];
+        let j = merge(&inputs).unwrap();
+        assert_eq!(j.jobs, ["5"]);
+        assert_eq!(
+            j.ranks.iter().map(|r| r.launch.rank).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        assert_eq!(j.nodes.len(), 2);
+        assert_eq!(j.nodes[0].node, "node1");
+        assert!(j.nodes[0].agreed);
+        assert_eq!(j.nodes[1].ranks, [2, 3]);
+        assert!(!j.nodes[1].agreed, "ranks 2 and 3 decided differently");
+        let t = j.table();
+        assert_eq!(t.len(), 5);
+        assert!(t[4].starts_with("node2") && t[4].contains(" no"), "{t:?}");
+        let svg = j.svg();
+        assert_eq!(
+            svg.matches("<rect x=").count() - 4,
+            8,
+            "8 bars + 4 legend boxes"
+        );
+        assert!(svg.contains("rank 3 candidate 1: 4.0000e0"));
+    }
+
+    #[test]
+    fn duplicate_ranks_and_empty_input_are_errors() {
+        assert!(merge(&[]).unwrap_err().contains("no reports"));
+        let a = rank_report(0, "n", 0, &[1.0]);
+        let e = merge(&[("a".into(), a.clone()), ("b".into(), a)]).unwrap_err();
+        assert!(e.contains("both rank 0"), "{e}");
+    }
+}
