@@ -16,6 +16,11 @@ have curl || need_pkgs+=(curl ca-certificates)
 [ -e /usr/lib/gcc/x86_64-linux-gnu/*/libgomp.so ] 2>/dev/null || need_pkgs+=(libgomp1)
 ls /usr/lib/gcc/*/*/include/omp.h >/dev/null 2>&1 || need_pkgs+=(gcc)
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
+# The multi-socket, multi-node test machine (tests/vm/vm.sh): QEMU, a static busybox for the
+# initramfs, and apt/dpkg to fetch Debian's kernel package (never installed on the host).
+have qemu-system-x86_64 || need_pkgs+=(qemu-system-x86)
+file -L "$(command -v busybox || echo /nonexistent)" 2>/dev/null | grep -q 'statically linked' || need_pkgs+=(busybox-static)
+have file || need_pkgs+=(file)
 # Optional tools the tests compare against when present.
 have likwid-pin || need_pkgs+=(likwid)
 have perf || need_pkgs+=(linux-perf)

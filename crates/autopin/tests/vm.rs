@@ -1,0 +1,313 @@
+//! autopin on real Linux kernels with several sockets and NUMA nodes: QEMU guests
+//! (tests/vm/vm.sh, TCG when KVM does not work) whose topology is set on QEMU's command
+//! line, so what autopin reads inside can be checked against what QEMU was told.
+//! One boot per shape; every command of a shape runs in that boot.
+
+#[path = "common/vm.rs"]
+mod vm;
+
+use serde_json::Value;
+use std::path::Path;
+use vm::Shape;
+
+/// Skips the test (saying why, counted by scripts/test.sh) when no guest can be booted.
+macro_rules! require_vm {
+    () => {
+        if let Some(why) = vm::unavailable() {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+}
+
+fn autopin_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_autopin"))
+}
+
+/// The same autopin command on the host, on a synthetic machine.
+fn host(args: &[&str]) -> String {
+    let out = std::process::Command::new(autopin_bin())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Checks `autopin topology --format json` from the guest against the QEMU configuration.
+fn check_topology(shape: &Shape, doc: &Value, meminfo: &str) {
+    let kernel_kib: Vec<u64> = meminfo.lines().map(|l| l.trim().parse().unwrap()).collect();
+    let ncpu = shape.sockets * shape.cores * shape.threads;
+    let pus = doc["pus"].as_array().unwrap();
+    assert_eq!(pus.len() as u32, ncpu, "PUs");
+    // QEMU numbers CPUs socket-major, then core, then thread.
+    let (mut core_ids, mut pkg_ids) = (vec![], vec![]);
+    for (cpu, pu) in pus.iter().enumerate() {
+        assert_eq!(pu["os"].as_u64().unwrap(), cpu as u64);
+        core_ids.push(pu["core"].clone());
+        pkg_ids.push(pu["package"].clone());
+    }
+    for a in 0..ncpu as usize {
+        for b in 0..ncpu as usize {
+            let same_core = a as u32 / shape.threads == b as u32 / shape.threads;
+            let same_pkg = a as u32 / (shape.threads * shape.cores)
+                == b as u32 / (shape.threads * shape.cores);
+            assert_eq!(
+                core_ids[a] == core_ids[b],
+                same_core,
+                "SMT siblings {a},{b}"
+            );
+            assert_eq!(pkg_ids[a] == pkg_ids[b], same_pkg, "same package {a},{b}");
+        }
+    }
+    let nodes = doc["machine"]["numa_nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), shape.nodes.len(), "NUMA nodes");
+    for (i, ((cpus, mib), n)) in shape.nodes.iter().zip(nodes).enumerate() {
+        assert_eq!(n["os_index"].as_u64().unwrap(), i as u64);
+        assert_eq!(n["cpuset"].as_str().unwrap(), *cpus, "node {i} CPUs");
+        let bytes = n["memory"].as_u64().unwrap();
+        let configured = u64::from(*mib) << 20;
+        // The kernel keeps part of each node for itself (page tables, the initramfs), so
+        // the size is checked exactly against the guest kernel and loosely against QEMU.
+        assert_eq!(
+            bytes,
+            kernel_kib[i] * 1024,
+            "node {i}: autopin vs node{i}/meminfo"
+        );
+        assert!(
+            bytes <= configured && bytes >= configured / 2,
+            "node {i}: {bytes} bytes of {configured} configured"
+        );
+        for (cpu, pu) in pus.iter().enumerate() {
+            let here = autopin_placement_list_contains(cpus, cpu as u32);
+            let listed = pu["numa"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x.as_u64() == Some(i as u64));
+            if here {
+                assert!(listed, "CPU {cpu} is in node {i}");
+            }
+        }
+    }
+    let dist = doc["machine"]["numa_distances"].as_array().unwrap();
+    for a in 0..shape.nodes.len() {
+        for b in 0..shape.nodes.len() {
+            let want = if a == b {
+                10
+            } else {
+                shape
+                    .distances
+                    .iter()
+                    .find(|(x, y, _)| {
+                        (*x, *y) == (a as u32, b as u32) || (*y, *x) == (a as u32, b as u32)
+                    })
+                    .map(|d| d.2)
+                    .unwrap_or(20)
+            };
+            assert_eq!(
+                dist[a][b].as_u64(),
+                Some(u64::from(want)),
+                "distance {a}->{b}"
+            );
+        }
+    }
+}
+
+fn autopin_placement_list_contains(list: &str, cpu: u32) -> bool {
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .any(|p| match p.split_once('-') {
+            Some((a, b)) => (a.parse::<u32>().unwrap()..=b.parse().unwrap()).contains(&cpu),
+            None => p.parse::<u32>().unwrap() == cpu,
+        })
+}
+
+/// The views name every package, node and PU.
+fn check_views(shape: &Shape, boxes: &str, svg: &str) {
+    for s in 0..shape.sockets {
+        assert!(
+            boxes.contains(&format!("Socket {s}:")),
+            "boxes: socket {s}\n{boxes}"
+        );
+        assert!(
+            svg.contains(&format!(">Package P#{s}<")),
+            "svg: package {s}"
+        );
+    }
+    for (i, (cpus, _)) in shape.nodes.iter().enumerate() {
+        assert!(
+            svg.split("<text")
+                .any(|t| t.contains(">NUMANode") && t.contains(&format!(" P#{i} ("))),
+            "svg: node {i}"
+        );
+        let _ = cpus;
+        assert!(
+            boxes.lines().any(|l| l.starts_with("Socket")
+                && l.contains("NUMA node")
+                && l.contains(&format!(" {i} ("))),
+            "boxes: node {i}\n{boxes}"
+        );
+    }
+    let ncpu = shape.sockets * shape.cores * shape.threads;
+    for c in 0..ncpu {
+        assert!(svg.contains(&format!(">PU P#{c}<")), "svg: PU {c}");
+    }
+}
+
+/// MemTotal (KiB) of each node as the guest kernel says, one line per node.
+const MEMINFO: &str =
+    "for n in $(ls -d /sys/devices/system/node/node[0-9]* | sort -V); do awk '/MemTotal/ {print $4}' $n/meminfo; done";
+
+/// Placement commands that name the nodes (M1) and span them (E:N, scatter, candidates).
+const PLACEMENT_SMT: &[&str] = &[
+    "autopin cpus -p",
+    "autopin cpus M1:0-1",
+    "autopin cpus E:N:4:1:2",
+    "autopin cpus M0:scatter",
+    "autopin place -n 4 --policy scatter",
+    "autopin place -n 4 --policy compact",
+    "autopin candidates -n 2",
+    "autopin candidates -n 4",
+];
+const PLACEMENT_4S: &[&str] = &[
+    "autopin cpus -p",
+    "autopin cpus M3:0@M1:0",
+    "autopin cpus E:N:3:1:1",
+    "autopin place -n 3 --policy scatter",
+    "autopin place -n 2 --policy compact",
+    "autopin candidates -n 2",
+    "autopin candidates -n 3",
+];
+
+/// The placement commands give in the guest what they give on `--synthetic spec`.
+fn check_placement(spec: &str, cmds: &[&str], outs: &[vm::Output]) {
+    assert_eq!(cmds.len(), outs.len());
+    for (cmd, out) in cmds.iter().zip(outs) {
+        let mut args: Vec<&str> = cmd.split(' ').skip(1).collect();
+        args.push("--synthetic");
+        args.push(spec);
+        assert_eq!(
+            out.ok(cmd),
+            host(&args),
+            "{cmd} in the guest vs --synthetic {spec:?}"
+        );
+    }
+}
+
+fn topology_commands(placement: &[&'static str]) -> Vec<&'static str> {
+    let mut c = vec![
+        "autopin topology --format json",
+        "autopin topology --format boxes",
+        "autopin topology --format svg",
+        MEMINFO,
+    ];
+    c.extend_from_slice(placement);
+    c
+}
+
+#[test]
+fn two_sockets_smt_two_nodes() {
+    require_vm!();
+    let shape = Shape {
+        sockets: 2,
+        cores: 2,
+        threads: 2,
+        nodes: vec![("0-3", 256), ("4-7", 320)],
+        distances: vec![(0, 1, 21)],
+    };
+    let outs = vm::run(&shape, &[autopin_bin()], &topology_commands(PLACEMENT_SMT));
+    check_topology(
+        &shape,
+        &json(outs[0].ok("topology json")),
+        outs[3].ok("meminfo"),
+    );
+    check_views(&shape, outs[1].ok("boxes"), outs[2].ok("svg"));
+    check_placement(
+        "package:2 numa:1 l3:1 l2:2 core:1 pu:2",
+        PLACEMENT_SMT,
+        &outs[4..],
+    );
+}
+
+#[test]
+fn four_sockets_four_nodes_nonuniform_distances() {
+    require_vm!();
+    let shape = Shape {
+        sockets: 4,
+        cores: 1,
+        threads: 1,
+        nodes: vec![("0", 160), ("1", 160), ("2", 160), ("3", 160)],
+        // A ring: neighbours 20, across 30 — not what a uniform default would give.
+        distances: vec![
+            (0, 1, 20),
+            (1, 2, 20),
+            (2, 3, 20),
+            (3, 0, 20),
+            (0, 2, 30),
+            (1, 3, 30),
+        ],
+    };
+    let outs = vm::run(&shape, &[autopin_bin()], &topology_commands(PLACEMENT_4S));
+    check_topology(
+        &shape,
+        &json(outs[0].ok("topology json")),
+        outs[3].ok("meminfo"),
+    );
+    check_views(&shape, outs[1].ok("boxes"), outs[2].ok("svg"));
+    check_placement(
+        "package:4 numa:1 l3:1 l2:1 core:1 pu:1",
+        PLACEMENT_4S,
+        &outs[4..],
+    );
+}
+
+#[test]
+fn memory_only_node_and_memory_measurement() {
+    require_vm!();
+    let shape = Shape {
+        sockets: 2,
+        cores: 2,
+        threads: 1,
+        nodes: vec![("0-1", 256), ("2-3", 256), ("", 192)],
+        distances: vec![(0, 1, 20), (0, 2, 30), (1, 2, 25)],
+    };
+    let outs = vm::run(
+        &shape,
+        &[autopin_bin()],
+        &[
+            "autopin topology --format json",
+            "autopin topology --format boxes",
+            "autopin topology --format svg",
+            MEMINFO,
+            "autopin measure memory --budget 4M --out /tmp/m.json >/dev/null && cat /tmp/m.json",
+        ],
+    );
+    check_topology(
+        &shape,
+        &json(outs[0].ok("topology json")),
+        outs[3].ok("meminfo"),
+    );
+    check_views(&shape, outs[1].ok("boxes"), outs[2].ok("svg"));
+    let doc = json(outs[4].ok("measure memory"));
+    let mem = doc["machine"]["measurements"]["memory"].as_array().unwrap();
+    // One entry per node and measuring socket, the memory-only node included.
+    let mut seen = std::collections::BTreeSet::new();
+    for m in mem {
+        seen.insert(m["node"].as_u64().unwrap());
+    }
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        vec![0, 1, 2],
+        "{mem:?}"
+    );
+    assert_eq!(mem.len(), 3 * 2, "{mem:?}");
+}
