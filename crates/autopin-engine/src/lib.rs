@@ -6,6 +6,7 @@
 pub mod candidate;
 pub mod driver;
 pub mod live;
+pub mod mempolicy;
 pub mod numa;
 pub mod os;
 pub mod phase;

@@ -4,6 +4,7 @@
 //! - [`pin_expression`]: likwid-pin expressions (`S0:0-3@S1:0-3`, `E:N:8:1:2`, `M:scatter`, ...).
 //! - [`policy_pinning`]: named policies (compact, scatter, balanced, cores, the MCTOP-PLACE set).
 //! - [`candidates`]: one representative pinning per symmetry class of the machine.
+//! - [`mem_policy`]: numactl-style memory policies (`--membind 0-1`, `--interleave all`, `M1`).
 //! - [`sharing_pinning`]: sharing-aware strategies (LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP).
 //!
 //! Every function works on the PUs the machine model marks allowed; selections that reach
@@ -14,6 +15,7 @@ mod cpulist;
 mod domains;
 mod error;
 mod expr;
+mod mempolicy;
 mod policy;
 mod sharing;
 mod summary;
@@ -24,6 +26,7 @@ pub use cpulist::CpuList;
 pub use domains::{domains, domains_listing, Domain};
 pub use error::PlacementError;
 pub use expr::pin_expression;
+pub use mempolicy::{mem_policy, node_list, MemPolicy, MemPolicyMode};
 pub use policy::{policy_pinning, POLICY_NAMES};
 pub use sharing::{place_with_matrix, sharing_pinning, SharingMatrix, SHARING_STRATEGIES};
 pub use summary::{summarize, PlacementSummary};

@@ -4,6 +4,7 @@
 mod cmd;
 mod error;
 mod machine_args;
+mod mem_args;
 mod output;
 
 use clap::{Parser, Subcommand};

@@ -47,6 +47,8 @@ pub struct Args {
     pub verbose: bool,
     #[command(flatten)]
     pub machine: MachineArgs,
+    #[command(flatten)]
+    pub memory: crate::mem_args::MemPolicyArgs,
     /// The program and its arguments, after `--`
     #[arg(last = true, value_name = "PROGRAM")]
     pub command: Vec<OsString>,
@@ -75,7 +77,8 @@ pub fn run(args: Args) -> CmdResult {
         .map_err(|e| CliError::internal(format!("cannot read our own affinity: {e}")))?;
     check_allowed(&cpus, &allowed)?;
     let plan = PinPlan::new(cpus, skip).map_err(CliError::usage)?;
-    launch(&args, program, prog_args, &plan, allowed, &pinner)
+    let mem = args.memory.resolve(&machine)?;
+    launch(&args, program, prog_args, &plan, allowed, &pinner, mem)
 }
 
 /// The CPU list for -c / --policy / --sharing, or None when none of them was given.
@@ -145,9 +148,11 @@ fn launch(
     plan: &PinPlan,
     allowed: CpuSet,
     pinner: &dyn Pinner,
+    mem: Option<autopin_placement::MemPolicy>,
 ) -> CmdResult {
     let name = program.to_string_lossy();
     let mut spec = LaunchSpec::new(program.clone(), prog_args.iter().cloned());
+    spec.mem_policy = mem;
     spec.forward_signals = true;
     spec.env = plan.env();
     if std::env::var_os("OMP_NUM_THREADS").is_none() {

@@ -96,6 +96,9 @@ pub struct EngineArgs {
     /// On NUMA machines, migrate the target's pages to the chosen threads' nodes
     #[arg(long)]
     pub migrate_memory: bool,
+    /// Memory policy for a program autopin starts (numactl's options)
+    #[command(flatten)]
+    pub memory: crate::mem_args::MemPolicyArgs,
     /// likwid-pin skip mask (hex): bit i set = the i-th created thread is not pinned
     #[arg(short = 's', long, value_name = "MASK")]
     pub skip: Option<String>,
@@ -399,6 +402,7 @@ pub fn execute(a: &EngineArgs, target: Target) -> CmdResult {
         Target::Launch(cmd) => {
             let mut spec = LaunchSpec::new(&cmd[0], &cmd[1..]);
             spec.forward_signals = true;
+            spec.mem_policy = a.memory.resolve(&machine)?;
             // Paper semantics (autopin1, fixed): threads are pinned at birth to the first
             // explicit candidate. The race pins at its first probe instead: until then the
             // OS places threads, so the init period does not run on a possibly bad pinning.
