@@ -99,8 +99,9 @@ fn check_topology(shape: &Shape, doc: &Value, meminfo: &str) {
         }
     }
     let dist = doc["machine"]["numa_distances"].as_array().unwrap();
-    for a in 0..shape.nodes.len() {
-        for b in 0..shape.nodes.len() {
+    assert_eq!(dist.len(), shape.nodes.len());
+    for (a, row) in dist.iter().enumerate() {
+        for (b, got) in row.as_array().unwrap().iter().enumerate() {
             let want = if a == b {
                 10
             } else {
@@ -113,11 +114,7 @@ fn check_topology(shape: &Shape, doc: &Value, meminfo: &str) {
                     .map(|d| d.2)
                     .unwrap_or(20)
             };
-            assert_eq!(
-                dist[a][b].as_u64(),
-                Some(u64::from(want)),
-                "distance {a}->{b}"
-            );
+            assert_eq!(got.as_u64(), Some(u64::from(want)), "distance {a}->{b}");
         }
     }
 }
@@ -310,4 +307,142 @@ fn memory_only_node_and_memory_measurement() {
         "{mem:?}"
     );
     assert_eq!(mem.len(), 3 * 2, "{mem:?}");
+}
+
+/// Sums the N<k>= page counts of anonymous mappings in /proc/PID/numa_maps, per node.
+const ANON_PER_NODE: &str = r#"awk '/anon=/ { for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); n[a[1]] += a[2] } } END { for (k in n) print k, n[k] }'"#;
+
+fn per_node(text: &str) -> std::collections::BTreeMap<u32, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let (a, b) = l.split_once(' ')?;
+            Some((a.parse().ok()?, b.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn firsttouch() -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let out = dir.join("firsttouch");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vm/firsttouch.c");
+    let st = std::process::Command::new("gcc")
+        .args(["-O2", "-pthread", "-static", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "building {}", src.display());
+    out
+}
+
+/// 256 MiB first-touched by threads on node 0; autopin attach re-pins them to node 1 and
+/// migrates: ≥95% of the anonymous pages end on node 1, the program's output is the same as
+/// without autopin, and the report's count matches what the kernel shows moved. Also: the
+/// memory policy options reach the program before its first allocation.
+#[test]
+fn memory_follows_threads_and_policies_apply() {
+    require_vm!();
+    let shape = Shape {
+        sockets: 2,
+        cores: 2,
+        threads: 1,
+        nodes: vec![("0-1", 512), ("2-3", 512)],
+        distances: vec![],
+    };
+    let ft = firsttouch();
+    let attach = format!(
+        "sysctl -w kernel.numa_balancing=0 >/dev/null
+taskset -c 0-1 firsttouch 256 2 >/tmp/ft.out &
+pid=$!
+while [ ! -f /tmp/ready ]; do sleep 0.1; done
+{ANON_PER_NODE} /proc/$pid/numa_maps >/tmp/before
+autopin attach $pid --strategy fixed --schedule 2,3,2 --duration 1 --migrate-memory --report /tmp/r.json -q 2>/tmp/attach.err || echo attach failed $? >&2
+{ANON_PER_NODE} /proc/$pid/numa_maps >/tmp/after
+touch /tmp/go; wait $pid
+echo status $?
+echo before; cat /tmp/before; echo after; cat /tmp/after; echo ft; cat /tmp/ft.out; echo report; cat /tmp/r.json"
+    );
+    let outs = vm::run(
+        &shape,
+        &[autopin_bin(), &ft],
+        &[
+            &attach,
+            "touch /tmp/go; firsttouch 256 2",
+            "taskset -c 0 firsttouch 32 1 maps",
+            "autopin pin -c 0 --membind 1 -- firsttouch 32 1 maps",
+            "autopin pin -c 0 --interleave all -- firsttouch 32 1 maps",
+            "autopin pin -c 0 --preferred M1 -- firsttouch 32 1 maps",
+            "autopin pin -c 0 --membind 7 -- firsttouch 32 1 maps",
+        ],
+    );
+    let text = outs[0].ok("attach");
+    let section = |name: &str, next: &str| -> String {
+        let a = text.find(&format!("\n{name}\n")).unwrap() + name.len() + 2;
+        let b = text[a..]
+            .find(&format!("\n{next}\n"))
+            .map_or(text.len(), |b| a + b);
+        text[a..b].to_string()
+    };
+    assert!(text.starts_with("status 0"), "{text}\n{}", outs[0].stderr);
+    let before = per_node(&section("before", "after"));
+    let after = per_node(&section("after", "ft"));
+    let total: u64 = after.values().sum();
+    let on1 = after.get(&1).copied().unwrap_or(0);
+    assert!(
+        before.get(&0).copied().unwrap_or(0) >= 60_000,
+        "first touch on node 0: {before:?}"
+    );
+    assert!(
+        total >= 65_536 && on1 * 100 >= total * 95,
+        "after: {after:?}"
+    );
+    // Same output as an undisturbed run.
+    assert_eq!(
+        section("ft", "report").trim(),
+        outs[1].ok("plain run").trim()
+    );
+    let report = json(&section("report", "\u{0}"));
+    let note = report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.starts_with("--migrate-memory"))
+        .unwrap_or_else(|| panic!("no migration note: {report}"));
+    let moved: u64 = note
+        .split("(node 1: ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    let kernel_moved = before.get(&0).copied().unwrap_or(0) - after.get(&0).copied().unwrap_or(0);
+    assert!(
+        moved.abs_diff(kernel_moved) <= 64,
+        "report {moved} vs kernel {kernel_moved}: {note}"
+    );
+    assert!(note.contains("kernel.numa_balancing off"), "{note}");
+    eprintln!("guest: before {before:?} after {after:?}; {note}");
+
+    let nodes = |i: usize| per_node(&outs[i].ok("maps").replace("node", "").replace('=', " "));
+    let local = nodes(2);
+    assert!(local[&0] > 7000, "first touch on CPU 0 → node 0: {local:?}");
+    let bind = nodes(3);
+    assert!(
+        bind[&1] > 7000 && bind.get(&0).copied().unwrap_or(0) < 100,
+        "--membind 1: {bind:?}"
+    );
+    let inter = nodes(4);
+    assert!(
+        inter[&0] > 3000 && inter[&1] > 3000,
+        "--interleave all: {inter:?}"
+    );
+    let pref = nodes(5);
+    assert!(pref[&1] > 7000, "--preferred M1: {pref:?}");
+    assert_eq!(outs[6].status, 2, "--membind 7: {}", outs[6].stderr);
+    assert!(
+        outs[6].stderr.contains("no NUMA node 7"),
+        "{}",
+        outs[6].stderr
+    );
+    assert!(outs[6].stdout.is_empty());
 }

@@ -67,7 +67,8 @@ pub fn unavailable() -> Option<String> {
     }
     let kernel_cached = std::env::var_os("AUTOPIN_VM_KERNEL").is_some()
         || std::fs::read_dir(cache().join("kernel/boot")).is_ok();
-    if !kernel_cached && !(have("apt-get") && have("dpkg")) {
+    let can_fetch = have("apt-get") && have("dpkg");
+    if !kernel_cached && !can_fetch {
         return Some(
             "no guest kernel cached and no apt-get/dpkg to fetch linux-image-amd64".into(),
         );
