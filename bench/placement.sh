@@ -34,11 +34,11 @@ fi
 
 echo
 echo "== candidates on hwloc dumps (classes, wall ms)"
-data=$here/../shared/data/hwloc-linux
+data=$here/../tests/data/hwloc-linux
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 printf '%-34s %4s %10s %8s\n' dump n classes ms
 for d in 16em64t-4s2c2t 64fake-4n2s2ca2c2t 128arm-2pa2n8cluster4co 256ppc-8n8s4t; do
-  [ -f "$data/$d.tar.bz2" ] || { echo "$d: not found, skipped"; continue; }
+  [ -f "$data/$d.tar.bz2" ] || { echo "$d: missing from tests/data" >&2; exit 1; }
   mkdir -p "$tmp/$d"; tar xjf "$data/$d.tar.bz2" -C "$tmp/$d"
   root=$(find "$tmp/$d" -mindepth 1 -maxdepth 1 -type d | head -1)
   for n in 2 4 8 16; do

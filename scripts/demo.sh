@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --workspace --quiet
+# A release build takes a minute or two the first time: say so, and let cargo show progress.
+echo "== building autopin (release; the first build takes a few minutes)" >&2
+cargo build --release --workspace
 autopin="${CARGO_TARGET_DIR:-target}/release/autopin"
 make -s -C workloads
 out=${AUTOPIN_DEMO_OUT:-target/demo}

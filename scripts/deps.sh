@@ -6,6 +6,9 @@ set -euo pipefail
 need_pkgs=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have gcc || need_pkgs+=(gcc libc6-dev)
+have g++ || need_pkgs+=(g++)
+# graphviz checks the dot view; rsvg-convert renders the SVG views for their checks.
+have dot || need_pkgs+=(graphviz)
 have make || need_pkgs+=(make)
 have python3 || need_pkgs+=(python3)
 have tar || need_pkgs+=(tar)
@@ -23,6 +26,10 @@ file -L "$(command -v busybox || echo /nonexistent)" 2>/dev/null | grep -q 'stat
 have file || need_pkgs+=(file)
 # Optional tools the tests compare against when present.
 have likwid-pin || need_pkgs+=(likwid)
+# rsvg-convert renders every SVG autopin writes for the picture checks (tests/svg_render.rs);
+# man renders the generated man page.
+have rsvg-convert || need_pkgs+=(librsvg2-bin)
+have man || need_pkgs+=(man-db)
 have perf || need_pkgs+=(linux-perf)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -34,7 +41,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     # Optional packages may be missing on some releases: install one by one, tolerating those.
     for p in $(printf '%s\n' "${need_pkgs[@]}" | sort -u); do
         case "$p" in
-            likwid|linux-perf) $SUDO apt-get install -y -qq "$p" >/dev/null || echo "deps: optional $p not installed" >&2 ;;
+            likwid|linux-perf|librsvg2-bin|man-db) $SUDO apt-get install -y -qq "$p" >/dev/null || echo "deps: optional $p not installed" >&2 ;;
             *) $SUDO apt-get install -y -qq "$p" >/dev/null ;;
         esac
     done

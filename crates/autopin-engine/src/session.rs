@@ -355,8 +355,8 @@ impl Session {
                             ),
                             Trigger::PhaseChange { from, to } => {
                                 format!(
-                                    "program phase changed from {:?} to {to:?}",
-                                    from.clone().unwrap_or_default()
+                                    "program phase changed from {} to {to}",
+                                    from.clone().unwrap_or_else(|| "(none)".into())
                                 )
                             }
                         };
@@ -596,9 +596,13 @@ impl Session {
                 };
                 let margin = match (d.margin, d.margin_ci) {
                     (Some(m), Some(ci)) => {
-                        format!(", {:+.1}% ± {:.1}% vs next best", 100.0 * m, 100.0 * ci)
+                        format!(
+                            ", {} ± {} vs next best",
+                            autopin_human::relative(m),
+                            autopin_human::percent(ci).trim_start_matches('+')
+                        )
                     }
-                    (Some(m), None) => format!(", {:+.1}% vs next best", 100.0 * m),
+                    (Some(m), None) => format!(", {} vs next best", autopin_human::relative(m)),
                     _ => String::new(),
                 };
                 out.push(Action::Message(format!(

@@ -1,13 +1,9 @@
-//! Inference from the real machines' files in the shared data folder, checked against what
+//! Inference from the real machines' files in tests/data, checked against what
 //! is known about them (the `.mct` headers, `c2c/truth.json`).
 
 use autopin_latency::{infer, read, Hints, Role};
 use autopin_topology::ObjType;
 use std::path::{Path, PathBuf};
-
-fn data() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data"))
-}
 
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -22,7 +18,7 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
 
 #[test]
 fn mct_files_give_their_header() {
-    for path in files(&data().join("mctop"), "mct") {
+    for path in files(&autopin_testkit::data("mctop"), "mct") {
         let name = path.display().to_string();
         let read::LatencyFile::Mct(f) = read::read_file(&path).unwrap() else {
             panic!("{name}: not read as .mct")
@@ -54,7 +50,7 @@ fn mct_files_give_their_header() {
 
 #[test]
 fn c2c_matrices_match_truth() {
-    let dir = data().join("c2c");
+    let dir = autopin_testkit::data("c2c");
     let truth: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
     let mut checked = 0;
@@ -154,7 +150,7 @@ fn c2c_matrices_match_truth() {
 /// so the test is deterministic), must give the same cores, LLC groups and sockets.
 #[test]
 fn c2c_inference_survives_noise() {
-    for path in files(&data().join("c2c"), "csv") {
+    for path in files(&autopin_testkit::data("c2c"), "csv") {
         let file = path.display().to_string();
         let read::LatencyFile::C2c(m) = read::read_file(&path).unwrap() else {
             panic!()

@@ -159,7 +159,8 @@ impl EnergySource for PerfEnergy {
     }
 
     fn describe(&self) -> String {
-        format!("RAPL via perf power/energy-pkg/ on CPUs {:?}", self.cpus)
+        let cpus: Vec<String> = self.cpus.iter().map(usize::to_string).collect();
+        format!("RAPL via perf power/energy-pkg/ on CPUs {}", cpus.join(","))
     }
 }
 

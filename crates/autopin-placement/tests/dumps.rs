@@ -1,70 +1,19 @@
 //! Expressions, domains and candidates on real machines: the hwloc sysfs dumps in
-//! ../shared/data/hwloc-linux (extracted here into a temporary directory, so a fresh checkout
-//! works). When the data directory is missing the tests say so and pass.
-
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+//! tests/data/hwloc-linux (extracted once by the testkit). Missing data is a failure.
 
 use autopin_placement::{candidates, domains, pin_expression, CandidateOptions, CpuList};
 use autopin_topology::Machine;
 
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/hwloc-linux")
-}
-
-/// One temporary directory per test process; each dump is extracted into it once.
-static EXTRACTED: Mutex<Option<tempfile::TempDir>> = Mutex::new(None);
-
-/// Extracts (once) and reads a dump; None (with a note) when the data is not there.
+/// Reads a dump the repository carries (extracted once by the testkit).
 fn dump(name: &str) -> Option<(Machine, ())> {
-    let tar = data_dir().join(format!("{name}.tar.bz2"));
-    if !tar.exists() {
-        eprintln!("skipped: {} not found", tar.display());
-        return None;
-    }
-    // The project's convention: dumps may already be extracted under /tmp/dumps/<name>/.
-    let shared = Path::new("/tmp/dumps").join(name);
-    let mut guard = EXTRACTED.lock().unwrap_or_else(|e| e.into_inner());
-    let base = guard
-        .get_or_insert_with(|| tempfile::tempdir().expect("tempdir"))
-        .path()
-        .to_path_buf();
-    let dir = if shared.is_dir() {
-        shared
-    } else {
-        base.join(name)
-    };
-    if !dir.exists() {
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        let st = std::process::Command::new("tar")
-            .arg("xjf")
-            .arg(&tar)
-            .arg("-C")
-            .arg(&dir)
-            .status()
-            .expect("run tar");
-        assert!(st.success(), "tar xjf {} failed", tar.display());
-    }
-    drop(guard);
-    // Most tarballs hold <name>/, a few another single top directory.
-    let only: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("read dir")
-        .filter_map(|e| Some(e.ok()?.path()))
-        .collect();
-    assert_eq!(
-        only.len(),
-        1,
-        "{name}: expected one top directory in the tarball"
-    );
-    let m =
-        autopin_topology::source::sysfs::read(&only[0]).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let root = autopin_testkit::hwloc_dump(name);
+    let m = autopin_topology::source::sysfs::read(&root).unwrap_or_else(|e| panic!("{name}: {e}"));
     Some((m, ()))
 }
 
 /// OS indexes of the PUs in the order lstopo prints them.
 fn console_pus(name: &str) -> Vec<u32> {
-    let text =
-        std::fs::read_to_string(data_dir().join(format!("{name}.console"))).expect("console file");
+    let text = autopin_testkit::hwloc_console(name);
     text.lines()
         .filter_map(|l| l.trim_start().strip_prefix("PU L#"))
         .filter_map(|l| l.split("(P#").nth(1))
@@ -112,22 +61,7 @@ fn em64t_4s2c2t_candidates() {
 
 #[test]
 fn node_domain_follows_lstopo_order_on_every_dump() {
-    let dir = data_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("skipped: {} not found", dir.display());
-        return;
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(|e| {
-            e.ok()?
-                .file_name()
-                .into_string()
-                .ok()?
-                .strip_suffix(".tar.bz2")
-                .map(String::from)
-        })
-        .collect();
-    names.sort();
+    let names = autopin_testkit::hwloc_dump_names();
     assert!(!names.is_empty());
     for name in names {
         let Some((m, _d)) = dump(&name) else { continue };

@@ -17,19 +17,16 @@ fn likwid(args: &[&str]) -> Option<String> {
 #[test]
 fn same_cpus_as_likwid_pin() {
     if likwid(&["-v"]).is_none() {
-        eprintln!("skipped: likwid-pin not installed");
-        return;
+        autopin_testkit::skip!("likwid-pin not installed");
     }
     let m = match autopin_topology::source::sysfs::read(std::path::Path::new("/")) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("skipped: cannot read this host's topology: {e}");
-            return;
+            autopin_testkit::skip!("cannot read this host's topology: {e}");
         }
     };
     if m.allowed_cpuset() != m.online_cpuset() {
-        eprintln!("skipped: running in a restricted cpuset");
-        return;
+        autopin_testkit::skip!("running in a restricted cpuset");
     }
     let n = m.allowed_cpuset().len();
     let last = n - 1;

@@ -1,67 +1,24 @@
-//! Every hwloc Linux dump in shared/data must read into the same topology lstopo showed for
+//! Every hwloc Linux dump in tests/data must read into the same topology lstopo showed for
 //! it: packages, cores, L1d/L2/L3 groups, NUMA locality, allowed and offline PUs.
-//! The comparison is done by shared/tools/hwloc_console_check.py, the project's referee.
+//! The comparison is done by tests/tools/hwloc_console_check.py, the project's referee.
 
 use autopin_topology::source::sysfs;
-use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
-}
-
-/// Extracts a dump into a fresh directory and returns the root (the tarball's single top
-/// directory, whose name sometimes differs from the tarball's).
-fn extract(tarball: &Path, into: &Path) -> PathBuf {
-    let status = Command::new("tar")
-        .arg("xjf")
-        .arg(tarball)
-        .arg("-C")
-        .arg(into)
-        .status()
-        .expect("tar runs");
-    assert!(status.success(), "cannot extract {}", tarball.display());
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(into)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    assert_eq!(
-        dirs.len(),
-        1,
-        "{} should hold one directory",
-        tarball.display()
-    );
-    dirs.pop().unwrap()
-}
 
 #[test]
 fn every_dump_matches_lstopo() {
-    let dir = shared().join("data/hwloc-linux");
-    let checker = shared().join("tools/hwloc_console_check.py");
-    let mut dumps: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("shared/data/hwloc-linux exists")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with(".tar.bz2"))
-        .collect();
-    dumps.sort();
+    let checker = autopin_testkit::tool("hwloc_console_check.py");
+    let dumps = autopin_testkit::hwloc_dump_names();
     assert!(
-        dumps.len() >= 10,
-        "expected the shared dumps, found {}",
+        dumps.len() >= 16,
+        "expected the repository's dumps, found {}",
         dumps.len()
     );
     let mut failures = Vec::new();
-    for tarball in &dumps {
-        let name = tarball
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .trim_end_matches(".tar.bz2")
-            .to_string();
+    for name in &dumps {
         let tmp = tempfile::tempdir().unwrap();
-        let root = extract(tarball, tmp.path());
+        let root = autopin_testkit::hwloc_dump(name);
+        let console_path = autopin_testkit::data(&format!("hwloc-linux/{name}.console"));
         let machine = match sysfs::read_with_affinity(&root, None) {
             Ok(m) => m,
             Err(e) => {
@@ -84,12 +41,12 @@ fn every_dump_matches_lstopo() {
         .unwrap();
         let out = Command::new("python3")
             .arg(&checker)
-            .arg(dir.join(format!("{name}.console")))
+            .arg(&console_path)
             .arg(&json)
             .output()
             .expect("python3 runs");
         let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let console = std::fs::read_to_string(dir.join(format!("{name}.console"))).unwrap();
+        let console = autopin_testkit::hwloc_console(name);
         let expected_kinds = kinds_from_console(&console);
         let ours_kinds: Vec<Vec<u32>> = {
             let mut by: std::collections::BTreeMap<usize, Vec<u32>> = Default::default();

@@ -7,10 +7,6 @@ use autopin_topology::{Machine, ObjType};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn shared_data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
-}
-
 fn have(program: &str) -> bool {
     Command::new(program)
         .arg("--version")
@@ -24,25 +20,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("create scratch dir");
     d
-}
-
-/// Extracts a dump and returns the directory holding its `sys/` (the tarball's top directory
-/// name does not always match the file name).
-fn extract(tarball: &Path, into: &Path) -> PathBuf {
-    let st = Command::new("tar")
-        .arg("xjf")
-        .arg(tarball)
-        .arg("-C")
-        .arg(into)
-        .status()
-        .expect("run tar");
-    assert!(st.success(), "tar xjf {} failed", tarball.display());
-    for e in std::fs::read_dir(into).expect("read scratch").flatten() {
-        if e.path().join("sys").is_dir() {
-            return e.path();
-        }
-    }
-    panic!("no sys/ directory inside {}", tarball.display());
 }
 
 fn lstopo_xml(fsroot: Option<&Path>) -> String {
@@ -68,7 +45,7 @@ fn flat_json(m: &Machine) -> String {
 
 /// Runs the shared checker; returns its output and whether it said OK.
 fn console_check(console: &Path, ours: &Path) -> (bool, String) {
-    let tool = shared_data().join("../tools/hwloc_console_check.py");
+    let tool = autopin_testkit::tool("hwloc_console_check.py");
     let out = Command::new("python3")
         .arg(tool)
         .arg(console)
@@ -84,17 +61,6 @@ fn console_check(console: &Path, ours: &Path) -> (bool, String) {
         out.status.success() && text.trim_end().ends_with("OK"),
         text,
     )
-}
-
-/// The dumps are often already extracted under /tmp/dumps/<name>/ on the dev machines;
-/// reusing them keeps the test fast. Only a complete-looking tree is reused.
-fn already_extracted(name: &str) -> Option<PathBuf> {
-    let d = Path::new("/tmp/dumps").join(name);
-    std::fs::read_dir(d)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.join("sys/devices/system/cpu").is_dir())
 }
 
 /// lstopo names a split level-2 data cache `L2dCache`, which the checker does not count as
@@ -116,34 +82,14 @@ fn only_split_data_cache_differs(m: &Machine, checker: &str) -> bool {
         && mismatches.iter().all(|l| l.starts_with("MISMATCH L2:"))
 }
 
-fn dump_names() -> Vec<String> {
-    let dir = shared_data().join("hwloc-linux");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("shared data dir")
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".tar.bz2")
-                .map(str::to_string)
-        })
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn every_real_dump_imports_like_lstopo_sees_it() {
-    if !have("lstopo") || !have("python3") {
-        println!("skipped: lstopo or python3 is not installed");
-        return;
-    }
-    let names = dump_names();
-    assert!(
-        names.len() >= 10,
-        "expected the hwloc dumps in {}",
-        shared_data().display()
+    autopin_testkit::require!(
+        have("lstopo") && have("python3"),
+        "lstopo or python3 is not installed"
     );
+    let names = autopin_testkit::hwloc_dump_names();
+    assert!(names.len() >= 16, "expected the repository's hwloc dumps");
     let base = scratch("dumps");
     // Two workers: the suite must stay fast on a 2-core machine.
     let chunks: Vec<Vec<String>> = names
@@ -161,11 +107,7 @@ fn every_real_dump_imports_like_lstopo_sees_it() {
                         .map(|name| {
                             let dir = base.join(&name);
                             std::fs::create_dir_all(&dir).expect("mkdir");
-                            let data = shared_data().join("hwloc-linux");
-                            let root = match already_extracted(&name) {
-                                Some(r) => r,
-                                None => extract(&data.join(format!("{name}.tar.bz2")), &dir),
-                            };
+                            let root = autopin_testkit::hwloc_dump(&name);
                             let xml = lstopo_xml(Some(&root));
                             let m = match hwloc_xml::from_str(&xml) {
                                 Ok(m) => m,
@@ -173,7 +115,7 @@ fn every_real_dump_imports_like_lstopo_sees_it() {
                             };
                             let ours = dir.join("ours.json");
                             std::fs::write(&ours, flat_json(&m)).expect("write json");
-                            let (ok, text) = console_check(&data.join(format!("{name}.console")), &ours);
+                            let (ok, text) = console_check(&autopin_testkit::data(&format!("hwloc-linux/{name}.console")), &ours);
                             if !ok && only_split_data_cache_differs(&m, &text) {
                                 println!("{name}: known model gap: level-2+ data caches are labelled like unified ones ({})", text.trim());
                                 return (name, true, text);
@@ -205,18 +147,13 @@ fn every_real_dump_imports_like_lstopo_sees_it() {
 
 #[test]
 fn disallowed_pus_kept_by_lstopo_are_marked() {
-    if !have("lstopo") || !have("python3") {
-        println!("skipped: lstopo or python3 is not installed");
-        return;
-    }
+    autopin_testkit::require!(
+        have("lstopo") && have("python3"),
+        "lstopo or python3 is not installed"
+    );
     let name = "16amd64-8n2c-cpusets";
     let dir = scratch("disallowed");
-    let root = already_extracted(name).unwrap_or_else(|| {
-        extract(
-            &shared_data().join(format!("hwloc-linux/{name}.tar.bz2")),
-            &dir,
-        )
-    });
+    let root = autopin_testkit::hwloc_dump(name);
     let out = Command::new("lstopo")
         .args(["--disallowed", "--of", "xml", "-"])
         .env("HWLOC_FSROOT", &root)
@@ -239,7 +176,7 @@ fn disallowed_pus_kept_by_lstopo_are_marked() {
     let ours = dir.join("ours.json");
     std::fs::write(&ours, flat_json(&m)).unwrap();
     let (_, text) = console_check(
-        &shared_data().join(format!("hwloc-linux/{name}.console")),
+        &autopin_testkit::data(&format!("hwloc-linux/{name}.console")),
         &ours,
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -254,10 +191,7 @@ fn disallowed_pus_kept_by_lstopo_are_marked() {
 
 #[test]
 fn this_host_imports() {
-    if !have("lstopo") {
-        println!("skipped: lstopo is not installed");
-        return;
-    }
+    autopin_testkit::require!(have("lstopo"), "lstopo is not installed");
     let xml = lstopo_xml(None);
     let m = hwloc_xml::from_str(&xml).expect("import this host");
     let n = xml.matches("type=\"PU\"").count();
@@ -265,10 +199,10 @@ fn this_host_imports() {
     assert!(!m.objects_of(ObjType::Core).is_empty());
     // Every PU this process sees in the XML is allowed unless lstopo said otherwise.
     assert!(m.allowed_cpuset().len() <= n);
-    if !have("python3") {
-        println!("skipped the console comparison: python3 is not installed");
-        return;
-    }
+    autopin_testkit::require!(
+        have("python3"),
+        "python3 is not installed (console comparison)"
+    );
     // The same grouping as lstopo's own verbose console output of this host.
     let console = Command::new("lstopo")
         .args(["-v", "--of", "console", "-"])
@@ -614,20 +548,13 @@ fn svg_escapes_text_and_greys_disallowed() {
 
 #[test]
 fn svg_of_every_imported_dump_is_valid() {
-    // Uses the XML files the dump test would generate only when lstopo exists.
-    if !have("lstopo") {
-        println!("skipped: lstopo is not installed");
-        return;
-    }
+    autopin_testkit::require!(have("lstopo"), "lstopo is not installed");
     for name in [
         "256ppc-8n8s4t",
         "fakeheteromemtiers",
         "20em64t-hybrid-1p6c2t+2ca4co1t",
     ] {
-        let Some(root) = already_extracted(name) else {
-            println!("skipped {name}: not extracted under /tmp/dumps");
-            continue;
-        };
+        let root = autopin_testkit::hwloc_dump(name);
         let m = hwloc_xml::from_str(&lstopo_xml(Some(&root))).unwrap();
         svg_doc_checks(&m);
         let b = boxes::render(&m);
@@ -655,10 +582,7 @@ fn dot_is_accepted_by_graphviz() {
         text.matches("style=dashed, arrowhead=none").count(),
         m.numa_nodes.len()
     );
-    if !have_dot() {
-        println!("skipped the graphviz check: dot is not installed");
-        return;
-    }
+    autopin_testkit::require!(have_dot(), "graphviz's dot is not installed");
     let dir = scratch("dot");
     let p = dir.join("m.dot");
     std::fs::write(&p, &text).unwrap();

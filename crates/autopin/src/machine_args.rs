@@ -6,6 +6,7 @@ use autopin_topology::Machine;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Machine source (default: this machine)")]
 pub struct MachineArgs {
     /// Read Linux sysfs/procfs below this directory instead of / (e.g. an hwloc dump)
     #[arg(long, value_name = "DIR", global = true)]

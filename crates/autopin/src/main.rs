@@ -6,11 +6,19 @@ mod error;
 mod machine_args;
 mod mem_args;
 mod output;
+mod sharing_arg;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "autopin", version, about = "Find and apply the best thread-to-core pinning", long_about = None)]
+#[command(
+    name = "autopin",
+    version,
+    about = "Find and apply the best thread-to-core pinning",
+    long_about = None,
+    after_help = "Examples:\n  autopin topology\n  autopin pin -c S0:0-3 -- ./app\n  autopin run --report r.json -- ./app\n\n\
+Options are the same letter everywhere: -n threads, -c CPUs, -s skip mask, -q quiet, -o output file."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -38,6 +46,10 @@ enum Command {
     Measure(cmd::measure::Args),
     /// Run a program many times under several strategies and compare them statistically
     Compare(cmd::compare::Args),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell)
+    Completions(cmd::install::CompletionsArgs),
+    /// Print the man page (roff)
+    Man(cmd::install::ManArgs),
 }
 
 fn main() {
@@ -59,6 +71,8 @@ fn main() {
         Command::Report(a) => cmd::report::run(a),
         Command::Measure(a) => cmd::measure::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Completions(a) => cmd::install::completions(a, Cli::command()),
+        Command::Man(a) => cmd::install::man(a, Cli::command()),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -3,7 +3,7 @@
 
 use assert_cmd::Command;
 use predicates::str::contains;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ fn bad_input_exits_2_with_a_reason() {
         ),
         (
             &["compare", "-n", "0", "--strategy", "none", "--", "true"],
-            "-n/--runs must be at least 1",
+            "--runs must be at least 1",
         ),
         (
             &["compare", "-n", "3", "--strategy", "none"],
@@ -268,7 +268,7 @@ fn adaptive_mode_adds_rounds_up_to_the_limit() {
         ])
         .assert()
         .code(2)
-        .stderr(contains("--max-runs 5 is below -n 6"));
+        .stderr(contains("--max-runs 5 is below --runs 6"));
 }
 
 #[test]
@@ -319,21 +319,6 @@ fn sigint_keeps_completed_runs_in_the_exports() {
     );
 }
 
-/// Builds the two-thread ping-pong program from bench/ with gcc, or says why not.
-fn build_pingpong(dir: &Path) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/compare_pingpong.c");
-    let exe = dir.join("pingpong");
-    let ok = std::process::Command::new("gcc")
-        .args(["-O2", "-pthread"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    ok.then_some(exe)
-}
-
 fn online_cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
@@ -346,15 +331,10 @@ fn online_cpus() -> usize {
 /// is reported by bench/compare_pingpong.sh rather than asserted here.)
 #[test]
 fn one_cpu_ping_pong_is_significantly_slower() {
-    if online_cpus() < 2 {
-        eprintln!("skipped: needs 2 CPUs");
-        return;
-    }
+    autopin_testkit::require!(online_cpus() >= 2, "needs 2 CPUs");
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build_pingpong(dir.path()) else {
-        eprintln!("skipped: gcc could not build the ping-pong program");
-        return;
-    };
+    let exe = autopin_testkit::build_c_file(Path::new("bench/compare_pingpong.c"), &["-pthread"])
+        .unwrap_or_else(|e| panic!("{e}"));
     let json = dir.path().join("r.json");
     let svg = dir.path().join("r.svg");
     autopin()

@@ -1,11 +1,6 @@
 //! `autopin measure latency|memory` and `--from-latency`, through the binary.
 
 use assert_cmd::Command;
-use std::path::PathBuf;
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data")).join(rel)
-}
 
 fn autopin() -> Command {
     Command::cargo_bin("autopin").unwrap()
@@ -15,7 +10,7 @@ fn autopin() -> Command {
 fn topology_from_a_c2c_matrix() {
     let out = autopin()
         .args(["topology", "--format", "json", "--from-latency"])
-        .arg(data("c2c/intel-i9-12900k.csv"))
+        .arg(autopin_testkit::data("c2c/intel-i9-12900k.csv"))
         .output()
         .unwrap();
     assert_eq!(
@@ -43,7 +38,7 @@ fn topology_from_a_c2c_matrix() {
 fn topology_from_an_mct_file() {
     let out = autopin()
         .args(["topology", "--from-latency"])
-        .arg(data("mctop/lpdxeon2680.mct"))
+        .arg(autopin_testkit::data("mctop/lpdxeon2680.mct"))
         .output()
         .unwrap();
     assert_eq!(
@@ -141,12 +136,10 @@ fn live_latency_measurement() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if out.status.code() == Some(2) && err.contains("at least 2 CPUs") {
-        eprintln!("skipped: this machine gives the tests a single CPU");
-        return;
+        autopin_testkit::skip!("this machine gives the tests a single CPU");
     }
     if out.status.code() == Some(1) && err.contains("lock step") {
-        eprintln!("skipped: a CPU was descheduled too long to keep lock step ({err})");
-        return;
+        autopin_testkit::skip!("a CPU was descheduled too long to keep lock step ({err})");
     }
     assert_eq!(out.status.code(), Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -1,7 +1,7 @@
 //! `autopin pin` end to end: real programs (shell, C pthreads, OpenMP, Rust threads, a
 //! static binary) run under the binary, and what the kernel says about their affinity is
-//! checked. Tests that need a C compiler, libgomp, a static libc or rustc skip with a
-//! message when those are missing; tests that need two CPUs skip on one.
+//! checked. The C compiler, libgomp and a static libc come with scripts/deps.sh (a build
+//! failure fails the test); tests that need two CPUs or rustc skip, counted, without them.
 
 use assert_cmd::cargo::CommandCargoExt;
 use std::io::{BufRead, BufReader};
@@ -34,44 +34,26 @@ fn have_cpus_0_and_1() -> bool {
         let (a, b) = part.split_once('-').unwrap_or((part, part));
         a.parse::<u32>().ok() == Some(0) && b.parse::<u32>().is_ok_and(|b| b >= 1)
     });
-    if !ok {
-        eprintln!("skipping: needs CPUs 0 and 1 (allowed: {list})");
-    }
     ok
 }
 
-/// Compiles C `src` with extra flags; None (and a message) when it cannot be built here.
-fn build_c(dir: &Path, name: &str, src: &str, flags: &[&str]) -> Option<PathBuf> {
-    let file = dir.join(format!("{name}.c"));
-    std::fs::write(&file, src).unwrap();
-    build_c_file(dir, name, &file, flags)
+/// The flags every test program here is built with: threads and the back-channel header.
+fn c_flags<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut f = vec![
+        "-pthread",
+        concat!("-I", env!("CARGO_MANIFEST_DIR"), "/../../include"),
+    ];
+    f.extend_from_slice(extra);
+    f
 }
 
-fn build_c_file(dir: &Path, name: &str, file: &Path, flags: &[&str]) -> Option<PathBuf> {
-    let exe = dir.join(name);
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include");
-    let out = Command::new("cc")
-        .args(["-O2", "-pthread", "-I"])
-        .arg(include)
-        .args(flags)
-        .arg("-o")
-        .arg(&exe)
-        .arg(file)
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(exe),
-        Ok(o) => {
-            eprintln!(
-                "skipping: cc {flags:?} failed: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!("skipping: no C compiler ({e})");
-            None
-        }
-    }
+/// Compiles C `src` with extra flags (cached by the testkit); `Err` says why it cannot here.
+fn build_c(name: &str, src: &str, flags: &[&str]) -> Result<PathBuf, String> {
+    autopin_testkit::build_c(name, src, &c_flags(flags))
+}
+
+fn build_c_file(file: &Path, flags: &[&str]) -> Result<PathBuf, String> {
+    autopin_testkit::build_c_file(file, &c_flags(flags))
 }
 
 /// Creates THREADS threads one after another; each waits DELAY ms, then prints the CPUs
@@ -130,9 +112,11 @@ fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[test]
 fn shell_sees_its_cpu_and_stdout_is_untouched() {
-    if !have_cpus_0_and_1() {
-        return;
-    }
+    autopin_testkit::require!(
+        have_cpus_0_and_1(),
+        "needs CPUs 0 and 1 (allowed: {})",
+        allowed_list()
+    );
     let out = autopin()
         .args([
             "pin",
@@ -164,14 +148,13 @@ fn shell_sees_its_cpu_and_stdout_is_untouched() {
 
 #[test]
 fn openmp_threads_follow_the_list() {
-    if !have_cpus_0_and_1() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    autopin_testkit::require!(
+        have_cpus_0_and_1(),
+        "needs CPUs 0 and 1 (allowed: {})",
+        allowed_list()
+    );
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/syncbench.c");
-    let Some(exe) = build_c_file(dir.path(), "syncbench", &src, &["-fopenmp"]) else {
-        return;
-    };
+    let exe = build_c_file(&src, &["-fopenmp"]).unwrap_or_else(|e| panic!("{e}"));
     let out = autopin()
         .env("OMP_NUM_THREADS", "4")
         .args(["pin", "-c", "0,1,0,1", "--"])
@@ -233,13 +216,12 @@ fn omp_num_threads_defaults_to_the_list_length() {
 
 #[test]
 fn pthreads_are_pinned_and_the_skip_mask_skips() {
-    if !have_cpus_0_and_1() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build_c(dir.path(), "threads", THREADS_C, &[]) else {
-        return;
-    };
+    autopin_testkit::require!(
+        have_cpus_0_and_1(),
+        "needs CPUs 0 and 1 (allowed: {})",
+        allowed_list()
+    );
+    let exe = build_c("threads", THREADS_C, &[]).unwrap_or_else(|e| panic!("{e}"));
     let out = autopin()
         .args(["pin", "-c", "0,1"])
         .arg("--")
@@ -271,9 +253,11 @@ fn pthreads_are_pinned_and_the_skip_mask_skips() {
 
 #[test]
 fn rust_std_threads_are_pinned() {
-    if !have_cpus_0_and_1() {
-        return;
-    }
+    autopin_testkit::require!(
+        have_cpus_0_and_1(),
+        "needs CPUs 0 and 1 (allowed: {})",
+        allowed_list()
+    );
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("threads.rs");
     std::fs::write(
@@ -301,10 +285,7 @@ fn main() {
         .output()
     {
         Ok(o) if o.status.success() => {}
-        other => {
-            eprintln!("skipping: rustc could not build the test program: {other:?}");
-            return;
-        }
+        other => autopin_testkit::skip!("rustc could not build the test program: {other:?}"),
     }
     let out = autopin()
         .args(["pin", "-c", "1,0,0,1", "--"])
@@ -325,13 +306,12 @@ fn main() {
 
 #[test]
 fn static_binary_is_pinned_by_polling_with_a_warning() {
-    if !have_cpus_0_and_1() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build_c(dir.path(), "threads_static", THREADS_C, &["-static"]) else {
-        return;
-    };
+    autopin_testkit::require!(
+        have_cpus_0_and_1(),
+        "needs CPUs 0 and 1 (allowed: {})",
+        allowed_list()
+    );
+    let exe = build_c("threads_static", THREADS_C, &["-static"]).unwrap_or_else(|e| panic!("{e}"));
     // Each thread waits 300 ms before looking, longer than the slowest polling interval.
     let out = autopin()
         .args(["pin", "-c", "1,0"])
@@ -497,9 +477,11 @@ fn print_lists_domains_or_the_selection() {
 
 #[test]
 fn policy_places_on_the_live_machine() {
-    if !have_cpus_0_and_1() {
-        return;
-    }
+    autopin_testkit::require!(
+        have_cpus_0_and_1(),
+        "needs CPUs 0 and 1 (allowed: {})",
+        allowed_list()
+    );
     let out = autopin()
         .args([
             "pin",

@@ -2,14 +2,9 @@
 
 use assert_cmd::Command;
 use predicates::prelude::*;
-use std::path::{Path, PathBuf};
 
 fn autopin() -> Command {
     Command::cargo_bin("autopin").unwrap()
-}
-
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
 }
 
 fn have(tool: &str) -> bool {
@@ -76,10 +71,10 @@ fn json_round_trip_through_files() {
 
 #[test]
 fn host_agrees_with_lstopo() {
-    if !have("lstopo-no-graphics") {
-        eprintln!("SKIPPED: lstopo-no-graphics is not installed");
-        return;
-    }
+    autopin_testkit::require!(
+        have("lstopo-no-graphics"),
+        "lstopo-no-graphics is not installed"
+    );
     let tmp = tempfile::tempdir().unwrap();
     let console = tmp.path().join("host.console");
     let out = std::process::Command::new("lstopo-no-graphics")
@@ -94,7 +89,7 @@ fn host_agrees_with_lstopo() {
         .assert()
         .success();
     let check = std::process::Command::new("python3")
-        .arg(shared().join("tools/hwloc_console_check.py"))
+        .arg(autopin_testkit::tool("hwloc_console_check.py"))
         .arg(&console)
         .arg(&json)
         .output()
@@ -109,15 +104,7 @@ fn host_agrees_with_lstopo() {
 #[test]
 fn dump_through_the_cli_matches_lstopo() {
     let tmp = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("tar")
-        .arg("xjf")
-        .arg(shared().join("data/hwloc-linux/16em64t-4s2c2t.tar.bz2"))
-        .arg("-C")
-        .arg(tmp.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let root = tmp.path().join("16em64t-4s2c2t");
+    let root = autopin_testkit::hwloc_dump("16em64t-4s2c2t");
     let json = tmp.path().join("ours.json");
     autopin()
         .args(["topology", "--format", "json", "-o"])
@@ -127,8 +114,8 @@ fn dump_through_the_cli_matches_lstopo() {
         .assert()
         .success();
     let check = std::process::Command::new("python3")
-        .arg(shared().join("tools/hwloc_console_check.py"))
-        .arg(shared().join("data/hwloc-linux/16em64t-4s2c2t.console"))
+        .arg(autopin_testkit::tool("hwloc_console_check.py"))
+        .arg(autopin_testkit::data("hwloc-linux/16em64t-4s2c2t.console"))
         .arg(&json)
         .output()
         .unwrap();
@@ -240,10 +227,7 @@ fn normalized_pus(doc: &serde_json::Value) -> Vec<serde_json::Value> {
 
 #[test]
 fn hwloc_xml_of_this_host_matches_sysfs() {
-    if !have("lstopo") {
-        eprintln!("SKIPPED: lstopo is not installed");
-        return;
-    }
+    autopin_testkit::require!(have("lstopo"), "lstopo is not installed");
     let tmp = tempfile::tempdir().unwrap();
     let xml = tmp.path().join("host.xml");
     let st = std::process::Command::new("lstopo")

@@ -14,8 +14,7 @@ use vm::Shape;
 macro_rules! require_vm {
     () => {
         if let Some(why) = vm::unavailable() {
-            eprintln!("SKIPPED: {why}");
-            return;
+            autopin_testkit::skip!("{why}");
         }
     };
 }
@@ -322,17 +321,12 @@ fn per_node(text: &str) -> std::collections::BTreeMap<u32, u64> {
 }
 
 fn firsttouch() -> std::path::PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let out = dir.join("firsttouch");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vm/firsttouch.c");
-    let st = std::process::Command::new("gcc")
-        .args(["-O2", "-pthread", "-static", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("gcc");
-    assert!(st.success(), "building {}", src.display());
-    out
+    // Static, so the guest needs no libraries for it.
+    autopin_testkit::build_c_file(
+        Path::new("tests/vm/firsttouch.c"),
+        &["-O2", "-pthread", "-static"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// 256 MiB first-touched by threads on node 0; autopin attach re-pins them to node 1 and

@@ -10,7 +10,9 @@ use super::tree::human_size;
 use crate::model::*;
 use std::fmt::Write;
 
-const CHAR_W: f64 = 7.0;
+/// Advance of one 12 px monospace character (DejaVu Sans Mono: 0.602 em), rounded up so
+/// boxes and captions never end inside their text.
+const CHAR_W: f64 = 7.3;
 const FONT_PX: u32 = 12;
 const LINE_H: f64 = 16.0;
 const PAD: f64 = 5.0;

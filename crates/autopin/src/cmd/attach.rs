@@ -5,6 +5,9 @@ use crate::cmd::run::{execute, EngineArgs, Target};
 use crate::error::CmdResult;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  autopin attach 12345\n  autopin attach --duration 60 --report r.json $(pidof app)\n  autopin attach --schedule '0,1;1,0' 12345"
+)]
 pub struct Args {
     /// The process to optimize
     #[arg(value_name = "PID")]

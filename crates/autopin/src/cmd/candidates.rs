@@ -12,12 +12,20 @@ pub enum Format {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:\n  autopin candidates -n 4\n  \
+autopin candidates -n 8 --max-candidates 0 --sysfs-root dump/\n  \
+autopin candidates -n 2 --unpinned --format json")]
 pub struct Args {
     /// Number of threads
     #[arg(short = 'n', long, value_name = "N")]
     pub threads: usize,
-    /// At most this many pinned candidates (0: all classes)
-    #[arg(long, value_name = "K", default_value_t = 16)]
+    /// At most this many pinned candidates (0: all classes); `--max` is the old spelling
+    #[arg(
+        long = "max-candidates",
+        alias = "max",
+        value_name = "K",
+        default_value_t = 16
+    )]
     pub max: usize,
     /// Also list "unpinned (OS decides)", first
     #[arg(long)]
@@ -51,13 +59,22 @@ pub fn run(args: Args) -> CmdResult {
             let pinned = list.iter().filter(|c| !c.unpinned).count();
             if total > autopin_placement::EXACT_LIMIT {
                 eprintln!(
-                    "note: about {total:.3e} classes exist for {} threads; listing the even ones (threads split evenly at every level)",
-                    args.threads
+                    "{}",
+                    autopin_human::wrap(
+                        &format!(
+                            "note: about {} classes exist for {}; listing the even ones (threads split evenly at every level)",
+                            autopin_human::number(total),
+                            autopin_human::plural(args.threads as u64, "thread", "threads")
+                        ),
+                        100,
+                        "  "
+                    )
                 );
             } else if total > 0.0 {
                 eprintln!(
-                    "{} classes for {} threads; showing {pinned}",
-                    total as u64, args.threads
+                    "{} for {}; showing {pinned}",
+                    autopin_human::plural(total as u64, "class", "classes"),
+                    autopin_human::plural(args.threads as u64, "thread", "threads")
                 );
             }
             for (i, c) in list.iter().enumerate() {

@@ -23,14 +23,23 @@ a policy (compact, scatter, balanced, cores, CON_CORE, ...), SHARING:matrix.txt 
 random (a fresh random pinning per run) or autopin (the optimizer, `autopin run`).\n\
 Runs are interleaved in a random order per round. Results go to stdout; progress, failures and \
 --show-output to stderr. Pinned strategies include `autopin pin`'s start-up (a few ms) in their wall time: \
-compare programs that run much longer than that, or use --metric."
+compare programs that run much longer than that, or use --metric.\n\n\
+Examples:\n  autopin compare --runs 10 --strategy none --strategy compact --strategy autopin -- ./app\n  \
+autopin compare --strategy none --strategy S0:0-3 --metric 'Mop/s\\s*=\\s*([0-9.]+)' --higher-is-better -- ./bench\n  \
+autopin compare --adaptive --strategy none --strategy 0,1 --export-json cmp.json --svg cmp.svg -- ./app"
 )]
 pub struct Args {
-    /// Measured runs per strategy
-    #[arg(short = 'n', long = "runs", value_name = "RUNS", default_value_t = 10)]
+    /// Measured runs per strategy (`-n` is the old spelling; elsewhere -n is a thread count)
+    #[arg(
+        short = 'r',
+        long = "runs",
+        short_alias = 'n',
+        value_name = "RUNS",
+        default_value_t = 10
+    )]
     pub runs: usize,
     /// A strategy to compare (repeat the option; values may contain commas)
-    #[arg(short = 's', long = "strategy", value_name = "S")]
+    #[arg(long = "strategy", short_alias = 's', value_name = "S")]
     pub strategies: Vec<String>,
     /// The strategy the others are compared with (default: the first); added if not listed
     #[arg(long, value_name = "S")]
@@ -51,6 +60,9 @@ pub struct Args {
     /// Show the program's output (on stderr) instead of only capturing it
     #[arg(long)]
     pub show_output: bool,
+    /// No progress on stderr (failed runs are still reported)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Include runs that exited non-zero in the statistics
     #[arg(long)]
     pub ignore_failure: bool,
@@ -96,13 +108,13 @@ pub fn run(args: Args) -> CmdResult {
     // Everything is validated before the first run.
     if args.program.is_empty() {
         return Err(CliError::usage(
-            "no program given; usage: autopin compare -n RUNS --strategy S ... -- PROGRAM [ARGS]",
+            "no program given; usage: autopin compare --runs RUNS --strategy S ... -- PROGRAM [ARGS]",
         ));
     }
     check_program(&args.program[0])?;
     if args.runs == 0 {
         return Err(CliError::usage(
-            "-n/--runs must be at least 1 (2 or more to test differences)",
+            "--runs must be at least 1 (2 or more to test differences)",
         ));
     }
     if args.strategies.is_empty() {
@@ -126,7 +138,7 @@ pub fn run(args: Args) -> CmdResult {
     let adaptive_max_runs = match (args.adaptive, args.max_runs) {
         (true, Some(m)) if m < args.runs => {
             return Err(CliError::usage(format!(
-                "--max-runs {m} is below -n {}",
+                "--max-runs {m} is below --runs {}",
                 args.runs
             )))
         }
@@ -240,7 +252,7 @@ pub fn run(args: Args) -> CmdResult {
         program: &args.program,
         allowed_cpus: &allowed,
     };
-    let mut progress = Progress::new((args.warmup + args.runs) * exp.strategies.len());
+    let mut progress = Progress::new((args.warmup + args.runs) * exp.strategies.len(), args.quiet);
     let outcome = exp.run(&setup, &cfg, &mut launcher, &interrupt, &mut |e| {
         progress.event(e)
     });
@@ -361,14 +373,21 @@ fn clock_seed() -> u64 {
         .unwrap_or(1)
 }
 
-/// A progress bar on stderr, drawn only when stderr is a terminal.
+/// Progress on stderr: a bar when stderr is a terminal, one plain line per run otherwise
+/// (logs, CI), nothing with -q.
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
+    /// Plain lines instead of a bar.
+    plain: bool,
+    planned: usize,
+    started: usize,
+    t0: std::time::Instant,
 }
 
 impl Progress {
-    fn new(planned: usize) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
+    fn new(planned: usize, quiet: bool) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (terminal && !quiet).then(|| {
             let b = indicatif::ProgressBar::new(planned as u64);
             if let Ok(style) = indicatif::ProgressStyle::with_template(
                 "{bar:30} {pos}/{len} runs  {elapsed} (eta {eta})  {msg}",
@@ -377,7 +396,32 @@ impl Progress {
             }
             b
         });
-        Progress { bar }
+        Progress {
+            bar,
+            plain: !terminal && !quiet,
+            planned,
+            started: 0,
+            t0: std::time::Instant::now(),
+        }
+    }
+
+    /// "run 3/20: `0,1` (about 40 s left)": the estimate assumes the remaining runs take
+    /// as long as the finished ones did on average.
+    fn plain_line(&self, strategy: &str, warmup: bool) -> String {
+        let done = self.started.saturating_sub(1);
+        let eta = if done > 0 {
+            let per_run = self.t0.elapsed().as_secs_f64() / done as f64;
+            let left = per_run * (self.planned + 1 - self.started) as f64;
+            format!(" (about {} left)", autopin_human::duration(left))
+        } else {
+            String::new()
+        };
+        format!(
+            "autopin: run {}/{}: {}`{strategy}`{eta}",
+            self.started,
+            self.planned,
+            if warmup { "warm-up of " } else { "" }
+        )
     }
 
     fn say(&self, msg: String) {
@@ -392,11 +436,14 @@ impl Progress {
             Event::Start {
                 strategy, warmup, ..
             } => {
+                self.started += 1;
                 if let Some(b) = &self.bar {
                     b.set_message(format!(
                         "{}{strategy}",
                         if warmup { "warm-up " } else { "" }
                     ));
+                } else if self.plain {
+                    eprintln!("{}", self.plain_line(strategy, warmup));
                 }
             }
             Event::Finished {
@@ -431,6 +478,7 @@ impl Progress {
                 }
             }
             Event::Replanned { planned } => {
+                self.planned = planned;
                 if let Some(b) = &self.bar {
                     b.set_length(planned as u64);
                 }

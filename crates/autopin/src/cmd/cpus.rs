@@ -6,6 +6,9 @@ use crate::machine_args::MachineArgs;
 use autopin_placement::{domains_listing, pin_expression, CpuList};
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  autopin cpus S0:0-3\n  autopin cpus E:N:8:1:2 -d \" \"\n  autopin cpus -p --synthetic \"package:2 core:4 pu:2\""
+)]
 pub struct Args {
     /// Pin expression: 0-3,8 | S1:0-3 | E:N:8:1:2 | M:scatter | S0:0-1@S1:0-1 | ...
     #[arg(value_name = "EXPR", required_unless_present = "domains")]

@@ -27,6 +27,9 @@ enum What {
 }
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  autopin measure latency\n  autopin measure latency --cpus 0-7 -o lat.csv --svg heatmap.svg\n  autopin topology --from-latency lat.csv"
+)]
 struct LatencyArgs {
     /// CPUs to measure, as a Linux list ("0-3,8"); default: every CPU this process may use
     #[arg(long, value_name = "LIST")]
@@ -47,9 +50,15 @@ struct LatencyArgs {
     /// Do not run the spin-loop test that confirms SMT siblings
     #[arg(long)]
     no_smt_test: bool,
+    /// Do not say on stderr what is being measured
+    #[arg(short = 'q', long)]
+    quiet: bool,
 }
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  autopin measure memory\n  autopin measure memory --budget 1GiB -o machine.json"
+)]
 struct MemoryArgs {
     /// Largest buffer allocated at any time (KiB, MiB, GiB)
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
@@ -57,6 +66,16 @@ struct MemoryArgs {
     /// Write the topology with the measurements attached (an autopin topology JSON document)
     #[arg(long, short = 'o', value_name = "FILE.json")]
     out: Option<PathBuf>,
+    /// Do not say on stderr what is being measured
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+/// One line on stderr per step of a measurement, unless -q.
+fn step(quiet: bool, msg: &str) {
+    if !quiet {
+        eprintln!("autopin: {msg}");
+    }
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -122,6 +141,15 @@ fn latency(a: LatencyArgs) -> CmdResult {
     let aff = Linux;
     let cpus = chosen_cpus(a.cpus.as_deref(), &aff)?;
     let total = cpus.len() * (cpus.len() - 1) / 2;
+    step(
+        a.quiet,
+        &format!(
+            "measuring core-to-core latency of CPUs {}: {}, {} rounds each",
+            CpuSet::from_cpus(cpus.iter().copied()).to_list(),
+            autopin_human::plural(total as u64, "pair", "pairs"),
+            a.rounds
+        ),
+    );
     let bar = progress_bar(total as u64);
     let cfg = PairConfig {
         rounds: a.rounds,
@@ -134,7 +162,16 @@ fn latency(a: LatencyArgs) -> CmdResult {
     bar.finish_and_clear();
     let matrix = &measured.matrix;
 
+    step(
+        a.quiet,
+        if a.no_smt_test {
+            "inferring the structure from the latencies"
+        } else {
+            "inferring the structure (with a spin-loop test of SMT siblings)"
+        },
+    );
     let (inf, verdicts) = infer_live(matrix, &aff, !a.no_smt_test)?;
+    step(a.quiet, "comparing with the OS topology");
     let mut machine = build::to_machine(&inf, matrix, &build::Extras::default());
     machine.info.insert(
         "latency.clock".into(),
@@ -175,6 +212,10 @@ fn latency(a: LatencyArgs) -> CmdResult {
     }
     if let Some(svg) = &a.svg {
         write_atomically(svg, heatmap::render(matrix, &inf).as_bytes())?;
+        step(a.quiet, &format!("wrote the heatmap to {}", svg.display()));
+    }
+    if let Some(out) = &a.out {
+        step(a.quiet, &format!("wrote the matrix to {}", out.display()));
     }
 
     if a.json {
@@ -204,14 +245,14 @@ fn latency(a: LatencyArgs) -> CmdResult {
         .cloned()
         .fold(0.0, f64::max);
     println!(
-        "measured {} CPUs ({} pairs) in {:.2} s: {:.0} µs per pair; clock {} at {:.3} GHz; {} pair(s) re-measured; largest spread (IQR/median) {:.0}%",
-        cpus.len(),
-        total,
-        measured.elapsed.as_secs_f64(),
+        "measured {} ({}) in {}: {:.0} µs per pair; clock {} at {:.3} GHz; {} re-measured; largest spread (IQR/median) {:.0}%",
+        autopin_human::plural(cpus.len() as u64, "CPU", "CPUs"),
+        autopin_human::plural(total as u64, "pair", "pairs"),
+        autopin_human::duration(measured.elapsed.as_secs_f64()),
         measured.per_pair.as_secs_f64() * 1e6,
         measured.clock.kind,
         measured.clock.ghz,
-        measured.remeasured,
+        autopin_human::plural(measured.remeasured as u64, "pair", "pairs"),
         max_spread * 100.0
     );
     if cpus.len() <= 16 {
@@ -399,6 +440,15 @@ fn memory_cmd(a: MemoryArgs) -> CmdResult {
         budget,
         ..Default::default()
     };
+    step(
+        a.quiet,
+        &format!(
+            "measuring memory latency and bandwidth: {} × {}, buffers up to {} MiB",
+            autopin_human::plural(nodes.len() as u64, "NUMA node", "NUMA nodes"),
+            autopin_human::plural(sources.len() as u64, "socket", "sockets"),
+            budget >> 20
+        ),
+    );
     let bar = progress_bar((sources.len() * nodes.len()) as u64);
     let mut results = Vec::new();
     for src in &sources {

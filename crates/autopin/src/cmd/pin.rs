@@ -13,7 +13,6 @@ use autopin_engine::target::{
 };
 use autopin_topology::{CpuSet, Machine};
 use std::ffi::OsString;
-use std::path::Path;
 
 #[derive(clap::Args)]
 #[command(
@@ -28,7 +27,7 @@ pub struct Args {
     #[arg(short = 'c', long = "cpus", value_name = "EXPR", conflicts_with_all = ["policy", "sharing"])]
     pub cpus: Option<String>,
     /// Place threads with a named policy (compact, scatter, balanced, ...)
-    #[arg(long, value_name = "POLICY", conflicts_with = "sharing")]
+    #[arg(long, value_name = "POLICY")]
     pub policy: Option<String>,
     /// Number of threads for --policy (default: as many as allowed CPUs)
     #[arg(short = 'n', long = "threads", value_name = "N", requires = "policy")]
@@ -89,6 +88,12 @@ fn select_cpus(args: &Args, m: &Machine) -> Result<Option<Vec<u32>>, CliError> {
             .map(Some)
             .map_err(usage);
     }
+    if let Some(spec) = &args.sharing {
+        let (strategy, file) = crate::sharing_arg::parse(spec, args.policy.as_deref())?;
+        return autopin_placement::sharing_pinning(m, &strategy, &file)
+            .map(Some)
+            .map_err(usage);
+    }
     if let Some(policy) = &args.policy {
         let n = match args.threads {
             Some(0) => return Err(CliError::usage("-n must be at least 1")),
@@ -96,17 +101,6 @@ fn select_cpus(args: &Args, m: &Machine) -> Result<Option<Vec<u32>>, CliError> {
             None => m.allowed_cpuset().len(),
         };
         return autopin_placement::policy_pinning(m, policy, n)
-            .map(Some)
-            .map_err(usage);
-    }
-    if let Some(spec) = &args.sharing {
-        let Some((strategy, file)) = spec.split_once(':') else {
-            return Err(CliError::usage(format!(
-                "--sharing {spec:?}: expected STRATEGY:FILE, e.g. LP_COMPACT:matrix.csv (strategies: {})",
-                autopin_placement::SHARING_STRATEGIES
-            )));
-        };
-        return autopin_placement::sharing_pinning(m, strategy, Path::new(file))
             .map(Some)
             .map_err(usage);
     }

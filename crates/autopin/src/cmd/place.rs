@@ -1,8 +1,6 @@
 //! `autopin place`: place N threads with a named policy (or a sharing-aware strategy with
 //! `--sharing FILE`) and print the mapping thread → CPU with a summary of what it uses.
 
-use std::path::PathBuf;
-
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
 use autopin_placement::{policy_pinning, sharing_pinning, summarize, CpuList, PlacementSummary};
@@ -15,6 +13,9 @@ pub enum Format {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:\n  autopin place -n 8 --policy scatter\n  \
+autopin place -n 4 --policy CON_CORE --synthetic \"package:2 core:4 pu:2\"\n  \
+autopin place --sharing LP_COMPACT:comm.csv --format json")]
 pub struct Args {
     /// Number of threads (with --sharing: taken from the matrix size)
     #[arg(
@@ -25,13 +26,13 @@ pub struct Args {
     )]
     pub threads: Option<usize>,
     /// compact, scatter, balanced, cores, sequential, CON_HWC, CON_CORE_HWC, CON_CORE,
-    /// BALANCE_HWC, BALANCE_CORE, RR_HWC, RR_CORE, RR_SCALE, POWER; with --sharing:
-    /// LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP
-    #[arg(long, value_name = "P")]
-    pub policy: String,
-    /// N×N thread sharing matrix (rows of numbers, whitespace or comma separated)
-    #[arg(long, value_name = "FILE")]
-    pub sharing: Option<PathBuf>,
+    /// BALANCE_HWC, BALANCE_CORE, RR_HWC, RR_CORE, RR_SCALE, POWER
+    #[arg(long, value_name = "P", required_unless_present = "sharing")]
+    pub policy: Option<String>,
+    /// Sharing-aware placement from an N×N thread-sharing matrix (rows of numbers, whitespace
+    /// or comma separated): LP_COMPACT:FILE, LP_SCATTER:FILE, GP:FILE, LPGP:FILE, GPLP:FILE
+    #[arg(long, value_name = "STRATEGY:FILE")]
+    pub sharing: Option<String>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     #[command(flatten)]
@@ -50,9 +51,11 @@ struct Output<'a> {
 pub fn run(args: Args) -> CmdResult {
     let m = args.machine.load()?;
     let cpus = match &args.sharing {
-        Some(path) => {
-            let cpus = sharing_pinning(&m, &args.policy, path)
-                .map_err(|e| CliError::usage(e.to_string()))?;
+        Some(spec) => {
+            let (strategy, path) = crate::sharing_arg::parse(spec, args.policy.as_deref())?;
+            let path = &path;
+            let cpus =
+                sharing_pinning(&m, &strategy, path).map_err(|e| CliError::usage(e.to_string()))?;
             if let Some(n) = args.threads {
                 if n != cpus.len() {
                     return Err(CliError::usage(format!(
@@ -69,14 +72,20 @@ pub fn run(args: Args) -> CmdResult {
             let n = args
                 .threads
                 .ok_or_else(|| CliError::usage("give the number of threads with -n N"))?;
-            policy_pinning(&m, &args.policy, n).map_err(|e| CliError::usage(e.to_string()))?
+            let policy = args.policy.as_deref().unwrap_or("compact");
+            policy_pinning(&m, policy, n).map_err(|e| CliError::usage(e.to_string()))?
         }
     };
     let summary = summarize(&m, &cpus);
+    let policy = match (&args.sharing, &args.policy) {
+        (Some(spec), p) => crate::sharing_arg::parse(spec, p.as_deref())?.0,
+        (None, Some(p)) => p.clone(),
+        (None, None) => "compact".into(),
+    };
     match args.format {
         Format::Json => {
             let out = Output {
-                policy: &args.policy,
+                policy: &policy,
                 list: CpuList(cpus.clone()).to_list(),
                 cpus,
                 summary,
@@ -86,7 +95,7 @@ pub fn run(args: Args) -> CmdResult {
             println!("{text}");
         }
         Format::Text => {
-            println!("policy {}: {}", args.policy, CpuList(cpus.clone()));
+            println!("policy {policy}: {}", CpuList(cpus.clone()));
             for (i, c) in cpus.iter().enumerate() {
                 println!("thread {i:>3} -> CPU {c}");
             }

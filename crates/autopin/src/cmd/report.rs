@@ -6,6 +6,9 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  autopin report r.json\n  autopin report r.json --svg timeline.svg"
+)]
 pub struct Args {
     /// The JSON report
     #[arg(value_name = "FILE")]
@@ -39,12 +42,22 @@ pub fn run(args: Args) -> CmdResult {
 fn summary(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "command:   {}", r.command.join(" "));
-    let _ = writeln!(s, "objective: {} ({})", r.objective.name, r.objective.unit);
+    // The name often carries its unit already ("heartbeat [beats/s] (more is better)").
+    if r.objective.name.contains(&r.objective.unit) {
+        let _ = writeln!(s, "objective: {}", r.objective.name);
+    } else {
+        let _ = writeln!(s, "objective: {} ({})", r.objective.name, r.objective.unit);
+    }
     let _ = writeln!(s, "strategy:  {}, counting {}", r.strategy, r.counting_mode);
     let _ = writeln!(
         s,
-        "wall time: {:.1} s, searching {:.1} s, exit status {:?}",
-        r.wall_time, r.search_time, r.exit_status
+        "wall time: {:.1} s, searching {:.1} s, {}",
+        r.wall_time,
+        r.search_time,
+        match r.exit_status {
+            Some(c) => format!("exit status {c}"),
+            None => "no exit status (still running, or killed by a signal)".to_string(),
+        }
     );
     let _ = writeln!(s, "candidates ({}):", r.candidates.len());
     // Rates of different program phases are never mixed: one mean per phase.
@@ -72,7 +85,7 @@ fn summary(r: &Report) -> String {
             let mean = if probes.is_empty() {
                 String::from("-")
             } else {
-                format!("{:.4e}", probes.iter().sum::<f64>() / probes.len() as f64)
+                autopin_human::number(probes.iter().sum::<f64>() / probes.len() as f64)
             };
             parts.push(match ph {
                 Some(name) => format!("{name}: {mean} ({})", probes.len()),
@@ -104,8 +117,8 @@ fn summary(r: &Report) -> String {
             d.candidate,
             d.margin
                 .map(|m| format!(
-                    " ({:+.1}% over {})",
-                    100.0 * m,
+                    " ({} over {})",
+                    autopin_human::relative(m),
                     d.runner_up.clone().unwrap_or_default()
                 ))
                 .unwrap_or_default()
@@ -121,14 +134,14 @@ fn summary(r: &Report) -> String {
                 d.reason,
                 match (d.margin, d.margin_ci) {
                     (Some(m), Some(ci)) => format!(
-                        ", margin {:+.1}% ± {:.1}% over {}",
-                        100.0 * m,
-                        100.0 * ci,
+                        ", margin {} ± {} over {}",
+                        autopin_human::relative(m),
+                        autopin_human::percent(ci).trim_start_matches('+'),
                         d.runner_up.clone().unwrap_or_default()
                     ),
                     (Some(m), None) => format!(
-                        ", margin {:+.1}% over {}",
-                        100.0 * m,
+                        ", margin {} over {}",
+                        autopin_human::relative(m),
                         d.runner_up.clone().unwrap_or_default()
                     ),
                     _ => String::new(),
@@ -183,16 +196,22 @@ fn esc(s: &str) -> String {
 
 /// Rate over time as bars coloured by the applied candidate, with a legend.
 fn svg(r: &Report) -> String {
-    let (w, h, left, top, bottom) = (900.0, 420.0, 70.0, 30.0, 60.0);
+    let (w, h, left, top, bottom) = (900.0, 430.0, 70.0, 40.0, 60.0);
     let legend_h = 16.0 * r.candidates.len() as f64;
     let total_h = h + legend_h + 20.0;
-    let tmax = r.timeline.iter().map(|p| p.t).fold(0.0, f64::max).max(1e-9);
-    let rmax = r
-        .timeline
-        .iter()
-        .map(|p| p.rate)
-        .fold(0.0, f64::max)
-        .max(1e-300);
+    // Axes end on round, labelled values (autopin_human::ticks).
+    let time_ticks = autopin_human::ticks(
+        0.0,
+        r.timeline.iter().map(|p| p.t).fold(0.0, f64::max).max(1e-9),
+        5,
+    );
+    let tmax = time_ticks.last().copied().unwrap_or(1.0).max(1e-9);
+    let rate_ticks = autopin_human::ticks(
+        0.0,
+        r.timeline.iter().map(|p| p.rate).fold(0.0, f64::max),
+        4,
+    );
+    let rmax = rate_ticks.last().copied().unwrap_or(1.0).max(1e-300);
     let pw = w - left - 20.0;
     let ph = h - top - bottom;
     // Programs with phases can differ by orders of magnitude between them (a barrier phase
@@ -216,13 +235,24 @@ fn svg(r: &Report) -> String {
         }
     };
     let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{total_h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{total_h}\" viewBox=\"0 0 {w} {total_h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     );
+    // 12 px sans-serif averages under 7 px a character: shorten what would not fit.
+    let fit = |t: String, px: f64| -> String {
+        let max = (px / 7.0) as usize;
+        if t.chars().count() <= max {
+            t
+        } else {
+            t.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+        }
+    };
     let _ = writeln!(
         s,
-        "<text x=\"{left}\" y=\"18\">{} — {}</text>",
-        esc(&r.command.join(" ")),
-        esc(&r.objective.name)
+        "<text x=\"10\" y=\"20\">{}</text>",
+        esc(&fit(
+            format!("{} — {}", r.command.join(" "), r.objective.name),
+            w - 20.0
+        ))
     );
     let mut prev_t = 0.0;
     for p in &r.timeline {
@@ -245,16 +275,24 @@ fn svg(r: &Report) -> String {
         // Decisions can come close together (one per phase): stagger their labels.
         let label_y = top + 12.0 + 14.0 * (i % 4) as f64;
         let _ = writeln!(s, "<line x1=\"{x:.2}\" y1=\"{top}\" x2=\"{x:.2}\" y2=\"{}\" stroke=\"black\" stroke-dasharray=\"4 3\"/>", top + ph);
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.2}\" y=\"{}\">decided {}{}</text>",
-            x + 3.0,
-            label_y,
-            esc(&d.candidate),
+        let text = format!(
+            "decided {}{}",
+            d.candidate,
             d.phase
                 .as_ref()
-                .map(|p| format!(" for {}", esc(p)))
+                .map(|p| format!(" for {p}"))
                 .unwrap_or_default()
+        );
+        // Past the middle, the label goes left of its line so it stays on the canvas.
+        let (lx, anchor) = if x > left + pw / 2.0 {
+            (x - 3.0, "end")
+        } else {
+            (x + 3.0, "start")
+        };
+        let _ = writeln!(
+            s,
+            "<text x=\"{lx:.2}\" y=\"{label_y}\" text-anchor=\"{anchor}\">{}</text>",
+            esc(&fit(text, pw / 2.0))
         );
     }
     let _ = writeln!(
@@ -269,23 +307,38 @@ fn svg(r: &Report) -> String {
         "<line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" stroke=\"black\"/>",
         top + ph
     );
-    for i in 0..=4 {
-        let v = if log {
-            10f64.powf(lo + (hi - lo) * i as f64 / 4.0)
-        } else {
-            rmax * i as f64 / 4.0
-        };
-        let y = top + ph - ph * i as f64 / 4.0;
+    let rate_labels: Vec<(f64, String)> = if log {
+        let decades: Vec<f64> = (lo as i32..=hi as i32).map(|k| 10f64.powi(k)).collect();
+        let step = decades.len().div_ceil(6).max(1);
+        decades
+            .iter()
+            .step_by(step)
+            .map(|v| (*v, autopin_human::number(*v)))
+            .collect()
+    } else {
+        rate_ticks
+            .iter()
+            .copied()
+            .zip(autopin_human::tick_labels(&rate_ticks))
+            .collect()
+    };
+    for (v, label) in rate_labels {
+        let y = top + ph - height(v);
         let _ = writeln!(
             s,
-            "<text x=\"{}\" y=\"{y:.1}\" text-anchor=\"end\">{v:.3e}</text>",
-            left - 4.0
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
+            left - 4.0,
+            y + 4.0
         );
-        let t = tmax * i as f64 / 4.0;
-        let x = left + pw * i as f64 / 4.0;
+    }
+    for (t, label) in time_ticks
+        .iter()
+        .zip(autopin_human::tick_labels(&time_ticks))
+    {
+        let x = left + pw * t / tmax;
         let _ = writeln!(
             s,
-            "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{t:.1} s</text>",
+            "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{label} s</text>",
             top + ph + 16.0
         );
     }

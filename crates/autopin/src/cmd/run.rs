@@ -30,8 +30,6 @@ pub enum StrategyName {
 /// Options shared by `run` and `attach`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct EngineArgs {
-    #[command(flatten)]
-    pub machine: MachineArgs,
     /// How to search
     #[arg(long, value_enum, default_value = "race")]
     pub strategy: StrategyName,
@@ -114,9 +112,15 @@ pub struct EngineArgs {
     /// Skip measuring the cost of per-thread counting (saves ~0.2 s at start)
     #[arg(long)]
     pub no_perturbation_estimate: bool,
+    // Last, so `--help` lists the command's own options first.
+    #[command(flatten)]
+    pub machine: MachineArgs,
 }
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  autopin run -- ./app --size 1000\n  autopin run --schedule '0,1;0,0' --report r.json -- ./omp_app\n  autopin run -n 4 --objective heartbeat --max-candidates 6 -- ./app"
+)]
 pub struct Args {
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -750,14 +754,14 @@ pub fn summary_lines(r: &autopin_engine::report::Report, why: &str) -> Vec<Strin
             .unwrap_or_default();
         let rate = d
             .rate
-            .map(|v| format!(", {v:.4e} {}", r.objective.unit))
+            .map(|v| format!(", {}", autopin_human::quantity(v, &r.objective.unit)))
             .unwrap_or_default();
         let vs = match (&d.runner_up, d.margin) {
             (Some(ru), Some(m)) => format!(
-                "; {:+.1}%{} vs {ru}",
-                100.0 * m,
+                "; {}{} vs {ru}",
+                autopin_human::relative(m),
                 d.margin_ci
-                    .map(|c| format!(" ± {:.1}%", 100.0 * c))
+                    .map(|c| format!(" ± {}", autopin_human::percent(c).trim_start_matches('+')))
                     .unwrap_or_default()
             ),
             _ => String::new(),

@@ -21,15 +21,18 @@ pub enum Format {
 }
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  autopin topology\n  autopin topology --format boxes --synthetic \"package:2 l3:1 core:4 pu:2\"\n  autopin topology --format svg -o machine.svg --sysfs-root dump/"
+)]
 pub struct Args {
-    #[command(flatten)]
-    pub machine: MachineArgs,
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value = "tree")]
     pub format: Format,
     /// Write to this file (atomically) instead of standard output
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub machine: MachineArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {

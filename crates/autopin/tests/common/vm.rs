@@ -41,14 +41,7 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
+use autopin_testkit::have;
 
 /// Why a guest cannot be booted here at all (a reason to skip, not a failure).
 pub fn unavailable() -> Option<String> {

@@ -1,0 +1,297 @@
+//! Test support shared by autopin's test suites (a dev-dependency only).
+//!
+//! - [`data`], [`tool`]: files the repository carries under `tests/`. A missing file is a
+//!   failure (a panic naming it), never a skip: a fresh clone holds everything.
+//! - [`hwloc_dump`]: a real machine's sysfs snapshot, extracted once per machine user into a
+//!   cache directory and reused by every test binary.
+//! - [`build_c`], [`build_c_file`]: C test programs compiled once into a content-addressed cache.
+//! - [`skip!`] / [`require!`]: a test that cannot run because an optional tool or resource is
+//!   absent says why and is recorded, so `scripts/test.sh` counts it as skipped, not passed.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository's root (this crate lives in `crates/autopin-testkit`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root exists")
+}
+
+/// A file or directory under `tests/data/`; panics when the repository lacks it.
+pub fn data(rel: &str) -> PathBuf {
+    existing(repo_root().join("tests/data").join(rel))
+}
+
+/// A checking script under `tests/tools/`; panics when the repository lacks it.
+pub fn tool(rel: &str) -> PathBuf {
+    existing(repo_root().join("tests/tools").join(rel))
+}
+
+fn existing(p: PathBuf) -> PathBuf {
+    assert!(
+        p.exists(),
+        "{} is missing: the repository must carry its test data (tests/data, tests/tools)",
+        p.display()
+    );
+    p
+}
+
+/// Names of the hwloc Linux dumps the repository carries (`tests/data/hwloc-linux/NAME.tar.bz2`),
+/// sorted.
+pub fn hwloc_dump_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(data("hwloc-linux"))
+        .expect("tests/data/hwloc-linux is readable")
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".tar.bz2")
+                .map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// What lstopo printed for a dump (`NAME.console`).
+pub fn hwloc_console(name: &str) -> String {
+    let p = data(&format!("hwloc-linux/{name}.console"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The sysfs root of a dump: the tarball's single top directory, extracted once into a cache
+/// shared by all test processes (extraction goes to a fresh directory that is renamed into
+/// place, so concurrent tests never see half a tree).
+pub fn hwloc_dump(name: &str) -> PathBuf {
+    let tar = data(&format!("hwloc-linux/{name}.tar.bz2"));
+    let dir = cache_dir("dumps").join(format!("{name}-{:016x}", file_hash(&tar)));
+    if !dir.exists() {
+        let tmp = fresh_sibling(&dir);
+        let out = Command::new("tar")
+            .arg("xjf")
+            .arg(&tar)
+            .arg("-C")
+            .arg(&tmp)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run tar (needed to extract {name}): {e}"));
+        assert!(
+            out.status.success(),
+            "tar xjf {} failed: {}",
+            tar.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        publish(&tmp, &dir);
+    }
+    let tops: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("extracted dump is readable")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(
+        tops.len(),
+        1,
+        "{name}: expected one top directory in the tarball"
+    );
+    tops.into_iter().next().unwrap()
+}
+
+/// Compiles C source text into an executable (cached by content and flags). `Err` carries the
+/// compiler's message, for tests that skip when an optional compiler or library is absent.
+pub fn build_c(name: &str, source: &str, flags: &[&str]) -> Result<PathBuf, String> {
+    build(name, source.as_bytes(), flags, "cc")
+}
+
+/// Compiles a C file of the repository (e.g. `workloads/syncbench.c`) into an executable.
+pub fn build_c_file(file: &Path, flags: &[&str]) -> Result<PathBuf, String> {
+    build_c_file_with("cc", file, flags)
+}
+
+/// Like [`build_c_file`] with another compiler (`clang`, `mpicc`, ...).
+pub fn build_c_file_with(compiler: &str, file: &Path, flags: &[&str]) -> Result<PathBuf, String> {
+    let path = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        repo_root().join(file)
+    };
+    let src = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("prog");
+    build(name, &src, flags, compiler)
+}
+
+fn build(name: &str, source: &[u8], flags: &[&str], compiler: &str) -> Result<PathBuf, String> {
+    let mut h = DefaultHasher::new();
+    (source, flags, compiler).hash(&mut h);
+    let dir = cache_dir("bin").join(format!("{name}-{:016x}", h.finish()));
+    let exe = dir.join(name);
+    if exe.exists() {
+        return Ok(exe);
+    }
+    let tmp = fresh_sibling(&dir);
+    let src = tmp.join(format!("{name}.c"));
+    std::fs::write(&src, source).expect("write C source");
+    let out = Command::new(compiler)
+        .args(["-O2", "-o"])
+        .arg(tmp.join(name))
+        .arg(&src)
+        .args(flags)
+        .output()
+        .map_err(|e| format!("cannot run {compiler}: {e}"))?;
+    if !out.status.success() {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(format!(
+            "{compiler} {} failed: {}",
+            flags.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    publish(&tmp, &dir);
+    Ok(exe)
+}
+
+/// True when `tool` is on the PATH.
+pub fn have(tool: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|d| {
+            let p = d.join(tool);
+            p.is_file()
+                && std::fs::metadata(&p)
+                    .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0)
+                    .unwrap_or(false)
+        })
+    })
+}
+
+/// Number of CPUs this process may run on.
+pub fn allowed_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Records that the calling test is skipped and why: printed, and appended to the file named
+/// by `AUTOPIN_SKIP_LOG` (set by `scripts/test.sh`, which counts the lines). Use [`skip!`].
+pub fn record_skip(reason: &str) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("(unnamed test)")
+        .to_owned();
+    eprintln!("SKIPPED {test}: {reason}");
+    if let Some(log) = std::env::var_os("AUTOPIN_SKIP_LOG") {
+        // One short line per skip, appended: concurrent writers do not interleave lines.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let line = format!("{test}: {}\n", reason.replace('\n', " "));
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// Skips the calling test (records the reason and returns from the test function).
+#[macro_export]
+macro_rules! skip {
+    ($($reason:tt)+) => {{
+        $crate::record_skip(&format!($($reason)+));
+        return;
+    }};
+}
+
+/// Skips the calling test unless `cond` holds.
+#[macro_export]
+macro_rules! require {
+    ($cond:expr, $($reason:tt)+) => {
+        if !$cond {
+            $crate::skip!($($reason)+);
+        }
+    };
+}
+
+/// Unwraps `Ok`, or skips the calling test with the error as the reason.
+#[macro_export]
+macro_rules! ok_or_skip {
+    ($res:expr) => {
+        match $res {
+            Ok(v) => v,
+            Err(e) => $crate::skip!("{}", e),
+        }
+    };
+}
+
+/// A per-user cache directory for extracted and built test inputs, kept across runs.
+fn cache_dir(kind: &str) -> PathBuf {
+    let base = std::env::var_os("AUTOPIN_TESTKIT_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("autopin-testkit-{}", current_uid())));
+    let d = base.join(kind);
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+    d
+}
+
+fn current_uid() -> u32 {
+    std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").expect("/proc/self"))
+}
+
+fn file_hash(p: &Path) -> u64 {
+    let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut h = DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+/// A new empty directory next to `dir`, unique to this process and call.
+fn fresh_sibling(dir: &Path) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.with_extension(format!("tmp{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap_or_else(|e| panic!("{}: {e}", tmp.display()));
+    tmp
+}
+
+/// Moves a finished directory into place; when another process won the race, keeps theirs.
+fn publish(tmp: &Path, dir: &Path) {
+    if std::fs::rename(tmp, dir).is_err() {
+        let _ = std::fs::remove_dir_all(tmp);
+        assert!(dir.exists(), "cannot publish {}", dir.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_data_is_found_and_dumps_extract() {
+        let names = hwloc_dump_names();
+        assert!(names.len() >= 16, "found {names:?}");
+        let root = hwloc_dump("2arm-2c");
+        assert!(
+            root.join("sys/devices/system/cpu").is_dir(),
+            "{}",
+            root.display()
+        );
+        assert!(hwloc_console("2arm-2c").contains("PU"));
+    }
+
+    #[test]
+    #[should_panic(expected = "is missing")]
+    fn missing_data_is_a_failure() {
+        data("no-such-file");
+    }
+
+    #[test]
+    fn c_programs_build_once_and_errors_carry_the_message() {
+        let a = build_c("hello", "int main(void){return 3;}", &[]).unwrap();
+        let b = build_c("hello", "int main(void){return 3;}", &[]).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(Command::new(&a).status().unwrap().code(), Some(3));
+        let e = build_c("bad", "int main(void){ syntax error }", &[]).unwrap_err();
+        assert!(e.contains("error"), "{e}");
+    }
+}

@@ -1,0 +1,273 @@
+//! The command line as a whole: one meaning per flag across subcommands, old spellings kept
+//! as hidden aliases, examples in every subcommand's help, the command's own options before the
+//! machine-source options, generated completions and man page, and output a person can read.
+
+use assert_cmd::Command;
+use autopin_testkit::require;
+
+fn autopin() -> Command {
+    Command::cargo_bin("autopin").unwrap()
+}
+
+fn stdout(args: &[&str]) -> String {
+    let out = autopin().args(args).assert().success();
+    String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+}
+
+const SUBCOMMANDS: [&[&str]; 14] = [
+    &["topology"],
+    &["cpus"],
+    &["place"],
+    &["candidates"],
+    &["pin"],
+    &["run"],
+    &["attach"],
+    &["report"],
+    &["measure", "latency"],
+    &["measure", "memory"],
+    &["compare"],
+    &["completions"],
+    &["man"],
+    &[],
+];
+
+#[test]
+fn every_help_has_examples_and_lists_own_options_before_the_machine_source() {
+    for sub in SUBCOMMANDS {
+        let mut args = sub.to_vec();
+        args.push("--help");
+        let help = stdout(&args);
+        let examples = help
+            .find("Examples:")
+            .unwrap_or_else(|| panic!("{sub:?}: no examples"));
+        let example_lines = help[examples..]
+            .lines()
+            .filter(|l| l.trim_start().starts_with("autopin "))
+            .count();
+        assert!(example_lines >= 2, "{sub:?}: {example_lines} example(s)");
+        if let Some(machine) = help.find("Machine source") {
+            let options = help.find("Options:").unwrap();
+            assert!(options < machine, "{sub:?}: own options must come first");
+            // No option of the command itself under the machine-source heading.
+            let section = &help[machine..examples];
+            for l in section.lines().filter(|l| l.trim_start().starts_with('-')) {
+                assert!(
+                    ["--sysfs-root", "--synthetic", "--load", "--from-latency"]
+                        .iter()
+                        .any(|f| l.contains(f)),
+                    "{sub:?}: {l:?} listed as a machine source"
+                );
+            }
+        }
+        // -n is a thread count wherever it is shown.
+        for l in help.lines().filter(|l| l.trim_start().starts_with("-n,")) {
+            assert!(l.contains("--threads"), "{sub:?}: -n is {l:?}");
+        }
+    }
+}
+
+#[test]
+fn compare_runs_and_strategy_keep_their_old_short_spellings() {
+    // -n (old) and --runs/-r (new) are the same option: both are checked the same way.
+    for runs in [["-n", "0"], ["--runs", "0"], ["-r", "0"]] {
+        let out = autopin()
+            .arg("compare")
+            .args(runs)
+            .args(["--strategy", "none", "--", "true"])
+            .assert()
+            .code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(err.contains("--runs must be at least 1"), "{err}");
+    }
+    // -s (old) still names a strategy in compare.
+    let out = autopin()
+        .args([
+            "compare", "-q", "-r", "1", "-s", "none", "--seed", "3", "--", "true",
+        ])
+        .assert()
+        .success();
+    let table = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(table.contains("none (baseline)"), "{table}");
+    // -q: no progress lines on a non-terminal stderr; without it, one per run.
+    assert!(out.get_output().stderr.is_empty());
+    let out = autopin()
+        .args(["compare", "-r", "2", "--strategy", "none", "--", "true"])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("run 1/2: `none`"), "{err}");
+    assert!(err.contains("run 2/2: `none` (about"), "{err}");
+}
+
+#[test]
+fn candidates_max_is_max_candidates() {
+    let m = ["--synthetic", "package:2 core:4 pu:2"];
+    let mut old = vec!["candidates", "-n", "4", "--max", "2"];
+    old.extend(m);
+    let mut new = vec!["candidates", "-n", "4", "--max-candidates", "2"];
+    new.extend(m);
+    assert_eq!(stdout(&old), stdout(&new));
+    assert_eq!(stdout(&new).lines().count(), 2);
+}
+
+#[test]
+fn sharing_is_strategy_colon_file_in_place_and_pin_and_the_old_form_still_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("comm.csv");
+    std::fs::write(&file, "0 9 1 1\n9 0 1 1\n1 1 0 9\n1 1 9 0\n").unwrap();
+    let f = file.to_str().unwrap();
+    let spec = format!("LP_COMPACT:{f}");
+    let m = ["--synthetic", "package:2 core:2 pu:1"];
+    let place = |extra: &[&str]| {
+        let mut a = vec!["place", "--format", "json"];
+        a.extend(extra);
+        a.extend(m);
+        stdout(&a)
+    };
+    let new = place(&["--sharing", &spec]);
+    assert_eq!(new, place(&["--sharing", f, "--policy", "LP_COMPACT"]));
+    let cpus: serde_json::Value = serde_json::from_str(&new).unwrap();
+    let list = cpus["cpus"].to_string();
+    // pin -p prints the same CPUs for either spelling.
+    let pin = |extra: &[&str]| {
+        let mut a = vec!["pin", "-p"];
+        a.extend(extra);
+        a.extend(m);
+        stdout(&a).trim().to_string()
+    };
+    let p = pin(&["--sharing", &spec]);
+    assert_eq!(p, pin(&["--sharing", f, "--policy", "lp_compact"]));
+    assert_eq!(format!("[{p}]"), list);
+    // A bare file without a strategy says what is expected.
+    let out = autopin()
+        .args(["place", "--sharing", f])
+        .args(m)
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("STRATEGY:FILE"));
+}
+
+#[test]
+fn completions_are_valid_scripts() {
+    for shell in ["bash", "zsh", "fish"] {
+        let text = stdout(&["completions", shell]);
+        assert!(
+            text.contains("autopin") && text.contains("max-candidates"),
+            "{shell}"
+        );
+    }
+    require!(autopin_testkit::have("bash"), "bash not installed");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("autopin.bash");
+    std::fs::write(&f, stdout(&["completions", "bash"])).unwrap();
+    let st = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&f)
+        .status()
+        .unwrap();
+    assert!(st.success(), "bash -n rejects the completion script");
+}
+
+#[test]
+fn man_page_renders() {
+    let page = stdout(&["man"]);
+    assert!(
+        page.starts_with(".ie") || page.starts_with(".TH"),
+        "{}",
+        &page[..80]
+    );
+    for sub in ["AUTOPIN PIN", "AUTOPIN COMPARE", "--max-candidates"] {
+        assert!(
+            page.replace("\\-", "-").contains(sub),
+            "man page lacks {sub}"
+        );
+    }
+    require!(autopin_testkit::have("man"), "man not installed");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("autopin.1");
+    std::fs::write(&f, &page).unwrap();
+    let out = std::process::Command::new("man")
+        .arg("-l")
+        .arg(&f)
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Find and apply the best thread-to-core pinning"));
+    assert!(text.contains("AUTOPIN CANDIDATES"));
+}
+
+#[test]
+fn counts_are_singular_or_plural_and_big_numbers_have_no_exponent() {
+    let out = autopin()
+        .args(["candidates", "-n", "1", "--synthetic", "pu:1"])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("1 class for 1 thread;"), "{err}");
+    let root = autopin_testkit::hwloc_dump("256ppc-8n8s4t");
+    let out = autopin()
+        .args([
+            "candidates",
+            "-n",
+            "64",
+            "--max-candidates",
+            "1",
+            "--sysfs-root",
+        ])
+        .arg(&root)
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("classes exist for 64 threads"), "{err}");
+    assert!(!err.contains("e1") && !err.contains("e+"), "{err}");
+    assert!(err.ends_with('\n'));
+}
+
+#[test]
+fn measure_says_what_it_does_unless_quiet() {
+    require!(
+        autopin_testkit::allowed_cpus() >= 2,
+        "measuring latency needs 2 CPUs"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("h.svg");
+    let out = autopin()
+        .args([
+            "measure",
+            "latency",
+            "--rounds",
+            "10",
+            "--no-smt-test",
+            "--svg",
+        ])
+        .arg(&svg)
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    for step in [
+        "measuring core-to-core latency",
+        "inferring the structure",
+        "wrote the heatmap",
+    ] {
+        assert!(err.contains(step), "{err}");
+    }
+    let out = autopin()
+        .args([
+            "measure",
+            "latency",
+            "-q",
+            "--rounds",
+            "10",
+            "--no-smt-test",
+        ])
+        .assert()
+        .success();
+    assert!(out.get_output().stderr.is_empty());
+}
