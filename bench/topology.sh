@@ -6,10 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-256ppc-8n8s4t}
 runs=${2:-21}
-shared=${SHARED:-../shared}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-tar xjf "$shared/data/hwloc-linux/$name.tar.bz2" -C "$tmp"
+tar xjf "tests/data/hwloc-linux/$name.tar.bz2" -C "$tmp"
 root=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -1)
 cargo build --release -p autopin --quiet
 export AUTOPIN="${AUTOPIN:-${CARGO_TARGET_DIR:-target}/release/autopin}"

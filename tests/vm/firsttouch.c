@@ -2,9 +2,14 @@
  * anonymous memory (so it lands on the nodes they run on), say so in /tmp/ready, wait for
  * /tmp/go, then read everything back and print a checksum (the same whatever node the pages
  * ended on). With "maps" as third argument it prints, instead of waiting, how many of its
- * anonymous pages each node holds (from /proc/self/numa_maps).
+ * anonymous pages each node holds (from /proc/self/numa_maps). With FT_TOUCH_CPUS=N in the
+ * environment, thread t touches its share on CPU t % N and then takes the process's whole
+ * mask back, so the pages sit on the first N CPUs' node while the threads may run anywhere
+ * (an attached process whose mask autopin may use).
  * usage: firsttouch MIB THREADS [maps] */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +21,20 @@ static size_t share;
 static int wait_go = 1;
 static unsigned long long sums[64];
 
+static cpu_set_t whole;
+static int touch_cpus;
+
 static void *work(void *arg) {
     long t = (long)arg;
     unsigned char *p = mem + t * share;
+    if (touch_cpus > 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(t % touch_cpus, &one);
+        sched_setaffinity(0, sizeof one, &one);
+    }
     for (size_t i = 0; i < share; i++) p[i] = (unsigned char)(i * 7 + t);
+    if (touch_cpus > 0) sched_setaffinity(0, sizeof whole, &whole);
     __atomic_add_fetch(&sums[63], 1, __ATOMIC_SEQ_CST);
     while (wait_go && access("/tmp/go", F_OK) != 0) usleep(20000);
     unsigned long long s = 0;
@@ -49,6 +64,8 @@ int main(int argc, char **argv) {
     int maps = argc > 3 && strcmp(argv[3], "maps") == 0;
     if (threads < 1 || threads > 62) return 2;
     if (maps) wait_go = 0;
+    if (getenv("FT_TOUCH_CPUS")) touch_cpus = atoi(getenv("FT_TOUCH_CPUS"));
+    sched_getaffinity(0, sizeof whole, &whole);
     share = bytes / threads;
     mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) { perror("mmap"); return 1; }

@@ -8,6 +8,7 @@
 pub mod experiment;
 pub mod report;
 pub mod runner;
+pub mod runs;
 pub mod stats;
 pub mod strategy;
 pub mod summary;

@@ -1,6 +1,5 @@
-//! Presenting results: the terminal table, JSON / CSV / Markdown exports, the SVG box plot,
-//! and atomic file writes (a reader never sees half a file, and an interrupt during the
-//! write leaves the previous file intact).
+//! Presenting results: the terminal table, JSON / CSV / Markdown exports and the SVG box
+//! plot, as text; the CLI writes them to files.
 
 use crate::stats::{Better, Interval};
 use crate::summary::{fmt_p, StrategySummary};
@@ -25,9 +24,6 @@ pub struct Document<'a> {
     pub interrupted: bool,
     pub strategies: &'a [StrategySummary],
 }
-
-/// Exports are written like every file autopin writes: whole or not at all.
-pub use autopin_engine::report::write_atomic;
 
 pub fn to_json(doc: &Document) -> String {
     // Serializing plain structs of numbers and strings cannot fail; NaN becomes null.
@@ -442,12 +438,7 @@ fn short_verdict(s: &StrategySummary) -> String {
     }
 }
 
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use autopin_topology::view::svg::esc as xml;
 
 #[cfg(test)]
 mod tests {
@@ -573,19 +564,5 @@ mod tests {
         assert_eq!(nice_step(3.0), 5.0);
         assert_eq!(tick_label(0.30000000000000004, 0.1), "0.3");
         assert_eq!(tick_label(20.0, 5.0), "20");
-    }
-
-    #[test]
-    fn atomic_write_replaces_the_file() {
-        let dir =
-            std::env::temp_dir().join(format!("autopin-compare-report-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("out.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
-        assert!(write_atomic(&dir.join("missing/x.json"), b"x").is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -17,7 +17,7 @@ pub const SHARING_KINDS: [&str; 5] = ["LP_COMPACT", "LP_SCATTER", "GP", "LPGP", 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StrategyKind {
-    /// The program itself; the OS scheduler decides.
+    /// The OS scheduler decides (`autopin pin --os-decides`: started like the others).
     None,
     /// A pin expression or CPU list (`0,1`, `S0:0-3`, `E:N:4`) for `autopin pin -c`.
     Cpus { expr: String },
@@ -180,7 +180,8 @@ pub fn command_for(
         v
     };
     match kind {
-        StrategyKind::None => program.to_vec(),
+        // Through the same front-end as every pinned strategy, so start-up costs cancel.
+        StrategyKind::None => pin(vec!["--os-decides".into()]),
         StrategyKind::Cpus { expr } => pin(vec!["-c".into(), expr.into()]),
         StrategyKind::Policy { name } => pin(vec!["--policy".into(), name.into()]),
         StrategyKind::Sharing { kind, matrix } => {
@@ -239,32 +240,15 @@ impl PlacementCheck for MachineCheck<'_> {
 }
 
 /// A physical CPU sequence like `0,0` or `0-3,8`: unlike a CPU set it keeps order and
-/// repeats, because thread i goes to the i-th entry.
+/// repeats, because thread i goes to the i-th entry. The placement crate's schedule parser
+/// reads it (one grammar for CPU lists in the workspace).
 pub fn parse_cpu_sequence(expr: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    for item in expr.split(',') {
-        let num = |s: &str, at: usize| -> Result<u32, String> {
-            s.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("`{s}` at character {} is not a CPU number", at + 1))
-        };
-        match item.split_once('-') {
-            Some((a, b)) => {
-                let (lo, hi) = (num(a, pos)?, num(b, pos + a.len() + 1)?);
-                if lo > hi {
-                    return Err(format!(
-                        "range `{item}` at character {} runs backwards",
-                        pos + 1
-                    ));
-                }
-                out.extend(lo..=hi);
-            }
-            None => out.push(num(item, pos)?),
-        }
-        pos += item.len() + 1;
+    let mut lists =
+        autopin_placement::schedule::parse_schedule_lists(expr).map_err(|e| e.to_string())?;
+    match lists.len() {
+        1 => Ok(lists.remove(0)),
+        n => Err(format!("`{expr}` is {n} CPU lists; give one")),
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -390,9 +374,19 @@ mod tests {
             exe: "/bin/autopin".into(),
             machine_args: vec!["--sysfs-root".into(), "/d".into()],
         };
+        // `none` goes through the same front-end as the pinned strategies (fair start-up).
         assert_eq!(
             strs(&command_for(&StrategyKind::None, &f, None, &prog())),
-            ["./a.out", "-x"]
+            [
+                "/bin/autopin",
+                "pin",
+                "--sysfs-root",
+                "/d",
+                "--os-decides",
+                "--",
+                "./a.out",
+                "-x"
+            ]
         );
         assert_eq!(
             strs(&command_for(

@@ -1,7 +1,7 @@
 //! Per-strategy summaries and the comparison of each strategy with the baseline: speedups
 //! with bootstrap intervals, both one-sided tests, and a plain verdict.
 
-use crate::experiment::{Experiment, RunRecord};
+use crate::runs::{Experiment, RunRecord};
 use crate::stats::{self, Better, Describe, Interval};
 use crate::strategy::StrategyKind;
 use serde::Serialize;

@@ -3,10 +3,11 @@
 //! [`Interval`] and carries out the session's actions. The same loop runs the real program
 //! and the simulated machine.
 
-use crate::candidate::Candidate;
+use crate::error::EngineError;
 use crate::os::{Clock, Meter, Reading, ThreadSource};
+use crate::pinner::{PinError, Pinner};
 use crate::session::{Action, Interval, Session};
-use crate::target::affinity::{PinError, Pinner};
+use autopin_placement::Pinning;
 use autopin_topology::CpuSet;
 use std::collections::{BTreeSet, HashMap};
 
@@ -19,6 +20,10 @@ pub struct DriverConfig {
     /// Stop after this many seconds even if the target still runs (attach mode: detach);
     /// None = until the target ends.
     pub max_time: Option<f64>,
+    /// Attached targets: remember each thread's CPU mask before its first re-pin, use it
+    /// for "unpinned" (never widen a mask the user or a cgroup set), and put it back when
+    /// autopin detaches without a decision.
+    pub keep_masks: bool,
 }
 
 /// How the driver loop ended.
@@ -31,16 +36,11 @@ pub struct Outcome {
     pub elapsed: f64,
     /// Pinning failures that were not fatal (thread gone).
     pub pin_warnings: Vec<String>,
-}
-
-/// A failure that stops the driver (e.g. no permission to pin the target's threads).
-#[derive(Debug, Clone, PartialEq)]
-pub struct DriverError(pub String);
-
-impl std::fmt::Display for DriverError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+    /// The target's context switches per second while it was watched (when its thread
+    /// source reports them), for the perturbation estimate.
+    pub switch_rate: Option<f64>,
+    /// Threads whose original CPU mask was put back when autopin detached.
+    pub restored: usize,
 }
 
 pub struct Driver<'a> {
@@ -54,19 +54,42 @@ pub struct Driver<'a> {
     pub keep_going: &'a mut dyn FnMut(&Session) -> bool,
 }
 
-fn target_cpus(c: &Candidate, index: usize, allowed: &CpuSet) -> CpuSet {
+fn target_cpus(c: &Pinning, index: usize, unpinned: &CpuSet) -> CpuSet {
     match c.cpu_for(index) {
         Some(cpu) => CpuSet::from_cpus([cpu]),
-        None => allowed.clone(),
+        None => unpinned.clone(),
+    }
+}
+
+/// Context switches seen at the first and the latest poll, for their rate.
+#[derive(Default)]
+struct SwitchRate {
+    first: Option<(f64, u64)>,
+    last: Option<(f64, u64)>,
+}
+
+impl SwitchRate {
+    fn observe(&mut self, t: f64, n: Option<u64>) {
+        if let Some(n) = n {
+            if self.first.is_none() {
+                self.first = Some((t, n));
+            } else {
+                self.last = Some((t, n));
+            }
+        }
+    }
+    fn rate(&self) -> Option<f64> {
+        let ((t0, n0), (t1, n1)) = (self.first?, self.last?);
+        (t1 > t0).then(|| n1.saturating_sub(n0) as f64 / (t1 - t0))
     }
 }
 
 impl Driver<'_> {
-    fn pin(&self, tid: u32, cpus: &CpuSet, warnings: &mut Vec<String>) -> Result<(), DriverError> {
+    fn pin(&self, tid: u32, cpus: &CpuSet, warnings: &mut Vec<String>) -> Result<(), EngineError> {
         match self.pinner.set_affinity(tid as i32, cpus) {
             Ok(()) => Ok(()),
             Err(PinError::Gone(_)) => Ok(()),
-            Err(e @ PinError::Permission { .. }) => Err(DriverError(e.to_string())),
+            Err(e @ PinError::Permission { .. }) => Err(EngineError::Permission(e.to_string())),
             Err(e) => {
                 if warnings.len() < 20 {
                     warnings.push(e.to_string());
@@ -81,16 +104,19 @@ impl Driver<'_> {
         &mut self,
         session: &mut Session,
         cfg: &DriverConfig,
-    ) -> Result<Outcome, DriverError> {
+    ) -> Result<Outcome, EngineError> {
         let t0 = self.clock.now();
         let mut warnings = Vec::new();
+        let mut switches = SwitchRate::default();
+        // tid → CPU mask before autopin first touched it (attached targets only).
+        let mut original: HashMap<u32, CpuSet> = HashMap::new();
         for a in session.start(0.0) {
             if let Action::Message(m) = a {
                 (self.on_message)(0.0, &m);
             }
         }
-        let mut snap = self.threads.poll().map_err(DriverError)?;
-        let mut prev: Reading = self.meter.read(&snap.all).map_err(DriverError)?;
+        let mut snap = self.threads.poll().map_err(EngineError::Os)?;
+        let mut prev: Reading = self.meter.read(&snap.all).map_err(EngineError::Os)?;
         let mut prev_t = 0.0;
         // Which candidate (by label) each tracked thread was last pinned with.
         let mut pinned_with: HashMap<u32, String> = HashMap::new();
@@ -105,19 +131,22 @@ impl Driver<'_> {
                     ended: true,
                     elapsed: now,
                     pin_warnings: warnings,
+                    switch_rate: switches.rate(),
+                    restored: 0,
                 });
             }
             step += 1;
             let next = step as f64 * cfg.tick;
             self.clock.sleep_until(t0 + next);
             let now = self.clock.now() - t0;
-            snap = self.threads.poll().map_err(DriverError)?;
+            snap = self.threads.poll().map_err(EngineError::Os)?;
             if snap.ended.is_some() {
                 continue;
             }
+            switches.observe(now, snap.context_switches);
             let mut actions = Vec::new();
             if counting {
-                let cur = self.meter.read(&snap.all).map_err(DriverError)?;
+                let cur = self.meter.read(&snap.all).map_err(EngineError::Os)?;
                 let iv = interval(&prev, &cur, prev_t, now, &snap);
                 actions = session.on_interval(&iv);
                 prev = cur;
@@ -134,7 +163,13 @@ impl Driver<'_> {
             if let Some(c) = session.applied().cloned() {
                 for (tid, index) in &snap.tracked {
                     if pinned_with.get(tid) != Some(&c.label) {
-                        self.pin(*tid, &target_cpus(&c, *index, &cfg.allowed), &mut warnings)?;
+                        if cfg.keep_masks && !original.contains_key(tid) {
+                            if let Ok(mask) = self.pinner.affinity(*tid as i32) {
+                                original.insert(*tid, mask);
+                            }
+                        }
+                        let unpinned = original.get(tid).unwrap_or(&cfg.allowed);
+                        self.pin(*tid, &target_cpus(&c, *index, unpinned), &mut warnings)?;
                         pinned_with.insert(*tid, c.label.clone());
                     }
                 }
@@ -146,12 +181,23 @@ impl Driver<'_> {
                 counting = false;
             }
             if !(self.keep_going)(session) || cfg.max_time.is_some_and(|m| now >= m) {
-                session.finish(now, None);
+                // Leaving the program as it was found unless there is a decision to keep.
+                let mut restored = 0;
+                if session.report.decision.is_none() {
+                    for (tid, mask) in &original {
+                        if self.pinner.set_affinity(*tid as i32, mask).is_ok() {
+                            restored += 1;
+                        }
+                    }
+                }
+                session.detach(now, restored);
                 return Ok(Outcome {
                     exit_status: None,
                     ended: false,
                     elapsed: now,
                     pin_warnings: warnings,
+                    switch_rate: switches.rate(),
+                    restored,
                 });
             }
         }

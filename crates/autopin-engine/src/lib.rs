@@ -1,19 +1,21 @@
 //! Running the optimization: targets, thread tracking, pinning, strategies, reports.
 //!
 //! The decision logic ([`session`], [`strategy`], [`phase`]) is pure; the OS sits behind the
-//! traits in [`os`], with Linux implementations and a simulated machine ([`sim`]).
+//! traits in [`os`], [`pinner`] and [`run::env`], with a simulated machine ([`sim`]); the
+//! Linux implementations live in `autopin-os`, so this crate makes no system calls.
 
-pub mod candidate;
 pub mod driver;
-pub mod live;
-pub mod mempolicy;
-pub mod numa;
+pub mod error;
 pub mod os;
 pub mod phase;
+pub mod pin_plan;
+pub mod pinner;
 pub mod report;
-pub mod schedule;
+pub mod run;
 pub mod session;
 pub mod sim;
 pub mod stats;
 pub mod strategy;
-pub mod target;
+
+pub use error::{EngineError, ErrorKind};
+pub use run::{run, RunEnv, RunPlan};

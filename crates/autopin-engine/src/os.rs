@@ -44,11 +44,19 @@ pub struct ThreadSnapshot {
     pub all: Vec<u32>,
     /// Some(status) once the target has ended (exit code, or 128+signal).
     pub ended: Option<Option<i32>>,
+    /// The target's context switches so far (voluntary + involuntary), when known.
+    pub context_switches: Option<u64>,
 }
 
 /// Where threads come from: the preload registry, a /proc scan, or a simulation.
 pub trait ThreadSource {
     fn poll(&mut self) -> Result<ThreadSnapshot, String>;
+    /// Stops a launched target (after a failure); attached targets are left alone.
+    fn terminate(&mut self) {}
+    /// Lines for the report about how threads were found.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Cumulative objective amounts at one moment.
@@ -77,5 +85,9 @@ pub trait Meter {
     /// Problems worth a line in the report (e.g. counters that could not be opened).
     fn notes(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// How it counts ("per-thread", "per-CPU on 0-3", ...) and why, when it uses perf.
+    fn counting(&self) -> Option<(String, String)> {
+        None
     }
 }

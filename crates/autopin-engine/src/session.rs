@@ -15,12 +15,12 @@
 //! its own search, for at most `max_phase_searches` phases. Programs that name no phases
 //! are watched for rate drops instead (`PhaseWatch`).
 
-use crate::candidate::Candidate;
 use crate::phase::{PhaseWatch, Trigger, WatchParams};
 use crate::report::{
     CandidateRecord, DecisionRecord, ProbeRecord, Report, SearchRecord, ThreadRate, TimelinePoint,
 };
 use crate::strategy::{Plan, ProbeOutcome, Strategy};
+use autopin_placement::Pinning;
 use std::collections::BTreeMap;
 
 /// One sampling interval as the driver saw it.
@@ -56,7 +56,7 @@ pub enum Action {
 /// Makes the strategy for a search: (number of candidates, search index) → strategy.
 pub type StrategyFactory = Box<dyn FnMut(usize, usize) -> Box<dyn Strategy>>;
 /// Makes the candidates for the number of tracked threads.
-pub type CandidateFactory = Box<dyn FnMut(usize) -> Vec<Candidate>>;
+pub type CandidateFactory = Box<dyn FnMut(usize) -> Vec<Pinning>>;
 
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
@@ -149,7 +149,7 @@ pub struct Session {
     cfg: SessionConfig,
     make_candidates: CandidateFactory,
     make_strategy: StrategyFactory,
-    candidates: Vec<Candidate>,
+    candidates: Vec<Pinning>,
     strategy: Option<Box<dyn Strategy>>,
     strategy_name: String,
     state: State,
@@ -228,12 +228,12 @@ impl Session {
     }
 
     /// The candidates of the current search.
-    pub fn candidates(&self) -> &[Candidate] {
+    pub fn candidates(&self) -> &[Pinning] {
         &self.candidates
     }
 
     /// The candidate currently applied (None before the first probe).
-    pub fn applied(&self) -> Option<&Candidate> {
+    pub fn applied(&self) -> Option<&Pinning> {
         self.applied.and_then(|i| self.candidates.get(i))
     }
 
@@ -566,7 +566,7 @@ impl Session {
                     .candidates
                     .get(idx)
                     .cloned()
-                    .unwrap_or_else(Candidate::unpinned);
+                    .unwrap_or_else(Pinning::unpinned);
                 let unscore = |s: Option<f64>| {
                     s.map(|v| {
                         if self.cfg.higher_is_better || v <= 0.0 {
@@ -722,6 +722,29 @@ impl Session {
         } else if !self.is_decided() {
             self.report.notes.push(format!(
                 "the program ended during re-search {}; the last decision stands",
+                self.search
+            ));
+        }
+        &self.report
+    }
+}
+
+impl Session {
+    /// autopin stops watching a program that still runs (attach `--duration`) at `now`;
+    /// `restored` threads got their original CPU mask back.
+    pub fn detach(&mut self, now: f64, restored: usize) -> &Report {
+        self.report.wall_time = now;
+        self.report.exit_status = None;
+        self.report.complete = self.decided_once;
+        if !self.decided_once {
+            self.report.incomplete_reason = Some(format!(
+                "autopin detached after {now:.1} s while the program was still running, during the {} phase and before a decision ({} probe(s) taken); {restored} thread(s) got their original CPU mask back",
+                self.state_name(),
+                self.report.probes.len()
+            ));
+        } else if !self.is_decided() {
+            self.report.notes.push(format!(
+                "autopin detached during re-search {}; the last decision stands",
                 self.search
             ));
         }

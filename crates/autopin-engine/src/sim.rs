@@ -3,10 +3,10 @@
 //! meter that integrates a rate model with seeded noise. Runs a 96-CPU, 4-socket machine
 //! through a whole search in milliseconds.
 
-use crate::candidate::Candidate;
 use crate::os::{Clock, Meter, Reading, ThreadSnapshot, ThreadSource};
+use crate::pinner::{PinError, Pinner};
 use crate::stats::Rng;
-use crate::target::affinity::{PinError, Pinner};
+use autopin_placement::Pinning;
 use autopin_topology::{CpuSet, Machine, ObjType};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -139,9 +139,9 @@ impl RateModel for HpcModel {
 /// Candidates with different sharing structure for `n` threads on a multi-package machine:
 /// k packages used (1, 2, 4, ...), pairs kept together or split, with or without SMT
 /// siblings, plus unpinned. Stands in for `autopin_placement::candidates` in simulations.
-pub fn structured_candidates(topo: &SimTopo, n: usize) -> Vec<Candidate> {
+pub fn structured_candidates(topo: &SimTopo, n: usize) -> Vec<Pinning> {
     let per_pkg = topo.pus.len() / topo.packages.max(1);
-    let mut out = vec![Candidate::unpinned()];
+    let mut out = vec![Pinning::unpinned()];
     let mut k = 1;
     while k <= topo.packages {
         for smt in [false, true] {
@@ -164,11 +164,8 @@ pub fn structured_candidates(topo: &SimTopo, n: usize) -> Vec<Candidate> {
                     if smt { "SMT siblings" } else { "one per core" },
                     if pairs_together { "together" } else { "split" }
                 );
-                if !out
-                    .iter()
-                    .any(|c: &Candidate| c.cpus.as_ref() == Some(&cpus))
-                {
-                    out.push(Candidate::pinned(label, cpus));
+                if !out.iter().any(|c: &Pinning| c.cpus == cpus) {
+                    out.push(Pinning::pinned(label, cpus));
                 }
             }
         }
@@ -201,6 +198,8 @@ struct SimState {
     counted: BTreeMap<u32, f64>,
     last_read: f64,
     allowed_all: usize,
+    /// tid → CPU mask last set (or given at the start); absent = all PUs.
+    masks: HashMap<u32, CpuSet>,
 }
 
 impl SimState {
@@ -283,6 +282,7 @@ impl Sim {
                 counted: BTreeMap::new(),
                 last_read: 0.0,
                 allowed_all,
+                masks: HashMap::new(),
             })),
             threads,
             ends_at,
@@ -297,6 +297,48 @@ impl Sim {
         self
     }
 
+    /// The program exits with this status when it ends.
+    pub fn with_exit_code(mut self, code: i32) -> Self {
+        self.exit_code = code;
+        self
+    }
+
+    /// Every thread starts with this CPU mask (as after `taskset`).
+    pub fn with_initial_mask(self, mask: &CpuSet) -> Self {
+        {
+            let mut s = self.lock();
+            let all = s.allowed_all;
+            let tids: Vec<u32> = s.placement.keys().copied().collect();
+            for t in tids {
+                s.masks.insert(t, mask.clone());
+                if let Some(e) = s.placement.get_mut(&t) {
+                    e.1 = if mask.len() == 1 || mask.len() < all {
+                        mask.first()
+                    } else {
+                        None
+                    };
+                }
+            }
+        }
+        self
+    }
+
+    /// Each thread's current CPU mask, by tid.
+    pub fn masks(&self) -> BTreeMap<u32, CpuSet> {
+        let s = self.lock();
+        s.placement
+            .keys()
+            .map(|t| {
+                let m = s
+                    .masks
+                    .get(t)
+                    .cloned()
+                    .unwrap_or_else(|| CpuSet::from_cpus(s.topo.pus.iter().copied()));
+                (*t, m)
+            })
+            .collect()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, SimState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -306,7 +348,7 @@ impl Sim {
     }
 
     /// True rate of the whole program (all threads) under a candidate.
-    pub fn true_rate(&self, c: &Candidate) -> f64 {
+    pub fn true_rate(&self, c: &Pinning) -> f64 {
         let s = self.lock();
         let placement: Vec<Option<u32>> = (0..self.threads).map(|i| c.cpu_for(i)).collect();
         s.model.rates(&s.topo, &placement).iter().sum()
@@ -341,6 +383,7 @@ impl ThreadSource for Sim {
             } else {
                 None
             },
+            context_switches: None,
         })
     }
 }
@@ -362,10 +405,14 @@ impl Pinner for Sim {
             e.1 = new;
             s.moved_at.insert(tid as u32, now);
         }
+        s.masks.insert(tid as u32, cpus.clone());
         Ok(())
     }
     fn affinity(&self, tid: i32) -> Result<CpuSet, PinError> {
         let s = self.lock();
+        if let Some(m) = s.masks.get(&(tid as u32)) {
+            return Ok(m.clone());
+        }
         match s.placement.get(&(tid as u32)) {
             Some((_, Some(c))) => Ok(CpuSet::from_cpus([*c])),
             Some((_, None)) => Ok(CpuSet::from_cpus(s.topo.pus.iter().copied())),
@@ -419,6 +466,169 @@ impl Meter for Sim {
             phase,
             phase_seq,
         })
+    }
+}
+
+/// The simulated world of a whole run (`crate::run`): the program starts (or is attached
+/// to) in the simulation, perf counting is allowed or refused with a reason, the program
+/// beats or not, and a start can fail like a missing program does.
+pub struct SimPlatform {
+    pub sim: Sim,
+    /// Err(reason) simulates a machine where perf may not count (paranoid level, no PMU).
+    pub counting: Result<(), String>,
+    /// The program reports heartbeats from this time on (None: never).
+    pub beats_from: Option<f64>,
+    /// Starting fails with this error (e.g. command not found).
+    pub start_error: Option<crate::error::EngineError>,
+    /// The attached process's affinity mask (None: all PUs).
+    pub attach_mask: Option<CpuSet>,
+    /// What the run asked for, for assertions.
+    pub launched_with: Option<crate::run::LaunchOptions>,
+    pub meter_opened: Option<crate::run::ObjectiveSource>,
+    /// How the simulated meter says it counts (mode, reason); None: it does not say.
+    pub counting_mode: Option<(String, String)>,
+    /// Err(reason): moving pages is refused (e.g. another user's process).
+    pub migration: Result<(), String>,
+    /// Page migrations asked for: (simulated time, pid, CPUs).
+    pub migrated: Vec<(f64, i32, Vec<u32>)>,
+}
+
+impl SimPlatform {
+    pub fn new(sim: Sim) -> Self {
+        SimPlatform {
+            sim,
+            counting: Ok(()),
+            beats_from: None,
+            start_error: None,
+            attach_mask: None,
+            launched_with: None,
+            meter_opened: None,
+            counting_mode: None,
+            migration: Ok(()),
+            migrated: Vec::new(),
+        }
+    }
+}
+
+impl crate::run::Platform for SimPlatform {
+    fn check_counting(&mut self, _events: &[autopin_perf::EventSpec]) -> crate::run::CountingCheck {
+        crate::run::CountingCheck {
+            result: self.counting.clone(),
+            in_vm: false,
+        }
+    }
+
+    fn start(
+        &mut self,
+        target: &crate::run::TargetSpec,
+        launch: &crate::run::LaunchOptions,
+    ) -> Result<crate::run::Started, crate::error::EngineError> {
+        self.launched_with = Some(launch.clone());
+        if let Some(e) = self.start_error.clone() {
+            return Err(e);
+        }
+        let attached = target.is_attach();
+        Ok(crate::run::Started {
+            pid: 1000,
+            threads: Box::new(self.sim.clone()),
+            env: Vec::new(),
+            mask: if attached {
+                self.attach_mask.clone()
+            } else {
+                None
+            },
+            warnings: Vec::new(),
+        })
+    }
+
+    fn heartbeats(&mut self) -> u64 {
+        match self.beats_from {
+            Some(t) if self.sim.now() >= t => 1 + ((self.sim.now() - t) * 100.0) as u64,
+            _ => 0,
+        }
+    }
+
+    fn open_meter(
+        &mut self,
+        source: crate::run::ObjectiveSource,
+        _objective: &autopin_perf::Objective,
+        _cpus: &CpuSet,
+    ) -> Result<Box<dyn Meter>, crate::error::EngineError> {
+        self.meter_opened = Some(source);
+        Ok(Box::new(SimMeter {
+            sim: self.sim.clone(),
+            counting: self.counting_mode.clone(),
+        }))
+    }
+
+    fn counting_cost(
+        &mut self,
+        _events: &[autopin_perf::EventSpec],
+    ) -> Option<autopin_perf::CountingCost> {
+        None
+    }
+
+    fn self_cpu_seconds(&mut self) -> f64 {
+        0.0
+    }
+
+    fn migrate_memory(
+        &mut self,
+        m: &Machine,
+        pid: i32,
+        cpus: &[u32],
+    ) -> Result<crate::report::MigrationOutcome, String> {
+        self.migration.clone()?;
+        self.migrated.push((self.sim.now(), pid, cpus.to_vec()));
+        // 1000 pages per thread, all first-touched elsewhere: every one moves, spread
+        // round-robin over the chosen nodes as the Linux platform spreads them.
+        let to: Vec<u32> = crate::run::memory::nodes_of(m, cpus).into_iter().collect();
+        if to.is_empty() {
+            return Err(format!("CPUs {cpus:?} are on no NUMA node"));
+        }
+        let mut moved = std::collections::BTreeMap::new();
+        for i in 0..1000 * cpus.len() {
+            *moved.entry(to[i % to.len()]).or_insert(0) += 1;
+        }
+        Ok(crate::report::MigrationOutcome {
+            to_nodes: to,
+            moved,
+            resident: 1000 * cpus.len() as u64,
+            mappings: cpus.len(),
+            numa_balancing: Some(false),
+            ..Default::default()
+        })
+    }
+}
+
+/// The simulation's meter, saying how it counts like a perf meter does.
+struct SimMeter {
+    sim: Sim,
+    counting: Option<(String, String)>,
+}
+
+impl Meter for SimMeter {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+        self.sim.read(threads)
+    }
+    fn counting(&self) -> Option<(String, String)> {
+        self.counting.clone()
+    }
+}
+
+/// Collects a run's progress lines and checkpoints.
+#[derive(Default)]
+pub struct SimSink {
+    pub messages: Vec<String>,
+    pub checkpoints: Vec<crate::report::Report>,
+}
+
+impl crate::run::RunSink for SimSink {
+    fn message(&mut self, _at: Option<f64>, text: &str) {
+        self.messages.push(text.to_string());
+    }
+    fn checkpoint(&mut self, report: &crate::report::Report) {
+        self.checkpoints.push(report.clone());
     }
 }
 

@@ -268,12 +268,7 @@ pub fn render(m: &LatencyMatrix, inf: &Inference) -> String {
     s
 }
 
-fn xml(t: &str) -> String {
-    t.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use autopin_topology::view::svg::esc as xml;
 
 #[cfg(test)]
 mod tests {

@@ -36,6 +36,13 @@ pub const MAX_PACKAGES: usize = 8;
 /// A group is "seen alike" from an outsider when its latencies to the members differ by at
 /// most this factor.
 pub const ALIKE_RATIO: f64 = 1.5;
+/// A level's groups are real components only if the latencies between two groups are one
+/// value up to noise. Between pairs of sockets of a ring or ladder they mix hop counts (one
+/// hop and three hops in one block): a block is mixed when its 10–90% spread exceeds this
+/// fraction of its median (±10% measurement noise spreads a block by about 0.16).
+pub const BLOCK_SPREAD: f64 = 0.4;
+/// Two block medians belong to different hop counts when they differ by this factor.
+pub const HOP_STEP: f64 = 1.15;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Role {
@@ -360,6 +367,19 @@ fn accept(
         by_hac.entry(h).or_default().push(p);
     }
     let parts: Vec<Vec<usize>> = by_hac.into_values().collect();
+    let mixed = mixed_blocks(
+        m,
+        &parts
+            .iter()
+            .map(|p| p.iter().flat_map(|&q| prev[q].iter().copied()).collect())
+            .collect::<Vec<Vec<usize>>>(),
+    );
+    if mixed > 0.5 {
+        return Err(format!(
+            "{:.0}% of the blocks between its groups mix distances (hops of a socket network, not a level)",
+            mixed * 100.0
+        ));
+    }
     let grown: Vec<&Vec<usize>> = parts.iter().filter(|p| p.len() >= 2).collect();
     if grown.is_empty() {
         return Err("no group grew".into());
@@ -440,6 +460,55 @@ fn accept(
     })
 }
 
+/// The latencies between members of group `a` and group `b`.
+fn block(m: &LatencyMatrix, a: &[usize], b: &[usize]) -> Vec<f64> {
+    a.iter()
+        .flat_map(|&i| b.iter().map(move |&j| (i, j)))
+        .map(|(i, j)| m.get(i, j))
+        .collect()
+}
+
+/// Fraction of group pairs (among groups of 2 or more) whose block of latencies mixes
+/// several values beyond noise (see [`BLOCK_SPREAD`]).
+fn mixed_blocks(m: &LatencyMatrix, groups: &[Vec<usize>]) -> f64 {
+    let big: Vec<&Vec<usize>> = groups.iter().filter(|g| g.len() > 1).collect();
+    let (mut mixed, mut all) = (0usize, 0usize);
+    for (x, a) in big.iter().enumerate() {
+        for b in &big[x + 1..] {
+            let mut v = block(m, a, b);
+            v.sort_by(|p, q| p.total_cmp(q));
+            let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+            let med = q(0.5);
+            all += 1;
+            if med > 0.0 && (q(0.9) - q(0.1)) / med > BLOCK_SPREAD {
+                mixed += 1;
+            }
+        }
+    }
+    if all == 0 {
+        0.0
+    } else {
+        mixed as f64 / all as f64
+    }
+}
+
+/// How many distinct distances (hop counts) separate the groups: block medians clustered
+/// by relative steps of [`HOP_STEP`]. Sockets of a ring or ladder show 3 or more; dies on
+/// a package's uniform fabric show one (two with a socket level above).
+fn hop_classes(m: &LatencyMatrix, groups: &[Vec<usize>]) -> usize {
+    let mut meds = Vec::new();
+    for (x, a) in groups.iter().enumerate() {
+        for b in &groups[x + 1..] {
+            meds.push(median(block(m, a, b)));
+        }
+    }
+    meds.sort_by(|p, q| p.total_cmp(q));
+    if meds.is_empty() {
+        return 0;
+    }
+    1 + meds.windows(2).filter(|w| w[1] > w[0] * HOP_STEP).count()
+}
+
 /// Fraction of (group, outsider) pairs where the outsider's latencies to the group's members
 /// stay within [`ALIKE_RATIO`]; groups of one are trivially alike and not counted.
 fn seen_alike(m: &LatencyMatrix, groups: &[Vec<usize>]) -> f64 {
@@ -517,7 +586,18 @@ fn assign_roles(
     // Packages: the highest level whose step up is not an on-package fabric and that does
     // not have too many groups; none means one package.
     let mut package = None;
+    // Groups linked by a network of several hop counts (rings, ladders, twisted cubes of 4
+    // or 8 sockets) are sockets whatever the step up: on-package fabrics are uniform.
+    if let Some(k) = (first..levels.len()).last() {
+        let groups = &levels[k].groups;
+        if (3..=MAX_PACKAGES).contains(&groups.len()) && hop_classes(m, groups) >= 3 {
+            package = Some(k);
+        }
+    }
     for k in (first..levels.len()).rev() {
+        if package.is_some() {
+            break;
+        }
         let ratio = next_latency(k) / levels[k].latency;
         if ratio < FABRIC_RATIO && levels[k].groups.len() <= MAX_PACKAGES {
             if ratio > FABRIC_RATIO * 0.8 {

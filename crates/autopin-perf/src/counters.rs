@@ -9,27 +9,12 @@
 use crate::error::PerfError;
 use crate::event::EventSpec;
 use crate::probe::{classify_open_error, OpenContext};
+pub use crate::scope::Target;
 use perf_event::events::Event;
 use perf_event::{Builder, Counter, Group};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::PathBuf;
-
-/// What a set of counters is attached to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Target {
-    Thread(i32),
-    Cpu(usize),
-}
-
-impl std::fmt::Display for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Target::Thread(t) => write!(f, "thread {t}"),
-            Target::Cpu(c) => write!(f, "CPU {c}"),
-        }
-    }
-}
 
 /// One cumulative reading: the raw count and how long the counter was enabled and actually
 /// on the hardware (they differ when the kernel multiplexes more events than counters).

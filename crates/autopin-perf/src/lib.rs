@@ -38,7 +38,9 @@ pub mod objective;
 pub mod perturb;
 pub mod probe;
 pub mod sampler;
+pub mod scope;
 pub mod sysfs;
+pub mod system_probe;
 
 pub use counters::{
     CounterOptions, CounterSource, CounterValue, FakeCounterSource, Grouping, PerfCounterSource,
@@ -51,6 +53,7 @@ pub use heartbeat::{HeartbeatChannel, HeartbeatState, HeartbeatWriter};
 pub use mode::{choose_counting_mode, CountingMode, ModeChoice, ModeRequest};
 pub use objective::{Delta, Objective, ObjectiveKind, WarningContext};
 pub use perturb::{context_switches, measure_counting_cost, CountingCost};
-pub use probe::{probe, Availability};
+pub use probe::Availability;
 pub use sampler::{sampler_for, Sample, SampleDelta, Sampler};
 pub use sysfs::Sysfs;
+pub use system_probe::probe;

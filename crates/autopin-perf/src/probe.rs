@@ -7,9 +7,9 @@
 //! Ubuntu patches) forbids perf entirely for unprivileged users. Root, CAP_PERFMON (38) or
 //! CAP_SYS_ADMIN (21) bypass all levels.
 
-use crate::counters::Target;
 use crate::error::{PerfError, Unavailable};
 use crate::event::EventSpec;
+use crate::scope::Target;
 use crate::sysfs::Sysfs;
 use std::io;
 
@@ -153,33 +153,6 @@ pub trait ProbeOps {
     fn open_cpu(&self, spec: &EventSpec, cpu: usize) -> io::Result<()>;
 }
 
-/// Real probes through perf_event_open.
-pub struct RealProbeOps;
-
-impl ProbeOps for RealProbeOps {
-    fn count_self(&self, spec: &EventSpec) -> io::Result<u64> {
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() };
-        let mut c = crate::counters::open_single(spec, Target::Thread(tid))?;
-        // A little user-space work so instructions:u has something to count.
-        let mut x = 0u64;
-        for i in 0..200_000u64 {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
-        }
-        let d = c.read_full()?;
-        let v = crate::counters::CounterValue {
-            raw: d.count(),
-            enabled_ns: d.time_enabled().unwrap_or_default().as_nanos() as u64,
-            running_ns: d.time_running().unwrap_or_default().as_nanos() as u64,
-        };
-        Ok(v.scaled().unwrap_or(0.0) as u64)
-    }
-
-    fn open_cpu(&self, spec: &EventSpec, cpu: usize) -> io::Result<()> {
-        crate::counters::open_single(spec, Target::Cpu(cpu)).map(drop)
-    }
-}
-
 /// What this machine lets us count.
 #[derive(Debug, Clone)]
 pub struct Availability {
@@ -190,11 +163,6 @@ pub struct Availability {
     pub software: Result<(), Unavailable>,
     /// Per-CPU counting (`pid=-1, cpu=0`).
     pub per_cpu: Result<(), Unavailable>,
-}
-
-/// Probe the running system.
-pub fn probe() -> Availability {
-    probe_with(&Sysfs::system(), &RealProbeOps)
 }
 
 /// Probe with an injected sysfs root (for the paranoid file, privileges) and operations.

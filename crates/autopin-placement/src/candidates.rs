@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 
 use autopin_topology::{Machine, ObjId, ObjType};
-use serde::Serialize;
 
+use crate::pinning::Pinning;
 use crate::view::{is_allowed, View};
 
 /// Most classes enumerated exactly; beyond it, only even classes are listed.
@@ -32,25 +32,6 @@ pub struct CandidateOptions {
     pub max: Option<usize>,
     /// Add "unpinned (OS decides)" as the first candidate.
     pub include_unpinned: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Candidate {
-    /// Thread i goes to `cpus[i]` (OS CPU ids); empty when unpinned.
-    pub cpus: Vec<u32>,
-    /// How the threads share the machine, e.g. `Package 2+2, L2 4×1`.
-    pub description: String,
-    pub unpinned: bool,
-}
-
-impl Candidate {
-    fn unpinned() -> Self {
-        Candidate {
-            cpus: Vec::new(),
-            description: "unpinned (OS decides)".into(),
-            unpinned: true,
-        }
-    }
 }
 
 /// A node's class: per canonical child slot, (threads, index of the child's class).
@@ -626,10 +607,10 @@ fn order(sigs: &[Vec<Vec<usize>>]) -> Vec<usize> {
 }
 
 /// The distinct ways to place n threads on the allowed PUs, most different first.
-pub fn candidates(m: &Machine, n: usize, opts: &CandidateOptions) -> Vec<Candidate> {
+pub fn candidates(m: &Machine, n: usize, opts: &CandidateOptions) -> Vec<Pinning> {
     let mut out = Vec::new();
     if opts.include_unpinned {
-        out.push(Candidate::unpinned());
+        out.push(Pinning::unpinned());
     }
     let v = View::new(m);
     let max = opts.max.unwrap_or(usize::MAX);
@@ -641,14 +622,13 @@ pub fn candidates(m: &Machine, n: usize, opts: &CandidateOptions) -> Vec<Candida
         // scatter order so the extra threads double up evenly.
         let order = v.oses(&v.scatter_order(0));
         let cpus: Vec<u32> = (0..n).map(|i| order[i % order.len()]).collect();
-        out.push(Candidate {
+        out.push(Pinning::described(
             cpus,
-            description: format!(
+            format!(
                 "oversubscribed: {n} threads on {} CPUs, round robin",
                 order.len()
             ),
-            unpinned: false,
-        });
+        ));
         return out;
     }
     let t = Tree::new(m);
@@ -674,11 +654,10 @@ pub fn candidates(m: &Machine, n: usize, opts: &CandidateOptions) -> Vec<Candida
         pinnings.push(cpus);
     }
     for i in order(&sigs).into_iter().take(max) {
-        out.push(Candidate {
-            description: levels.describe(&sigs[i], n),
-            cpus: pinnings[i].clone(),
-            unpinned: false,
-        });
+        out.push(Pinning::described(
+            pinnings[i].clone(),
+            levels.describe(&sigs[i], n),
+        ));
     }
     out
 }

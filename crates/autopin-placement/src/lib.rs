@@ -3,8 +3,10 @@
 //! - [`CpuList`]: ordered CPU lists with repetition (`0-3,8,10-11`).
 //! - [`pin_expression`]: likwid-pin expressions (`S0:0-3@S1:0-3`, `E:N:8:1:2`, `M:scatter`, ...).
 //! - [`policy_pinning`]: named policies (compact, scatter, balanced, cores, the MCTOP-PLACE set).
+//! - [`Pinning`]: thread i → CPU, with its label; what every source of pinnings returns.
 //! - [`candidates`]: one representative pinning per symmetry class of the machine.
 //! - [`mem_policy`]: numactl-style memory policies (`--membind 0-1`, `--interleave all`, `M1`).
+//! - [`schedule`]: `--schedule` lists and the paper's `SCHEDULE` variable.
 //! - [`sharing_pinning`]: sharing-aware strategies (LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP).
 //!
 //! Every function works on the PUs the machine model marks allowed; selections that reach
@@ -16,17 +18,20 @@ mod domains;
 mod error;
 mod expr;
 mod mempolicy;
+mod pinning;
 mod policy;
+pub mod schedule;
 mod sharing;
 mod summary;
 mod view;
 
-pub use candidates::{candidates, count_classes, Candidate, CandidateOptions, EXACT_LIMIT};
+pub use candidates::{candidates, count_classes, CandidateOptions, EXACT_LIMIT};
 pub use cpulist::CpuList;
 pub use domains::{domains, domains_listing, Domain};
 pub use error::PlacementError;
 pub use expr::pin_expression;
 pub use mempolicy::{mem_policy, node_list, MemPolicy, MemPolicyMode};
+pub use pinning::{cpu_text, Pinning, UNPINNED_LABEL};
 pub use policy::{policy_pinning, POLICY_NAMES};
 pub use sharing::{place_with_matrix, sharing_pinning, SharingMatrix, SHARING_STRATEGIES};
 pub use summary::{summarize, PlacementSummary};

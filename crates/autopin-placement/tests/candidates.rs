@@ -6,7 +6,7 @@ use autopin_placement::{candidates, count_classes, CandidateOptions};
 use autopin_topology::Machine;
 use common::*;
 
-fn all(m: &Machine, n: usize) -> Vec<autopin_placement::Candidate> {
+fn all(m: &Machine, n: usize) -> Vec<autopin_placement::Pinning> {
     candidates(
         m,
         n,

@@ -29,6 +29,9 @@ pub struct Builder {
     pub core_kinds: Vec<CoreKind>,
     pub numa_distances: Option<BTreeMap<(u32, u32), u32>>,
     pub info: BTreeMap<String, String>,
+    pub warnings: Vec<String>,
+    /// Memory-side caches in front of nodes, by node OS index.
+    pub memory_side_caches: BTreeMap<u32, Vec<MemorySideCache>>,
 }
 
 /// Nesting rank for objects that cover the same CPUs: lower goes higher in the tree.
@@ -109,16 +112,35 @@ impl Builder {
         let mut specs = std::mem::take(&mut self.numa);
         specs.sort_by_key(|s| s.os_index);
         let mut attach: Vec<(NumaSpec, ObjId)> = Vec::new();
+        let mut local_to_none = std::collections::BTreeSet::new();
         for spec in specs {
-            let target = if !spec.cpuset.is_empty() {
-                spec.cpuset.clone()
-            } else {
-                spec.initiators.clone()
-            };
+            // Where the memory is local: its own CPUs plus those of its best initiators
+            // (hwloc widens a node's cpuset by its HMAT initiators, and gives a CPU-less node
+            // theirs). A node local to no CPU hangs from the machine.
+            let target = spec.cpuset.union(&spec.initiators);
+            if target.is_empty() {
+                local_to_none.insert(spec.os_index);
+            }
             let at = if target.is_empty() || !target.is_subset(&tree[0].cpuset) {
                 0
             } else {
-                attach_point(&mut tree, &target)
+                match attach_point(&mut tree, &target) {
+                    Ok(at) => at,
+                    Err(at) => {
+                        self.warnings.push(format!(
+                            "NUMA node {}: its CPUs {} cut across {} without containing it; attached to the smallest object containing them, as hwloc does",
+                            spec.os_index,
+                            target,
+                            tree[at]
+                                .children
+                                .iter()
+                                .find(|&&c| tree[c].cpuset.intersects(&target) && !tree[c].cpuset.is_subset(&target))
+                                .map(|&c| format!("{} {}", tree[c].type_label(), tree[c].cpuset))
+                                .unwrap_or_default()
+                        ));
+                        at
+                    }
+                }
             };
             attach.push((spec, at));
         }
@@ -151,6 +173,11 @@ impl Builder {
                 attached_to: at,
                 kind: spec.kind,
                 tier: spec.tier,
+                local_to_none: local_to_none.contains(&spec.os_index),
+                memory_side_caches: self
+                    .memory_side_caches
+                    .remove(&spec.os_index)
+                    .unwrap_or_default(),
             });
         }
         let numa_distances = self.numa_distances.as_ref().map(|d| {
@@ -172,6 +199,7 @@ impl Builder {
             core_kinds: self.core_kinds,
             measurements: Measurements::default(),
             info: self.info,
+            warnings: self.warnings,
         };
         m.objects[0].info.extend(
             m.info
@@ -241,12 +269,13 @@ fn deepest_container(tree: &[Object], start: ObjId, set: &CpuSet) -> ObjId {
 }
 
 /// The highest object covering exactly `set`; when none does, a Group is inserted for it
-/// under the deepest object containing it.
-fn attach_point(tree: &mut Vec<Object>, set: &CpuSet) -> ObjId {
+/// under the deepest object containing it. When such a group would cut across a child (the
+/// set contains part of it only), no group is made and `Err` names the deepest container.
+fn attach_point(tree: &mut Vec<Object>, set: &CpuSet) -> Result<ObjId, ObjId> {
     let mut at = 0;
     loop {
         if tree[at].cpuset == *set {
-            return at;
+            return Ok(at);
         }
         match tree[at]
             .children
@@ -257,6 +286,13 @@ fn attach_point(tree: &mut Vec<Object>, set: &CpuSet) -> ObjId {
             Some(c) => at = c,
             None => break,
         }
+    }
+    if tree[at]
+        .children
+        .iter()
+        .any(|&c| tree[c].cpuset.intersects(set) && !tree[c].cpuset.is_subset(set))
+    {
+        return Err(at);
     }
     let id = tree.len();
     let mut g = Object::new(ObjType::Group, None, set.clone());
@@ -275,7 +311,7 @@ fn attach_point(tree: &mut Vec<Object>, set: &CpuSet) -> ObjId {
     ch.push(id);
     ch.sort_by_key(|&c| tree[c].cpuset.first());
     tree[at].children = ch;
-    id
+    Ok(id)
 }
 
 fn dfs(tree: &[Object], id: ObjId, out: &mut Vec<ObjId>) {

@@ -118,7 +118,9 @@ impl Machine {
                 self.objects[a]
                     .numa
                     .iter()
-                    .map(|&n| self.numa_nodes[n].os_index),
+                    .map(|&n| &self.numa_nodes[n])
+                    .filter(|n| !n.local_to_none)
+                    .map(|n| n.os_index),
             );
             at = self.objects[a].parent;
         }

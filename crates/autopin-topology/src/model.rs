@@ -155,6 +155,54 @@ pub struct NumaNode {
     /// Memory tier (lower is faster) where Linux tells it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<u32>,
+    /// A CPU-less node whose locality nothing tells (no initiators, no telling distances):
+    /// hwloc hangs it from a CPU-less group below the machine, so it is local to no PU.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub local_to_none: bool,
+    /// Memory-side caches in front of this node's memory, nearest the CPUs first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_side_caches: Vec<MemorySideCache>,
+}
+
+/// A cache that sits in front of a NUMA node's memory rather than near CPUs (HMAT
+/// `memory_side_cache/indexN`, KNL MCDRAM in cache mode).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemorySideCache {
+    /// 1 is nearest the CPUs.
+    pub level: u32,
+    /// Size in bytes.
+    pub size: u64,
+    pub line_size: u32,
+}
+
+impl NumaNode {
+    /// `NUMANode`, with the memory kind in parentheses when known and a CPU-less node marked
+    /// as such: `NUMANode(GPUMemory, no CPUs)`.
+    pub fn type_label(&self) -> String {
+        let mut tags: Vec<String> = self.kind.iter().cloned().collect();
+        if self.cpuset.is_empty() {
+            tags.push("no CPUs".into());
+        }
+        if tags.is_empty() {
+            "NUMANode".into()
+        } else {
+            format!("NUMANode({})", tags.join(", "))
+        }
+    }
+
+    /// `MemCache L1 4GB` for each memory-side cache, nearest the CPUs first.
+    pub fn memory_side_cache_labels(&self) -> Vec<String> {
+        self.memory_side_caches
+            .iter()
+            .map(|c| {
+                format!(
+                    "MemCache L{} {}",
+                    c.level,
+                    crate::view::tree::human_size(c.size)
+                )
+            })
+            .collect()
+    }
 }
 
 /// A kind of core on hybrid CPUs, ordered from least to most performant.
@@ -235,4 +283,8 @@ pub struct Machine {
     /// Where the model came from (`sysfs:/`, `synthetic:...`, a file) and machine-wide facts.
     #[serde(default)]
     pub info: BTreeMap<String, String>,
+    /// What the source had to work around (an unreadable file and the fallback taken, a
+    /// contradictory NUMA table that was repaired), one line each, naming the file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }

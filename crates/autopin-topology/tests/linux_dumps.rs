@@ -27,6 +27,11 @@ fn every_dump_matches_lstopo() {
             }
         };
         machine.validate().unwrap();
+        assert!(
+            machine.warnings.is_empty(),
+            "{name}: a sound dump reads without warnings: {:?}",
+            machine.warnings
+        );
         // The JSON document loads back into the identical model.
         let doc =
             serde_json::to_string(&autopin_topology::source::json::to_document(&machine)).unwrap();

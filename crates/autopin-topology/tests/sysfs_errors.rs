@@ -50,56 +50,129 @@ fn missing_root_is_named() {
     );
 }
 
+/// The warnings that name `file`, which must be exactly one.
+fn one_warning_naming(m: &autopin_topology::Machine, file: &Path) -> String {
+    let named: Vec<&String> = m
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with(&file.display().to_string()))
+        .collect();
+    assert_eq!(
+        named.len(),
+        1,
+        "one warning for {}: {:?}",
+        file.display(),
+        m.warnings
+    );
+    named[0].clone()
+}
+
 #[test]
-fn non_numeric_file_is_named() {
+fn non_numeric_id_is_a_warning_and_the_id_unknown() {
     let tmp = tempfile::tempdir().unwrap();
     fake_root(tmp.path());
     let f = tmp
         .path()
         .join("sys/devices/system/cpu/cpu0/topology/physical_package_id");
     fs::write(&f, "zero\n").unwrap();
-    let e = sysfs::read_with_affinity(tmp.path(), None)
-        .unwrap_err()
-        .to_string();
+    let m = sysfs::read_with_affinity(tmp.path(), None).unwrap();
+    let w = one_warning_naming(&m, &f);
     assert!(
-        e.contains(&f.display().to_string()) && e.contains("'zero' is not a number"),
-        "{e}"
+        w.contains("'zero' is not a number") && w.contains("unknown"),
+        "{w}"
     );
+    let p = m.objects_of(autopin_topology::ObjType::Package);
+    assert_eq!(p.len(), 1, "the package still exists");
+    assert_eq!(m.obj(p[0]).os_index, None, "with its id unknown");
 }
 
 #[test]
-fn truncated_files_are_named() {
+fn truncated_files_fall_back_with_one_warning_each() {
+    // An empty core_id: the core exists, its id is unknown.
     let tmp = tempfile::tempdir().unwrap();
     fake_root(tmp.path());
     let f = tmp
         .path()
         .join("sys/devices/system/cpu/cpu0/topology/core_id");
     fs::write(&f, "").unwrap();
-    let e = sysfs::read_with_affinity(tmp.path(), None)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("core_id") && e.contains("truncated"), "{e}");
+    let m = sysfs::read_with_affinity(tmp.path(), None).unwrap();
+    assert!(one_warning_naming(&m, &f).contains("truncated"));
+    assert_eq!(m.objects_of(autopin_topology::ObjType::Core).len(), 2);
 
+    // A truncated global online list: the per-CPU files decide (cpu1 says offline).
     let tmp = tempfile::tempdir().unwrap();
     fake_root(tmp.path());
-    fs::write(tmp.path().join("sys/devices/system/cpu/online"), "0-").unwrap();
-    let e = sysfs::read_with_affinity(tmp.path(), None)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("online") && e.contains("not a CPU list"), "{e}");
+    let f = tmp.path().join("sys/devices/system/cpu/online");
+    fs::write(&f, "0-").unwrap();
+    fs::write(tmp.path().join("sys/devices/system/cpu/cpu1/online"), "0\n").unwrap();
+    let m = sysfs::read_with_affinity(tmp.path(), None).unwrap();
+    assert!(one_warning_naming(&m, &f).contains("not a CPU list"));
+    assert_eq!(m.online_cpuset().to_list(), "0");
+    assert_eq!(m.offline.to_list(), "1");
 
+    // The case: a CPU's own online file with no content is online, as in hwloc.
+    let tmp = tempfile::tempdir().unwrap();
+    fake_root(tmp.path());
+    fs::remove_file(tmp.path().join("sys/devices/system/cpu/online")).unwrap();
+    let f = tmp.path().join("sys/devices/system/cpu/cpu1/online");
+    fs::write(&f, "").unwrap();
+    let m = sysfs::read_with_affinity(tmp.path(), None).unwrap();
+    assert!(one_warning_naming(&m, &f).contains("CPU 1 is taken as online"));
+    assert_eq!(m.online_cpuset().to_list(), "0-1");
+
+    // A cache size that is garbage: the cache stays, its size unknown.
     let tmp = tempfile::tempdir().unwrap();
     fake_root(tmp.path());
     let c = tmp.path().join("sys/devices/system/cpu/cpu0/cache/index0");
     fs::create_dir_all(&c).unwrap();
     fs::write(c.join("level"), "1").unwrap();
     fs::write(c.join("type"), "Data").unwrap();
+    fs::write(c.join("shared_cpu_list"), "0").unwrap();
     fs::write(c.join("size"), "32Q").unwrap();
-    let e = sysfs::read_with_affinity(tmp.path(), None)
+    let m = sysfs::read_with_affinity(tmp.path(), None).unwrap();
+    assert!(one_warning_naming(&m, &c.join("size")).contains("not a cache size"));
+    assert_eq!(m.caches_of_level(1).len(), 1);
+    assert_eq!(
+        m.obj(m.caches_of_level(1)[0]).cache.as_ref().unwrap().size,
+        0
+    );
+
+    // A cache level that is garbage: hwloc skips the cache.
+    fs::write(c.join("level"), "one").unwrap();
+    let m = sysfs::read_with_affinity(tmp.path(), None).unwrap();
+    assert!(one_warning_naming(&m, &c.join("level")).contains("skipped"));
+    assert!(m.caches_of_level(1).is_empty());
+}
+
+#[test]
+fn permission_denied_is_a_warning_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_root(tmp.path());
+    let denied = tmp
+        .path()
+        .join("sys/devices/system/cpu/cpu1/topology/thread_siblings_list");
+    let fault = |p: &Path| {
+        (p == denied).then(|| std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+    };
+    let m = sysfs::read_with_faults(tmp.path(), None, &fault).unwrap();
+    let w = one_warning_naming(&m, &denied);
+    assert!(
+        w.contains("unreadable") && w.contains("ermission denied"),
+        "{w}"
+    );
+    // CPU 1's core is unknown, as in hwloc: its PU hangs from the package.
+    assert_eq!(m.objects_of(autopin_topology::ObjType::Core).len(), 1);
+    assert_eq!(m.pus().len(), 2);
+    // Denying the CPU directory itself leaves nothing to describe: an error naming it.
+    let cpu_dir = tmp.path().join("sys/devices/system/cpu");
+    let fault = |p: &Path| {
+        (p == cpu_dir).then(|| std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+    };
+    let e = sysfs::read_with_faults(tmp.path(), None, &fault)
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("index0/size") && e.contains("not a cache size"),
+        e.contains("sys/devices/system/cpu") && e.contains("cannot list"),
         "{e}"
     );
 }

@@ -8,6 +8,14 @@ use std::fmt;
 pub enum CliError {
     Usage(String),
     Internal(String),
+    /// A failure of the engine's run path, which knows its own kind and exit code.
+    Engine(autopin_engine::EngineError),
+}
+
+impl From<autopin_engine::EngineError> for CliError {
+    fn from(e: autopin_engine::EngineError) -> Self {
+        CliError::Engine(e)
+    }
 }
 
 impl CliError {
@@ -21,6 +29,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => 2,
             CliError::Internal(_) => 1,
+            CliError::Engine(e) => e.exit_code(),
         }
     }
 }
@@ -29,6 +38,7 @@ impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CliError::Usage(m) | CliError::Internal(m) => f.write_str(m),
+            CliError::Engine(e) => e.fmt(f),
         }
     }
 }

@@ -59,6 +59,11 @@ impl MachineArgs {
                 .unwrap_or_else(|| PathBuf::from("/"));
             autopin_topology::source::sysfs::read(&root)
         };
-        result.map_err(|e| CliError::usage(e.to_string()))
+        let machine = result.map_err(|e| CliError::usage(e.to_string()))?;
+        // Odd files the reader worked around (as hwloc does): said once each, on stderr.
+        for w in &machine.warnings {
+            eprintln!("autopin: warning: {w}");
+        }
+        Ok(machine)
     }
 }

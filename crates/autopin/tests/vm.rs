@@ -346,11 +346,11 @@ fn memory_follows_threads_and_policies_apply() {
     let ft = firsttouch();
     let attach = format!(
         "sysctl -w kernel.numa_balancing=0 >/dev/null
-taskset -c 0-1 firsttouch 256 2 >/tmp/ft.out &
+FT_TOUCH_CPUS=2 firsttouch 256 2 >/tmp/ft.out &
 pid=$!
 while [ ! -f /tmp/ready ]; do sleep 0.1; done
 {ANON_PER_NODE} /proc/$pid/numa_maps >/tmp/before
-autopin attach $pid --strategy fixed --schedule 2,3,2 --duration 1 --migrate-memory --report /tmp/r.json -q 2>/tmp/attach.err || echo attach failed $? >&2
+autopin attach $pid --strategy fixed --schedule 2,3,2 --duration 1 --migrate-memory --report /tmp/r.json -q 2>/tmp/attach.err || {{ echo attach failed $?; cat /tmp/attach.err; }} >&2
 {ANON_PER_NODE} /proc/$pid/numa_maps >/tmp/after
 touch /tmp/go; wait $pid
 echo status $?
@@ -367,6 +367,8 @@ echo before; cat /tmp/before; echo after; cat /tmp/after; echo ft; cat /tmp/ft.o
             "autopin pin -c 0 --interleave all -- firsttouch 32 1 maps",
             "autopin pin -c 0 --preferred M1 -- firsttouch 32 1 maps",
             "autopin pin -c 0 --membind 7 -- firsttouch 32 1 maps",
+            "autopin run --strategy fixed --schedule 0 --membind 1 -q -- firsttouch 32 1 maps",
+            "autopin attach 1 --membind 1",
         ],
     );
     let text = outs[0].ok("attach");
@@ -396,25 +398,26 @@ echo before; cat /tmp/before; echo after; cat /tmp/after; echo ft; cat /tmp/ft.o
         outs[1].ok("plain run").trim()
     );
     let report = json(&section("report", "\u{0}"));
-    let note = report["notes"]
+    // One migration, at the decision, in the report's structured record.
+    let records = report["memory_migrations"]
         .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|n| n.as_str())
-        .find(|n| n.starts_with("--migrate-memory"))
-        .unwrap_or_else(|| panic!("no migration note: {report}"));
-    let moved: u64 = note
-        .split("(node 1: ")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{note}"));
+        .unwrap_or_else(|| panic!("no memory_migrations: {report}"));
+    assert_eq!(records.len(), 1, "{report}");
+    let outcome = &records[0]["outcome"];
+    assert!(records[0]["error"].is_null(), "{}", records[0]);
+    assert_eq!(outcome["to_nodes"], serde_json::json!([1]), "{outcome}");
+    let moved = outcome["moved"]["1"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{outcome}"));
     let kernel_moved = before.get(&0).copied().unwrap_or(0) - after.get(&0).copied().unwrap_or(0);
     assert!(
         moved.abs_diff(kernel_moved) <= 64,
-        "report {moved} vs kernel {kernel_moved}: {note}"
+        "report {moved} vs kernel {kernel_moved}: {outcome}"
     );
-    assert!(note.contains("kernel.numa_balancing off"), "{note}");
+    assert_eq!(outcome["numa_balancing"], serde_json::json!(false));
+    assert!(outcome["seconds"].as_f64().unwrap() > 0.0, "{outcome}");
+    assert!(outcome["resident"].as_u64().unwrap() >= moved, "{outcome}");
+    let note = records[0].to_string();
     eprintln!("guest: before {before:?} after {after:?}; {note}");
 
     let nodes = |i: usize| per_node(&outs[i].ok("maps").replace("node", "").replace('=', " "));
@@ -439,4 +442,17 @@ echo before; cat /tmp/before; echo after; cat /tmp/after; echo ft; cat /tmp/ft.o
         outs[6].stderr
     );
     assert!(outs[6].stdout.is_empty());
+    // `run` hands the policy to the program it starts, through the engine's plan.
+    let run_bind = nodes(7);
+    assert!(
+        run_bind[&1] > 7000 && run_bind.get(&0).copied().unwrap_or(0) < 100,
+        "run --membind 1: {run_bind:?}"
+    );
+    // A running process keeps its own policy: a usage error, nothing touched.
+    assert_eq!(outs[8].status, 2, "attach --membind: {}", outs[8].stderr);
+    assert!(
+        outs[8].stderr.contains("--migrate-memory"),
+        "{}",
+        outs[8].stderr
+    );
 }

@@ -8,7 +8,7 @@ fn machine() -> Machine {
 }
 
 struct Run {
-    chosen: Candidate,
+    chosen: Pinning,
     search_time: f64,
     report: crate::report::Report,
 }
@@ -55,6 +55,7 @@ fn run(sim: &Sim, strategy: &str, init: f64) -> Run {
         tick: 0.1,
         allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
         max_time: None,
+        keep_masks: false,
     };
     d.run(&mut session, &cfg).unwrap();
     let report = session.report.clone();
@@ -162,9 +163,9 @@ fn near_ties_end_within_budget() {
     let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:1").unwrap();
     let sim = Sim::new(&m, Box::new(NearTie), 1, 0.05, 3, 1e9);
     let cands = vec![
-        Candidate::from_cpus(vec![0]),
-        Candidate::from_cpus(vec![2]),
-        Candidate::from_cpus(vec![1]),
+        Pinning::from_cpus(vec![0]),
+        Pinning::from_cpus(vec![2]),
+        Pinning::from_cpus(vec![1]),
     ];
     let cands2 = cands.clone();
     let mut session = Session::new(
@@ -199,6 +200,7 @@ fn near_ties_end_within_budget() {
         tick: 0.1,
         allowed: CpuSet::from_cpus(0..4),
         max_time: None,
+        keep_masks: false,
     };
     d.run(&mut session, &cfg).unwrap();
     let dec = session.report.decision.clone().unwrap();
@@ -239,6 +241,7 @@ fn program_ending_mid_search_gives_incomplete_report() {
         tick: 0.1,
         allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
         max_time: None,
+        keep_masks: false,
     };
     let out = d.run(&mut session, &cfg).unwrap();
     assert_eq!(out.exit_status, Some(0));
@@ -271,7 +274,7 @@ fn phase_change_triggers_a_new_search() {
     let m = autopin_topology::source::synthetic::parse("package:1 core:2 pu:1").unwrap();
     let clock_cell = Arc::new(Mutex::new(0.0));
     let sim = Sim::new(&m, Box::new(Shift(clock_cell.clone())), 1, 0.01, 2, 30.0);
-    let cands = vec![Candidate::from_cpus(vec![0]), Candidate::from_cpus(vec![1])];
+    let cands = vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])];
     let mut session = Session::new(
         SessionConfig::default(),
         Box::new(move |_| cands.clone()),
@@ -296,6 +299,7 @@ fn phase_change_triggers_a_new_search() {
         tick: 0.1,
         allowed: CpuSet::from_cpus(0..2),
         max_time: None,
+        keep_masks: false,
     };
     d.run(&mut session, &cfg).unwrap();
     let r = &session.report;
@@ -353,10 +357,10 @@ fn phased_run(seed: u64) -> crate::report::Report {
     ];
     let sim = Sim::new(&m, Box::new(HpcModel::default()), 2, 0.05, seed, 60.0).with_phases(phases);
     let cands = vec![
-        Candidate::pinned("0,0", vec![0, 0]),
-        Candidate::pinned("0,1", vec![0, 1]),
-        Candidate::pinned("2,3", vec![2, 3]),
-        Candidate::unpinned(),
+        Pinning::pinned("0,0", vec![0, 0]),
+        Pinning::pinned("0,1", vec![0, 1]),
+        Pinning::pinned("2,3", vec![2, 3]),
+        Pinning::unpinned(),
     ];
     let mut session = Session::new(
         SessionConfig::default(),
@@ -379,6 +383,7 @@ fn phased_run(seed: u64) -> crate::report::Report {
         tick: 0.1,
         allowed: CpuSet::from_cpus(0..4),
         max_time: None,
+        keep_masks: false,
     };
     d.run(&mut session, &cfg).unwrap();
     session.report.clone()

@@ -47,9 +47,17 @@ pub fn stop() -> u64 {
 fn has_rdtscp() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| {
-        // cpuid exists on every x86_64; the extended leaf is checked before use.
-        let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
-        max >= 0x8000_0001 && core::arch::x86_64::__cpuid(0x8000_0001).edx & (1 << 27) != 0
+        // cpuid exists on every x86_64; the extended leaf is checked before use. `__cpuid`
+        // is a safe function only from Rust 1.89 on; the block keeps rust-version honest.
+        #[allow(unused_unsafe)]
+        // SAFETY: cpuid has no preconditions on x86_64.
+        let (max, edx) = unsafe {
+            (
+                core::arch::x86_64::__cpuid(0x8000_0000).eax,
+                core::arch::x86_64::__cpuid(0x8000_0001).edx,
+            )
+        };
+        max >= 0x8000_0001 && edx & (1 << 27) != 0
     })
 }
 

@@ -46,6 +46,24 @@ pub fn render(m: &Machine) -> String {
         }
         let _ = writeln!(out, "{border}");
     }
+    // Nodes attached above the sockets (CPU-less memory local to several sockets or to
+    // none in particular) belong to no socket box: list them so no memory goes unshown.
+    if sockets != [0] {
+        let outside: Vec<String> = m
+            .numa_nodes
+            .iter()
+            .filter(|n| !sockets.iter().any(|&s| is_within(m, n.attached_to, s)))
+            .map(node_text)
+            .collect();
+        if !outside.is_empty() {
+            let _ = writeln!(
+                out,
+                "NUMA node{} local to no single socket: {}",
+                if outside.len() > 1 { "s" } else { "" },
+                outside.join(", ")
+            );
+        }
+    }
     for l in legend(m, &levels) {
         let _ = writeln!(out, "{l}");
     }
@@ -67,13 +85,7 @@ fn socket_title(m: &Machine, s: ObjId) -> String {
         .numa_nodes
         .iter()
         .filter(|n| s == 0 || is_within(m, n.attached_to, s))
-        .map(|n| {
-            let mut d = format!("{}", n.os_index);
-            if n.memory > 0 {
-                d.push_str(&format!(" ({})", human(n.memory)));
-            }
-            d
-        })
+        .map(node_text)
         .collect();
     if !nodes.is_empty() {
         let _ = write!(
@@ -84,6 +96,23 @@ fn socket_title(m: &Machine, s: ObjId) -> String {
         );
     }
     t
+}
+
+/// `3 (16 GB)`, with the kind and memory-side caches when known: `8 (GPUMemory, no CPUs, 16 GB)`.
+fn node_text(n: &NumaNode) -> String {
+    let mut tags: Vec<String> = n.kind.iter().cloned().collect();
+    if n.cpuset.is_empty() {
+        tags.push("no CPUs".into());
+    }
+    if n.memory > 0 {
+        tags.push(human(n.memory));
+    }
+    tags.extend(n.memory_side_cache_labels());
+    if tags.is_empty() {
+        n.os_index.to_string()
+    } else {
+        format!("{} ({})", n.os_index, tags.join(", "))
+    }
 }
 
 /// Whether `id` is `top` or inside it.

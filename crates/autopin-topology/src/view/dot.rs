@@ -33,17 +33,17 @@ pub fn render(m: &Machine) -> String {
         }
     }
     for (i, n) in m.numa_nodes.iter().enumerate() {
-        let kind = n
-            .kind
-            .as_ref()
-            .map(|k| format!("({k})"))
-            .unwrap_or_default();
-        let mem = if n.memory > 0 {
-            format!(" ({})", human_size(n.memory))
-        } else {
+        let mut attrs: Vec<String> = Vec::new();
+        if n.memory > 0 {
+            attrs.push(human_size(n.memory));
+        }
+        attrs.extend(n.memory_side_cache_labels());
+        let attrs = if attrs.is_empty() {
             String::new()
+        } else {
+            format!(" ({})", attrs.join(", "))
         };
-        let l = format!("NUMANode{kind} P#{}{mem}", n.os_index);
+        let l = format!("{} P#{}{attrs}", n.type_label(), n.os_index);
         let _ = writeln!(
             out,
             "  n{i} [label=\"{}\", shape=box3d, fillcolor=\"#efdfde\"];",

@@ -99,17 +99,17 @@ fn label(m: &Machine, id: ObjId) -> String {
 }
 
 fn numa_label(n: &NumaNode) -> String {
-    let kind = n
-        .kind
-        .as_ref()
-        .map(|k| format!("({k})"))
-        .unwrap_or_default();
-    let mem = if n.memory > 0 {
-        format!(" ({})", human_size(n.memory))
-    } else {
+    let mut attrs: Vec<String> = Vec::new();
+    if n.memory > 0 {
+        attrs.push(human_size(n.memory));
+    }
+    attrs.extend(n.memory_side_cache_labels());
+    let attrs = if attrs.is_empty() {
         String::new()
+    } else {
+        format!(" ({})", attrs.join(", "))
     };
-    format!("NUMANode{kind} P#{}{mem}", n.os_index)
+    format!("{} P#{}{attrs}", n.type_label(), n.os_index)
 }
 
 fn fill(m: &Machine, o: &Object) -> &'static str {
@@ -294,8 +294,9 @@ fn caption_lines(m: &Machine) -> Vec<String> {
     out
 }
 
-/// XML-escapes text for element content and attribute values.
-fn esc(s: &str) -> String {
+/// XML-escapes text for element content and attribute values: the one escaper every SVG
+/// autopin draws uses.
+pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

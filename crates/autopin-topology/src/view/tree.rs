@@ -53,12 +53,13 @@ fn numa_label(n: &NumaNode) -> String {
     if let Some(t) = n.tier {
         attrs.push(format!("tier={t}"));
     }
-    let kind = n
-        .kind
-        .as_ref()
-        .map(|k| format!("({k})"))
-        .unwrap_or_default();
-    format!("NUMANode{kind} L#{} ({})", n.logical_index, attrs.join(" "))
+    attrs.extend(n.memory_side_cache_labels());
+    format!(
+        "{} L#{} ({})",
+        n.type_label(),
+        n.logical_index,
+        attrs.join(" ")
+    )
 }
 
 pub fn render(m: &Machine) -> String {

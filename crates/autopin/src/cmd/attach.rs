@@ -1,8 +1,10 @@
 //! `autopin attach`: attach to a running process, probe candidate pinnings, keep the best.
 //! Threads are found by scanning /proc/PID/task; the options are those of `autopin run`.
 
-use crate::cmd::run::{execute, EngineArgs, Target};
+use crate::cmd::engine_args::EngineArgs;
+use crate::cmd::run::execute;
 use crate::error::CmdResult;
+use autopin_engine::run::TargetSpec;
 
 #[derive(clap::Args)]
 #[command(
@@ -27,7 +29,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     execute(
         &args.engine,
-        Target::Attach {
+        TargetSpec::Attach {
             pid: args.pid,
             duration: args.duration,
         },

@@ -22,8 +22,8 @@ use std::path::PathBuf;
 a policy (compact, scatter, balanced, cores, CON_CORE, ...), SHARING:matrix.txt (LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP), \
 random (a fresh random pinning per run) or autopin (the optimizer, `autopin run`).\n\
 Runs are interleaved in a random order per round. Results go to stdout; progress, failures and \
---show-output to stderr. Pinned strategies include `autopin pin`'s start-up (a few ms) in their wall time: \
-compare programs that run much longer than that, or use --metric.\n\n\
+--show-output to stderr. Every strategy, none included, starts through `autopin pin` (none as \
+`pin --os-decides`), so the few ms of start-up are the same for all and cancel.\n\n\
 Examples:\n  autopin compare --runs 10 --strategy none --strategy compact --strategy autopin -- ./app\n  \
 autopin compare --strategy none --strategy S0:0-3 --metric 'Mop/s\\s*=\\s*([0-9.]+)' --higher-is-better -- ./bench\n  \
 autopin compare --adaptive --strategy none --strategy 0,1 --export-json cmp.json --svg cmp.svg -- ./app"
@@ -105,48 +105,7 @@ pub struct Args {
 const EXIT_INTERRUPTED: i32 = 130;
 
 pub fn run(args: Args) -> CmdResult {
-    // Everything is validated before the first run.
-    if args.program.is_empty() {
-        return Err(CliError::usage(
-            "no program given; usage: autopin compare --runs RUNS --strategy S ... -- PROGRAM [ARGS]",
-        ));
-    }
-    check_program(&args.program[0])?;
-    if args.runs == 0 {
-        return Err(CliError::usage(
-            "--runs must be at least 1 (2 or more to test differences)",
-        ));
-    }
-    if args.strategies.is_empty() {
-        return Err(CliError::usage(
-            "no strategies given; name at least one with --strategy (e.g. --strategy none --strategy 0,1)",
-        ));
-    }
-    let inside_unit = |x: f64| x > 0.0 && x < 1.0;
-    if !inside_unit(args.alpha) {
-        return Err(CliError::usage(format!(
-            "--alpha must be between 0 and 1, got {}",
-            args.alpha
-        )));
-    }
-    if !(0.0..1.0).contains(&args.equivalence) {
-        return Err(CliError::usage(format!(
-            "--equivalence must be in [0, 1), got {}",
-            args.equivalence
-        )));
-    }
-    let adaptive_max_runs = match (args.adaptive, args.max_runs) {
-        (true, Some(m)) if m < args.runs => {
-            return Err(CliError::usage(format!(
-                "--max-runs {m} is below --runs {}",
-                args.runs
-            )))
-        }
-        (true, Some(m)) => Some(m),
-        (true, None) => Some(args.runs.saturating_mul(5).max(30)),
-        (false, Some(_)) => return Err(CliError::usage("--max-runs only applies with --adaptive")),
-        (false, None) => None,
-    };
+    let adaptive_max_runs = validate(&args)?;
     let metric = match &args.metric {
         Some(p) => Some(compile_metric(p).map_err(CliError::usage)?),
         None => {
@@ -158,57 +117,9 @@ pub fn run(args: Args) -> CmdResult {
             None
         }
     };
-    for (flag, path) in [
-        ("--export-json", &args.export_json),
-        ("--export-csv", &args.export_csv),
-        ("--export-markdown", &args.export_markdown),
-        ("--svg", &args.svg),
-    ] {
-        if let Some(p) = path {
-            let dir = p
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(std::path::Path::new("."));
-            if !dir.is_dir() {
-                return Err(CliError::usage(format!(
-                    "{flag} {}: directory {} does not exist",
-                    p.display(),
-                    dir.display()
-                )));
-            }
-        }
-    }
-
     let machine = args.machine.load()?;
     let check = MachineCheck { machine: &machine };
-    let mut strategies = Vec::new();
-    for s in &args.strategies {
-        let st = parse_strategy(s, &check).map_err(CliError::usage)?;
-        if strategies
-            .iter()
-            .any(|x: &autopin_compare::Strategy| x.name == st.name)
-        {
-            return Err(CliError::usage(format!(
-                "strategy `{}` is listed twice",
-                st.name
-            )));
-        }
-        strategies.push(st);
-    }
-    let baseline = match &args.baseline {
-        None => 0,
-        Some(b) => {
-            let st = parse_strategy(b, &check)
-                .map_err(|e| CliError::usage(format!("--baseline: {e}")))?;
-            match strategies.iter().position(|x| x.name == st.name) {
-                Some(i) => i,
-                None => {
-                    strategies.insert(0, st);
-                    0
-                }
-            }
-        }
-    };
+    let (strategies, baseline) = strategies(&args, &check)?;
     let exe = std::env::current_exe()
         .map_err(|e| CliError::internal(format!("cannot find the autopin executable: {e}")))?;
     let front = Frontend {
@@ -299,10 +210,113 @@ pub fn run(args: Args) -> CmdResult {
     Ok(0)
 }
 
+/// Everything is validated before the first run; returns the adaptive run limit.
+fn validate(args: &Args) -> Result<Option<usize>, CliError> {
+    if args.program.is_empty() {
+        return Err(CliError::usage(
+            "no program given; usage: autopin compare --runs RUNS --strategy S ... -- PROGRAM [ARGS]",
+        ));
+    }
+    check_program(&args.program[0])?;
+    if args.runs == 0 {
+        return Err(CliError::usage(
+            "--runs must be at least 1 (2 or more to test differences)",
+        ));
+    }
+    if args.strategies.is_empty() {
+        return Err(CliError::usage(
+            "no strategies given; name at least one with --strategy (e.g. --strategy none --strategy 0,1)",
+        ));
+    }
+    let inside_unit = |x: f64| x > 0.0 && x < 1.0;
+    if !inside_unit(args.alpha) {
+        return Err(CliError::usage(format!(
+            "--alpha must be between 0 and 1, got {}",
+            args.alpha
+        )));
+    }
+    if !(0.0..1.0).contains(&args.equivalence) {
+        return Err(CliError::usage(format!(
+            "--equivalence must be in [0, 1), got {}",
+            args.equivalence
+        )));
+    }
+    let adaptive_max_runs = match (args.adaptive, args.max_runs) {
+        (true, Some(m)) if m < args.runs => {
+            return Err(CliError::usage(format!(
+                "--max-runs {m} is below --runs {}",
+                args.runs
+            )))
+        }
+        (true, Some(m)) => Some(m),
+        (true, None) => Some(args.runs.saturating_mul(5).max(30)),
+        (false, Some(_)) => return Err(CliError::usage("--max-runs only applies with --adaptive")),
+        (false, None) => None,
+    };
+    for (flag, path) in [
+        ("--export-json", &args.export_json),
+        ("--export-csv", &args.export_csv),
+        ("--export-markdown", &args.export_markdown),
+        ("--svg", &args.svg),
+    ] {
+        if let Some(p) = path {
+            let dir = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            if !dir.is_dir() {
+                return Err(CliError::usage(format!(
+                    "{flag} {}: directory {} does not exist",
+                    p.display(),
+                    dir.display()
+                )));
+            }
+        }
+    }
+
+    Ok(adaptive_max_runs)
+}
+
+/// The strategies to compare, each validated against the machine, and the baseline's index.
+fn strategies(
+    args: &Args,
+    check: &MachineCheck,
+) -> Result<(Vec<autopin_compare::Strategy>, usize), CliError> {
+    let mut strategies = Vec::new();
+    for s in &args.strategies {
+        let st = parse_strategy(s, check).map_err(CliError::usage)?;
+        if strategies
+            .iter()
+            .any(|x: &autopin_compare::Strategy| x.name == st.name)
+        {
+            return Err(CliError::usage(format!(
+                "strategy `{}` is listed twice",
+                st.name
+            )));
+        }
+        strategies.push(st);
+    }
+    let baseline = match &args.baseline {
+        None => 0,
+        Some(b) => {
+            let st = parse_strategy(b, check)
+                .map_err(|e| CliError::usage(format!("--baseline: {e}")))?;
+            match strategies.iter().position(|x| x.name == st.name) {
+                Some(i) => i,
+                None => {
+                    strategies.insert(0, st);
+                    0
+                }
+            }
+        }
+    };
+    Ok((strategies, baseline))
+}
+
 fn write_exports(args: &Args, doc: &Document) -> Result<(), CliError> {
     let write = |path: &Option<PathBuf>, text: String| -> Result<(), CliError> {
         if let Some(p) = path {
-            report::write_atomic(p, text.as_bytes())
+            crate::output::write_atomic(p, text.as_bytes())
                 .map_err(|e| CliError::internal(format!("cannot write {}: {e}", p.display())))?;
         }
         Ok(())

@@ -4,6 +4,7 @@ pub mod attach;
 pub mod candidates;
 pub mod compare;
 pub mod cpus;
+pub mod engine_args;
 pub mod install;
 pub mod measure;
 pub mod pin;

@@ -8,7 +8,7 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
-use autopin_engine::target::{
+use autopin_os::process::{
     self, elf, pin_by_polling, LaunchSpec, LinuxPinner, PinPlan, Pinner, ProcFs, SkipMask,
 };
 use autopin_topology::{CpuSet, Machine};
@@ -44,10 +44,16 @@ pub struct Args {
     /// Say on stderr what is being pinned where
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    #[command(flatten)]
-    pub machine: MachineArgs,
+    /// Start the program exactly as pin does (preload library, signal forwarding, exit
+    /// status) but leave every thread where the OS puts it: the baseline `compare --strategy
+    /// none` runs, so that start-up costs cancel between strategies
+    #[arg(long, conflicts_with_all = ["cpus", "policy", "sharing", "skip", "print"])]
+    pub os_decides: bool,
+    /// Memory policy for the program (numactl's options)
     #[command(flatten)]
     pub memory: crate::mem_args::MemPolicyArgs,
+    #[command(flatten)]
+    pub machine: MachineArgs,
     /// The program and its arguments, after `--`
     #[arg(last = true, value_name = "PROGRAM")]
     pub command: Vec<OsString>,
@@ -57,6 +63,10 @@ pub fn run(args: Args) -> CmdResult {
     let machine = args.machine.load()?;
     if args.print {
         return print(&args, &machine);
+    }
+    if args.os_decides {
+        let mem = args.memory.resolve(&machine)?;
+        return launch_unpinned(&args, mem);
     }
     let cpus = select_cpus(&args, &machine)?.ok_or_else(|| {
         CliError::usage("say where to pin: -c EXPR, --policy P [-n N] or --sharing STRATEGY:FILE")
@@ -135,6 +145,31 @@ fn check_allowed(cpus: &[u32], allowed: &CpuSet) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `--os-decides`: the same launch as a pinned run, with no pinning.
+fn launch_unpinned(args: &Args, mem: Option<autopin_placement::MemPolicy>) -> CmdResult {
+    let Some((program, prog_args)) = args.command.split_first() else {
+        return Err(CliError::usage(
+            "no program given: put it after `--`, e.g. autopin pin --os-decides -- ./app",
+        ));
+    };
+    let mut spec = LaunchSpec::new(program.clone(), prog_args.iter().cloned());
+    spec.forward_signals = true;
+    spec.mem_policy = mem;
+    // The library is loaded as in a pinned run (same start-up work); without a plan in the
+    // environment it pins nothing.
+    spec.preload = process::preload_library().ok();
+    let mut launched = match process::spawn(&spec) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("autopin: error: {e}");
+            return Ok(e.exit_code());
+        }
+    };
+    launched
+        .wait()
+        .map_err(|e| CliError::internal(format!("waiting for {}: {e}", program.to_string_lossy())))
+}
+
 fn launch(
     args: &Args,
     program: &OsString,
@@ -163,7 +198,7 @@ fn launch(
         };
     let mut poll = !preload_works;
     if preload_works {
-        match target::preload_library() {
+        match process::preload_library() {
             Ok(lib) => spec.preload = Some(lib),
             Err(e) => {
                 eprintln!("autopin: warning: cannot install the preload library ({e}); pinning {name}'s threads by polling /proc instead");
@@ -193,7 +228,7 @@ fn launch(
             list.join(",")
         );
     }
-    let mut launched = match target::spawn(&spec) {
+    let mut launched = match process::spawn(&spec) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("autopin: error: {e}");

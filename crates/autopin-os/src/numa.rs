@@ -1,37 +1,13 @@
-//! `NumaMigrator`: after a decision that moves threads to other NUMA nodes, move the
+//! Page migration: after a decision that moves threads to other NUMA nodes, move the
 //! target's pages after them (first-touch placement would otherwise leave the memory behind
 //! on the old node). Pages move with `move_pages(2)` in bounded batches, so the target keeps
 //! running between them and the result is known per page: where it went, or why it stayed.
 
 use autopin_topology::Machine;
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-/// Some(explanation) when there is nothing to migrate between (one NUMA node or none).
-pub fn describe_single_node(m: &Machine) -> Option<String> {
-    let nodes = m.numa_nodes.len();
-    (nodes <= 1).then(|| {
-        format!(
-            "--migrate-memory: this machine has {nodes} NUMA node(s); all memory is equally near every CPU, so there is nothing to migrate"
-        )
-    })
-}
-
-/// The NUMA nodes local to these CPUs (nodes with CPUs only: a memory-only node near a
-/// package is not where that package's threads' pages belong by default).
-pub fn nodes_of(m: &Machine, cpus: &[u32]) -> BTreeSet<u32> {
-    let with_cpus: BTreeSet<u32> = m
-        .numa_nodes
-        .iter()
-        .filter(|n| !n.cpuset.is_empty())
-        .map(|n| n.os_index)
-        .collect();
-    cpus.iter()
-        .filter_map(|c| m.pu_by_os(*c))
-        .flat_map(|id| m.numa_of(id))
-        .filter(|n| with_cpus.contains(n))
-        .collect()
-}
+pub use autopin_engine::report::MigrationOutcome;
+pub use autopin_engine::run::memory::nodes_of;
 
 /// Which mappings move.
 #[derive(Clone, Debug)]
@@ -49,64 +25,6 @@ impl Default for MigrateOptions {
             include_files: false,
             batch: 4096,
         }
-    }
-}
-
-/// What a migration did.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct MigrationOutcome {
-    pub to_nodes: Vec<u32>,
-    /// Pages moved, by the node they went to.
-    pub moved: BTreeMap<u32, u64>,
-    /// Resident pages that were already on one of the target nodes.
-    pub already_there: u64,
-    /// Pages that could not move, by reason (errno name).
-    pub failed: BTreeMap<String, u64>,
-    /// Mappings looked at, and resident pages in them.
-    pub mappings: usize,
-    pub resident: u64,
-    pub seconds: f64,
-    /// kernel.numa_balancing: None where the kernel has no such setting.
-    pub numa_balancing: Option<bool>,
-}
-
-impl MigrationOutcome {
-    pub fn total_moved(&self) -> u64 {
-        self.moved.values().sum()
-    }
-    pub fn total_failed(&self) -> u64 {
-        self.failed.values().sum()
-    }
-
-    /// One line for the report and stderr.
-    pub fn summary(&self, pid: i32) -> String {
-        let per: Vec<String> = self
-            .moved
-            .iter()
-            .map(|(n, c)| format!("node {n}: {c}"))
-            .collect();
-        let failed: Vec<String> = self
-            .failed
-            .iter()
-            .map(|(w, c)| format!("{c} {w}"))
-            .collect();
-        format!(
-            "--migrate-memory: pid {pid}: moved {} page(s) to node(s) {:?} ({}); {} already there; {} could not move{}; {} resident page(s) in {} mapping(s); {:.3} s; kernel.numa_balancing {}",
-            self.total_moved(),
-            self.to_nodes,
-            if per.is_empty() { "none".into() } else { per.join(", ") },
-            self.already_there,
-            self.total_failed(),
-            if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) },
-            self.resident,
-            self.mappings,
-            self.seconds,
-            match self.numa_balancing {
-                Some(true) => "on (the kernel also moves pages on its own)",
-                Some(false) => "off",
-                None => "not available",
-            }
-        )
     }
 }
 
@@ -292,26 +210,6 @@ pub fn migrate_to(
     }
     out.seconds = started.elapsed().as_secs_f64();
     Ok(out)
-}
-
-/// Moves pages of `pid` to the nodes of `cpus`. Returns a line for the report.
-pub fn migrate(m: &Machine, pid: i32, cpus: &[u32]) -> Result<String, String> {
-    if let Some(s) = describe_single_node(m) {
-        return Ok(s);
-    }
-    let to = nodes_of(m, cpus);
-    let all: BTreeSet<u32> = m
-        .numa_nodes
-        .iter()
-        .filter(|n| !n.cpuset.is_empty())
-        .map(|n| n.os_index)
-        .collect();
-    if to == all {
-        return Ok(
-            "--migrate-memory: the chosen CPUs span every node; pages stay where they are".into(),
-        );
-    }
-    migrate_to(m, pid, cpus, &MigrateOptions::default()).map(|o| o.summary(pid))
 }
 
 #[cfg(test)]

@@ -2,10 +2,9 @@
 //!
 //! - [`launch`]: start a program with extra environment and LD_PRELOAD, forward signals,
 //!   map its exit status like a shell.
-//! - [`plan`]: a fixed pinning in the preload library's terms (CPU list + skip mask).
 //! - [`registry`]: the shared file where the preload library records every thread.
 //! - [`proc_scan`]: threads of any process from /proc (attach, static binaries, overflow).
-//! - [`affinity`]: the [`Pinner`] trait and its Linux implementation.
+//! - [`affinity`]: the engine's `Pinner` on Linux.
 //! - [`elf`]: program lookup in PATH and static/dynamic detection.
 //! - [`poll_pin`]: pinning by polling /proc where LD_PRELOAD cannot work.
 //! - [`signals`]: the signal forwarding used by `launch`.
@@ -13,16 +12,16 @@
 pub mod affinity;
 pub mod elf;
 pub mod launch;
-pub mod plan;
 pub mod poll_pin;
 pub mod proc_scan;
 pub mod registry;
 pub mod signals;
 
-pub use affinity::{LinuxPinner, PinError, Pinner, RecordingPinner};
+pub use affinity::LinuxPinner;
+pub use autopin_engine::pin_plan::{PinPlan, PlanCursor, SkipMask};
+pub use autopin_engine::pinner::{PinError, Pinner, RecordingPinner};
 pub use elf::Linkage;
 pub use launch::{exit_code, spawn, LaunchError, LaunchSpec, Launched};
-pub use plan::{PinPlan, PlanCursor, SkipMask};
 pub use poll_pin::{pin_by_polling, PinOutcome, PollPinner};
 pub use proc_scan::{ProcFs, ProcThread, ThreadOrder};
 pub use registry::{Registry, ThreadState, TrackedThread};

@@ -3,10 +3,10 @@
 //! plan's rules, so each runs unpinned (on its creator's CPU, since it inherits that
 //! affinity) for up to one polling interval.
 
-use super::affinity::{PinError, Pinner};
 use super::launch::Launched;
-use super::plan::{PinPlan, PlanCursor};
 use super::proc_scan::{ProcFs, ProcThread, ThreadOrder};
+use autopin_engine::pin_plan::{PinPlan, PlanCursor};
+use autopin_engine::pinner::{PinError, Pinner};
 use autopin_topology::CpuSet;
 use std::io;
 use std::time::Duration;
@@ -117,8 +117,8 @@ pub fn pin_by_polling(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::affinity::RecordingPinner;
-    use crate::target::plan::SkipMask;
+    use autopin_engine::pin_plan::SkipMask;
+    use autopin_engine::pinner::RecordingPinner;
 
     fn t(tid: i32, start: u64) -> ProcThread {
         ProcThread {

@@ -2,10 +2,11 @@
 //! attached targets alike, in creation order, with the likwid skip mask) and the objective
 //! measured with autopin-perf's per-thread counters, heartbeat channel or energy source.
 
-use crate::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
-use crate::target::{Launched, ProcFs, Registry, SkipMask, ThreadOrder};
+use crate::process::{Launched, ProcFs, Registry, SkipMask, ThreadOrder};
+use autopin_engine::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
 use autopin_perf::{
-    EnergySource, HeartbeatChannel, Objective, PerfCounterSource, Sample, Sampler, Target,
+    CountingMode, EnergySource, HeartbeatChannel, ModeChoice, Objective, PerfCounterSource, Sample,
+    Sampler, Target,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -32,6 +33,8 @@ pub struct ProcThreads {
     registry: Option<Registry>,
     /// Whether the last poll used the registry (for the report).
     pub used_registry: bool,
+    /// When the target's context switches were last read (at most once a second).
+    switches_read: Option<Instant>,
 }
 
 impl ProcThreads {
@@ -45,7 +48,20 @@ impl ProcThreads {
             lifetime,
             registry: None,
             used_registry: false,
+            switches_read: None,
         }
+    }
+
+    /// The target's context switches, read at most once a second (None in between).
+    fn context_switches(&mut self) -> Option<u64> {
+        if self
+            .switches_read
+            .is_some_and(|t| t.elapsed().as_secs_f64() < 1.0)
+        {
+            return None;
+        }
+        self.switches_read = Some(Instant::now());
+        autopin_perf::context_switches(std::path::Path::new("/proc"), self.pid).ok()
     }
 
     /// Reads thread creation order from this registry whenever the preload library has
@@ -107,6 +123,18 @@ impl ProcThreads {
 }
 
 impl ThreadSource for ProcThreads {
+    fn terminate(&mut self) {
+        self.signal(libc::SIGTERM);
+    }
+
+    fn notes(&self) -> Vec<String> {
+        if self.used_registry {
+            vec!["threads: creation order from the preload registry".into()]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn poll(&mut self) -> Result<ThreadSnapshot, String> {
         if let Some(e) = self.ended() {
             return Ok(ThreadSnapshot {
@@ -134,6 +162,7 @@ impl ThreadSource for ProcThreads {
                 tracked,
                 all,
                 ended: None,
+                context_switches: self.context_switches(),
             });
         }
         for (creation, t) in self.order.observe(&scan) {
@@ -158,6 +187,7 @@ impl ThreadSource for ProcThreads {
             tracked,
             all,
             ended: None,
+            context_switches: self.context_switches(),
         })
     }
 }
@@ -175,19 +205,21 @@ pub struct PerfMeter {
     paused: bool,
     /// Threads whose counters could not be opened (vanished, or other reasons), with why.
     pub open_failures: Vec<String>,
+    /// How the counters count, and why (autopin-perf's `choose_counting_mode`).
+    mode: ModeChoice,
 }
 
 impl PerfMeter {
     pub fn new(
         objective: Objective,
-        counters: Option<PerfCounterSource>,
+        counters: Option<Sampler<PerfCounterSource>>,
         heartbeat: Option<HeartbeatChannel>,
         energy: Option<Box<dyn EnergySource>>,
     ) -> Self {
         let first_event = objective.events().first().map(|e| e.key().to_string());
         PerfMeter {
             objective,
-            sampler: counters.map(Sampler::new),
+            sampler: counters,
             heartbeat,
             energy,
             last: None,
@@ -196,7 +228,22 @@ impl PerfMeter {
             first_event,
             paused: false,
             open_failures: Vec::new(),
+            mode: ModeChoice {
+                mode: CountingMode::PerThread,
+                reason: "per thread".into(),
+            },
         }
+    }
+
+    /// Counts as `choice` says: per CPU, the counters stay on the CPUs given to
+    /// [`counters_for`] and threads are not added one by one.
+    pub fn with_mode(mut self, choice: ModeChoice) -> Self {
+        self.mode = choice;
+        self
+    }
+
+    fn per_cpu(&self) -> bool {
+        matches!(self.mode.mode, CountingMode::PerCpu { .. })
     }
 }
 
@@ -206,7 +253,9 @@ impl Meter for PerfMeter {
             return Ok(Reading::default());
         }
         let now = Instant::now();
+        let per_cpu = self.per_cpu();
         let sample = match self.sampler.as_mut() {
+            Some(s) if per_cpu => s.sample(now),
             Some(s) => {
                 let want: std::collections::BTreeSet<Target> =
                     threads.iter().map(|t| Target::Thread(*t as i32)).collect();
@@ -291,6 +340,24 @@ impl Meter for PerfMeter {
             .collect()
     }
 
+    fn counting(&self) -> Option<(String, String)> {
+        let mode = match &self.mode.mode {
+            CountingMode::PerThread => "per-thread".to_string(),
+            CountingMode::PerCpu { cpus, cgroup } => format!(
+                "per-CPU on {}{}",
+                cpus.iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                cgroup
+                    .as_ref()
+                    .map(|g| format!(" (cgroup {})", g.display()))
+                    .unwrap_or_default()
+            ),
+        };
+        Some((mode, self.mode.reason.clone()))
+    }
+
     fn pause(&mut self) {
         if let Some(s) = self.sampler.as_mut() {
             for t in s.targets() {
@@ -367,15 +434,17 @@ impl Meter for ProcCpuMeter {
     }
 }
 
-/// Counts the events of `objective` on no thread yet (threads are added as they appear).
+/// Counters for the events of `objective` in `mode`: per thread on no thread yet (threads
+/// are added as they appear), or per CPU on the mode's CPUs (and cgroup).
 pub fn counters_for(
     objective: &Objective,
-) -> Result<Option<PerfCounterSource>, autopin_perf::PerfError> {
+    mode: &CountingMode,
+) -> Result<Option<Sampler<PerfCounterSource>>, autopin_perf::PerfError> {
     let events = objective.events();
     if events.is_empty() {
         return Ok(None);
     }
-    PerfCounterSource::new(events, autopin_perf::counters::CounterOptions::default()).map(Some)
+    autopin_perf::sampler_for(mode, events).map(Some)
 }
 
 /// Our own CPU time (user + sys), seconds.
@@ -425,5 +494,39 @@ mod tests {
         }
         let b = m.cpu_seconds(tid).unwrap();
         assert!(b - a > 0.01, "{a} → {b} ({x})");
+    }
+
+    #[test]
+    fn perf_meter_counts_per_cpu_when_the_mode_says_so() {
+        if let Err(u) = autopin_perf::probe().per_cpu {
+            autopin_testkit::skip!("per-CPU counting is not allowed here ({u})");
+        }
+        let obj = Objective::parse("task-clock").unwrap();
+        let mode = CountingMode::PerCpu {
+            cpus: vec![0],
+            cgroup: None,
+        };
+        let counters = counters_for(&obj, &mode).unwrap();
+        let mut m = PerfMeter::new(obj, counters, None, None).with_mode(ModeChoice {
+            mode,
+            reason: "test".into(),
+        });
+        // Our own thread on CPU 0 gives the CPU's counter something to count.
+        let me = unsafe { libc::gettid() };
+        let before = autopin_topology::affinity::get(me).unwrap();
+        autopin_topology::affinity::set(me, &autopin_topology::CpuSet::from_cpus([0])).unwrap();
+        let r0 = m.read(&[me as u32]).unwrap();
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 50 {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        let r1 = m.read(&[me as u32]).unwrap();
+        autopin_topology::affinity::set(me, &before).unwrap();
+        assert!(
+            r1.total.unwrap() > r0.total.unwrap(),
+            "{r0:?} → {r1:?} ({x})"
+        );
+        assert_eq!(m.counting().unwrap().0, "per-CPU on 0");
     }
 }

@@ -1,4 +1,4 @@
-//! Candidate lists given by the user: `--schedule` and the paper's `SCHEDULE` variable.
+//! Pinnings given by the user as CPU lists: `--schedule` and the paper's `SCHEDULE` variable.
 //!
 //! Two spellings exist and a CPU list itself contains commas, so they are told apart by
 //! where they come from:
@@ -41,8 +41,9 @@ fn err(input: &str, position: usize, message: impl Into<String>) -> ScheduleErro
     }
 }
 
-/// Parses one CPU list in thread order: `2-3,6-7` → [2,3,6,7], `1,0` → [1,0].
-/// `offset` is where `s` starts inside `full` (for error positions).
+/// Parses one CPU list in thread order: `2-3,6-7` → [2,3,6,7], `1,0` → [1,0], with the
+/// CPU-list grammar of [`crate::CpuList`] (one parser for both); a schedule range must run
+/// upwards. `offset` is where `s` starts inside `full` (for error positions).
 fn parse_ordered_list(full: &str, s: &str, offset: usize) -> Result<Vec<u32>, ScheduleError> {
     let mut out = Vec::new();
     let mut pos = offset;
@@ -56,28 +57,26 @@ fn parse_ordered_list(full: &str, s: &str, offset: usize) -> Result<Vec<u32>, Sc
                 "empty CPU entry (valid: `3`, `2-5`, `0,2,4`)",
             ));
         }
-        let parse_num = |t: &str, at: usize| -> Result<u32, ScheduleError> {
-            t.parse::<u32>().map_err(|_| {
-                err(
+        let parsed =
+            crate::cpulist::parse_items(full, trimmed, pos + lead, "CPU").map_err(|e| match e {
+                crate::PlacementError::Expr {
+                    position, message, ..
+                } => err(
                     full,
-                    at,
-                    format!("{t:?} is not a CPU number (valid: `3`, `2-5`, `0,2,4`)"),
-                )
-            })
-        };
-        if let Some((a, b)) = trimmed.split_once('-') {
-            let lo = parse_num(a.trim(), pos + lead)?;
-            let hi = parse_num(b.trim(), pos + lead + a.len() + 1)?;
-            if hi < lo {
+                    position,
+                    format!("{message} (valid: `3`, `2-5`, `0,2,4`)"),
+                ),
+                other => err(full, pos + lead, other.to_string()),
+            })?;
+        for it in parsed {
+            if it.last < it.first {
                 return Err(err(
                     full,
-                    pos + lead,
-                    format!("range {lo}-{hi} runs backwards"),
+                    it.position,
+                    format!("range {}-{} runs backwards", it.first, it.last),
                 ));
             }
-            out.extend(lo..=hi);
-        } else {
-            out.push(parse_num(trimmed, pos + lead)?);
+            out.extend(it.values());
         }
         pos += item.len() + 1;
     }

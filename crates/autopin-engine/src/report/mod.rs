@@ -1,17 +1,23 @@
 //! The run report: machine, candidates, every probe, decisions, re-searches and the
-//! timeline. Written as JSON (`--report`) and CSV (`--timeline`), atomically (temp file +
-//! rename) so a reader never sees half a report, even when the target dies mid-search.
+//! timeline, as JSON (`--report`) and CSV (`--timeline`) text; the CLI writes them atomically
+//! so a reader never sees half a report, even when the target dies mid-search.
 
-use crate::candidate::Candidate;
+pub mod migration;
+pub mod view;
+
+pub use migration::{MigrationOutcome, MigrationRecord};
+
+use autopin_placement::Pinning;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
-use std::path::Path;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ObjectiveInfo {
     pub name: String,
     pub unit: String,
     pub higher_is_better: bool,
+    /// Why this objective was measured (the default, asked for, or which fallback and why).
+    #[serde(default)]
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -89,7 +95,7 @@ pub struct SearchRecord {
 pub struct TimelinePoint {
     pub t: f64,
     pub rate: f64,
-    /// Candidate applied during the interval (None before the first pinning).
+    /// Pinning applied during the interval (None before the first pinning).
     pub candidate: Option<usize>,
     /// init, warmup, probe or decided.
     pub state: String,
@@ -128,6 +134,9 @@ pub struct Report {
     /// Estimated slowdown of the target caused by counting, when estimated (relative).
     pub perturbation: Option<f64>,
     pub perturbation_note: Option<String>,
+    /// `--migrate-memory`: what page migration did after each decision.
+    #[serde(default)]
+    pub memory_migrations: Vec<MigrationRecord>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -138,43 +147,18 @@ pub struct CandidateRecord {
 }
 
 impl CandidateRecord {
-    pub fn from(index: usize, c: &Candidate) -> Self {
+    pub fn from(index: usize, c: &Pinning) -> Self {
         CandidateRecord {
             index,
             label: c.label.clone(),
-            cpus: c.cpus.clone(),
+            cpus: c.cpu_list().map(<[u32]>::to_vec),
         }
     }
-}
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, then rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 impl Report {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-    }
-
-    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
-        write_atomic(path, self.to_json().as_bytes())
     }
 
     /// Timeline as CSV: t,rate,candidate,label,state.
@@ -199,50 +183,63 @@ impl Report {
         s
     }
 
-    pub fn write_csv(&self, path: &Path) -> std::io::Result<()> {
-        write_atomic(path, self.timeline_csv().as_bytes())
-    }
-
     pub fn from_json(text: &str) -> Result<Report, serde_json::Error> {
         serde_json::from_str(text)
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn atomic_write_and_roundtrip() {
-        let dir = std::env::temp_dir().join(format!("autopin-report-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("r.json");
-        let r = Report {
-            timeline: vec![TimelinePoint {
-                t: 0.1,
-                rate: 5.0,
-                candidate: Some(0),
-                state: "probe".into(),
-                phase: None,
-            }],
-            candidates: vec![CandidateRecord {
-                index: 0,
-                label: "0,1".into(),
-                cpus: Some(vec![0, 1]),
-            }],
-            ..Default::default()
-        };
-        r.write_json(&path).unwrap();
-        let back = Report::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(back.candidates[0].label, "0,1");
-        assert!(r
-            .timeline_csv()
-            .contains("0.100,5.000000e0,0,\"0,1\",probe"));
-        let leftovers: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .collect();
-        assert_eq!(leftovers.len(), 1, "no temp file left behind");
-        std::fs::remove_dir_all(&dir).unwrap();
+    /// The outcome for a person: the objective and why, then per program phase the winner,
+    /// its rate and its margin over the next best candidate, then the final pinning (or why
+    /// the search is incomplete).
+    pub fn summary_lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "objective: {} ({})",
+            self.objective.name, self.objective.reason
+        )];
+        // The last decision of each phase, in the order phases were first decided.
+        let mut last: Vec<&DecisionRecord> = Vec::new();
+        for d in &self.decisions {
+            match last.iter_mut().find(|x| x.phase == d.phase) {
+                Some(x) => *x = d,
+                None => last.push(d),
+            }
+        }
+        for d in &last {
+            let phase = d
+                .phase
+                .as_ref()
+                .map(|p| format!(" for phase {p}"))
+                .unwrap_or_default();
+            let rate = d
+                .rate
+                .map(|v| format!(", {v:.4e} {}", self.objective.unit))
+                .unwrap_or_default();
+            let vs = match (&d.runner_up, d.margin) {
+                (Some(ru), Some(m)) => format!(
+                    "; {:+.1}%{} vs {ru}",
+                    100.0 * m,
+                    d.margin_ci
+                        .map(|c| format!(" ± {:.1}%", 100.0 * c))
+                        .unwrap_or_default()
+                ),
+                _ => String::new(),
+            };
+            out.push(format!(
+                "winner{phase}: {}{rate}{vs} ({})",
+                d.candidate, d.reason
+            ));
+        }
+        if let Some(d) = &self.decision {
+            out.push(format!(
+                "final pinning: {}{}",
+                d.candidate,
+                d.cpus
+                    .as_ref()
+                    .map(|c| format!(" (threads → CPUs {})", autopin_placement::cpu_text(c)))
+                    .unwrap_or_default()
+            ));
+        } else if let Some(reason) = &self.incomplete_reason {
+            out.push(format!("search incomplete: {reason}"));
+        }
+        out
     }
 }

@@ -1,5 +1,6 @@
-//! Setting and reading a thread's CPU affinity. The engine talks to the [`Pinner`] trait so
-//! its decisions can be tested with [`RecordingPinner`] instead of the kernel.
+//! Setting and reading a thread's CPU affinity, as the engine sees it: the [`Pinner`]
+//! trait (Linux implements it in `autopin-os`), why pinning fails, and [`RecordingPinner`]
+//! for tests.
 
 use autopin_topology::CpuSet;
 use std::collections::{HashMap, HashSet};
@@ -30,33 +31,6 @@ pub enum PinError {
 pub trait Pinner: Send + Sync {
     fn set_affinity(&self, tid: i32, cpus: &CpuSet) -> Result<(), PinError>;
     fn affinity(&self, tid: i32) -> Result<CpuSet, PinError>;
-}
-
-/// The real thing: sched_setaffinity / sched_getaffinity.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct LinuxPinner;
-
-fn classify(tid: i32, cpus: Option<&CpuSet>, e: io::Error) -> PinError {
-    match e.raw_os_error() {
-        Some(libc::ESRCH) => PinError::Gone(tid),
-        Some(libc::EPERM) => PinError::Permission { tid, source: e },
-        Some(libc::EINVAL) if cpus.is_some() => PinError::Refused {
-            tid,
-            cpus: cpus.cloned().unwrap_or_default(),
-            source: e,
-        },
-        _ => PinError::Other { tid, source: e },
-    }
-}
-
-impl Pinner for LinuxPinner {
-    fn set_affinity(&self, tid: i32, cpus: &CpuSet) -> Result<(), PinError> {
-        autopin_topology::affinity::set(tid, cpus).map_err(|e| classify(tid, Some(cpus), e))
-    }
-
-    fn affinity(&self, tid: i32) -> Result<CpuSet, PinError> {
-        autopin_topology::affinity::get(tid).map_err(|e| classify(tid, None, e))
-    }
 }
 
 /// A fake [`Pinner`] for tests: remembers every call and the resulting affinities.
@@ -112,34 +86,6 @@ impl Pinner for RecordingPinner {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn linux_pinner_round_trips_on_this_thread() {
-        let p = LinuxPinner;
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
-        let before = p.affinity(tid).unwrap();
-        let one = CpuSet::from_cpus([before.first().unwrap()]);
-        p.set_affinity(tid, &one).unwrap();
-        assert_eq!(p.affinity(tid).unwrap(), one);
-        p.set_affinity(tid, &before).unwrap();
-        assert_eq!(p.affinity(tid).unwrap(), before);
-    }
-
-    #[test]
-    fn linux_pinner_reports_errors() {
-        let p = LinuxPinner;
-        assert!(matches!(
-            p.set_affinity(0, &CpuSet::new()),
-            Err(PinError::Refused { .. })
-        ));
-        // CPU 4095 does not exist on the test machines.
-        assert!(matches!(
-            p.set_affinity(0, &CpuSet::from_cpus([4095])),
-            Err(PinError::Refused { .. })
-        ));
-        // pid_max is at most 2^22, so this tid cannot exist.
-        assert!(matches!(p.affinity(1 << 23), Err(PinError::Gone(_))));
-    }
 
     #[test]
     fn recording_pinner_records() {

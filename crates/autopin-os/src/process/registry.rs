@@ -315,23 +315,10 @@ int main(void) {
 }
 "#;
 
-    /// Builds CHURN and installs the preload library into `dir`; None without a C compiler.
+    /// Builds CHURN (cached by the testkit) and installs the preload library into `dir`.
     fn churn_setup(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-        let src = dir.join("churn.c");
-        std::fs::write(&src, CHURN).unwrap();
-        let exe = dir.join("churn");
-        match std::process::Command::new("cc")
-            .args(["-O2", "-pthread", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .status()
-        {
-            Ok(s) => assert!(s.success(), "cc failed"),
-            Err(e) => {
-                eprintln!("skipping: no C compiler ({e})");
-                return None;
-            }
-        }
+        let exe = autopin_testkit::build_c("churn", CHURN, &["-pthread"])
+            .unwrap_or_else(|e| panic!("{e}"));
         let lib =
             autopin_preload::install_into(&dir.join("lib"), autopin_preload::PRELOAD_SO).unwrap();
         Some((exe, lib))

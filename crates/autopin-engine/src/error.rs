@@ -1,0 +1,85 @@
+//! How the engine fails, by kind, so that the command line can pick the exit code without
+//! reading messages: bad input and refused permissions are the user's to fix (exit 2), OS
+//! and internal failures are not (exit 1), and a program that could not be started exits
+//! the way a shell reports it (127 not found, 126 not executable).
+
+/// Which kind of failure an [`EngineError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Bad arguments or input (a plan that does not validate, an unknown PID, an objective
+    /// that cannot be measured as asked).
+    Usage,
+    /// The OS refused: another user's process, pinning not permitted.
+    Permission,
+    /// An OS call failed for reasons outside the user's input.
+    Os,
+    /// A defect or an unexpected state of autopin itself.
+    Internal,
+}
+
+/// A failure of one engine run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Permission(String),
+    #[error("{0}")]
+    Os(String),
+    #[error("{0}")]
+    Internal(String),
+    /// The target program did not start; `exit_code` is what a shell would report.
+    #[error("{message}")]
+    Launch { message: String, exit_code: i32 },
+}
+
+impl EngineError {
+    pub fn usage(msg: impl Into<String>) -> Self {
+        EngineError::Usage(msg.into())
+    }
+    pub fn os(msg: impl Into<String>) -> Self {
+        EngineError::Os(msg.into())
+    }
+    pub fn internal(msg: impl Into<String>) -> Self {
+        EngineError::Internal(msg.into())
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EngineError::Usage(_) => ErrorKind::Usage,
+            EngineError::Permission(_) => ErrorKind::Permission,
+            EngineError::Os(_) | EngineError::Launch { .. } => ErrorKind::Os,
+            EngineError::Internal(_) => ErrorKind::Internal,
+        }
+    }
+
+    /// The process exit code this failure maps to.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            EngineError::Launch { exit_code, .. } => *exit_code,
+            _ => match self.kind() {
+                ErrorKind::Usage | ErrorKind::Permission => 2,
+                ErrorKind::Os | ErrorKind::Internal => 1,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_map_to_exit_codes() {
+        assert_eq!(EngineError::usage("x").exit_code(), 2);
+        assert_eq!(EngineError::Permission("x".into()).exit_code(), 2);
+        assert_eq!(EngineError::os("x").exit_code(), 1);
+        assert_eq!(EngineError::internal("x").exit_code(), 1);
+        let e = EngineError::Launch {
+            message: "nope: command not found".into(),
+            exit_code: 127,
+        };
+        assert_eq!((e.exit_code(), e.kind()), (127, ErrorKind::Os));
+        assert_eq!(e.to_string(), "nope: command not found");
+    }
+}

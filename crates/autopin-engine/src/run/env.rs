@@ -1,0 +1,102 @@
+//! What a run needs from the world, as narrow traits: the clock and the pinner the driver
+//! already uses, a [`Platform`] that starts or attaches to the target and opens the
+//! objective's meter, and a [`RunSink`] for progress lines and partial reports. Linux
+//! implements them in `autopin-os`; the `sim` module simulates them, so the whole run path —
+//! objective choice, decisions, exit codes, incomplete searches, reports — is tested in
+//! milliseconds.
+
+use super::plan::{ObjectiveSource, TargetSpec};
+use crate::error::EngineError;
+use crate::os::{Clock, Meter, ThreadSource};
+use crate::pin_plan::SkipMask;
+use crate::pinner::Pinner;
+use crate::report::{MigrationOutcome, Report};
+use autopin_perf::{CountingCost, EventSpec, Objective};
+use autopin_placement::MemPolicy;
+use autopin_topology::{CpuSet, Machine};
+
+/// Whether perf can count the objective's events here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountingCheck {
+    /// Err(why not) — the perf helper's explanation, fallback advice included.
+    pub result: Result<(), String>,
+    /// We run in a VM (per-thread counting taxes context switches there).
+    pub in_vm: bool,
+}
+
+/// How to start a launched target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchOptions {
+    /// Pin threads at birth to these CPUs in creation order (the preload library does it).
+    pub pin_at_birth: Option<Vec<u32>>,
+    pub skip: SkipMask,
+    /// Memory policy the program gets before its first instruction (numactl's options).
+    pub mem_policy: Option<MemPolicy>,
+}
+
+/// A started (or attached) target.
+pub struct Started {
+    pub pid: i32,
+    /// Its threads, in creation order, and whether it ended.
+    pub threads: Box<dyn ThreadSource>,
+    /// Its environment (for objective warnings such as OMP_WAIT_POLICY=active).
+    pub env: Vec<(String, String)>,
+    /// CPUs the target may use as found: for an attached process its own affinity mask,
+    /// which autopin never widens (None: the machine's allowed CPUs).
+    pub mask: Option<CpuSet>,
+    /// Things worth a warning on stderr (e.g. the preload library is unavailable).
+    pub warnings: Vec<String>,
+}
+
+/// The OS side of a run, apart from the clock and the pinner.
+pub trait Platform {
+    /// Can perf count these events here?
+    fn check_counting(&mut self, events: &[EventSpec]) -> CountingCheck;
+    /// Starts the program (`TargetSpec::Launch`) or attaches to the process. A program that
+    /// cannot start is `EngineError::Launch` with the shell's exit code.
+    fn start(
+        &mut self,
+        target: &TargetSpec,
+        launch: &LaunchOptions,
+    ) -> Result<Started, EngineError>;
+    /// Heartbeats the launched program has reported so far (0 without a channel).
+    fn heartbeats(&mut self) -> u64;
+    /// Opens the meter for the chosen source (`objective` for Requested and Heartbeat);
+    /// `cpus` are the CPUs the target may run on (where per-CPU counting would count).
+    fn open_meter(
+        &mut self,
+        source: ObjectiveSource,
+        objective: &Objective,
+        cpus: &CpuSet,
+    ) -> Result<Box<dyn Meter>, EngineError>;
+    /// What counting costs per context switch here (None: not measured).
+    fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost>;
+    /// autopin's own CPU time so far, seconds.
+    fn self_cpu_seconds(&mut self) -> f64;
+    /// Moves the resident private pages of `pid` that are not on the NUMA nodes of `cpus` to
+    /// those nodes. Err(why) when the target's pages could not be touched at all (e.g. no
+    /// permission); they are then left where they were.
+    fn migrate_memory(
+        &mut self,
+        machine: &Machine,
+        pid: i32,
+        cpus: &[u32],
+    ) -> Result<MigrationOutcome, String>;
+}
+
+/// Where a run reports while it runs.
+pub trait RunSink {
+    /// A progress line (`at`: seconds since the driver started, when it has).
+    fn message(&mut self, at: Option<f64>, text: &str);
+    /// The report so far: written at the start (so a reader sees the search is running)
+    /// and when the run fails, so the partial report survives.
+    fn checkpoint(&mut self, report: &Report);
+}
+
+/// The world one run talks to.
+pub struct RunEnv<'a> {
+    pub clock: &'a mut dyn Clock,
+    pub pinner: &'a dyn Pinner,
+    pub platform: &'a mut dyn Platform,
+    pub sink: &'a mut dyn RunSink,
+}

@@ -1,0 +1,256 @@
+//! The run plan: one plain value that says everything a run, an attach or a compare run of
+//! the optimizer needs — the target, the objective with its fallback chain, where the
+//! candidates come from, the search parameters and what to do afterwards. The command line
+//! builds it from its arguments; [`RunPlan::validate`] checks it in one place; [`super::run`]
+//! carries it out.
+
+use crate::error::EngineError;
+use crate::phase::WatchParams;
+use crate::pin_plan::SkipMask;
+use crate::strategy::{Autopin1Params, RaceParams};
+use autopin_perf::Objective;
+use autopin_placement::{MemPolicy, Pinning};
+use autopin_topology::Machine;
+
+/// What to optimize.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TargetSpec {
+    /// Start this program (argv[0] looked up in PATH) and optimize it until it ends.
+    Launch(Vec<String>),
+    /// Optimize a running process; detach after `duration` seconds (None: until it ends).
+    Attach { pid: i32, duration: Option<f64> },
+}
+
+impl TargetSpec {
+    pub fn is_attach(&self) -> bool {
+        matches!(self, TargetSpec::Attach { .. })
+    }
+}
+
+/// One link of the objective's fallback chain. The run takes the first link that can be
+/// measured for this target and records why ([`super::ObjectiveChoice::reason`]). A new way
+/// of measuring progress is one more variant here plus its arm in `choose_objective`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectiveSource {
+    /// The objective as asked for (default: user-space instructions retired/s), counted with
+    /// perf_event (or the heartbeat / energy source that objective names).
+    Requested,
+    /// The program's own heartbeat (work units/s through `include/autopin.h`), when it
+    /// beats during the first moments of a launched run.
+    Heartbeat,
+    /// Each thread's CPU time per second from /proc/TID/schedstat: always available, sees
+    /// CPU share but not what the CPU time achieves.
+    TaskClock,
+}
+
+impl ObjectiveSource {
+    /// The chain for the default objective: hardware event → heartbeat → task-clock.
+    pub fn default_chain() -> Vec<ObjectiveSource> {
+        vec![
+            ObjectiveSource::Requested,
+            ObjectiveSource::Heartbeat,
+            ObjectiveSource::TaskClock,
+        ]
+    }
+}
+
+/// The objective: what was asked for, whether the user named it (then it is not replaced),
+/// and the chain of sources to try.
+#[derive(Debug, Clone)]
+pub struct ObjectivePlan {
+    pub requested: Objective,
+    /// Named by the user (`-e`/`--objective`): failing to count it is an error, not a fallback.
+    pub explicit: bool,
+    pub chain: Vec<ObjectiveSource>,
+}
+
+impl ObjectivePlan {
+    /// The default objective with the default fallback chain.
+    pub fn default_with(requested: Objective) -> Self {
+        ObjectivePlan {
+            requested,
+            explicit: false,
+            chain: ObjectiveSource::default_chain(),
+        }
+    }
+
+    /// An objective the user named: only it.
+    pub fn explicit(requested: Objective) -> Self {
+        ObjectivePlan {
+            requested,
+            explicit: true,
+            chain: vec![ObjectiveSource::Requested],
+        }
+    }
+}
+
+/// Where the candidate pinnings come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CandidateSource {
+    /// Given by the user (`--schedule`, `SCHEDULE`, `--candidates`), in this order.
+    Explicit(Vec<Pinning>),
+    /// Planned from the machine's topology for the threads seen after init (or `threads`).
+    Topology {
+        max: usize,
+        include_unpinned: bool,
+        threads: Option<usize>,
+    },
+}
+
+/// How to search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StrategyChoice {
+    /// Interleaved short probes with confidence-interval elimination; re-searches get half
+    /// the budget (at least 2 s).
+    Race(RaceParams),
+    /// The original autopin: i, then w + t per candidate in order.
+    Autopin1(Autopin1Params),
+    /// Pin the first candidate and keep it.
+    Fixed,
+}
+
+impl StrategyChoice {
+    /// Whether the first candidate is pinned at birth (paper semantics): autopin1 and fixed
+    /// do; the race lets the OS place threads until its first probe, unless there is only
+    /// one candidate (nothing to race).
+    pub fn pins_at_birth(&self, candidates: usize) -> bool {
+        !matches!(self, StrategyChoice::Race(_)) || candidates == 1
+    }
+}
+
+/// The search and its timing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchParams {
+    pub strategy: StrategyChoice,
+    /// Seconds before the first probe (paper's `i`).
+    pub init: f64,
+    /// Sampling interval, seconds.
+    pub tick: f64,
+    /// Period of the rate output after the decision, seconds.
+    pub report_every: f64,
+    /// Re-search on sustained rate drops; None disables it.
+    pub watch: Option<WatchParams>,
+}
+
+/// Everything one optimization run needs.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// The machine the candidates are planned on (the live one: run/attach pin real threads).
+    pub machine: Machine,
+    pub target: TargetSpec,
+    /// likwid-pin skip mask: created threads that are not pinned.
+    pub skip: SkipMask,
+    pub objective: ObjectivePlan,
+    pub candidates: CandidateSource,
+    pub search: SearchParams,
+    /// After each decision, move the target's pages to the chosen CPUs' NUMA nodes.
+    pub migrate_memory: bool,
+    /// Memory policy for a launched program, set before its first instruction (numactl's
+    /// `--membind`, `--interleave`, `--preferred`, `--localalloc`).
+    pub mem_policy: Option<MemPolicy>,
+    /// Measure what counting one context switch costs here (~0.2 s) to estimate how much
+    /// counting slowed the target.
+    pub estimate_perturbation: bool,
+}
+
+impl RunPlan {
+    /// Checks the plan before anything starts; every failure is a usage error naming the
+    /// value that is wrong and what is valid.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let seconds = |name: &str, x: f64| {
+            if x.is_finite() && x >= 0.0 {
+                Ok(())
+            } else {
+                Err(EngineError::usage(format!(
+                    "{name} must be a number of seconds ≥ 0, got {x}"
+                )))
+            }
+        };
+        seconds("-i", self.search.init)?;
+        seconds("-t", self.search.report_every)?;
+        match &self.search.strategy {
+            StrategyChoice::Race(p) => {
+                seconds("-w", p.warmup)?;
+                if p.budget.is_nan() || p.budget <= 0.0 {
+                    return Err(EngineError::usage(format!(
+                        "--budget must be > 0 seconds, got {}",
+                        p.budget
+                    )));
+                }
+            }
+            StrategyChoice::Autopin1(p) => {
+                seconds("-w", p.warmup)?;
+                seconds("-t", p.sample)?;
+            }
+            StrategyChoice::Fixed => {}
+        }
+        if !(self.search.tick > 0.0 && self.search.tick.is_finite()) {
+            return Err(EngineError::usage(format!(
+                "--tick must be > 0 seconds, got {}",
+                self.search.tick
+            )));
+        }
+        if let Some(w) = &self.search.watch {
+            if !(0.0..1.0).contains(&w.threshold) {
+                return Err(EngineError::usage(format!(
+                    "--watch-threshold must be in [0, 1), got {}",
+                    w.threshold
+                )));
+            }
+        }
+        if let TargetSpec::Launch(argv) = &self.target {
+            if argv.is_empty() {
+                return Err(EngineError::usage("no program given"));
+            }
+        }
+        if let TargetSpec::Attach { pid, duration } = &self.target {
+            if *pid <= 0 {
+                return Err(EngineError::usage(format!(
+                    "attach: no process with PID {pid}"
+                )));
+            }
+            if let Some(d) = duration {
+                seconds("--duration", *d)?;
+            }
+            if let Some(p) = &self.mem_policy {
+                return Err(EngineError::usage(format!(
+                    "{p}: a memory policy is set in a program autopin starts (pin, run); a running process keeps its own (use --migrate-memory to move its pages)"
+                )));
+            }
+            if self.objective.requested.needs_heartbeat() {
+                return Err(EngineError::usage(
+                    "--objective heartbeat needs a program started by `autopin run` (it finds the channel through AUTOPIN_HEARTBEAT)",
+                ));
+            }
+        }
+        if let Some(p) = &self.mem_policy {
+            if let Some(n) = p
+                .nodes
+                .iter()
+                .find(|n| !self.machine.numa_nodes.iter().any(|x| x.os_index == **n))
+            {
+                return Err(EngineError::usage(format!(
+                    "{p}: there is no NUMA node {n} on this machine ({} node(s))",
+                    self.machine.numa_nodes.len()
+                )));
+            }
+        }
+        if let CandidateSource::Explicit(list) = &self.candidates {
+            if list.is_empty() {
+                return Err(EngineError::usage("no candidate pinnings given"));
+            }
+            let allowed = self.machine.allowed_cpuset();
+            for c in list {
+                for cpu in &c.cpus {
+                    if !allowed.contains(*cpu) {
+                        return Err(EngineError::usage(format!(
+                            "candidate {} uses CPU {cpu}, which is not allowed here (allowed: {allowed})",
+                            c.label
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

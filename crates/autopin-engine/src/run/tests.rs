@@ -1,0 +1,496 @@
+//! The whole run path through the simulated world: objective choice, decisions, exit codes,
+//! incomplete searches, attach without a trace, reports. Milliseconds each.
+
+use super::*;
+use crate::phase::WatchParams;
+use crate::pin_plan::SkipMask;
+use crate::sim::{HpcModel, Sim, SimPlatform, SimSink, SimTopo};
+
+fn small() -> Machine {
+    autopin_topology::source::synthetic::parse("package:2 core:2 pu:1").unwrap()
+}
+
+fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan {
+    RunPlan {
+        machine: m.clone(),
+        target,
+        skip: SkipMask::none(),
+        objective: ObjectivePlan::default_with(Objective::parse("instructions:u").unwrap()),
+        candidates,
+        search: SearchParams {
+            strategy: StrategyChoice::Race(RaceParams {
+                budget: 20.0,
+                ..RaceParams::default()
+            }),
+            init: 0.5,
+            tick: 0.1,
+            report_every: 5.0,
+            watch: None,
+        },
+        migrate_memory: false,
+        mem_policy: None,
+        estimate_perturbation: true,
+    }
+}
+
+fn launch() -> TargetSpec {
+    TargetSpec::Launch(vec!["./prog".into()])
+}
+
+fn topology() -> CandidateSource {
+    CandidateSource::Topology {
+        max: 12,
+        include_unpinned: true,
+        threads: None,
+    }
+}
+
+fn go(plan: &RunPlan, platform: &mut SimPlatform) -> (Result<Report, EngineError>, SimSink) {
+    let mut clock = platform.sim.clone();
+    let pinner = platform.sim.clone();
+    let mut sink = SimSink::default();
+    let r = run(
+        plan,
+        &mut RunEnv {
+            clock: &mut clock,
+            pinner: &pinner,
+            platform,
+            sink: &mut sink,
+        },
+    );
+    (r, sink)
+}
+
+fn sim(m: &Machine, threads: usize, ends_at: f64) -> Sim {
+    Sim::new(m, Box::new(HpcModel::default()), threads, 0.01, 7, ends_at)
+}
+
+#[test]
+fn launched_program_is_decided_and_its_exit_status_reported() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 4, 60.0).with_exit_code(3));
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert!(r.complete, "{:?}", r.incomplete_reason);
+    assert_eq!(r.exit_status, Some(3));
+    let d = r.decision.clone().expect("a decision");
+    // On two packages with memory-bound pairs, spreading beats the OS placement's penalty.
+    assert_ne!(d.candidate, autopin_placement::UNPINNED_LABEL);
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::Requested));
+    assert_eq!(
+        r.objective.reason,
+        "the default: work retired by the threads"
+    );
+    assert_eq!(r.counting_mode, "per-thread");
+    assert_eq!(r.command, vec!["./prog"]);
+    // The report was checkpointed before the search, so a reader sees it running.
+    assert_eq!(sink.checkpoints.len(), 1);
+    assert!(sink.checkpoints[0].decision.is_none());
+    assert!(r
+        .summary_lines()
+        .iter()
+        .any(|l| l.starts_with("final pinning: ")));
+    // The race pins at its first probe, not at birth.
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, None);
+}
+
+#[test]
+fn program_ending_before_a_decision_gives_an_incomplete_report() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 4, 1.0).with_exit_code(7));
+    let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert!(!r.complete);
+    assert_eq!(r.exit_status, Some(7));
+    let why = r.incomplete_reason.clone().unwrap();
+    assert!(
+        why.contains("the program ended") && why.contains("before a decision"),
+        "{why}"
+    );
+    assert!(r
+        .summary_lines()
+        .last()
+        .unwrap()
+        .starts_with("search incomplete: "));
+}
+
+#[test]
+fn launch_failure_carries_the_shell_exit_code() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 10.0));
+    p.start_error = Some(EngineError::Launch {
+        message: "./prog: command not found".into(),
+        exit_code: 127,
+    });
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let e = r.unwrap_err();
+    assert_eq!(e.exit_code(), 127);
+    assert!(
+        sink.checkpoints.is_empty(),
+        "nothing started, nothing to report"
+    );
+}
+
+#[test]
+fn refused_counting_falls_back_to_task_clock_and_says_why() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err(
+        "cannot count instructions:u: perf_event_paranoid is 3; fallback: use task-clock".into(),
+    );
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
+    assert_eq!(r.objective.unit, "CPU-s/s");
+    assert_eq!(r.counting_mode, "per-thread /proc schedstat (no perf)");
+    assert_eq!(
+        r.objective.reason,
+        "fallback: instructions:u cannot be counted here — perf_event_paranoid is 3"
+    );
+    let warning = sink
+        .messages
+        .iter()
+        .find(|m| m.contains("Using task-clock"))
+        .unwrap();
+    assert!(!warning.contains("fallback: use"), "{warning}");
+}
+
+#[test]
+fn refused_counting_falls_back_to_the_heartbeat_of_a_program_that_beats() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err("no PMU".into());
+    p.beats_from = Some(0.2);
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::Heartbeat));
+    assert_eq!(r.objective.unit, "beats/s");
+    assert_eq!(r.counting_mode, "none");
+    assert!(sink
+        .messages
+        .iter()
+        .any(|m| m.contains("Using the program's heartbeat")));
+    assert!(r.complete);
+}
+
+#[test]
+fn an_objective_the_user_named_is_not_replaced() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err("perf_event_paranoid is 3".into());
+    let mut pl = plan(&m, launch(), topology());
+    pl.objective = ObjectivePlan::explicit(Objective::parse("cycles").unwrap());
+    let e = go(&pl, &mut p).0.unwrap_err();
+    assert_eq!(e.kind(), crate::error::ErrorKind::Usage);
+    assert!(e.to_string().contains("cannot measure cycles"), "{e}");
+    assert!(p.launched_with.is_none(), "nothing started");
+}
+
+#[test]
+fn the_chain_is_walked_in_order() {
+    // Without the heartbeat link, a beating program still gets task-clock.
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err("no PMU".into());
+    p.beats_from = Some(0.0);
+    let mut pl = plan(&m, launch(), topology());
+    pl.objective.chain = vec![ObjectiveSource::Requested, ObjectiveSource::TaskClock];
+    go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
+}
+
+#[test]
+fn explicit_single_candidate_is_pinned_at_birth_and_kept() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let only = Pinning::from_cpus(vec![2, 3]);
+    let pl = plan(&m, launch(), CandidateSource::Explicit(vec![only]));
+    let r = go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, Some(vec![2, 3]));
+    assert_eq!(r.decision.unwrap().cpus, Some(vec![2, 3]));
+}
+
+#[test]
+fn plan_validation_names_the_bad_value() {
+    let m = small();
+    let mut pl = plan(
+        &m,
+        launch(),
+        CandidateSource::Explicit(vec![Pinning::from_cpus(vec![9])]),
+    );
+    let e = pl.validate().unwrap_err();
+    assert!(e.to_string().contains("uses CPU 9"), "{e}");
+    pl.candidates = topology();
+    pl.search.tick = 0.0;
+    assert!(pl.validate().unwrap_err().to_string().contains("--tick"));
+    pl.search.tick = 0.1;
+    pl.target = TargetSpec::Attach {
+        pid: 5,
+        duration: None,
+    };
+    pl.objective = ObjectivePlan::explicit(Objective::parse("heartbeat").unwrap());
+    assert!(pl.validate().unwrap_err().to_string().contains("heartbeat"));
+}
+
+#[test]
+fn attach_without_a_decision_restores_every_thread_and_says_it_detached() {
+    // `taskset -c 1,2 prog &`: every thread on CPUs 1-2; autopin attaches for 1 s, long
+    // enough to pin a probe, too short for a decision.
+    let m = small();
+    let mask = CpuSet::from_cpus([1, 2]);
+    let s = sim(&m, 3, 1e9).with_initial_mask(&mask);
+    let mut p = SimPlatform::new(s.clone());
+    p.attach_mask = Some(mask.clone());
+    let pl = plan(
+        &m,
+        TargetSpec::Attach {
+            pid: 1000,
+            duration: Some(1.0),
+        },
+        CandidateSource::Explicit(vec![
+            Pinning::from_cpus(vec![1]),
+            Pinning::from_cpus(vec![2]),
+        ]),
+    );
+    let r = go(&pl, &mut p).0.unwrap();
+    assert!(
+        r.timeline.iter().any(|t| t.candidate.is_some()),
+        "a probe was pinned"
+    );
+    assert!(!r.complete);
+    assert_eq!(r.exit_status, None);
+    let why = r.incomplete_reason.unwrap();
+    assert!(
+        why.contains("still running") && !why.contains("ended"),
+        "{why}"
+    );
+    assert!(
+        why.contains("3 thread(s) got their original CPU mask back"),
+        "{why}"
+    );
+    for (tid, m) in s.masks() {
+        assert_eq!(m, mask, "thread {tid} left on {m}");
+    }
+}
+
+#[test]
+fn attach_never_widens_the_mask_and_plans_inside_it() {
+    let m = small();
+    let mask = CpuSet::from_cpus([1, 2]);
+    let s = sim(&m, 2, 1e9).with_initial_mask(&mask);
+    let mut p = SimPlatform::new(s.clone());
+    p.attach_mask = Some(mask.clone());
+    let pl = plan(
+        &m,
+        TargetSpec::Attach {
+            pid: 1000,
+            duration: Some(30.0),
+        },
+        topology(),
+    );
+    let r = go(&pl, &mut p).0.unwrap();
+    for c in &r.candidates {
+        for cpu in c.cpus.iter().flatten() {
+            assert!(mask.contains(*cpu), "candidate {} leaves the mask", c.label);
+        }
+    }
+    assert!(r.candidates.iter().any(|c| c.cpus.is_some()));
+    for (tid, m) in s.masks() {
+        assert!(
+            m.iter().all(|c| mask.contains(c)),
+            "thread {tid} widened to {m}"
+        );
+    }
+    // An explicit candidate outside the mask is refused before anything is pinned.
+    let outside = plan(
+        &m,
+        TargetSpec::Attach {
+            pid: 1000,
+            duration: Some(1.0),
+        },
+        CandidateSource::Explicit(vec![Pinning::from_cpus(vec![0])]),
+    );
+    let e = go(&outside, &mut p).0.unwrap_err();
+    assert!(e.to_string().contains("does not widen"), "{e}");
+}
+
+#[test]
+fn migrate_memory_on_one_node_says_so_once() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let mut pl = plan(&m, launch(), topology());
+    pl.migrate_memory = true;
+    let r = go(&pl, &mut p).0.unwrap();
+    // A synthetic machine without NUMA nodes has nothing to migrate between.
+    let notes: Vec<_> = r
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("--migrate-memory"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", r.notes);
+    assert!(notes[0].contains("nothing to migrate"), "{}", notes[0]);
+    assert!(p.migrated.is_empty());
+    assert!(r.memory_migrations.is_empty());
+}
+
+fn two_nodes() -> Machine {
+    autopin_topology::source::synthetic::parse("package:2 numa:1 core:2 pu:1").unwrap()
+}
+
+/// Node 1 only (CPUs 2, 3) against node 0 only: a fixed decision on node 1.
+fn on_node_1() -> CandidateSource {
+    CandidateSource::Explicit(vec![Pinning::from_cpus(vec![2, 3])])
+}
+
+#[test]
+fn pages_follow_the_decision_while_the_program_runs() {
+    let m = two_nodes();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let mut pl = plan(&m, launch(), on_node_1());
+    pl.search.strategy = StrategyChoice::Fixed;
+    pl.migrate_memory = true;
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    // Once, at the decision, long before the program ended at 30 s — not after it.
+    assert_eq!(p.migrated.len(), 1, "{:?}", p.migrated);
+    let (at, pid, cpus) = p.migrated[0].clone();
+    assert!(at < 5.0, "migrated at {at} s");
+    assert_eq!(cpus, vec![2, 3]);
+    assert_eq!(r.memory_migrations.len(), 1);
+    let rec = &r.memory_migrations[0];
+    let o = rec.outcome.as_ref().expect("an outcome");
+    assert_eq!(o.to_nodes, vec![1]);
+    assert_eq!(o.moved.get(&1), Some(&2000));
+    assert_eq!(o.numa_balancing, Some(false));
+    assert_eq!(rec.search, 0);
+    assert!(rec.error.is_none() && rec.skipped.is_none());
+    assert!(pid > 0);
+    assert!(
+        sink.messages
+            .iter()
+            .any(|l| l.contains("moved 2000 page(s)")),
+        "{:?}",
+        sink.messages
+    );
+    // The record survives the JSON round trip `autopin report` reads.
+    let back: Report = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(back.memory_migrations, r.memory_migrations);
+}
+
+#[test]
+fn probes_never_migrate_only_decisions_do() {
+    let m = two_nodes();
+    let mut p = SimPlatform::new(sim(&m, 2, 60.0));
+    let mut pl = plan(
+        &m,
+        launch(),
+        CandidateSource::Explicit(vec![
+            Pinning::from_cpus(vec![0, 1]),
+            Pinning::from_cpus(vec![2, 3]),
+            Pinning::from_cpus(vec![0, 2]),
+        ]),
+    );
+    pl.migrate_memory = true;
+    let r = go(&pl, &mut p).0.unwrap();
+    assert!(r.probes.len() >= 3, "{} probes", r.probes.len());
+    assert_eq!(p.migrated.len(), r.decisions.len());
+    assert_eq!(r.memory_migrations.len(), r.decisions.len());
+}
+
+#[test]
+fn refused_migration_warns_and_moves_nothing() {
+    let m = two_nodes();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.migration = Err("move_pages(1000): Operation not permitted".into());
+    let mut pl = plan(&m, launch(), on_node_1());
+    pl.search.strategy = StrategyChoice::Fixed;
+    pl.migrate_memory = true;
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    assert!(p.migrated.is_empty());
+    let rec = &r.memory_migrations[0];
+    assert!(rec.outcome.is_none());
+    assert!(rec.error.as_deref().unwrap().contains("not permitted"));
+    assert!(
+        sink.messages
+            .iter()
+            .any(|l| l.contains("failed, pages left where they were")),
+        "{:?}",
+        sink.messages
+    );
+    // The run itself goes on: a decision, the exit status.
+    assert!(r.decision.is_some());
+}
+
+#[test]
+fn memory_policy_reaches_the_launch_and_is_refused_for_attach() {
+    let m = two_nodes();
+    let policy =
+        autopin_placement::mem_policy(autopin_placement::MemPolicyMode::Bind, Some("1"), &m)
+            .unwrap();
+    let mut p = SimPlatform::new(sim(&m, 2, 10.0));
+    let mut pl = plan(&m, launch(), topology());
+    pl.mem_policy = Some(policy.clone());
+    go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.launched_with.unwrap().mem_policy, Some(policy.clone()));
+
+    pl.target = TargetSpec::Attach {
+        pid: 1000,
+        duration: Some(1.0),
+    };
+    let e = pl.validate().unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("--migrate-memory"), "{e}");
+
+    // A node the machine does not have (a plan built for another machine).
+    pl.target = launch();
+    pl.mem_policy = Some(autopin_placement::MemPolicy {
+        nodes: vec![5],
+        ..policy
+    });
+    let e = pl.validate().unwrap_err();
+    assert!(e.to_string().contains("no NUMA node 5"), "{e}");
+}
+
+#[test]
+fn phase_watch_and_autopin1_run_through_the_same_path() {
+    let m = autopin_topology::source::synthetic::parse("package:4 l3:1 core:12 pu:2").unwrap();
+    let s = Sim::new(&m, Box::new(HpcModel::default()), 16, 0.0, 1, 200.0);
+    let topo: SimTopo = s.topo();
+    let cands = crate::sim::structured_candidates(&topo, 16);
+    let mut p = SimPlatform::new(s);
+    let mut pl = plan(&m, launch(), CandidateSource::Explicit(cands.clone()));
+    pl.search.strategy = StrategyChoice::Autopin1(crate::strategy::Autopin1Params {
+        init: 1.0,
+        warmup: 0.5,
+        sample: 1.0,
+    });
+    pl.search.watch = Some(WatchParams::default());
+    let r = go(&pl, &mut p).0.unwrap();
+    let d = r.decision.unwrap();
+    assert_eq!(r.strategy, "autopin1");
+    assert_eq!(r.probes.len(), cands.len());
+    let first = cands[0].cpu_list().map(<[u32]>::to_vec);
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, first);
+    assert!(
+        d.candidate
+            .starts_with("4 package(s), one per core, pairs together"),
+        "{}",
+        d.candidate
+    );
+}
+
+#[test]
+fn the_meters_counting_mode_and_its_reason_reach_the_report() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 10.0));
+    p.counting_mode = Some((
+        "per-CPU on 0,1".into(),
+        "per CPU on the target's CPUs (nothing else runs there)".into(),
+    ));
+    let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
+    assert_eq!(r.counting_mode, "per-CPU on 0,1");
+    assert!(r
+        .notes
+        .contains(&"counting: per CPU on the target's CPUs (nothing else runs there)".to_string()));
+}

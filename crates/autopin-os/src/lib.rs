@@ -1,0 +1,19 @@
+//! autopin's Linux adapters: everything the engine's run path needs from the OS, behind the
+//! engine's traits (`Platform`, `ThreadSource`, `Meter`, `Pinner`, `Clock`).
+//!
+//! - [`process`]: starting programs (preload library, registry, signal forwarding, shell
+//!   exit codes), attaching through /proc, thread creation order, pinning by polling.
+//! - [`live`]: the target's threads and the objective measured for real (perf_event,
+//!   /proc schedstat, heartbeat, energy).
+//! - [`platform`]: [`LinuxPlatform`], the engine's `Platform` on Linux.
+//! - [`numa`]: moving a process's pages after its threads.
+//! - [`mempolicy`]: numactl-style memory policies set in a started program before `exec`.
+
+pub mod live;
+pub mod mempolicy;
+pub mod numa;
+pub mod platform;
+pub mod process;
+
+pub use platform::LinuxPlatform;
+pub use process::LinuxPinner;

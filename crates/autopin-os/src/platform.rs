@@ -1,0 +1,211 @@
+//! The run path's [`Platform`] on Linux: perf availability from the perf helper, programs
+//! started with the preload library and its thread registry (or attached through /proc),
+//! the heartbeat channel, meters on perf_event, /proc schedstat or energy counters, and page
+//! migration.
+
+use crate::live::{self, Lifetime, PerfMeter, ProcCpuMeter, ProcThreads};
+use crate::process::{self, LaunchSpec, PinPlan};
+use autopin_engine::error::EngineError;
+use autopin_engine::os::Meter;
+use autopin_engine::report::MigrationOutcome;
+use autopin_engine::run::{
+    CountingCheck, LaunchOptions, ObjectiveSource, Platform, Started, TargetSpec,
+};
+use autopin_perf::{CountingCost, EventSpec, HeartbeatChannel, Objective, Sysfs};
+use autopin_topology::{CpuSet, Machine};
+use std::time::Duration;
+
+pub struct LinuxPlatform {
+    perf_sysfs: Sysfs,
+    /// The heartbeat channel every launched program gets (AUTOPIN_HEARTBEAT); handed to the
+    /// meter once it is opened.
+    heartbeat: Option<HeartbeatChannel>,
+    heartbeat_path: std::path::PathBuf,
+}
+
+impl LinuxPlatform {
+    /// `perf_sysfs`: where the perf availability probe reads the paranoid level.
+    pub fn new(perf_sysfs: Sysfs) -> Result<Self, EngineError> {
+        let (channel, path) = HeartbeatChannel::create(&std::env::temp_dir())
+            .map_err(|e| EngineError::os(format!("heartbeat channel: {e}")))?;
+        Ok(LinuxPlatform {
+            perf_sysfs,
+            heartbeat: Some(channel),
+            heartbeat_path: path,
+        })
+    }
+
+    fn launch(&mut self, argv: &[String], opts: &LaunchOptions) -> Result<Started, EngineError> {
+        let mut spec = LaunchSpec::new(&argv[0], &argv[1..]);
+        spec.forward_signals = true;
+        spec.mem_policy = opts.mem_policy.clone();
+        let mut warnings = Vec::new();
+        let pin_at_birth = opts.pin_at_birth.is_some();
+        if let Some(cpus) = &opts.pin_at_birth {
+            let plan = PinPlan::new(cpus.clone(), opts.skip.clone()).map_err(EngineError::Usage)?;
+            spec.env.extend(plan.env());
+        }
+        // The preload library records every thread in the registry, in creation order;
+        // without it (static binaries) /proc scanning finds them.
+        let mut registry = process::Registry::create(4096).ok();
+        if let Some(r) = &registry {
+            spec.env.push(r.env());
+        }
+        if pin_at_birth || registry.is_some() {
+            match process::preload_library() {
+                Ok(p) => spec.preload = Some(p),
+                Err(e) => {
+                    registry = None;
+                    warnings.push(format!("preload library unavailable ({e}); threads are found and pinned when /proc shows them"));
+                }
+            }
+        }
+        spec.env.push((
+            autopin_perf::heartbeat::ENV_VAR.into(),
+            self.heartbeat_path.clone().into_os_string(),
+        ));
+        let launched = process::spawn(&spec).map_err(|e| EngineError::Launch {
+            message: e.to_string(),
+            exit_code: e.exit_code(),
+        })?;
+        let pid = launched.pid();
+        let mut threads = ProcThreads::new(pid, opts.skip.clone(), Lifetime::Child(launched));
+        if let Some(r) = registry {
+            threads = threads.with_registry(r);
+        }
+        Ok(Started {
+            pid,
+            threads: Box::new(threads),
+            env: std::env::vars().collect(),
+            mask: None,
+            warnings,
+        })
+    }
+
+    fn attach(&mut self, pid: i32, opts: &LaunchOptions) -> Result<Started, EngineError> {
+        let proc_dir = format!("/proc/{pid}");
+        if pid <= 0 || !std::path::Path::new(&proc_dir).exists() {
+            return Err(EngineError::usage(format!(
+                "attach: no process with PID {pid}"
+            )));
+        }
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let ours = std::fs::metadata(&proc_dir)
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == me)
+            .unwrap_or(false);
+        if !ours && me != 0 {
+            return Err(EngineError::Permission(format!(
+                "attach: process {pid} belongs to another user; autopin can only pin and count your own processes (or run as root)"
+            )));
+        }
+        let env = std::fs::read(format!("{proc_dir}/environ"))
+            .map(|b| {
+                b.split(|c| *c == 0)
+                    .filter_map(|kv| {
+                        let s = String::from_utf8_lossy(kv);
+                        s.split_once('=')
+                            .map(|(k, v)| (k.to_string(), v.to_string()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // The process's own mask (taskset, cgroup): candidates stay inside it.
+        let mask = autopin_topology::affinity::get(pid).ok();
+        Ok(Started {
+            pid,
+            threads: Box::new(ProcThreads::new(
+                pid,
+                opts.skip.clone(),
+                Lifetime::Attached(pid),
+            )),
+            env,
+            mask,
+            warnings: Vec::new(),
+        })
+    }
+}
+
+impl Platform for LinuxPlatform {
+    fn check_counting(&mut self, events: &[EventSpec]) -> CountingCheck {
+        let avail = autopin_perf::probe::probe_with(
+            &self.perf_sysfs,
+            &autopin_perf::system_probe::RealProbeOps,
+        );
+        CountingCheck {
+            result: avail.check(events).map_err(|e| e.to_string()),
+            in_vm: avail.ctx.in_vm,
+        }
+    }
+
+    fn start(
+        &mut self,
+        target: &TargetSpec,
+        launch: &LaunchOptions,
+    ) -> Result<Started, EngineError> {
+        match target {
+            TargetSpec::Launch(argv) => self.launch(argv, launch),
+            TargetSpec::Attach { pid, .. } => self.attach(*pid, launch),
+        }
+    }
+
+    fn heartbeats(&mut self) -> u64 {
+        self.heartbeat.as_ref().map_or(0, |h| h.read().beats)
+    }
+
+    fn open_meter(
+        &mut self,
+        source: ObjectiveSource,
+        objective: &Objective,
+        cpus: &CpuSet,
+    ) -> Result<Box<dyn Meter>, EngineError> {
+        if source == ObjectiveSource::TaskClock {
+            return Ok(Box::new(ProcCpuMeter::new(self.heartbeat.take())));
+        }
+        // DESIGN's measuring rule: per-CPU counting (no cost on context switches) where it is
+        // allowed and counts only the target; per thread otherwise. autopin does not yet know
+        // whether other work shares the target's CPUs, nor give the target a cgroup, so today
+        // the choice lands on per thread, with its reason in the report.
+        let avail = autopin_perf::system_probe::probe_with_sysfs(&self.perf_sysfs);
+        let choice = autopin_perf::choose_counting_mode(
+            &avail,
+            &autopin_perf::ModeRequest {
+                target_cpus: Some(cpus.iter().map(|c| c as usize).collect()),
+                cgroup: None,
+                cpus_exclusive: false,
+                forced: None,
+            },
+        );
+        let counters = live::counters_for(objective, &choice.mode)
+            .map_err(|e| EngineError::usage(e.to_string()))?;
+        let energy =
+            if objective.needs_energy() {
+                Some(autopin_perf::open_energy(&self.perf_sysfs).map_err(|e| {
+                    EngineError::usage(format!("objective {}: {e}", objective.text()))
+                })?)
+            } else {
+                None
+            };
+        Ok(Box::new(
+            PerfMeter::new(objective.clone(), counters, self.heartbeat.take(), energy)
+                .with_mode(choice),
+        ))
+    }
+
+    fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost> {
+        autopin_perf::measure_counting_cost(events, Duration::from_millis(200)).ok()
+    }
+
+    fn self_cpu_seconds(&mut self) -> f64 {
+        live::self_cpu_seconds()
+    }
+
+    fn migrate_memory(
+        &mut self,
+        machine: &Machine,
+        pid: i32,
+        cpus: &[u32],
+    ) -> Result<MigrationOutcome, String> {
+        crate::numa::migrate_to(machine, pid, cpus, &crate::numa::MigrateOptions::default())
+    }
+}

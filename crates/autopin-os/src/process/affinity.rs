@@ -1,0 +1,66 @@
+//! Setting and reading a thread's CPU affinity on Linux: the engine's [`Pinner`] trait
+//! implemented with sched_setaffinity / sched_getaffinity.
+
+use autopin_engine::pinner::{PinError, Pinner};
+use autopin_topology::CpuSet;
+use std::io;
+
+/// The real thing: sched_setaffinity / sched_getaffinity.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LinuxPinner;
+
+fn classify(tid: i32, cpus: Option<&CpuSet>, e: io::Error) -> PinError {
+    match e.raw_os_error() {
+        Some(libc::ESRCH) => PinError::Gone(tid),
+        Some(libc::EPERM) => PinError::Permission { tid, source: e },
+        Some(libc::EINVAL) if cpus.is_some() => PinError::Refused {
+            tid,
+            cpus: cpus.cloned().unwrap_or_default(),
+            source: e,
+        },
+        _ => PinError::Other { tid, source: e },
+    }
+}
+
+impl Pinner for LinuxPinner {
+    fn set_affinity(&self, tid: i32, cpus: &CpuSet) -> Result<(), PinError> {
+        autopin_topology::affinity::set(tid, cpus).map_err(|e| classify(tid, Some(cpus), e))
+    }
+
+    fn affinity(&self, tid: i32) -> Result<CpuSet, PinError> {
+        autopin_topology::affinity::get(tid).map_err(|e| classify(tid, None, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linux_pinner_round_trips_on_this_thread() {
+        let p = LinuxPinner;
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        let before = p.affinity(tid).unwrap();
+        let one = CpuSet::from_cpus([before.first().unwrap()]);
+        p.set_affinity(tid, &one).unwrap();
+        assert_eq!(p.affinity(tid).unwrap(), one);
+        p.set_affinity(tid, &before).unwrap();
+        assert_eq!(p.affinity(tid).unwrap(), before);
+    }
+
+    #[test]
+    fn linux_pinner_reports_errors() {
+        let p = LinuxPinner;
+        assert!(matches!(
+            p.set_affinity(0, &CpuSet::new()),
+            Err(PinError::Refused { .. })
+        ));
+        // CPU 4095 does not exist on the test machines.
+        assert!(matches!(
+            p.set_affinity(0, &CpuSet::from_cpus([4095])),
+            Err(PinError::Refused { .. })
+        ));
+        // pid_max is at most 2^22, so this tid cannot exist.
+        assert!(matches!(p.affinity(1 << 23), Err(PinError::Gone(_))));
+    }
+}

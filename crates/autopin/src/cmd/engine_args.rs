@@ -1,0 +1,257 @@
+//! The options shared by `autopin run` and `autopin attach`, and the engine `RunPlan` they
+//! describe. Validation of the plan is the engine's (`RunPlan::validate`); parsing of CPU
+//! lists and expressions is the placement crate's.
+
+use crate::error::CliError;
+use crate::machine_args::MachineArgs;
+use autopin_engine::phase::WatchParams;
+use autopin_engine::pin_plan::SkipMask;
+use autopin_engine::run::{
+    CandidateSource, ObjectivePlan, RunPlan, SearchParams, StrategyChoice, TargetSpec,
+};
+use autopin_engine::strategy::{Autopin1Params, RaceParams};
+use autopin_perf::{Objective, Sysfs};
+use autopin_placement::{schedule, Pinning};
+use autopin_topology::Machine;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StrategyName {
+    /// Interleaved short probes with confidence-interval elimination (default)
+    Race,
+    /// The original autopin: i, then w + t per candidate in order
+    Autopin1,
+    /// Pin the first candidate and keep it
+    Fixed,
+}
+
+/// Options shared by `run` and `attach`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EngineArgs {
+    /// How to search
+    #[arg(long, value_enum, default_value = "race")]
+    pub strategy: StrategyName,
+    /// Pinning CPU lists in thread order, separated by ';' (repeatable): "0,1;0,0" or
+    /// "2-3,6-7". Without it the SCHEDULE variable (paper form: "2367,0145", one digit per
+    /// thread) is used; without both, candidates come from the topology.
+    #[arg(long, value_name = "LISTS")]
+    pub schedule: Vec<String>,
+    /// Candidates as likwid-style pin expressions separated by ';': "S0:0-1;E:N:2:1:2"
+    #[arg(long, value_name = "EXPRS")]
+    pub candidates: Option<String>,
+    /// Also probe "unpinned (OS decides)" with explicit candidate lists (it is included
+    /// automatically with topology candidates)
+    #[arg(long)]
+    pub unpinned: bool,
+    /// Leave "unpinned (OS decides)" out of topology candidates
+    #[arg(long)]
+    pub no_unpinned: bool,
+    /// At most this many topology candidates
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    pub max_candidates: usize,
+    /// Number of threads to plan topology candidates for (default: threads seen after init)
+    #[arg(short = 'n', long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Event whose rate is the objective (default instructions:u)
+    #[arg(short = 'e', long, value_name = "EVENT")]
+    pub event: Option<String>,
+    /// Objective: an event rate, a ratio/expression of events, heartbeat, energy or power
+    #[arg(long, value_name = "OBJ")]
+    pub objective: Option<String>,
+    /// Init time before the first probe, seconds (autopin1 default: w; race: 0.5)
+    #[arg(short = 'i', long, value_name = "SEC")]
+    pub init: Option<f64>,
+    /// Warm-up after each re-pin, seconds (autopin1 default: t/2; race: 0.2)
+    #[arg(short = 'w', long, value_name = "SEC")]
+    pub warmup: Option<f64>,
+    /// Sample time per probe (autopin1, default 30) and period of the rate output after the
+    /// decision, seconds
+    #[arg(short = 't', long, value_name = "SEC")]
+    pub sample: Option<f64>,
+    /// The paper's parameters: t=30, w=15, i=15 (implies --strategy autopin1)
+    #[arg(long)]
+    pub paper: bool,
+    /// Search time budget for race, seconds
+    #[arg(long, value_name = "SEC", default_value_t = 20.0)]
+    pub budget: f64,
+    /// Race: first probe length, seconds (adapted to the noise afterwards)
+    #[arg(long, value_name = "SEC", default_value_t = 0.5)]
+    pub probe: f64,
+    /// Sampling interval, seconds
+    #[arg(long, value_name = "SEC", default_value_t = 0.1)]
+    pub tick: f64,
+    /// Disable the phase watch (no re-search after the decision)
+    #[arg(long)]
+    pub no_watch: bool,
+    /// Phase watch: relative drop of the rate that counts (0.2 = 20%)
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.2)]
+    pub watch_threshold: f64,
+    /// Phase watch: how long the drop must last, seconds
+    #[arg(long, value_name = "SEC", default_value_t = 3.0)]
+    pub watch_duration: f64,
+    /// On NUMA machines, migrate the target's pages to the chosen threads' nodes
+    #[arg(long)]
+    pub migrate_memory: bool,
+    /// Memory policy for a program autopin starts (numactl's options)
+    #[command(flatten)]
+    pub memory: crate::mem_args::MemPolicyArgs,
+    /// likwid-pin skip mask (hex): bit i set = the i-th created thread is not pinned
+    #[arg(short = 's', long, value_name = "MASK")]
+    pub skip: Option<String>,
+    /// No progress output on stderr
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Write a JSON report here (atomically)
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Write the timeline as CSV here
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// Skip measuring the cost of per-thread counting (saves ~0.2 s at start)
+    #[arg(long)]
+    pub no_perturbation_estimate: bool,
+    /// Where the machine description comes from (listed last in --help).
+    #[command(flatten)]
+    pub machine: MachineArgs,
+}
+
+impl EngineArgs {
+    /// The run plan these options describe.
+    pub fn plan(&self, target: TargetSpec) -> Result<RunPlan, CliError> {
+        let a = self;
+        let machine = a.machine.load()?;
+        let objective = objective(a)?;
+        let skip = match &a.skip {
+            Some(s) => SkipMask::parse(s).map_err(|e| CliError::usage(format!("-s: {e}")))?,
+            None => SkipMask::none(),
+        };
+        let candidates = match explicit_candidates(a, &machine)? {
+            Some(list) => CandidateSource::Explicit(list),
+            None => CandidateSource::Topology {
+                max: a.max_candidates,
+                include_unpinned: !a.no_unpinned,
+                threads: a.threads,
+            },
+        };
+        let (strategy, init) = strategy(a);
+        let mem_policy = a.memory.resolve(&machine)?;
+        Ok(RunPlan {
+            machine,
+            target,
+            skip,
+            objective,
+            candidates,
+            search: SearchParams {
+                strategy,
+                init,
+                tick: a.tick,
+                report_every: a.sample.unwrap_or(if a.paper { 30.0 } else { 5.0 }),
+                watch: (!a.no_watch).then(|| WatchParams {
+                    threshold: a.watch_threshold,
+                    duration: a.watch_duration,
+                    ..WatchParams::default()
+                }),
+            },
+            migrate_memory: a.migrate_memory,
+            mem_policy,
+            estimate_perturbation: !a.no_perturbation_estimate,
+        })
+    }
+}
+
+/// Where the perf availability probe reads the paranoid level; `AUTOPIN_PERF_SYSFS_ROOT`
+/// lets tests simulate e.g. `perf_event_paranoid=3` without root.
+pub fn perf_sysfs() -> Sysfs {
+    match std::env::var_os("AUTOPIN_PERF_SYSFS_ROOT") {
+        Some(p) if !p.is_empty() => Sysfs::at(PathBuf::from(p)),
+        _ => Sysfs::system(),
+    }
+}
+
+/// `-e`/`--objective` (named: no fallback), or the default with its fallback chain.
+fn objective(a: &EngineArgs) -> Result<ObjectivePlan, CliError> {
+    let text = match (&a.objective, &a.event) {
+        (Some(_), Some(_)) => {
+            return Err(CliError::usage(
+                "give either -e EVENT or --objective, not both",
+            ));
+        }
+        (Some(o), None) => o.clone(),
+        (None, Some(e)) => e.clone(),
+        (None, None) => "instructions:u".to_string(),
+    };
+    let o = Objective::parse_with(&text, &perf_sysfs())
+        .map_err(|e| CliError::usage(format!("objective {text:?}: {e}")))?;
+    Ok(if a.objective.is_some() || a.event.is_some() {
+        ObjectivePlan::explicit(o)
+    } else {
+        ObjectivePlan::default_with(o)
+    })
+}
+
+/// Explicit candidates from --schedule, SCHEDULE or --candidates (None = use the topology).
+fn explicit_candidates(a: &EngineArgs, m: &Machine) -> Result<Option<Vec<Pinning>>, CliError> {
+    let mut out = Vec::new();
+    for s in &a.schedule {
+        for cpus in schedule::parse_schedule_lists(s)
+            .map_err(|e| CliError::usage(format!("--schedule: {e}")))?
+        {
+            out.push(Pinning::from_cpus(cpus));
+        }
+    }
+    if let Some(exprs) = &a.candidates {
+        for e in exprs.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+            let cpus = autopin_placement::pin_expression(m, e)
+                .map_err(|err| CliError::usage(format!("--candidates {e:?}: {err}")))?;
+            let mut c = Pinning::from_cpus(cpus);
+            c.label = format!("{e} = {}", c.label);
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        if let Ok(s) = std::env::var("SCHEDULE") {
+            if !s.trim().is_empty() {
+                for cpus in schedule::parse_schedule_env(&s)
+                    .map_err(|e| CliError::usage(format!("SCHEDULE: {e}")))?
+                {
+                    out.push(Pinning::from_cpus(cpus));
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        return Ok(None);
+    }
+    if a.unpinned {
+        out.push(Pinning::unpinned());
+    }
+    Ok(Some(out))
+}
+
+/// The strategy and the init time: `--paper` means autopin1 with the paper's t/w/i.
+fn strategy(a: &EngineArgs) -> (StrategyChoice, f64) {
+    match if a.paper {
+        StrategyName::Autopin1
+    } else {
+        a.strategy
+    } {
+        StrategyName::Autopin1 => {
+            let p = if a.paper && a.sample.is_none() && a.warmup.is_none() && a.init.is_none() {
+                Autopin1Params::paper()
+            } else {
+                Autopin1Params::from_parts(a.sample, a.warmup, a.init)
+            };
+            (StrategyChoice::Autopin1(p), p.init)
+        }
+        StrategyName::Fixed => (StrategyChoice::Fixed, a.init.unwrap_or(0.0)),
+        StrategyName::Race => (
+            StrategyChoice::Race(RaceParams {
+                warmup: a.warmup.unwrap_or(0.2),
+                probe: a.probe,
+                budget: a.budget,
+                ..RaceParams::default()
+            }),
+            a.init.unwrap_or(0.5),
+        ),
+    }
+}
