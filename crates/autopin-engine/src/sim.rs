@@ -489,8 +489,8 @@ pub struct SimPlatform {
     pub counting_mode: Option<(String, String)>,
     /// Err(reason): moving pages is refused (e.g. another user's process).
     pub migration: Result<(), String>,
-    /// Page migrations asked for: (simulated time, pid, CPUs).
-    pub migrated: Vec<(f64, i32, Vec<u32>)>,
+    /// Page migrations asked for: (simulated time, pid, CPUs, file-backed pages too).
+    pub migrated: Vec<(f64, i32, Vec<u32>, bool)>,
 }
 
 impl SimPlatform {
@@ -577,9 +577,11 @@ impl crate::run::Platform for SimPlatform {
         m: &Machine,
         pid: i32,
         cpus: &[u32],
+        files: bool,
     ) -> Result<crate::report::MigrationOutcome, String> {
         self.migration.clone()?;
-        self.migrated.push((self.sim.now(), pid, cpus.to_vec()));
+        self.migrated
+            .push((self.sim.now(), pid, cpus.to_vec(), files));
         // 1000 pages per thread, all first-touched elsewhere: every one moves, spread
         // round-robin over the chosen nodes as the Linux platform spreads them.
         let to: Vec<u32> = crate::run::memory::nodes_of(m, cpus).into_iter().collect();

@@ -12,8 +12,9 @@ pub use autopin_engine::run::memory::nodes_of;
 /// Which mappings move.
 #[derive(Clone, Debug)]
 pub struct MigrateOptions {
-    /// Also file-backed mappings (shared libraries, mapped files); default: only heap,
-    /// anonymous mappings and stacks.
+    /// Also private file-backed mappings (mapped files, data segments of the program and its
+    /// libraries); default: only heap, anonymous mappings and stacks. Shared mappings never
+    /// move: their pages belong to every process that maps them.
     pub include_files: bool,
     /// Pages per move_pages call (rounded up to a multiple of 512, one 2 MiB huge page).
     pub batch: usize,
@@ -61,7 +62,7 @@ pub fn movable_ranges(maps: &str, include_files: bool) -> Vec<(u64, u64)> {
         if special {
             continue;
         }
-        if (anonymous && private) || (include_files && !anonymous) {
+        if private && (anonymous || include_files) {
             out.push((a, b));
         }
     }
@@ -238,8 +239,11 @@ mod tests {
                 (0x7ffd000, 0x7ffe000)
             ]
         );
+        // --migrate-files adds the program's private file mappings, never the shared one.
         let all = movable_ranges(MAPS, true);
-        assert_eq!(all.len(), 6, "{all:x?}");
+        assert_eq!(all.len(), 5, "{all:x?}");
+        assert!(all.contains(&(0x55d0c000, 0x55d0d000)));
+        assert!(!all.contains(&(0x7f0020000000, 0x7f0020001000)));
     }
 
     #[test]

@@ -205,7 +205,12 @@ impl Platform for LinuxPlatform {
         machine: &Machine,
         pid: i32,
         cpus: &[u32],
+        files: bool,
     ) -> Result<MigrationOutcome, String> {
-        crate::numa::migrate_to(machine, pid, cpus, &crate::numa::MigrateOptions::default())
+        let opts = crate::numa::MigrateOptions {
+            include_files: files,
+            ..Default::default()
+        };
+        crate::numa::migrate_to(machine, pid, cpus, &opts)
     }
 }

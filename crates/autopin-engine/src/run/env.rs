@@ -73,7 +73,8 @@ pub trait Platform {
     fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost>;
     /// autopin's own CPU time so far, seconds.
     fn self_cpu_seconds(&mut self) -> f64;
-    /// Moves the resident private pages of `pid` that are not on the NUMA nodes of `cpus` to
+    /// Moves the resident private pages of `pid` (heap, anonymous mappings, stacks; with
+    /// `files` also private file-backed mappings) that are not on the NUMA nodes of `cpus` to
     /// those nodes. Err(why) when the target's pages could not be touched at all (e.g. no
     /// permission); they are then left where they were.
     fn migrate_memory(
@@ -81,6 +82,7 @@ pub trait Platform {
         machine: &Machine,
         pid: i32,
         cpus: &[u32],
+        files: bool,
     ) -> Result<MigrationOutcome, String>;
 }
 

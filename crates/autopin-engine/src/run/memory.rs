@@ -66,6 +66,7 @@ pub fn after_decision(
     m: &Machine,
     pid: i32,
     d: &DecisionRecord,
+    files: bool,
     platform: &mut dyn Platform,
 ) -> MigrationRecord {
     let mut rec = MigrationRecord {
@@ -79,7 +80,7 @@ pub fn after_decision(
         return rec;
     }
     let cpus = d.cpus.as_deref().unwrap_or_default();
-    match platform.migrate_memory(m, pid, cpus) {
+    match platform.migrate_memory(m, pid, cpus, files) {
         Ok(o) => rec.outcome = Some(o),
         Err(e) => rec.error = Some(e),
     }

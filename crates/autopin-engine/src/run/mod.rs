@@ -188,7 +188,8 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         let mut keep_going = |s: &Session| {
             if migrate && s.report.decisions.len() > migrations.len() {
                 for d in &s.report.decisions[migrations.len()..] {
-                    let rec = memory::after_decision(&machine, pid, d, platform);
+                    let rec =
+                        memory::after_decision(&machine, pid, d, plan.migrate_files, platform);
                     sink.borrow_mut().message(Some(d.at), &rec.line());
                     migrations.push(rec);
                 }

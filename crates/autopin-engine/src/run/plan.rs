@@ -145,6 +145,9 @@ pub struct RunPlan {
     pub search: SearchParams,
     /// After each decision, move the target's pages to the chosen CPUs' NUMA nodes.
     pub migrate_memory: bool,
+    /// With `migrate_memory`: also move the pages of private file-backed mappings (mapped
+    /// files, the program's data segments); shared mappings never move.
+    pub migrate_files: bool,
     /// Memory policy for a launched program, set before its first instruction (numactl's
     /// `--membind`, `--interleave`, `--preferred`, `--localalloc`).
     pub mem_policy: Option<MemPolicy>,
@@ -222,6 +225,11 @@ impl RunPlan {
                     "--objective heartbeat needs a program started by `autopin run` (it finds the channel through AUTOPIN_HEARTBEAT)",
                 ));
             }
+        }
+        if self.migrate_files && !self.migrate_memory {
+            return Err(EngineError::usage(
+                "--migrate-files says which pages --migrate-memory moves; add --migrate-memory",
+            ));
         }
         if let Some(p) = &self.mem_policy {
             if let Some(n) = p

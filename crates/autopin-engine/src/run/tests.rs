@@ -28,6 +28,7 @@ fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan
             watch: None,
         },
         migrate_memory: false,
+        migrate_files: false,
         mem_policy: None,
         estimate_perturbation: true,
     }
@@ -353,7 +354,8 @@ fn pages_follow_the_decision_while_the_program_runs() {
     let r = r.unwrap();
     // Once, at the decision, long before the program ended at 30 s — not after it.
     assert_eq!(p.migrated.len(), 1, "{:?}", p.migrated);
-    let (at, pid, cpus) = p.migrated[0].clone();
+    let (at, pid, cpus, files) = p.migrated[0].clone();
+    assert!(!files, "file-backed pages only with --migrate-files");
     assert!(at < 5.0, "migrated at {at} s");
     assert_eq!(cpus, vec![2, 3]);
     assert_eq!(r.memory_migrations.len(), 1);
@@ -395,6 +397,22 @@ fn probes_never_migrate_only_decisions_do() {
     assert!(r.probes.len() >= 3, "{} probes", r.probes.len());
     assert_eq!(p.migrated.len(), r.decisions.len());
     assert_eq!(r.memory_migrations.len(), r.decisions.len());
+}
+
+#[test]
+fn migrate_files_reaches_the_platform_and_needs_migrate_memory() {
+    let m = two_nodes();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let mut pl = plan(&m, launch(), on_node_1());
+    pl.search.strategy = StrategyChoice::Fixed;
+    pl.migrate_files = true;
+    let e = pl.validate().unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("add --migrate-memory"), "{e}");
+    pl.migrate_memory = true;
+    go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.migrated.len(), 1);
+    assert!(p.migrated[0].3, "files asked for");
 }
 
 #[test]
