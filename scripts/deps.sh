@@ -23,6 +23,11 @@ ls /usr/lib/gcc/*/*/include/omp.h >/dev/null 2>&1 || need_pkgs+=(gcc)
 # compilers (libgomp and libomp count through different entry points).
 have clang || need_pkgs+=(clang)
 ls /usr/lib/llvm-*/lib/libomp.so >/dev/null 2>&1 || need_pkgs+=(libomp-dev)
+# The multi-socket, multi-node test machine (tests/vm/vm.sh): QEMU, a static busybox for the
+# initramfs, and apt/dpkg to fetch Debian's kernel package (never installed on the host).
+have qemu-system-x86_64 || need_pkgs+=(qemu-system-x86)
+file -L "$(command -v busybox || echo /nonexistent)" 2>/dev/null | grep -q 'statically linked' || need_pkgs+=(busybox-static)
+have file || need_pkgs+=(file)
 # Optional tools the tests compare against when present.
 have likwid-pin || need_pkgs+=(likwid)
 # rsvg-convert renders every SVG autopin writes for the picture checks (tests/svg_render.rs);

@@ -496,6 +496,10 @@ pub struct SimPlatform {
     pub busy: Vec<u32>,
     /// Unix time at simulated time 0 (None: the platform has no wall clock).
     pub epoch: Option<f64>,
+    /// Err(reason): moving pages is refused (e.g. another user's process).
+    pub migration: Result<(), String>,
+    /// Page migrations asked for: (simulated time, pid, CPUs, file-backed pages too).
+    pub migrated: Vec<(f64, i32, Vec<u32>, bool)>,
 }
 
 impl SimPlatform {
@@ -513,6 +517,8 @@ impl SimPlatform {
             preload_active: true,
             busy: Vec::new(),
             epoch: None,
+            migration: Ok(()),
+            migrated: Vec::new(),
         }
     }
 }
@@ -593,8 +599,34 @@ impl crate::run::Platform for SimPlatform {
         self.epoch.map(|e| e + self.sim.now())
     }
 
-    fn migrate_memory(&mut self, _m: &Machine, pid: i32, cpus: &[u32]) -> String {
-        format!("simulated: pages of {pid} follow CPUs {cpus:?}")
+    fn migrate_memory(
+        &mut self,
+        m: &Machine,
+        pid: i32,
+        cpus: &[u32],
+        files: bool,
+    ) -> Result<crate::report::MigrationOutcome, String> {
+        self.migration.clone()?;
+        self.migrated
+            .push((self.sim.now(), pid, cpus.to_vec(), files));
+        // 1000 pages per thread, all first-touched elsewhere: every one moves, spread
+        // round-robin over the chosen nodes as the Linux platform spreads them.
+        let to: Vec<u32> = crate::run::memory::nodes_of(m, cpus).into_iter().collect();
+        if to.is_empty() {
+            return Err(format!("CPUs {cpus:?} are on no NUMA node"));
+        }
+        let mut moved = std::collections::BTreeMap::new();
+        for i in 0..1000 * cpus.len() {
+            *moved.entry(to[i % to.len()]).or_insert(0) += 1;
+        }
+        Ok(crate::report::MigrationOutcome {
+            to_nodes: to,
+            moved,
+            resident: 1000 * cpus.len() as u64,
+            mappings: cpus.len(),
+            numa_balancing: Some(false),
+            ..Default::default()
+        })
     }
 }
 

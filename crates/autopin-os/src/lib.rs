@@ -7,8 +7,10 @@
 //!   /proc schedstat, heartbeat, energy).
 //! - [`platform`]: [`LinuxPlatform`], the engine's `Platform` on Linux.
 //! - [`numa`]: moving a process's pages after its threads.
+//! - [`mempolicy`]: numactl-style memory policies set in a started program before `exec`.
 
 pub mod live;
+pub mod mempolicy;
 pub mod numa;
 pub mod platform;
 pub mod process;

@@ -7,6 +7,7 @@ use crate::live::{self, Lifetime, PerfMeter, ProcCpuMeter, ProcThreads};
 use crate::process::{self, LaunchSpec, PinPlan};
 use autopin_engine::error::EngineError;
 use autopin_engine::os::Meter;
+use autopin_engine::report::MigrationOutcome;
 use autopin_engine::run::{
     CountingCheck, LaunchOptions, ObjectiveSource, Platform, Started, TargetSpec,
 };
@@ -50,6 +51,7 @@ impl LinuxPlatform {
                 ),
                 Err(_) => (None, false),
             };
+        spec.mem_policy = opts.mem_policy.clone();
         let mut warnings = Vec::new();
         let pin_at_birth = opts.pin_at_birth.is_some();
         if let Some(cpus) = &opts.pin_at_birth {
@@ -237,8 +239,17 @@ impl Platform for LinuxPlatform {
             .map(|d| d.as_secs_f64())
     }
 
-    fn migrate_memory(&mut self, machine: &Machine, pid: i32, cpus: &[u32]) -> String {
-        crate::numa::migrate(machine, pid, cpus)
-            .unwrap_or_else(|e| format!("--migrate-memory failed: {e}"))
+    fn migrate_memory(
+        &mut self,
+        machine: &Machine,
+        pid: i32,
+        cpus: &[u32],
+        files: bool,
+    ) -> Result<MigrationOutcome, String> {
+        let opts = crate::numa::MigrateOptions {
+            include_files: files,
+            ..Default::default()
+        };
+        crate::numa::migrate_to(machine, pid, cpus, &opts)
     }
 }

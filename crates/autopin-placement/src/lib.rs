@@ -5,6 +5,7 @@
 //! - [`policy_pinning`]: named policies (compact, scatter, balanced, cores, the MCTOP-PLACE set).
 //! - [`Pinning`]: thread i → CPU, with its label; what every source of pinnings returns.
 //! - [`candidates`]: one representative pinning per symmetry class of the machine.
+//! - [`mem_policy`]: numactl-style memory policies (`--membind 0-1`, `--interleave all`, `M1`).
 //! - [`schedule`]: `--schedule` lists and the paper's `SCHEDULE` variable.
 //! - [`sharing_pinning`]: sharing-aware strategies (LP_COMPACT, LP_SCATTER, GP, LPGP, GPLP).
 //! - [`split_node`]: disjoint per-rank shares of a node for the local ranks of a job step.
@@ -17,6 +18,7 @@ mod cpulist;
 mod domains;
 mod error;
 mod expr;
+mod mempolicy;
 mod pinning;
 mod policy;
 pub mod schedule;
@@ -33,6 +35,7 @@ pub use cpulist::CpuList;
 pub use domains::{domains, domains_listing, Domain};
 pub use error::PlacementError;
 pub use expr::pin_expression;
+pub use mempolicy::{mem_policy, node_list, MemPolicy, MemPolicyMode};
 pub use pinning::{cpu_text, Pinning, UNPINNED_LABEL};
 pub use policy::{policy_pinning, POLICY_NAMES};
 pub use sharing::{place_with_matrix, sharing_pinning, SharingMatrix, SHARING_STRATEGIES};

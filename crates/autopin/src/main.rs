@@ -5,6 +5,7 @@ mod cluster;
 mod cmd;
 mod error;
 mod machine_args;
+mod mem_args;
 mod output;
 mod sharing_arg;
 

@@ -545,3 +545,33 @@ fn sharing_matrix_places_heavy_pairs_together() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("STRATEGY:FILE"));
 }
+
+#[test]
+fn memory_policy_bad_input_leaves_the_target_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = tmp.path().join("ran");
+    let two = ["--synthetic", "package:2 numa:1 core:2 pu:1"];
+    let one = ["--synthetic", "package:1 core:2 pu:1"];
+    let cases: [(&[&str], &[&str], &str); 4] = [
+        (&["--membind", "0,5"], &two, "there is no NUMA node 5"),
+        (&["--preferred", "0-1"], &two, "--preferred takes one node"),
+        (&["--interleave", "M7"], &two, "there is no NUMA domain M7"),
+        (&["--membind", "0"], &one, "1 NUMA node(s)"),
+    ];
+    for (policy, machine, msg) in cases {
+        let out = Command::cargo_bin("autopin")
+            .unwrap()
+            .args(["pin", "-c", "0"])
+            .args(policy)
+            .args(machine)
+            .arg("--")
+            .arg("touch")
+            .arg(&marker)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{policy:?}: {err}");
+        assert!(err.contains(msg), "{policy:?}: {err}");
+        assert!(!marker.exists(), "{policy:?} started the target");
+    }
+}

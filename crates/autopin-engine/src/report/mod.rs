@@ -2,7 +2,10 @@
 //! timeline, as JSON (`--report`) and CSV (`--timeline`) text; the CLI writes them atomically
 //! so a reader never sees half a report, even when the target dies mid-search.
 
+pub mod migration;
 pub mod view;
+
+pub use migration::{MigrationOutcome, MigrationRecord};
 
 use autopin_placement::Pinning;
 use serde::{Deserialize, Serialize};
@@ -150,6 +153,9 @@ pub struct Report {
     /// Where this run stood in a Slurm/MPI launch (None for plain runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<crate::job_report::LaunchRecord>,
+    /// `--migrate-memory`: what page migration did after each decision.
+    #[serde(default)]
+    pub memory_migrations: Vec<MigrationRecord>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -144,6 +144,9 @@ pub fn summary(r: &Report) -> String {
     if let Some(c) = r.monitor_cpu_share {
         let _ = writeln!(s, "autopin CPU: {:.2}% of wall time", 100.0 * c);
     }
+    for m in &r.memory_migrations {
+        let _ = writeln!(s, "memory: {}", m.line());
+    }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
     }

@@ -10,8 +10,9 @@ use crate::error::EngineError;
 use crate::os::{Clock, Meter, ThreadSource};
 use crate::pin_plan::SkipMask;
 use crate::pinner::Pinner;
-use crate::report::Report;
+use crate::report::{MigrationOutcome, Report};
 use autopin_perf::{CountingCost, EventSpec, Objective};
+use autopin_placement::MemPolicy;
 use autopin_topology::{CpuSet, Machine};
 
 /// Whether perf can count the objective's events here.
@@ -29,6 +30,8 @@ pub struct LaunchOptions {
     /// Pin threads at birth to these CPUs in creation order (the preload library does it).
     pub pin_at_birth: Option<Vec<u32>>,
     pub skip: SkipMask,
+    /// Memory policy the program gets before its first instruction (numactl's options).
+    pub mem_policy: Option<MemPolicy>,
 }
 
 /// A started (or attached) target.
@@ -86,8 +89,17 @@ pub trait Platform {
     fn unix_time(&mut self) -> Option<f64> {
         None
     }
-    /// Moves the pages of `pid` to the NUMA nodes of `cpus`; a line for the report.
-    fn migrate_memory(&mut self, machine: &Machine, pid: i32, cpus: &[u32]) -> String;
+    /// Moves the resident private pages of `pid` (heap, anonymous mappings, stacks; with
+    /// `files` also private file-backed mappings) that are not on the NUMA nodes of `cpus` to
+    /// those nodes. Err(why) when the target's pages could not be touched at all (e.g. no
+    /// permission); they are then left where they were.
+    fn migrate_memory(
+        &mut self,
+        machine: &Machine,
+        pid: i32,
+        cpus: &[u32],
+        files: bool,
+    ) -> Result<MigrationOutcome, String>;
 }
 
 /// Where a run reports while it runs.

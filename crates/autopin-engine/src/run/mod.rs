@@ -5,12 +5,15 @@
 //! Order of a run: validate → check counting → measure counting's cost → start or attach →
 //! choose the objective along its fallback chain (waiting briefly for a heartbeat) → open
 //! the meter → drive the session until the program ends or autopin detaches → finish the
-//! report (monitor cost, perturbation, notes, memory migration).
+//! report (monitor cost, perturbation, notes). With `migrate_memory`, the target's pages
+//! follow its threads at every decision while it still runs ([`memory`]).
 
 pub mod env;
+pub mod memory;
 pub mod plan;
 
 pub use env::{CountingCheck, LaunchOptions, Platform, RunEnv, RunSink, Started};
+pub use memory::describe_single_node;
 pub use plan::{
     CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, RunPlan,
     SearchParams, StrategyChoice, TargetSpec,
@@ -67,6 +70,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     let launch = LaunchOptions {
         pin_at_birth,
         skip: plan.skip.clone(),
+        mem_policy: plan.mem_policy.clone(),
     };
     // CPUs other work keeps busy, measured before our program adds its own load: topology
     // candidates then include pinnings that keep the threads on the free CPUs.
@@ -201,14 +205,38 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         },
         keep_masks: plan.target.is_attach(),
     };
+    // One machine, no migration: say so once instead of at every decision.
+    let migrate = plan.migrate_memory && {
+        let single = memory::describe_single_node(&machine);
+        if let Some(note) = &single {
+            env.sink.message(None, note);
+            session.report.notes.push(note.clone());
+        }
+        single.is_none()
+    };
     let t0 = env.clock.now();
     if let Some(l) = session.report.launch.as_mut() {
         l.clock_origin = env.platform.unix_time();
     }
+    let mut migrations = Vec::new();
     let outcome = {
-        let sink = &mut *env.sink;
-        let mut on_message = |t: f64, m: &str| sink.message(Some(t), m);
-        let mut keep_going = |_: &Session| true;
+        // Both callbacks talk to the sink; they never run at the same time.
+        let sink = std::cell::RefCell::new(&mut *env.sink);
+        let platform = &mut *env.platform;
+        let mut on_message = |t: f64, m: &str| sink.borrow_mut().message(Some(t), m);
+        // The driver has pinned the decided candidate when this runs, and the target
+        // still runs: its pages follow its threads now, not after it has ended.
+        let mut keep_going = |s: &Session| {
+            if migrate && s.report.decisions.len() > migrations.len() {
+                for d in &s.report.decisions[migrations.len()..] {
+                    let rec =
+                        memory::after_decision(&machine, pid, d, plan.migrate_files, platform);
+                    sink.borrow_mut().message(Some(d.at), &rec.line());
+                    migrations.push(rec);
+                }
+            }
+            true
+        };
         Driver {
             clock: &mut *env.clock,
             threads: threads.as_mut(),
@@ -219,6 +247,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         }
         .run(&mut session, &cfg)
     };
+    session.report.memory_migrations = migrations;
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
@@ -257,10 +286,10 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     if let Some(c) = plan.launch.as_ref().and_then(|l| l.coordination.as_ref()) {
         report.notes.extend(c.take_notes());
     }
-    if plan.migrate_memory {
-        let note = migrate_note(&machine, pid, &report, env.platform);
-        env.sink.message(None, &note);
-        report.notes.push(note);
+    if migrate && report.decisions.is_empty() {
+        let note = "--migrate-memory: no decision was taken, so no page was moved";
+        env.sink.message(None, note);
+        report.notes.push(note.into());
     }
     Ok(report)
 }
@@ -502,29 +531,6 @@ fn plain_strategy_factory(choice: StrategyChoice) -> StrategyFactory {
             Box::new(Race::new(RaceParams { budget, ..base }, n))
         }),
     }
-}
-
-/// `migrate_memory`: what page migration did (or why it did nothing). Runs once the search
-/// is over (for a launched program that has ended only the single-node case says anything
-/// useful; migration matters for attached and still-running targets).
-fn migrate_note(m: &Machine, pid: i32, r: &Report, platform: &mut dyn Platform) -> String {
-    if let Some(note) = describe_single_node(m) {
-        return note;
-    }
-    match r.decision.as_ref().and_then(|d| d.cpus.clone()) {
-        Some(cpus) => platform.migrate_memory(m, pid, &cpus),
-        None => "--migrate-memory: the decision is unpinned; pages stay where they are".into(),
-    }
-}
-
-/// Some(explanation) when there is nothing to migrate between (one NUMA node or none).
-pub fn describe_single_node(m: &Machine) -> Option<String> {
-    let nodes = m.numa_nodes.len();
-    (nodes <= 1).then(|| {
-        format!(
-            "--migrate-memory: this machine has {nodes} NUMA node(s); all memory is equally near every CPU, so there is nothing to migrate"
-        )
-    })
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::phase::WatchParams;
 use crate::pin_plan::SkipMask;
 use crate::strategy::{Autopin1Params, RaceParams, Strategy};
 use autopin_perf::Objective;
-use autopin_placement::Pinning;
+use autopin_placement::{MemPolicy, Pinning};
 use autopin_topology::Machine;
 use std::sync::Arc;
 
@@ -151,8 +151,14 @@ pub struct RunPlan {
     pub objective: ObjectivePlan,
     pub candidates: CandidateSource,
     pub search: SearchParams,
-    /// After the decision, move the target's pages to the chosen CPUs' NUMA nodes.
+    /// After each decision, move the target's pages to the chosen CPUs' NUMA nodes.
     pub migrate_memory: bool,
+    /// With `migrate_memory`: also move the pages of private file-backed mappings (mapped
+    /// files, the program's data segments); shared mappings never move.
+    pub migrate_files: bool,
+    /// Memory policy for a launched program, set before its first instruction (numactl's
+    /// `--membind`, `--interleave`, `--preferred`, `--localalloc`).
+    pub mem_policy: Option<MemPolicy>,
     /// Measure what counting one context switch costs here (~0.2 s) to estimate how much
     /// counting slowed the target.
     pub estimate_perturbation: bool,
@@ -240,10 +246,32 @@ impl RunPlan {
             if let Some(d) = duration {
                 seconds("--duration", *d)?;
             }
+            if let Some(p) = &self.mem_policy {
+                return Err(EngineError::usage(format!(
+                    "{p}: a memory policy is set in a program autopin starts (pin, run); a running process keeps its own (use --migrate-memory to move its pages)"
+                )));
+            }
             if self.objective.requested.needs_heartbeat() {
                 return Err(EngineError::usage(
                     "--objective heartbeat needs a program started by `autopin run` (it finds the channel through AUTOPIN_HEARTBEAT)",
                 ));
+            }
+        }
+        if self.migrate_files && !self.migrate_memory {
+            return Err(EngineError::usage(
+                "--migrate-files says which pages --migrate-memory moves; add --migrate-memory",
+            ));
+        }
+        if let Some(p) = &self.mem_policy {
+            if let Some(n) = p
+                .nodes
+                .iter()
+                .find(|n| !self.machine.numa_nodes.iter().any(|x| x.os_index == **n))
+            {
+                return Err(EngineError::usage(format!(
+                    "{p}: there is no NUMA node {n} on this machine ({} node(s))",
+                    self.machine.numa_nodes.len()
+                )));
             }
         }
         if let CandidateSource::Explicit(list) = &self.candidates {

@@ -28,6 +28,8 @@ fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan
             watch: None,
         },
         migrate_memory: false,
+        migrate_files: false,
+        mem_policy: None,
         estimate_perturbation: true,
         launch: None,
     }
@@ -315,18 +317,158 @@ fn attach_never_widens_the_mask_and_plans_inside_it() {
 }
 
 #[test]
-fn migrate_memory_note_lands_in_the_report() {
+fn migrate_memory_on_one_node_says_so_once() {
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
     let mut pl = plan(&m, launch(), topology());
     pl.migrate_memory = true;
     let r = go(&pl, &mut p).0.unwrap();
     // A synthetic machine without NUMA nodes has nothing to migrate between.
+    let notes: Vec<_> = r
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("--migrate-memory"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", r.notes);
+    assert!(notes[0].contains("nothing to migrate"), "{}", notes[0]);
+    assert!(p.migrated.is_empty());
+    assert!(r.memory_migrations.is_empty());
+}
+
+fn two_nodes() -> Machine {
+    autopin_topology::source::synthetic::parse("package:2 numa:1 core:2 pu:1").unwrap()
+}
+
+/// Node 1 only (CPUs 2, 3) against node 0 only: a fixed decision on node 1.
+fn on_node_1() -> CandidateSource {
+    CandidateSource::Explicit(vec![Pinning::from_cpus(vec![2, 3])])
+}
+
+#[test]
+fn pages_follow_the_decision_while_the_program_runs() {
+    let m = two_nodes();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let mut pl = plan(&m, launch(), on_node_1());
+    pl.search.strategy = StrategyChoice::Fixed;
+    pl.migrate_memory = true;
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    // Once, at the decision, long before the program ended at 30 s — not after it.
+    assert_eq!(p.migrated.len(), 1, "{:?}", p.migrated);
+    let (at, pid, cpus, files) = p.migrated[0].clone();
+    assert!(!files, "file-backed pages only with --migrate-files");
+    assert!(at < 5.0, "migrated at {at} s");
+    assert_eq!(cpus, vec![2, 3]);
+    assert_eq!(r.memory_migrations.len(), 1);
+    let rec = &r.memory_migrations[0];
+    let o = rec.outcome.as_ref().expect("an outcome");
+    assert_eq!(o.to_nodes, vec![1]);
+    assert_eq!(o.moved.get(&1), Some(&2000));
+    assert_eq!(o.numa_balancing, Some(false));
+    assert_eq!(rec.search, 0);
+    assert!(rec.error.is_none() && rec.skipped.is_none());
+    assert!(pid > 0);
     assert!(
-        r.notes.iter().any(|n| n.starts_with("--migrate-memory")),
+        sink.messages
+            .iter()
+            .any(|l| l.contains("moved 2000 page(s)")),
         "{:?}",
-        r.notes
+        sink.messages
     );
+    // The record survives the JSON round trip `autopin report` reads.
+    let back: Report = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(back.memory_migrations, r.memory_migrations);
+}
+
+#[test]
+fn probes_never_migrate_only_decisions_do() {
+    let m = two_nodes();
+    let mut p = SimPlatform::new(sim(&m, 2, 60.0));
+    let mut pl = plan(
+        &m,
+        launch(),
+        CandidateSource::Explicit(vec![
+            Pinning::from_cpus(vec![0, 1]),
+            Pinning::from_cpus(vec![2, 3]),
+            Pinning::from_cpus(vec![0, 2]),
+        ]),
+    );
+    pl.migrate_memory = true;
+    let r = go(&pl, &mut p).0.unwrap();
+    assert!(r.probes.len() >= 3, "{} probes", r.probes.len());
+    assert_eq!(p.migrated.len(), r.decisions.len());
+    assert_eq!(r.memory_migrations.len(), r.decisions.len());
+}
+
+#[test]
+fn migrate_files_reaches_the_platform_and_needs_migrate_memory() {
+    let m = two_nodes();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let mut pl = plan(&m, launch(), on_node_1());
+    pl.search.strategy = StrategyChoice::Fixed;
+    pl.migrate_files = true;
+    let e = pl.validate().unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("add --migrate-memory"), "{e}");
+    pl.migrate_memory = true;
+    go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.migrated.len(), 1);
+    assert!(p.migrated[0].3, "files asked for");
+}
+
+#[test]
+fn refused_migration_warns_and_moves_nothing() {
+    let m = two_nodes();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.migration = Err("move_pages(1000): Operation not permitted".into());
+    let mut pl = plan(&m, launch(), on_node_1());
+    pl.search.strategy = StrategyChoice::Fixed;
+    pl.migrate_memory = true;
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    assert!(p.migrated.is_empty());
+    let rec = &r.memory_migrations[0];
+    assert!(rec.outcome.is_none());
+    assert!(rec.error.as_deref().unwrap().contains("not permitted"));
+    assert!(
+        sink.messages
+            .iter()
+            .any(|l| l.contains("failed, pages left where they were")),
+        "{:?}",
+        sink.messages
+    );
+    // The run itself goes on: a decision, the exit status.
+    assert!(r.decision.is_some());
+}
+
+#[test]
+fn memory_policy_reaches_the_launch_and_is_refused_for_attach() {
+    let m = two_nodes();
+    let policy =
+        autopin_placement::mem_policy(autopin_placement::MemPolicyMode::Bind, Some("1"), &m)
+            .unwrap();
+    let mut p = SimPlatform::new(sim(&m, 2, 10.0));
+    let mut pl = plan(&m, launch(), topology());
+    pl.mem_policy = Some(policy.clone());
+    go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.launched_with.unwrap().mem_policy, Some(policy.clone()));
+
+    pl.target = TargetSpec::Attach {
+        pid: 1000,
+        duration: Some(1.0),
+    };
+    let e = pl.validate().unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("--migrate-memory"), "{e}");
+
+    // A node the machine does not have (a plan built for another machine).
+    pl.target = launch();
+    pl.mem_policy = Some(autopin_placement::MemPolicy {
+        nodes: vec![5],
+        ..policy
+    });
+    let e = pl.validate().unwrap_err();
+    assert!(e.to_string().contains("no NUMA node 5"), "{e}");
 }
 
 #[test]

@@ -25,6 +25,8 @@ pub struct LaunchSpec {
     /// Affinity the child gets before exec (inherited by every thread it creates). Used for
     /// static binaries, where the preload library cannot pin the main thread.
     pub initial_affinity: Option<CpuSet>,
+    /// Memory policy the child sets before exec (numactl's --membind and friends).
+    pub mem_policy: Option<autopin_placement::MemPolicy>,
 }
 
 impl LaunchSpec {
@@ -157,6 +159,13 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
                 }
                 Ok(())
             });
+        }
+    }
+    if let Some(p) = &spec.mem_policy {
+        let prepared = crate::mempolicy::PreparedMemPolicy::new(p);
+        // SAFETY: apply() makes one system call on memory prepared before fork.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
         }
     }
     let forwarding = if spec.forward_signals {

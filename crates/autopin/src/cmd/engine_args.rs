@@ -92,6 +92,13 @@ pub struct EngineArgs {
     /// On NUMA machines, migrate the target's pages to the chosen threads' nodes
     #[arg(long)]
     pub migrate_memory: bool,
+    /// With --migrate-memory, also move private file-backed pages (mapped files, data
+    /// segments); shared mappings never move
+    #[arg(long)]
+    pub migrate_files: bool,
+    /// Memory policy for a program autopin starts (numactl's options)
+    #[command(flatten)]
+    pub memory: crate::mem_args::MemPolicyArgs,
     /// likwid-pin skip mask (hex): bit i set = the i-th created thread is not pinned
     #[arg(short = 's', long, value_name = "MASK")]
     pub skip: Option<String>,
@@ -139,6 +146,7 @@ impl EngineArgs {
             },
         };
         let (strategy, init) = strategy(a);
+        let mem_policy = a.memory.resolve(&machine)?;
         Ok(RunPlan {
             machine,
             target,
@@ -157,6 +165,8 @@ impl EngineArgs {
                 }),
             },
             migrate_memory: a.migrate_memory,
+            migrate_files: a.migrate_files,
+            mem_policy,
             estimate_perturbation: !a.no_perturbation_estimate,
             launch,
         })

@@ -49,6 +49,9 @@ pub struct Args {
     /// none` runs, so that start-up costs cancel between strategies
     #[arg(long, conflicts_with_all = ["cpus", "policy", "sharing", "skip", "print"])]
     pub os_decides: bool,
+    /// Memory policy for the program (numactl's options)
+    #[command(flatten)]
+    pub memory: crate::mem_args::MemPolicyArgs,
     #[command(flatten)]
     pub machine: MachineArgs,
     /// The program and its arguments, after `--`
@@ -62,7 +65,8 @@ pub fn run(args: Args) -> CmdResult {
         return print(&args, &machine);
     }
     if args.os_decides {
-        return launch_unpinned(&args);
+        let mem = args.memory.resolve(&machine)?;
+        return launch_unpinned(&args, mem);
     }
     let cpus = select_cpus(&args, &machine)?.ok_or_else(|| {
         CliError::usage("say where to pin: -c EXPR, --policy P [-n N] or --sharing STRATEGY:FILE")
@@ -82,7 +86,8 @@ pub fn run(args: Args) -> CmdResult {
         .map_err(|e| CliError::internal(format!("cannot read our own affinity: {e}")))?;
     check_allowed(&cpus, &allowed)?;
     let plan = PinPlan::new(cpus, skip).map_err(CliError::usage)?;
-    launch(&args, program, prog_args, &plan, allowed, &pinner)
+    let mem = args.memory.resolve(&machine)?;
+    launch(&args, program, prog_args, &plan, allowed, &pinner, mem)
 }
 
 /// The CPU list for -c / --policy / --sharing, or None when none of them was given.
@@ -141,7 +146,7 @@ fn check_allowed(cpus: &[u32], allowed: &CpuSet) -> Result<(), CliError> {
 }
 
 /// `--os-decides`: the same launch as a pinned run, with no pinning.
-fn launch_unpinned(args: &Args) -> CmdResult {
+fn launch_unpinned(args: &Args, mem: Option<autopin_placement::MemPolicy>) -> CmdResult {
     let Some((program, prog_args)) = args.command.split_first() else {
         return Err(CliError::usage(
             "no program given: put it after `--`, e.g. autopin pin --os-decides -- ./app",
@@ -149,6 +154,7 @@ fn launch_unpinned(args: &Args) -> CmdResult {
     };
     let mut spec = LaunchSpec::new(program.clone(), prog_args.iter().cloned());
     spec.forward_signals = true;
+    spec.mem_policy = mem;
     // The library is loaded as in a pinned run (same start-up work); without a plan in the
     // environment it pins nothing.
     spec.preload = process::preload_library().ok();
@@ -171,9 +177,11 @@ fn launch(
     plan: &PinPlan,
     allowed: CpuSet,
     pinner: &dyn Pinner,
+    mem: Option<autopin_placement::MemPolicy>,
 ) -> CmdResult {
     let name = program.to_string_lossy();
     let mut spec = LaunchSpec::new(program.clone(), prog_args.iter().cloned());
+    spec.mem_policy = mem;
     spec.forward_signals = true;
     spec.env = plan.env();
     if std::env::var_os("OMP_NUM_THREADS").is_none() {
