@@ -490,6 +490,8 @@ pub struct SimPlatform {
     pub counting_mode: Option<(String, String)>,
     /// The simulated program is an OpenMP program linking this runtime.
     pub openmp_runtime: Option<String>,
+    /// It completes OpenMP constructs from this time on (None: never).
+    pub openmp_from: Option<f64>,
     /// The preload library sits in the launched program.
     pub preload_active: bool,
     /// CPUs other work keeps busy before the start.
@@ -514,6 +516,7 @@ impl SimPlatform {
             meter_opened: None,
             counting_mode: None,
             openmp_runtime: None,
+            openmp_from: Some(0.0),
             preload_active: true,
             busy: Vec::new(),
             epoch: None,
@@ -554,6 +557,15 @@ impl crate::run::Platform for SimPlatform {
             openmp_runtime: self.openmp_runtime.clone(),
             preload_active: self.preload_active && !attached,
         })
+    }
+
+    fn openmp_constructs(&mut self) -> u64 {
+        match self.openmp_from {
+            Some(t) if self.openmp_runtime.is_some() && self.sim.now() >= t => {
+                1 + ((self.sim.now() - t) * 1000.0) as u64
+            }
+            _ => 0,
+        }
     }
 
     fn busy_cpus(&mut self, allowed: &CpuSet) -> Vec<u32> {

@@ -172,6 +172,13 @@ impl Platform for LinuxPlatform {
         self.heartbeat.as_ref().map_or(0, |h| h.read().beats)
     }
 
+    fn openmp_constructs(&mut self) -> u64 {
+        self.heartbeat
+            .as_ref()
+            .and_then(|h| h.read().omp)
+            .map_or(0, |o| o.counts.total())
+    }
+
     fn open_meter(
         &mut self,
         source: ObjectiveSource,

@@ -67,6 +67,11 @@ pub trait Platform {
     ) -> Result<Started, EngineError>;
     /// Heartbeats the launched program has reported so far (0 without a channel).
     fn heartbeats(&mut self) -> u64;
+    /// OpenMP constructs the launched program has completed so far, as the preload library
+    /// counted them (0 when it counted none).
+    fn openmp_constructs(&mut self) -> u64 {
+        0
+    }
     /// Opens the meter for the chosen source (`objective` for Requested and Heartbeat);
     /// `cpus` are the CPUs the target may run on (where per-CPU counting would count).
     fn open_meter(

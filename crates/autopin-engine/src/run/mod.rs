@@ -323,6 +323,7 @@ fn choose_objective(
 ) -> Result<ObjectiveChoice, EngineError> {
     let requested = &plan.objective.requested;
     let launched = !plan.target.is_attach();
+    let mut openmp_idle: Option<String> = None;
     for source in &plan.objective.chain {
         let instead = match source {
             ObjectiveSource::Requested => {
@@ -365,15 +366,42 @@ fn choose_objective(
                 format!("the program's heartbeat ({beats} beat(s) reported in the first {waited:.1} s; work units/s)")
             }
             ObjectiveSource::OpenMpProgress => match target.openmp_runtime {
-                Some(rt) if launched && target.preload_active => format!(
-                    "OpenMP progress: completed parallel regions, loop chunks, barriers and tasks per second, counted at the entry points of the program's OpenMP runtime ({rt})"
-                ),
+                Some(rt) if launched && target.preload_active => {
+                    // Completed constructs are the progress: a program whose first moments
+                    // complete none (all its work in one long parallel region) would read
+                    // zero for as long as that region runs, so it is measured otherwise.
+                    let wait = init.clamp(0.3, 1.0);
+                    let start = env.clock.now();
+                    let mut done = env.platform.openmp_constructs();
+                    while done == 0 && env.clock.now() - start < wait {
+                        if matches!(threads.poll(), Ok(s) if s.ended.is_some()) {
+                            break;
+                        }
+                        let t = env.clock.now() + 0.02;
+                        env.clock.sleep_until(t);
+                        done = env.platform.openmp_constructs();
+                    }
+                    let waited = env.clock.now() - start;
+                    *init = (*init - waited).max(0.0);
+                    *waited_total += waited;
+                    if done == 0 {
+                        openmp_idle = Some(format!(
+                            "the program uses OpenMP ({rt}) but completed no OpenMP construct in its first {:.1} s, so OpenMP progress would read zero",
+                            *waited_total
+                        ));
+                        continue;
+                    }
+                    format!(
+                        "OpenMP progress: completed parallel regions, loop chunks, barriers and tasks per second, counted at the entry points of the program's OpenMP runtime ({rt})"
+                    )
+                }
                 _ => continue,
             },
             ObjectiveSource::TaskClock => {
-                let why = match target.openmp_runtime {
-                    Some(rt) => format!("the program uses OpenMP ({rt}) but the preload library cannot count its work (static binary or attached process)"),
-                    None => "the program reports no heartbeat and is not an OpenMP program".into(),
+                let why = match (target.openmp_runtime, &openmp_idle) {
+                    (_, Some(idle)) => idle.clone(),
+                    (Some(rt), None) => format!("the program uses OpenMP ({rt}) but the preload library cannot count its work (static binary or attached process)"),
+                    (None, None) => "the program reports no heartbeat and is not an OpenMP program".into(),
                 };
                 format!("task-clock: each thread's CPU time per second from /proc/TID/schedstat ({why}; CPU share shows time lost to sharing a CPU, but not memory stalls or spin-waiting)")
             }
@@ -426,7 +454,14 @@ fn choose_objective(
                     name: "task-clock (CPU time per thread, /proc/TID/schedstat)".into(),
                     unit: "CPU-s/s".into(),
                     higher_is_better: true,
-                    reason,
+                    // An OpenMP program gets CPU time rather than OpenMP progress: say why.
+                    reason: match (target.openmp_runtime, &openmp_idle) {
+                        (_, Some(idle)) => format!("{reason}; {idle}"),
+                        (Some(rt), None) => format!(
+                            "{reason}; the program uses OpenMP ({rt}) but the preload library cannot count its work"
+                        ),
+                        (None, None) => reason,
+                    },
                 },
             },
         });

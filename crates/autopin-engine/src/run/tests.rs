@@ -202,6 +202,81 @@ fn the_chain_is_walked_in_order() {
 }
 
 #[test]
+fn an_openmp_program_without_a_pmu_gets_openmp_progress_and_the_report_says_why() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err("no PMU".into());
+    p.openmp_runtime = Some("libgomp.so.1".into());
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::OpenMpProgress));
+    assert_eq!(r.objective.unit, "OpenMP constructs/s");
+    assert!(
+        r.objective.reason.contains("libgomp.so.1"),
+        "{}",
+        r.objective.reason
+    );
+    assert!(sink
+        .messages
+        .iter()
+        .any(|m| m.contains("Using OpenMP progress")));
+    assert!(r.complete);
+}
+
+#[test]
+fn openmp_progress_needs_the_preload_library_and_completed_constructs() {
+    let m = small();
+    // A static binary (no preload library in it): its OpenMP work cannot be counted.
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err("no PMU".into());
+    p.openmp_runtime = Some("libgomp.so.1".into());
+    p.preload_active = false;
+    let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
+    assert!(r
+        .unwrap()
+        .notes
+        .iter()
+        .any(|n| n.contains("cannot count its work")));
+    // All work in one long parallel region: no construct completes at first, and OpenMP
+    // progress would read zero, so CPU time it is, and the report says why.
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err("no PMU".into());
+    p.openmp_runtime = Some("libgomp.so.1".into());
+    p.openmp_from = None;
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
+    assert!(sink
+        .messages
+        .iter()
+        .any(|m| m.contains("completed no OpenMP construct")));
+    assert!(r.unwrap().complete);
+}
+
+#[test]
+fn busy_cpus_add_a_candidate_that_keeps_the_threads_on_the_free_ones() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let free: Vec<u32> = m.allowed_cpuset().iter().skip(1).collect();
+    p.busy = vec![m.allowed_cpuset().iter().next().unwrap()];
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert!(sink
+        .messages
+        .iter()
+        .any(|m| m.contains("busy with other work")));
+    assert!(
+        r.candidates.iter().any(|c| c
+            .cpus
+            .as_ref()
+            .is_some_and(|cs| cs.iter().all(|x| free.contains(x)))
+            && c.label.contains("free CPU")),
+        "{:?}",
+        r.candidates
+    );
+}
+
+#[test]
 fn explicit_single_candidate_is_pinned_at_birth_and_kept() {
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
