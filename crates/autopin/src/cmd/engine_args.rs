@@ -75,7 +75,7 @@ pub struct EngineArgs {
     #[arg(long, value_name = "SEC", default_value_t = 20.0)]
     pub budget: f64,
     /// Race: first probe length, seconds (adapted to the noise afterwards)
-    #[arg(long, value_name = "SEC", default_value_t = 0.5)]
+    #[arg(long, value_name = "SEC", default_value_t = 0.3)]
     pub probe: f64,
     /// Sampling interval, seconds
     #[arg(long, value_name = "SEC", default_value_t = 0.1)]
