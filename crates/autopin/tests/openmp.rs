@@ -239,8 +239,10 @@ fn barrier_spinners_task_clock_sees_no_difference_openmp_progress_ranks_as_runti
     } else {
         ("0,1", "1,0")
     };
+    // The ranking is the claim; probes and whole runs see different moments of a noisy
+    // machine, so only a small margin is asked for.
     assert!(
-        o[fast] > 1.15 * o[slow],
+        o[fast] > 1.05 * o[slow],
         "OpenMP progress ranks {fast} first as the runtimes do: {o:?} (runtimes 0,1 {t01:.2} s, 1,0 {t10:.2} s)"
     );
     let ratio = c["1,0"] / c["0,1"];
