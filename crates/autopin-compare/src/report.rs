@@ -151,7 +151,9 @@ fn rows(doc: &Document) -> (Vec<&'static str>, Vec<Vec<String>>) {
                 } else {
                     ratio(s.speedup_median, s.speedup_median_ci)
                 },
-                s.p_value_welch.map(probability).unwrap_or_else(|| "-".into()),
+                s.p_value_welch
+                    .map(probability)
+                    .unwrap_or_else(|| "-".into()),
                 s.p_value_mwu.map(probability).unwrap_or_else(|| "-".into()),
                 s.verdict.clone(),
             ]

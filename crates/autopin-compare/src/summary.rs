@@ -4,8 +4,8 @@
 use crate::runs::{Experiment, RunRecord};
 use crate::stats::{self, Better, Describe, Interval};
 use crate::strategy::StrategyKind;
-use serde::Serialize;
 use autopin_human::p_value;
+use serde::Serialize;
 
 /// How the comparison is judged.
 #[derive(Debug, Clone)]
