@@ -414,6 +414,28 @@ fn progress_and_warnings_are_readable_and_quiet_silences_them() {
     assert_eq!(run(true), "");
 }
 
+/// A missing program named by a path is a missing file, not a command PATH lacks; both 127.
+#[test]
+fn missing_program_by_path_is_no_such_file() {
+    for (cmd, said) in [
+        (
+            "workloads/no-such-program",
+            "workloads/no-such-program: no such file",
+        ),
+        (
+            "no-such-program-xyz",
+            "no-such-program-xyz: command not found",
+        ),
+    ] {
+        for sub in [&["run", "-q"][..], &["pin", "-c", "0"][..]] {
+            let out = autopin().args(sub).args(["--", cmd]).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(127), "{err}");
+            assert!(err.contains(said), "{sub:?}: {err}");
+        }
+    }
+}
+
 /// The /proc CPU-time fallback still sees a busy neighbour: a one-thread program must end up
 /// on the free CPU.
 #[test]

@@ -403,8 +403,10 @@ fn choose_objective(
         };
         let text = requested.text();
         env.sink.message(None, &format!(
-            "warning: the default objective {text} cannot be counted here: {why}{sysctl}. Using {instead} instead."
+            "warning: the default objective {text} cannot be counted here: {why}{sysctl}."
         ));
+        // A line of its own: what autopin does instead is what a reader looks for.
+        env.sink.message(None, &format!("Using {instead} instead."));
         let cause = why
             .strip_prefix(&format!("cannot count {text}: "))
             .unwrap_or(why);
