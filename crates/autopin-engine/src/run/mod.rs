@@ -402,9 +402,12 @@ fn choose_objective(
             " (counting also needs sysctl kernel.perf_event_paranoid ≤ 2 for your own processes, or CAP_PERFMON)"
         };
         let text = requested.text();
-        env.sink.message(None, &format!(
-            "warning: the default objective {text} cannot be counted here: {why}{sysctl}."
-        ));
+        env.sink.message(
+            None,
+            &format!(
+                "warning: the default objective {text} cannot be counted here: {why}{sysctl}."
+            ),
+        );
         // A line of its own: what autopin does instead is what a reader looks for.
         env.sink.message(None, &format!("Using {instead} instead."));
         let cause = why
