@@ -11,6 +11,10 @@ fn autopin() -> Command {
     Command::cargo_bin("autopin").unwrap()
 }
 
+/// The tests that judge timings take turns: run side by side, one's CPU load would be the
+/// other's measured effect.
+static TIMING_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn read_json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
@@ -331,6 +335,7 @@ fn online_cpus() -> usize {
 /// is reported by bench/compare_pingpong.sh rather than asserted here.)
 #[test]
 fn one_cpu_ping_pong_is_significantly_slower() {
+    let _turn = TIMING_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     autopin_testkit::require!(online_cpus() >= 2, "needs 2 CPUs");
     let dir = tempfile::tempdir().unwrap();
     let exe = autopin_testkit::build_c_file(Path::new("bench/compare_pingpong.c"), &["-pthread"])
@@ -414,6 +419,7 @@ fn one_cpu_ping_pong_is_significantly_slower() {
 /// `/bin/true` as the program — which a ~20 ms program turned into a significant 1–2% at alpha 0.001.)
 #[test]
 fn none_against_the_os_placement_is_no_significant_difference() {
+    let _turn = TIMING_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     use std::os::unix::process::CommandExt;
     let exe = autopin_testkit::build_c(
         "work35ms",
