@@ -67,3 +67,10 @@ if ! have cargo; then
         curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
     }
 fi
+
+# The unused-dependency check of scripts/test.sh (crates.io, built once into ~/.cargo/bin).
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! have cargo-machete; then
+    echo "deps: installing cargo-machete" >&2
+    cargo install cargo-machete --locked --quiet
+fi

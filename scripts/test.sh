@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, then runs every check autopin's CI runs: formatting, clippy with
-# warnings as errors, and the whole test suite (unit, integration, real-dump comparisons).
+# warnings as errors, unused dependencies (cargo-machete), the build with the declared
+# rust-version, and the whole test suite (unit, integration, real-dump comparisons).
 # The suite runs to the end (--no-fail-fast) and closes with one line of counts; a test that
 # could not run because an optional tool is absent is counted as skipped, not passed.
 set -euo pipefail
@@ -11,6 +12,16 @@ echo "== format, lint, build" >&2
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo build --workspace --all-targets --quiet
+echo "== unused dependencies (cargo-machete)" >&2
+cargo machete
+# The declared rust-version must build; CI machines have the toolchain (scripts/msrv.sh).
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+if rustup toolchain list 2>/dev/null | grep -q "^$msrv[-.]"; then
+    echo "== minimum Rust version $msrv" >&2
+    bash scripts/msrv.sh
+else
+    echo "== minimum Rust version $msrv: toolchain not installed, check skipped (scripts/msrv.sh installs it)" >&2
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -144,8 +144,8 @@ impl Experiment {
                     sys_s: measured.sys_s,
                     max_rss_kib: measured.max_rss_kib,
                     counters: measured.counters,
-                    exit_code: measured.exit.code,
-                    signal: measured.exit.signal,
+                    exit_code: measured.exit.exit_code(),
+                    signal: measured.exit.signal(),
                     success: measured.exit.success(),
                     metric,
                     metric_error,
@@ -219,7 +219,7 @@ pub fn compile_metric(pattern: &str) -> Result<Regex, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::{ExitInfo, Measured};
+    use crate::runner::{ExitStatus, Measured};
     use crate::strategy::StrategyKind;
 
     /// A launcher that answers from a table keyed by the command's first word(s).
@@ -256,10 +256,7 @@ mod tests {
                 sys_s: 0.0,
                 max_rss_kib: 1000,
                 counters: Default::default(),
-                exit: ExitInfo {
-                    code: Some(code),
-                    signal: None,
-                },
+                exit: ExitStatus::Exited(code),
                 stdout: format!("rate = {}\n", 100.0 / wall),
                 stderr_tail: String::new(),
             })

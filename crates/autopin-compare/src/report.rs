@@ -2,7 +2,8 @@
 //! plot, as text; the CLI writes them to files.
 
 use crate::stats::{Better, Interval};
-use crate::summary::{fmt_p, StrategySummary};
+use crate::summary::StrategySummary;
+use autopin_human::{duration, number, probability};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -88,10 +89,16 @@ pub fn to_csv(doc: &Document) -> Result<String, String> {
 
 /// The summary rows shared by the terminal table and the Markdown export.
 fn rows(doc: &Document) -> (Vec<&'static str>, Vec<Vec<String>>) {
-    let unit = if doc.value == "metric" { "" } else { " s" };
+    // Wall times read as durations (`3.22 ms`, `1.02 s`); a program metric has no known unit.
     let num = |v: Option<f64>| {
-        v.map(|x| format!("{}{unit}", sig(x)))
-            .unwrap_or_else(|| "-".into())
+        v.map(|x| {
+            if doc.value == "metric" {
+                number(x)
+            } else {
+                duration(x)
+            }
+        })
+        .unwrap_or_else(|| "-".into())
     };
     let ratio = |v: Option<f64>, ci: Option<Interval>| match (v, ci) {
         (Some(v), Some(ci)) => format!("{v:.3} [{:.3}, {:.3}]", ci.low, ci.high),
@@ -144,22 +151,15 @@ fn rows(doc: &Document) -> (Vec<&'static str>, Vec<Vec<String>>) {
                 } else {
                     ratio(s.speedup_median, s.speedup_median_ci)
                 },
-                s.p_value_welch.map(fmt_p).unwrap_or_else(|| "-".into()),
-                s.p_value_mwu.map(fmt_p).unwrap_or_else(|| "-".into()),
+                s.p_value_welch
+                    .map(probability)
+                    .unwrap_or_else(|| "-".into()),
+                s.p_value_mwu.map(probability).unwrap_or_else(|| "-".into()),
                 s.verdict.clone(),
             ]
         })
         .collect();
     (header, rows)
-}
-
-/// Four significant digits, without scientific notation for ordinary times.
-fn sig(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let digits = (3 - x.abs().log10().floor() as i32).max(0) as usize;
-    format!("{x:.digits$}")
 }
 
 fn preamble(doc: &Document) -> String {
@@ -542,6 +542,11 @@ mod tests {
         let t = to_table(&doc(&s));
         assert!(t.contains("none (baseline)"));
         assert!(t.contains("note: 0,0 had 1 failed run(s), excluded"), "{t}");
+        // Readable numbers: durations with units and three digits, p-values without exponents.
+        assert!(t.contains("  1.02 s  "), "{t}");
+        assert!(t.contains("  18.7 ms  "), "{t}");
+        assert!(t.contains("  <0.0001  0.0022  slower, p=0.0022"), "{t}");
+        assert!(!t.contains("e-0"), "{t}");
         let md = to_markdown(&doc(&s));
         assert!(md.contains("a\\|b"));
         assert_eq!(md.lines().filter(|l| l.starts_with('|')).count(), 4);

@@ -1,37 +1,18 @@
 //! Running one command and measuring it: wall time, the child's user/sys time and max RSS
 //! (from `wait4`, which reports the child and the descendants it waited for), exit status
-//! and captured output. The experiment talks to this through the `Launcher` trait so its
-//! scheduling and bookkeeping can be tested without processes.
+//! and captured output. The program is started by autopin's one launcher (`autopin-launch`,
+//! which `run` and `pin` use too), so exit statuses and signal forwarding mean the same.
+//! The experiment talks to this through the `Launcher` trait so its scheduling and
+//! bookkeeping can be tested without processes.
 
+pub use autopin_launch::ExitStatus;
+use autopin_launch::{signals::Forwarding, LaunchSpec};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ExitInfo {
-    /// Exit code when the program exited normally.
-    pub code: Option<i32>,
-    /// Signal number when a signal killed it.
-    pub signal: Option<i32>,
-}
-
-impl ExitInfo {
-    pub fn success(&self) -> bool {
-        self.code == Some(0)
-    }
-    pub fn describe(&self) -> String {
-        match (self.code, self.signal) {
-            (Some(c), _) => format!("exit status {c}"),
-            (None, Some(s)) => format!("killed by signal {s}"),
-            _ => "unknown status".into(),
-        }
-    }
-}
 
 /// Event counts the kernel keeps for every process anyway (from `wait4`'s rusage): free to
 /// collect, and unlike perf counters they add no cost to the program's context switches —
@@ -66,7 +47,8 @@ pub struct Measured {
     pub sys_s: f64,
     pub max_rss_kib: u64,
     pub counters: KernelCounters,
-    pub exit: ExitInfo,
+    #[serde(skip)]
+    pub exit: ExitStatus,
     /// The program's standard output (kept in memory for `--metric`, not exported).
     #[serde(skip)]
     pub stdout: String,
@@ -80,39 +62,31 @@ pub trait Launcher {
     fn launch(&mut self, argv: &[OsString]) -> Result<Measured, String>;
 }
 
-/// Shared interrupt state: the signal thread sets `stop` and forwards the signal to the
-/// child whose pid is in `child` (0 when none runs).
+/// Shared interrupt state: set when SIGINT/SIGTERM (or another forwarded signal) reached
+/// autopin, or by a caller; no new run starts afterwards. The launcher forwards the signal
+/// to the running program.
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt {
     pub stop: Arc<AtomicBool>,
-    pub child: Arc<AtomicI32>,
-    pub signal: Arc<AtomicI32>,
+    /// Keeps the signal handlers installed between runs, so a signal then stops the
+    /// experiment instead of killing autopin before it writes what it has.
+    forwarding: Arc<Mutex<Option<Forwarding>>>,
 }
 
 impl Interrupt {
     pub fn requested(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
+            || (self.installed() && autopin_launch::signals::received().is_some())
     }
 
-    /// Installs SIGINT/SIGTERM handling: a background thread records the signal, stops
-    /// scheduling and forwards the signal to the running child.
+    fn installed(&self) -> bool {
+        self.forwarding.lock().map(|f| f.is_some()).unwrap_or(true)
+    }
+
+    /// Installs the launcher's signal forwarding for the whole experiment.
     pub fn install(&self) -> Result<(), String> {
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
-            .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-        let me = self.clone();
-        std::thread::spawn(move || {
-            for sig in signals.forever() {
-                me.signal.store(sig, Ordering::SeqCst);
-                me.stop.store(true, Ordering::SeqCst);
-                let pid = me.child.load(Ordering::SeqCst);
-                if pid > 0 {
-                    // SAFETY: kill has no memory-safety preconditions; a stale pid is
-                    // harmless because the child is reaped only by our wait4.
-                    unsafe { libc::kill(pid, sig) };
-                }
-            }
-        });
+        let f = Forwarding::begin().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+        *self.forwarding.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
         Ok(())
     }
 }
@@ -130,36 +104,23 @@ const STDERR_TAIL: usize = 2000;
 impl Launcher for ProcessLauncher {
     fn launch(&mut self, argv: &[OsString]) -> Result<Measured, String> {
         let (prog, args) = argv.split_first().ok_or("empty command line")?;
+        let mut spec = LaunchSpec::new(prog, args);
+        spec.capture_output = true;
+        spec.forward_signals = true;
         let start = Instant::now();
-        let mut child = Command::new(prog)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+        let mut child = autopin_launch::spawn(&spec)
             .map_err(|e| format!("cannot start `{}`: {e}", prog.to_string_lossy()))?;
-        let pid = child.id() as i32;
-        self.interrupt.child.store(pid, Ordering::SeqCst);
         if self.interrupt.requested() {
             // The signal came between the check before this run and the spawn.
-            // SAFETY: see Interrupt::install.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let _ = child.signal(libc::SIGTERM);
         }
         let show = self.show_output;
-        let out = child
-            .stdout
-            .take()
-            .map(|s| std::thread::spawn(move || drain(s, show, usize::MAX)));
-        let err = child
-            .stderr
-            .take()
-            .map(|s| std::thread::spawn(move || drain(s, show, STDERR_TAIL)));
-        let (status, usage) = wait4(pid);
+        let (out, err) = child.take_output();
+        let out = out.map(|s| std::thread::spawn(move || drain(s, show, usize::MAX)));
+        let err = err.map(|s| std::thread::spawn(move || drain(s, show, STDERR_TAIL)));
+        let waited = child.wait_with_usage();
         let wall_s = start.elapsed().as_secs_f64();
-        self.interrupt.child.store(0, Ordering::SeqCst);
-        let status = status?;
-        // `child` is reaped by wait4 already; dropping it does not wait again.
-        drop(child);
+        let (exit, usage) = waited.map_err(|e| format!("waiting for pid {}: {e}", child.pid()))?;
         let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
         let stderr_tail = err.and_then(|h| h.join().ok()).unwrap_or_default();
         let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
@@ -169,46 +130,11 @@ impl Launcher for ProcessLauncher {
             sys_s: tv(usage.ru_stime),
             max_rss_kib: usage.ru_maxrss.max(0) as u64,
             counters: KernelCounters::from_rusage(&usage),
-            exit: status,
+            exit,
             stdout,
             stderr_tail,
         })
     }
-}
-
-/// Waits for `pid` and returns its status and resource usage, retrying on EINTR.
-fn wait4(pid: i32) -> (Result<ExitInfo, String>, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: rusage is plain old data; zeroed is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: valid pointers to local status and usage.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            break;
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return (Err(format!("wait4 on pid {pid} failed: {err}")), usage);
-        }
-    }
-    let info = if libc::WIFEXITED(status) {
-        ExitInfo {
-            code: Some(libc::WEXITSTATUS(status)),
-            signal: None,
-        }
-    } else if libc::WIFSIGNALED(status) {
-        ExitInfo {
-            code: None,
-            signal: Some(libc::WTERMSIG(status)),
-        }
-    } else {
-        ExitInfo {
-            code: None,
-            signal: None,
-        }
-    };
-    (Ok(info), usage)
 }
 
 /// Reads a pipe to its end, echoing to stderr when asked; keeps at most the last `keep` bytes.
@@ -277,12 +203,12 @@ mod tests {
         let m = launcher()
             .launch(&argv(&["sh", "-c", "echo oops >&2; exit 3"]))
             .unwrap();
-        assert_eq!(m.exit.code, Some(3));
+        assert_eq!(m.exit.exit_code(), Some(3));
         assert!(m.stderr_tail.contains("oops"));
         let m = launcher()
             .launch(&argv(&["sh", "-c", "kill -9 $$"]))
             .unwrap();
-        assert_eq!(m.exit.signal, Some(9));
+        assert_eq!(m.exit.signal(), Some(9));
         assert!(launcher()
             .launch(&argv(&["/nonexistent/prog"]))
             .unwrap_err()

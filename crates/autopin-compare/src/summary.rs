@@ -4,6 +4,7 @@
 use crate::runs::{Experiment, RunRecord};
 use crate::stats::{self, Better, Describe, Interval};
 use crate::strategy::StrategyKind;
+use autopin_human::p_value;
 use serde::Serialize;
 
 /// How the comparison is judged.
@@ -258,24 +259,15 @@ fn compare(s: &mut StrategySummary, base: &[f64], cand: &[f64], cfg: &SummaryCon
     s.p_value_mwu = Some(pm);
     s.decision = decision;
     s.verdict = match decision {
-        Decision::Faster => format!("{better_word}, p={}", fmt_p(p)),
-        Decision::Slower => format!("{worse_word}, p={}", fmt_p(p)),
+        Decision::Faster => format!("{better_word}, {}", p_value(p)),
+        Decision::Slower => format!("{worse_word}, {}", p_value(p)),
         Decision::Equivalent => format!(
-            "no significant difference (p={}), equivalent within ±{}%",
-            fmt_p(p),
+            "no significant difference ({}), equivalent within ±{}%",
+            p_value(p),
             (cfg.equivalence * 100.0).round()
         ),
-        _ => format!("no significant difference (p={})", fmt_p(p)),
+        _ => format!("no significant difference ({})", p_value(p)),
     };
-}
-
-/// p-values readable at a glance: two significant digits, scientific when tiny.
-pub fn fmt_p(p: f64) -> String {
-    if p < 0.001 {
-        format!("{p:.1e}")
-    } else {
-        format!("{p:.3}")
-    }
 }
 
 #[cfg(test)]
@@ -336,7 +328,7 @@ mod tests {
         assert!((s[1].p_value_welch.unwrap() - 0.0001363049760207974).abs() < 1e-9);
         assert!((s[1].p_value_mwu.unwrap() - 0.00025963148057464363).abs() < 1e-9);
         assert!(
-            s[1].verdict.starts_with("faster, p=2.6e-4"),
+            s[1].verdict.starts_with("faster, p=0.00026"),
             "{}",
             s[1].verdict
         );

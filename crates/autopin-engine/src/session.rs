@@ -21,6 +21,7 @@ use crate::report::{
     TimelinePoint,
 };
 use crate::strategy::{Plan, ProbeOutcome, Strategy};
+use autopin_human::{duration, plural, quantity};
 use autopin_placement::Pinning;
 use std::collections::BTreeMap;
 
@@ -180,18 +181,6 @@ pub struct Session {
     /// Name of the program's own progress measure seen in probes (for the objective check).
     progress_source: Option<&'static str>,
     pub report: Report,
-}
-
-fn fmt_rate(r: f64) -> String {
-    if r >= 1e9 {
-        format!("{:.3} G", r / 1e9)
-    } else if r >= 1e6 {
-        format!("{:.3} M", r / 1e6)
-    } else if r >= 1e3 {
-        format!("{:.3} k", r / 1e3)
-    } else {
-        format!("{r:.3} ")
-    }
 }
 
 impl Session {
@@ -354,9 +343,8 @@ impl Session {
                     *amount = 0.0;
                     let label = self.applied().map(|c| c.label.clone()).unwrap_or_default();
                     out.push(Action::Message(format!(
-                        "t={now:.1}s rate {}{} with {label}",
-                        fmt_rate(r),
-                        self.cfg.unit
+                        "t={now:.1}s rate {} with {label}",
+                        quantity(r, &self.cfg.unit)
                     )));
                 }
                 let score = self.score(rate);
@@ -542,10 +530,10 @@ impl Session {
             phase: self.phase.clone(),
         });
         out.push(Action::Message(format!(
-            "search {}: {} candidate(s) for {} thread(s), strategy {}{}",
+            "search {}: {} for {}, strategy {}{}",
             self.search,
-            self.candidates.len(),
-            self.tracked,
+            plural(self.candidates.len() as u64, "candidate", "candidates"),
+            plural(self.tracked as u64, "thread", "threads"),
             self.strategy_name,
             self.phase
                 .as_ref()
@@ -709,9 +697,9 @@ impl Session {
             self.progress_source = Some(name);
         }
         out.push(Action::Message(format!(
-            "probe {label:<24} {}{} over {time:.2} s{}",
-            fmt_rate(rate),
-            self.cfg.unit,
+            "probe {label:<24} {} over {}{}",
+            quantity(rate, &self.cfg.unit),
+            duration(time),
             if churn {
                 " (threads changing throughout)"
             } else {
@@ -758,8 +746,8 @@ impl Session {
                 _ => {
                     let best = self.best_so_far();
                     format!(
-                        "the program ended after {now:.1} s, during the search and before a decision ({} probe(s) taken){}",
-                        self.report.probes.len(),
+                        "the program ended after {now:.1} s, during the search and before a decision ({} taken){}",
+                        plural(self.report.probes.len() as u64, "probe", "probes"),
                         best.map(|b| format!("; best so far: {b}"))
                             .unwrap_or_default()
                     )
@@ -821,7 +809,7 @@ impl Session {
                     b.1.total_cmp(&a.1)
                 }
             })
-            .map(|(l, r)| format!("{l} ({} {})", fmt_rate(r).trim(), self.cfg.unit))
+            .map(|(l, r)| format!("{l} ({})", quantity(r, &self.cfg.unit)))
     }
 
     /// How well the objective tracked the program's own progress over the probes (sanity

@@ -166,6 +166,31 @@ pub fn duration(secs: f64) -> String {
     }
 }
 
+/// Smallest p-value worth printing exactly; below it, only the bound says anything.
+const P_FLOOR: f64 = 1e-4;
+
+/// A p-value for a table cell: two significant digits in plain decimals (`0.0012`, `0.43`),
+/// `<0.0001` below that floor, `n/a` when undefined.
+pub fn probability(p: f64) -> String {
+    if !p.is_finite() {
+        "n/a".into()
+    } else if p < P_FLOOR {
+        format!("<{P_FLOOR}")
+    } else {
+        significant(p.min(1.0), 2)
+    }
+}
+
+/// A p-value in a sentence: `p=0.0012`, `p<0.0001`.
+pub fn p_value(p: f64) -> String {
+    let s = probability(p);
+    if s.starts_with('<') {
+        format!("p{s}")
+    } else {
+        format!("p={s}")
+    }
+}
+
 /// Wraps `text` at word boundaries so no line is longer than `width` characters (a single
 /// word longer than that stays whole); continuation lines start with `indent`.
 pub fn wrap(text: &str, width: usize, indent: &str) -> String {
@@ -296,6 +321,16 @@ mod tests {
         assert_eq!(duration(185.0), "3 min 05 s");
         assert_eq!(duration(3725.0), "1 h 02 min");
         assert_eq!(list(&["a".into(), "b".into(), "c".into()]), "a, b and c");
+    }
+
+    #[test]
+    fn p_values_read_without_exponents() {
+        assert_eq!(p_value(0.0012345), "p=0.0012");
+        assert_eq!(p_value(0.000013630), "p<0.0001");
+        assert_eq!(p_value(0.4312), "p=0.43");
+        assert_eq!(p_value(1.0), "p=1.0");
+        assert_eq!(probability(0.00025963), "0.00026");
+        assert_eq!(probability(f64::NAN), "n/a");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! - [`mempolicy`]: numactl-style memory policies set in a started program before `exec`.
 
 pub mod live;
-pub mod mempolicy;
+pub use autopin_launch::mempolicy;
 pub mod numa;
 pub mod platform;
 pub mod process;

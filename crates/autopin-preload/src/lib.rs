@@ -8,7 +8,7 @@
 //!
 //! The library's environment contract (`AUTOPIN_CPUS`, `AUTOPIN_SKIP`, `AUTOPIN_REGISTRY`,
 //! `AUTOPIN_QUIET`) and the registry's binary layout are documented at the top of
-//! `c/preload.c` and mirrored in `autopin_engine::target::registry`.
+//! `c/preload.c` and mirrored in `autopin_os::process::registry`.
 
 use std::fs;
 use std::io::{self, Write};

@@ -6,6 +6,7 @@ mod cmd;
 mod error;
 mod machine_args;
 mod mem_args;
+mod messages;
 mod output;
 mod sharing_arg;
 

@@ -391,6 +391,63 @@ fn default_objective_falls_back_to_task_clock_when_counting_is_forbidden() {
     );
 }
 
+/// autopin's own lines read in a log: it says what it does, long warnings wrap at 100 columns
+/// (stderr is not a terminal here), every line ends; `-q` silences all of it.
+#[test]
+fn progress_and_warnings_are_readable_and_quiet_silences_them() {
+    let root = paranoid_3_root();
+    let run = |quiet: bool| {
+        let mut cmd = autopin();
+        cmd.env("AUTOPIN_PERF_SYSFS_ROOT", root.path())
+            .args(["run", "--no-perturbation-estimate"]);
+        if quiet {
+            cmd.arg("-q");
+        }
+        let out = cmd.args(["--", "sh", "-c", "exit 0"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let err = run(false);
+    assert!(err.starts_with("autopin: starting sh -c exit 0\n"), "{err}");
+    assert!(err.ends_with('\n'), "{err:?}");
+    assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
+    let warning = err
+        .find("autopin: warning: the default objective")
+        .expect(&err);
+    assert!(
+        err[warning..].lines().nth(1).unwrap().starts_with("    "),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("warning: the default objective").count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(run(true), "");
+}
+
+/// A missing program named by a path is a missing file, not a command PATH lacks; both 127.
+#[test]
+fn missing_program_by_path_is_no_such_file() {
+    for (cmd, said) in [
+        (
+            "workloads/no-such-program",
+            "workloads/no-such-program: no such file",
+        ),
+        (
+            "no-such-program-xyz",
+            "no-such-program-xyz: command not found",
+        ),
+    ] {
+        for sub in [&["run", "-q"][..], &["pin", "-c", "0"][..]] {
+            let out = autopin().args(sub).args(["--", cmd]).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(127), "{err}");
+            assert!(err.contains(said), "{sub:?}: {err}");
+        }
+    }
+}
+
 /// The /proc CPU-time fallback still sees a busy neighbour: a one-thread program must end up
 /// on the free CPU.
 #[test]

@@ -25,6 +25,7 @@ use crate::os::ThreadSource;
 use crate::report::{ObjectiveInfo, Report};
 use crate::session::{CandidateFactory, Session, SessionConfig, StrategyFactory};
 use crate::strategy::{Autopin1, Fixed, Race, RaceParams};
+use autopin_human::duration;
 use autopin_perf::{CountingMode, Objective, WarningContext};
 use autopin_placement::{cpu_text, Pinning};
 use autopin_topology::{CpuSet, Machine};
@@ -91,6 +92,13 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         }
         _ => Vec::new(),
     };
+    env.sink.message(
+        None,
+        &match &plan.target {
+            TargetSpec::Launch(argv) => format!("starting {}", argv.join(" ")),
+            TargetSpec::Attach { pid, .. } => format!("attaching to process {pid}"),
+        },
+    );
     let started = env.platform.start(&plan.target, &launch)?;
     let Started {
         pid,
@@ -349,6 +357,12 @@ fn choose_objective(
                 let wait = init.clamp(0.3, 2.0);
                 let start = env.clock.now();
                 let mut beats = env.platform.heartbeats();
+                if beats == 0 {
+                    env.sink.message(
+                        None,
+                        &format!("waiting up to {} for the program's heartbeat", duration(wait)),
+                    );
+                }
                 while beats == 0 && env.clock.now() - start < wait {
                     if matches!(threads.poll(), Ok(s) if s.ended.is_some()) {
                         break;
@@ -416,9 +430,14 @@ fn choose_objective(
             " (counting also needs sysctl kernel.perf_event_paranoid ≤ 2 for your own processes, or CAP_PERFMON)"
         };
         let text = requested.text();
-        env.sink.message(None, &format!(
-            "warning: the default objective {text} cannot be counted here: {why}{sysctl}. Using {instead} instead."
-        ));
+        env.sink.message(
+            None,
+            &format!(
+                "warning: the default objective {text} cannot be counted here: {why}{sysctl}."
+            ),
+        );
+        // A line of its own: what autopin does instead is what a reader looks for.
+        env.sink.message(None, &format!("Using {instead} instead."));
         let cause = why
             .strip_prefix(&format!("cannot count {text}: "))
             .unwrap_or(why);

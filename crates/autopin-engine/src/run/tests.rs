@@ -700,3 +700,38 @@ fn a_plain_plan_has_no_launch_record() {
     let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
     assert!(r.unwrap().launch.is_none());
 }
+
+#[test]
+fn the_run_says_what_it_is_doing_at_each_step() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err("no PMU".into());
+    p.beats_from = Some(0.2);
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    assert!(r.unwrap().complete);
+    // Starting, waiting for a heartbeat, the search, each probe, the decision — in order.
+    let at = |what: &str| {
+        sink.messages
+            .iter()
+            .position(|m| m.starts_with(what))
+            .unwrap_or_else(|| panic!("no {what:?} in {:#?}", sink.messages))
+    };
+    let steps = [
+        at("starting ./prog"),
+        at("waiting up to "),
+        at("search 0: 3 candidates for 2 threads, strategy race"),
+        at("probe "),
+        at("decided after "),
+    ];
+    assert!(
+        steps.windows(2).all(|w| w[0] < w[1]),
+        "{:#?}",
+        sink.messages
+    );
+    // Rates read with three digits and their unit, durations with theirs.
+    let probe = &sink.messages[steps[3]];
+    assert!(
+        probe.contains(" beats/s over ") && probe.ends_with(" ms"),
+        "{probe}"
+    );
+}

@@ -1,7 +1,7 @@
 //! Launching or attaching to the target program and tracking its threads.
 //!
 //! - [`launch`]: start a program with extra environment and LD_PRELOAD, forward signals,
-//!   map its exit status like a shell.
+//!   map its exit status like a shell (the `autopin-launch` crate, shared with compare).
 //! - [`registry`]: the shared file where the preload library records every thread.
 //! - [`proc_scan`]: threads of any process from /proc (attach, static binaries, overflow).
 //! - [`affinity`]: the engine's `Pinner` on Linux.
@@ -10,18 +10,18 @@
 //! - [`signals`]: the signal forwarding used by `launch`.
 
 pub mod affinity;
-pub mod elf;
-pub mod launch;
 pub mod poll_pin;
 pub mod proc_scan;
 pub mod registry;
-pub mod signals;
+
+// The launcher is shared with autopin-compare, which must not depend on the engine.
+pub use autopin_launch::{elf, launch, signals};
 
 pub use affinity::LinuxPinner;
 pub use autopin_engine::pin_plan::{PinPlan, PlanCursor, SkipMask};
 pub use autopin_engine::pinner::{PinError, Pinner, RecordingPinner};
+pub use autopin_launch::{exit_code, spawn, ExitStatus, LaunchError, LaunchSpec, Launched};
 pub use elf::Linkage;
-pub use launch::{exit_code, spawn, LaunchError, LaunchSpec, Launched};
 pub use poll_pin::{pin_by_polling, PinOutcome, PollPinner};
 pub use proc_scan::{ProcFs, ProcThread, ThreadOrder};
 pub use registry::{Registry, ThreadState, TrackedThread};

@@ -182,7 +182,39 @@ fn latency(a: LatencyArgs) -> CmdResult {
         Ok(os) => Ok(compare::disagreements(&inf, os, 20)),
         Err(e) => Err(e.to_string()),
     };
+    write_latency_files(&a, kind, &measured, &inf, &machine)?;
+    let found = Findings {
+        measured: &measured,
+        inf: &inf,
+        verdicts: &verdicts,
+        disagree: &disagree,
+    };
+    if a.json {
+        print_latency_json(&found)?;
+    } else {
+        print_latency_text(&found);
+    }
+    Ok(0)
+}
 
+/// What `measure latency` found, for printing.
+struct Findings<'a> {
+    measured: &'a measure::Measured,
+    inf: &'a Inference,
+    verdicts: &'a [smt::SmtVerdict],
+    /// Where the inferred structure and the OS's disagree, or why they were not compared.
+    disagree: &'a Result<Vec<String>, String>,
+}
+
+/// The matrix (`--out`, CSV or topology JSON) and the heatmap (`--svg`), written atomically.
+fn write_latency_files(
+    a: &LatencyArgs,
+    kind: Option<OutKind>,
+    measured: &measure::Measured,
+    inf: &Inference,
+    machine: &Machine,
+) -> Result<(), CliError> {
+    let matrix = &measured.matrix;
     if let (Some(path), Some(kind)) = (&a.out, kind) {
         match kind {
             OutKind::Csv => {
@@ -207,37 +239,48 @@ fn latency(a: LatencyArgs) -> CmdResult {
                     write_atomically(&cycles_path(path), c2c::write(&cy).as_bytes())?;
                 }
             }
-            OutKind::Json => write_atomically(path, document(&machine)?.as_bytes())?,
+            OutKind::Json => write_atomically(path, document(machine)?.as_bytes())?,
         }
     }
     if let Some(svg) = &a.svg {
-        write_atomically(svg, heatmap::render(matrix, &inf).as_bytes())?;
+        write_atomically(svg, heatmap::render(matrix, inf).as_bytes())?;
         step(a.quiet, &format!("wrote the heatmap to {}", svg.display()));
     }
     if let Some(out) = &a.out {
         step(a.quiet, &format!("wrote the matrix to {}", out.display()));
     }
+    Ok(())
+}
 
-    if a.json {
-        let v = serde_json::json!({
-            "cpus": matrix.cpus,
-            "ns": matrix.values,
-            "cycles": matrix.cycles(),
-            "spread": measured.spread,
-            "clock": {"kind": measured.clock.kind, "ghz": measured.clock.ghz, "overhead_ticks": measured.clock.overhead},
-            "elapsed_s": measured.elapsed.as_secs_f64(),
-            "per_pair_us": measured.per_pair.as_secs_f64() * 1e6,
-            "remeasured_pairs": measured.remeasured,
-            "inference": inf,
-            "smt_tests": verdicts,
-            "os_disagreements": disagree.as_ref().ok(),
-        });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).map_err(|e| CliError::internal(e.to_string()))?
-        );
-        return Ok(0);
-    }
+/// `--json`: everything measured and inferred, as one document on stdout.
+fn print_latency_json(f: &Findings) -> Result<(), CliError> {
+    let (measured, matrix) = (f.measured, &f.measured.matrix);
+    let v = serde_json::json!({
+        "cpus": matrix.cpus,
+        "ns": matrix.values,
+        "cycles": matrix.cycles(),
+        "spread": measured.spread,
+        "clock": {"kind": measured.clock.kind, "ghz": measured.clock.ghz, "overhead_ticks": measured.clock.overhead},
+        "elapsed_s": measured.elapsed.as_secs_f64(),
+        "per_pair_us": measured.per_pair.as_secs_f64() * 1e6,
+        "remeasured_pairs": measured.remeasured,
+        "inference": f.inf,
+        "smt_tests": f.verdicts,
+        "os_disagreements": f.disagree.as_ref().ok(),
+    });
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&v).map_err(|e| CliError::internal(e.to_string()))?
+    );
+    Ok(())
+}
+
+/// The text summary: timing, the matrix (up to 16 CPUs), the structure, the SMT tests and
+/// the comparison with the OS topology.
+fn print_latency_text(f: &Findings) {
+    let (measured, matrix) = (f.measured, &f.measured.matrix);
+    let cpus = &matrix.cpus;
+    let total = cpus.len() * (cpus.len() - 1) / 2;
     let max_spread = measured
         .spread
         .iter()
@@ -259,10 +302,10 @@ fn latency(a: LatencyArgs) -> CmdResult {
         print_matrix(matrix);
     }
     println!("inferred structure:");
-    for l in inf.summary_lines() {
+    for l in f.inf.summary_lines() {
         println!("  {l}");
     }
-    for v in &verdicts {
+    for v in f.verdicts {
         println!(
             "  SMT test CPUs {} and {}: loop rate together/alone {:.2} → {}",
             v.a,
@@ -275,7 +318,7 @@ fn latency(a: LatencyArgs) -> CmdResult {
             }
         );
     }
-    match disagree {
+    match f.disagree {
         Ok(d) if d.is_empty() => {
             println!("agrees with the OS topology (cores, last-level caches, sockets)")
         }
@@ -287,7 +330,6 @@ fn latency(a: LatencyArgs) -> CmdResult {
         }
         Err(e) => println!("OS topology not compared: {e}"),
     }
-    Ok(0)
 }
 
 /// Infers, then confirms or refutes SMT with the spin-loop test. SMT needs both: a first

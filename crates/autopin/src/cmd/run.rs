@@ -5,6 +5,7 @@
 
 use crate::cmd::engine_args::{perf_sysfs, EngineArgs};
 use crate::error::{CliError, CmdResult};
+use crate::messages::Messages;
 use autopin_engine::os::SystemClock;
 use autopin_engine::report::Report;
 use autopin_engine::run::{RunEnv, RunSink, TargetSpec};
@@ -43,14 +44,17 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
     // process's affinity is narrowed to the share here, before the target starts.
     let node = crate::cluster::prepare(&a.cluster, a.machine.load()?)?;
     let a = &node.resolve(a)?;
-    if a.cluster.verbose && !a.quiet {
+    let mut sink = Outputs {
+        args: a,
+        messages: Messages::stderr(a.quiet),
+    };
+    if a.cluster.verbose {
         for l in &node.lines {
-            eprintln!("autopin: {l}");
+            sink.message(None, l);
         }
     }
     let plan = a.plan(node.machine.clone(), target, Some(node.launch_plan()))?;
     let mut platform = LinuxPlatform::new(perf_sysfs())?;
-    let mut sink = Outputs { args: a };
     let report = autopin_engine::run(
         &plan,
         &mut RunEnv {
@@ -70,6 +74,7 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
 /// Progress on stderr (unless -q) and the report files (atomically).
 struct Outputs<'a> {
     args: &'a EngineArgs,
+    messages: Messages,
 }
 
 impl Outputs<'_> {
@@ -86,12 +91,7 @@ impl Outputs<'_> {
 
 impl RunSink for Outputs<'_> {
     fn message(&mut self, at: Option<f64>, text: &str) {
-        if !self.args.quiet {
-            match at {
-                Some(t) => eprintln!("autopin: [{t:6.1}s] {text}"),
-                None => eprintln!("autopin: {text}"),
-            }
-        }
+        self.messages.say(at, text);
     }
 
     fn checkpoint(&mut self, report: &Report) {

@@ -27,6 +27,8 @@ const WAITING: i32 = -1;
 static CHILDREN: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 // Bit per signal number that arrived while a reserved slot had no pid yet.
 static PENDING: AtomicU64 = AtomicU64::new(0);
+// The last forwarded signal that reached autopin (0: none), however it was sent.
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
 struct Installed {
     users: usize,
@@ -39,6 +41,7 @@ static INSTALLED: Mutex<Installed> = Mutex::new(Installed {
 
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // Only async-signal-safe work here: atomics and kill(2).
+    RECEIVED.store(sig, Ordering::Release);
     // SAFETY: the kernel passes a valid siginfo_t with SA_SIGINFO.
     let code = if info.is_null() {
         0
@@ -61,6 +64,15 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
     }
     if !any_child && waiting && (0..64).contains(&sig) {
         PENDING.fetch_or(1u64 << sig, Ordering::AcqRel);
+    }
+}
+
+/// The last of the [`FORWARDED`] signals that reached autopin while a [`Forwarding`] was
+/// alive: a caller running several programs in a row (compare) stops starting new ones.
+pub fn received() -> Option<i32> {
+    match RECEIVED.load(Ordering::Acquire) {
+        0 => None,
+        s => Some(s),
     }
 }
 

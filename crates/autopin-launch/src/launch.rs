@@ -1,15 +1,16 @@
-//! Starting the target program: extra environment (LD_PRELOAD prepended to any value it
-//! already has), inherited stdin/stdout/stderr, our signals forwarded, and its exit status
-//! mapped the way a shell maps it.
+//! Starting a program: extra environment (LD_PRELOAD prepended to any value it already
+//! has), stdin/stdout/stderr inherited (or captured for measured runs), our signals
+//! forwarded, and its exit status mapped the way a shell maps it.
 
-use super::elf::{self, Linkage};
-use super::signals::Forwarding;
+use crate::elf::{self, Linkage};
+use crate::exit::ExitStatus;
+use crate::signals::Forwarding;
 use autopin_topology::CpuSet;
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
 
 /// What to run and how.
 #[derive(Clone, Debug, Default)]
@@ -27,6 +28,9 @@ pub struct LaunchSpec {
     pub initial_affinity: Option<CpuSet>,
     /// Memory policy the child sets before exec (numactl's --membind and friends).
     pub mem_policy: Option<autopin_placement::MemPolicy>,
+    /// A measured run: stdin from /dev/null, stdout and stderr piped to us
+    /// ([`Launched::take_output`]) instead of inherited.
+    pub capture_output: bool,
 }
 
 impl LaunchSpec {
@@ -46,7 +50,8 @@ impl LaunchSpec {
 /// found but not runnable.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
-    #[error("{program}: command not found")]
+    /// A name looked up on PATH is "not found"; a path (with a slash) is "no such file".
+    #[error("{program}: {}", if .program.contains('/') { "no such file" } else { "command not found" })]
     NotFound { program: String },
     #[error("{program}: cannot execute: {source}")]
     NotExecutable { program: String, source: io::Error },
@@ -69,7 +74,7 @@ impl LaunchError {
 pub struct Launched {
     child: Child,
     forwarding: Option<Forwarding>,
-    status: Option<i32>,
+    status: Option<ExitStatus>,
     /// The resolved program path.
     pub path: PathBuf,
     /// Whether LD_PRELOAD can reach the program (see [`Linkage::preload_works`]).
@@ -77,12 +82,8 @@ pub struct Launched {
 }
 
 /// Maps an exit status like a shell: the exit code, or 128 + N for death by signal N.
-pub fn exit_code(status: ExitStatus) -> i32 {
-    match (status.code(), status.signal()) {
-        (Some(c), _) => c,
-        (None, Some(sig)) => 128 + sig,
-        (None, None) => 1,
-    }
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+    ExitStatus::from(status).code()
 }
 
 /// `existing` with `lib` in front, as ld.so reads it (colon- or space-separated).
@@ -132,6 +133,11 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
     let mut cmd = Command::new(&path);
     // argv[0] stays what the user typed, as a shell would pass it.
     cmd.arg0(&spec.program).args(&spec.args);
+    if spec.capture_output {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+    }
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
@@ -208,33 +214,67 @@ impl Launched {
         self.child.id() as i32
     }
 
-    fn finish(&mut self, st: ExitStatus) -> i32 {
+    fn finish(&mut self, st: ExitStatus) -> ExitStatus {
         if let Some(f) = &self.forwarding {
             f.clear_child();
         }
-        let code = exit_code(st);
-        self.status = Some(code);
-        code
+        self.status = Some(st);
+        st
     }
 
     /// The mapped exit code if the program has ended (reaps it), else None.
     pub fn try_wait(&mut self) -> io::Result<Option<i32>> {
-        if let Some(c) = self.status {
-            return Ok(Some(c));
+        if let Some(st) = self.status {
+            return Ok(Some(st.code()));
         }
         match self.child.try_wait()? {
-            Some(st) => Ok(Some(self.finish(st))),
+            Some(st) => Ok(Some(self.finish(st.into()).code())),
             None => Ok(None),
         }
     }
 
     /// Waits for the program to end and returns its mapped exit code.
     pub fn wait(&mut self) -> io::Result<i32> {
-        if let Some(c) = self.status {
-            return Ok(c);
+        Ok(self.wait_status()?.code())
+    }
+
+    /// Waits for the program to end and returns how it ended.
+    pub fn wait_status(&mut self) -> io::Result<ExitStatus> {
+        if let Some(st) = self.status {
+            return Ok(st);
         }
         let st = self.child.wait()?;
-        Ok(self.finish(st))
+        Ok(self.finish(st.into()))
+    }
+
+    /// The program's stdout and stderr pipes (with [`LaunchSpec::capture_output`]), once.
+    pub fn take_output(&mut self) -> (Option<ChildStdout>, Option<ChildStderr>) {
+        (self.child.stdout.take(), self.child.stderr.take())
+    }
+
+    /// Waits for the program to end; how it ended and the resources it and the descendants
+    /// it waited for used (`wait4`'s rusage: CPU times, max RSS, context switches, faults).
+    pub fn wait_with_usage(&mut self) -> io::Result<(ExitStatus, libc::rusage)> {
+        // SAFETY: rusage is plain old data; zeroed is a valid value.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        if let Some(st) = self.status {
+            return Ok((st, usage));
+        }
+        let pid = self.pid();
+        let mut status = 0;
+        loop {
+            // SAFETY: valid pointers to local status and usage.
+            let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+            if r == pid {
+                break;
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+        // Reaped here: `child` must not be waited for again (its pid may be reused).
+        Ok((self.finish(ExitStatus::from_wait(status)), usage))
     }
 
     /// Sends a signal to the program (if it has not been reaped yet).
@@ -288,6 +328,14 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.exit_code(), 127);
         assert!(e.to_string().contains("command not found"));
+        // A path that is not there is not a command to look up: say so.
+        let e = spawn(&LaunchSpec::new(
+            "workloads/no-such-program",
+            Vec::<OsString>::new(),
+        ))
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 127);
+        assert_eq!(e.to_string(), "workloads/no-such-program: no such file");
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("noexec");
         std::fs::write(&p, "#!/bin/sh\n").unwrap();

@@ -1,0 +1,95 @@
+//! autopin's own lines on stderr: prefixed, wrapped to the terminal (100 columns when
+//! stderr is not a terminal, so logs stay readable), each warning said once per run.
+
+use std::collections::HashSet;
+use std::io::IsTerminal;
+
+/// Width used when stderr is not a terminal (logs, pipes, tests).
+const PIPE_WIDTH: usize = 100;
+/// Continuation lines are indented under the message text.
+const INDENT: &str = "    ";
+
+/// Where a command's progress lines and warnings go.
+pub struct Messages {
+    quiet: bool,
+    width: usize,
+    said: HashSet<String>,
+}
+
+impl Messages {
+    /// Lines for stderr at the terminal's width; nothing but errors when `quiet`.
+    pub fn stderr(quiet: bool) -> Self {
+        let width = if std::io::stderr().is_terminal() {
+            console::Term::stderr()
+                .size_checked()
+                .map(|(_, cols)| cols as usize)
+                .filter(|w| *w >= 40)
+                .unwrap_or(PIPE_WIDTH)
+        } else {
+            PIPE_WIDTH
+        };
+        Messages {
+            quiet,
+            width,
+            said: HashSet::new(),
+        }
+    }
+
+    /// Prints `text` (at run time `at` seconds, if given) unless quiet or a warning said before.
+    pub fn say(&mut self, at: Option<f64>, text: &str) {
+        if self.quiet {
+            return;
+        }
+        if let Some(s) = render(at, text, self.width, &mut self.said) {
+            eprintln!("{s}");
+        }
+    }
+}
+
+/// The line(s) for one message, or None for a warning already said.
+fn render(at: Option<f64>, text: &str, width: usize, said: &mut HashSet<String>) -> Option<String> {
+    if text.starts_with("warning:") && !said.insert(text.to_string()) {
+        return None;
+    }
+    let prefix = match at {
+        Some(t) => format!("autopin: [{t:6.1}s] "),
+        None => "autopin: ".to_string(),
+    };
+    // Short lines keep their spacing (aligned probe columns); long ones are wrapped after
+    // the prefix, whose width the continuation indent never exceeds.
+    let room = width.saturating_sub(prefix.chars().count()).max(20);
+    Some(if text.chars().count() <= room {
+        format!("{prefix}{text}")
+    } else {
+        let body = autopin_human::wrap(text, room, "");
+        format!("{prefix}{}", body.replace('\n', &format!("\n{INDENT}")))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_warnings_are_wrapped_and_said_once() {
+        let mut said = HashSet::new();
+        let w = format!(
+            "warning: {}",
+            "the default objective cannot be counted here; ".repeat(6)
+        );
+        let s = render(None, &w, 100, &mut said).unwrap();
+        assert!(s.lines().count() > 2, "{s}");
+        assert!(s.lines().all(|l| l.chars().count() <= 100), "{s}");
+        assert!(s.lines().skip(1).all(|l| l.starts_with(INDENT)), "{s}");
+        assert_eq!(render(None, &w, 100, &mut said), None);
+        // Progress lines repeat legitimately and keep their alignment.
+        let p = "probe 0,1                      2.00 CPU-s/s over 500 ms";
+        assert!(render(Some(1.0), p, 100, &mut said).unwrap().ends_with(p));
+        assert!(render(Some(2.0), p, 100, &mut said).is_some());
+        // The time stamp keeps its padding when the text is wrapped.
+        let long = "the program has run 0.0 s where the OS placed it; ".repeat(3);
+        let s = render(Some(0.0), &long, 100, &mut said).unwrap();
+        assert!(s.starts_with("autopin: [   0.0s] the program"), "{s}");
+        assert!(s.lines().all(|l| l.chars().count() <= 100), "{s}");
+    }
+}
