@@ -360,7 +360,10 @@ fn choose_objective(
                 if beats == 0 {
                     env.sink.message(
                         None,
-                        &format!("waiting up to {} for the program's heartbeat", duration(wait)),
+                        &format!(
+                            "waiting up to {} for the program's heartbeat",
+                            duration(wait)
+                        ),
                     );
                 }
                 while beats == 0 && env.clock.now() - start < wait {
