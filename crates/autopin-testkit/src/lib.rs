@@ -154,6 +154,42 @@ fn build(name: &str, source: &[u8], flags: &[&str], compiler: &str) -> Result<Pa
     Ok(exe)
 }
 
+/// A fake root with `/proc/sys/kernel/perf_event_paranoid` = 3 and a `/proc/self/status`
+/// without capabilities: pointed to by `AUTOPIN_PERF_SYSFS_ROOT`, autopin finds it may count
+/// nothing, as on a locked-down machine (so objective fallbacks are the same on machines that
+/// have a PMU). Removed when the returned guard drops.
+pub fn no_perf_root() -> TempRoot {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("autopin-no-perf-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let k = dir.join("proc/sys/kernel");
+    std::fs::create_dir_all(&k).expect("create the fake /proc");
+    std::fs::write(k.join("perf_event_paranoid"), "3\n").expect("write perf_event_paranoid");
+    std::fs::create_dir_all(dir.join("proc/self")).expect("create /proc/self");
+    std::fs::write(
+        dir.join("proc/self/status"),
+        "Name:\tx\nCapEff:\t0000000000000000\n",
+    )
+    .expect("write /proc/self/status");
+    TempRoot(dir)
+}
+
+/// A directory removed on drop.
+pub struct TempRoot(PathBuf);
+
+impl TempRoot {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// True when `tool` is on the PATH.
 pub fn have(tool: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| {

@@ -20,22 +20,6 @@ fn ompwork_gcc() -> PathBuf {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A /proc with perf_event_paranoid=3 and no capabilities: no counting at all, as on a
-/// locked-down machine, so the objective choice is the same on machines with a PMU.
-fn no_perf_root() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let k = dir.path().join("proc/sys/kernel");
-    std::fs::create_dir_all(&k).unwrap();
-    std::fs::write(k.join("perf_event_paranoid"), "3\n").unwrap();
-    std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
-    std::fs::write(
-        dir.path().join("proc/self/status"),
-        "Name:\tx\nCapEff:\t0000000000000000\n",
-    )
-    .unwrap();
-    dir
-}
-
 fn read_json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
@@ -55,7 +39,7 @@ fn mean_rates(r: &serde_json::Value) -> BTreeMap<String, f64> {
 /// Runs `ompwork` under `autopin run` without hardware counters; returns the report and the
 /// program's stdout.
 fn run_without_pmu(exe: &Path, args: &[&str], extra: &[&str]) -> (serde_json::Value, String) {
-    let root = no_perf_root();
+    let root = autopin_testkit::no_perf_root();
     run_with(exe, args, extra, Some(root.path()))
 }
 

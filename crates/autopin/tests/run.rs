@@ -341,26 +341,11 @@ fn report_of_garbage_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// A fake /proc with kernel.perf_event_paranoid=3 and no privileges: nothing can be counted.
-fn paranoid_3_root() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let k = dir.path().join("proc/sys/kernel");
-    std::fs::create_dir_all(&k).unwrap();
-    std::fs::write(k.join("perf_event_paranoid"), "3\n").unwrap();
-    std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
-    std::fs::write(
-        dir.path().join("proc/self/status"),
-        "Name:\tx\nCapEff:\t0000000000000000\n",
-    )
-    .unwrap();
-    dir
-}
-
 /// Without --objective, counters that cannot be opened are a warning and a fallback, not an
 /// error: the program runs, its exit status comes back, the report names the objective used.
 #[test]
 fn default_objective_falls_back_to_task_clock_when_counting_is_forbidden() {
-    let root = paranoid_3_root();
+    let root = autopin_testkit::no_perf_root();
     let dir = tempfile::tempdir().unwrap();
     let rep = dir.path().join("r.json");
     let out = autopin()
@@ -395,7 +380,7 @@ fn default_objective_falls_back_to_task_clock_when_counting_is_forbidden() {
 /// (stderr is not a terminal here), every line ends; `-q` silences all of it.
 #[test]
 fn progress_and_warnings_are_readable_and_quiet_silences_them() {
-    let root = paranoid_3_root();
+    let root = autopin_testkit::no_perf_root();
     let run = |quiet: bool| {
         let mut cmd = autopin();
         cmd.env("AUTOPIN_PERF_SYSFS_ROOT", root.path())
@@ -454,7 +439,7 @@ fn missing_program_by_path_is_no_such_file() {
 fn task_clock_fallback_moves_the_program_away_from_a_busy_neighbour() {
     let _turn = CPU_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     autopin_testkit::require!(autopin_testkit::allowed_cpus() >= 2, "needs 2 CPUs");
-    let root = paranoid_3_root();
+    let root = autopin_testkit::no_perf_root();
     let dir = tempfile::tempdir().unwrap();
     let rep = dir.path().join("r.json");
     let mut cmd = autopin();
@@ -484,7 +469,7 @@ fn default_objective_falls_back_to_the_heartbeat_of_a_program_that_beats() {
     let _turn = CPU_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let exe = syncbench();
-    let root = paranoid_3_root();
+    let root = autopin_testkit::no_perf_root();
     let rep = dir.path().join("r.json");
     let out = autopin()
         .env("AUTOPIN_PERF_SYSFS_ROOT", root.path())
