@@ -1,7 +1,8 @@
 //! A simulated machine for testing strategies and the driver without the OS: a virtual
 //! clock, a fixed (or churning) set of threads, a pinner that records placements, and a
-//! meter that integrates a rate model with seeded noise. Runs a 96-CPU, 4-socket machine
-//! through a whole search in milliseconds.
+//! meter that integrates a rate model with seeded noise, and a memory model (where each
+//! thread's pages live, what distance to them costs, pages that move when the platform
+//! migrates them). Runs a 96-CPU, 4-socket machine through a whole search in milliseconds.
 
 use crate::os::{Clock, Meter, Reading, ThreadSnapshot, ThreadSource};
 use crate::pinner::{PinError, Pinner};
@@ -11,19 +12,25 @@ use autopin_topology::{CpuSet, Machine, ObjType};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-/// Where each PU sits: (core, package) logical indexes by OS index.
+/// Where each PU sits: (core, package) logical indexes and NUMA node OS index by OS index,
+/// and the distances between nodes.
 #[derive(Debug, Clone)]
 pub struct SimTopo {
     pub pus: Vec<u32>,
     pub core_of: HashMap<u32, usize>,
     pub package_of: HashMap<u32, usize>,
     pub packages: usize,
+    /// The node (with CPUs) local to each PU; absent on a machine without NUMA nodes.
+    pub node_of: HashMap<u32, u32>,
+    /// ACPI SLIT distances by node OS indexes, from the machine's matrix.
+    pub distances: HashMap<(u32, u32), u32>,
 }
 
 impl SimTopo {
     pub fn from_machine(m: &Machine) -> Self {
         let mut core_of = HashMap::new();
         let mut package_of = HashMap::new();
+        let mut node_of = HashMap::new();
         let mut pus = Vec::new();
         for id in m.pus() {
             let o = m.obj(id);
@@ -37,14 +44,102 @@ impl SimTopo {
                 .map(|c| m.obj(c).logical_index as usize);
             core_of.insert(os, core.unwrap_or(os as usize));
             package_of.insert(os, pkg.unwrap_or(0));
+            if let Some(n) = crate::run::memory::nodes_of(m, &[os]).first() {
+                node_of.insert(os, *n);
+            }
         }
         let packages = package_of.values().max().map_or(1, |m| m + 1);
+        let mut distances = HashMap::new();
+        if let Some(d) = &m.numa_distances {
+            for (i, a) in m.numa_nodes.iter().enumerate() {
+                for (j, b) in m.numa_nodes.iter().enumerate() {
+                    if let Some(v) = d.get(i).and_then(|row| row.get(j)) {
+                        distances.insert((a.os_index, b.os_index), *v);
+                    }
+                }
+            }
+        }
         SimTopo {
             pus,
             core_of,
             package_of,
             packages,
+            node_of,
+            distances,
         }
+    }
+
+    /// Distance from node `a` to node `b`. Without a matrix, Linux's defaults when firmware
+    /// gives none: 10 local, 20 remote.
+    pub fn distance(&self, a: u32, b: u32) -> f64 {
+        match self.distances.get(&(a, b)) {
+            Some(d) => f64::from(*d),
+            None if a == b => 10.0,
+            None => 20.0,
+        }
+    }
+
+    /// Where the OS runs unpinned thread `i`: spread over packages, one per core.
+    pub fn os_cpu(&self, i: usize) -> u32 {
+        let packages = self.packages.max(1);
+        let per_pkg = (self.pus.len() / packages).max(1);
+        let pkg = i % packages;
+        let slot = (i / packages) * 2 % per_pkg;
+        self.pus[(pkg * per_pkg + slot) % self.pus.len()]
+    }
+}
+
+/// Where a simulated program first touches its pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstTouch {
+    /// Every page on this node (OS index): one thread initialises all the data before the
+    /// others start, as a serial initialisation loop does.
+    Node(u32),
+    /// Each thread's pages on the node of the CPU it runs on at the start (the OS's
+    /// placement when it starts unpinned), as a parallel initialisation does.
+    StartCpu,
+}
+
+/// The simulated program's memory: where its pages start and how much it suffers from
+/// distance to them. A thread on node `n` whose pages lie on nodes `k` with shares `p_k`
+/// runs at `(d(n,n) / Σ p_k·d(n,k))^boundness` of its rate: the SLIT distance ratio stands
+/// for the latency ratio, and `boundness` says how much of the run time waits on memory
+/// (0: compute-bound, unaffected; 1: slows in proportion to distance; more: bandwidth-bound
+/// codes that lose more than latency alone says).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimMemory {
+    pub first_touch: FirstTouch,
+    pub boundness: f64,
+    pub pages_per_thread: u64,
+}
+
+impl Default for SimMemory {
+    /// Compute-bound, 1000 pages per thread, all touched on node 0.
+    fn default() -> Self {
+        SimMemory {
+            first_touch: FirstTouch::Node(0),
+            boundness: 0.0,
+            pages_per_thread: 1000,
+        }
+    }
+}
+
+impl SimMemory {
+    /// The rate factor of a thread on `cpu` with `pages` (node → count).
+    fn factor(&self, topo: &SimTopo, cpu: u32, pages: &BTreeMap<u32, u64>) -> f64 {
+        let Some(&node) = topo.node_of.get(&cpu) else {
+            return 1.0;
+        };
+        let total: u64 = pages.values().sum();
+        if self.boundness == 0.0 || total == 0 {
+            return 1.0;
+        }
+        let mean: f64 = pages
+            .iter()
+            .map(|(k, n)| topo.distance(node, *k) * *n as f64)
+            .sum::<f64>()
+            / total as f64;
+        (topo.distance(node, node) / mean).powf(self.boundness)
     }
 }
 
@@ -94,10 +189,7 @@ impl RateModel for HpcModel {
                 Some(c) => *c,
                 None => {
                     os_slow[i] = 1.0 - self.os_penalty;
-                    let per_pkg = (topo.pus.len() / topo.packages.max(1)).max(1);
-                    let pkg = i % topo.packages.max(1);
-                    let slot = (i / topo.packages.max(1)) * 2 % per_pkg;
-                    topo.pus[(pkg * per_pkg + slot) % topo.pus.len()]
+                    topo.os_cpu(i)
                 }
             })
             .collect();
@@ -200,9 +292,112 @@ struct SimState {
     allowed_all: usize,
     /// tid → CPU mask last set (or given at the start); absent = all PUs.
     masks: HashMap<u32, CpuSet>,
+    memory: SimMemory,
+    /// Thread index → its pages by node OS index.
+    pages: Vec<BTreeMap<u32, u64>>,
 }
 
 impl SimState {
+    /// Places every thread's pages as the program's first touch does.
+    fn first_touch(&mut self) {
+        let mem = self.memory;
+        let placed: Vec<(usize, Option<u32>)> = self.placement.values().copied().collect();
+        self.pages = vec![BTreeMap::new(); placed.len()];
+        for (i, cpu) in placed {
+            let node = match mem.first_touch {
+                FirstTouch::Node(n) => Some(n),
+                FirstTouch::StartCpu => {
+                    let cpu = cpu.unwrap_or_else(|| self.topo.os_cpu(i));
+                    self.topo.node_of.get(&cpu).copied()
+                }
+            };
+            if let (Some(n), Some(p)) = (node, self.pages.get_mut(i)) {
+                p.insert(n, mem.pages_per_thread);
+            }
+        }
+    }
+
+    /// Each thread's rate under `model` for `placement` (by thread index), slowed by the
+    /// distance to its pages.
+    fn rates(&self, model: &dyn RateModel, placement: &[Option<u32>]) -> Vec<f64> {
+        let mut r = model.rates(&self.topo, placement);
+        if self.memory.boundness != 0.0 {
+            let none = BTreeMap::new();
+            for (i, (rate, cpu)) in r.iter_mut().zip(placement).enumerate() {
+                let cpu = cpu.unwrap_or_else(|| self.topo.os_cpu(i));
+                let pages = self.pages.get(i).unwrap_or(&none);
+                *rate *= self.memory.factor(&self.topo, cpu, pages);
+            }
+        }
+        r
+    }
+
+    /// Counts the work done from the last reading up to now, at the rates of the
+    /// placement and pages in force over that interval.
+    fn advance(&mut self) {
+        let dt = self.now - self.last_read;
+        if dt > 0.0 {
+            let order: Vec<u32> = self.placement.keys().copied().collect();
+            let placement: Vec<Option<u32>> = self.placement.values().map(|v| v.1).collect();
+            // The interval split where the program changes phase, each part at its rates.
+            let mut per_thread = vec![0.0; order.len()];
+            for (seg, phase) in self.segments(self.last_read, self.now) {
+                let model = match phase {
+                    Some(i) => self.phases[i].model.as_ref(),
+                    None => self.model.as_ref(),
+                };
+                for (acc, r) in per_thread.iter_mut().zip(self.rates(model, &placement)) {
+                    *acc += r * seg;
+                }
+            }
+            // One noise factor per interval for the whole program (a noisy neighbour or
+            // frequency change hits every thread), as harsh as noise gets.
+            let factor = (1.0 + self.noise * self.rng.normal()).max(0.0);
+            for (tid, amount) in order.iter().zip(per_thread) {
+                let cold_left = self
+                    .moved_at
+                    .get(tid)
+                    .map_or(0.0, |m| (m + self.cold - self.last_read).clamp(0.0, dt));
+                let eff = (dt - 0.5 * cold_left) / dt;
+                *self.counted.entry(*tid).or_default() += amount * eff * factor;
+            }
+        }
+        self.last_read = self.now;
+    }
+
+    /// Moves every page that is on none of `to` there, round-robin over `to`, the way
+    /// the Linux platform does; pages already on one of them stay.
+    fn migrate_pages(&mut self, to: &[u32]) -> crate::report::MigrationOutcome {
+        let mut out = crate::report::MigrationOutcome {
+            to_nodes: to.to_vec(),
+            mappings: self.pages.len(),
+            ..Default::default()
+        };
+        if to.is_empty() {
+            return out;
+        }
+        let mut next = 0usize;
+        for pages in &mut self.pages {
+            let mut after = BTreeMap::new();
+            for (node, n) in std::mem::take(pages) {
+                out.resident += n;
+                if to.contains(&node) {
+                    out.already_there += n;
+                    *after.entry(node).or_default() += n;
+                    continue;
+                }
+                for _ in 0..n {
+                    let dest = to[next % to.len()];
+                    next += 1;
+                    *after.entry(dest).or_default() += 1;
+                    *out.moved.entry(dest).or_default() += 1;
+                }
+            }
+            *pages = after;
+        }
+        out
+    }
+
     fn cycle(&self) -> f64 {
         self.phases.iter().map(|p| p.duration.max(1e-6)).sum()
     }
@@ -268,7 +463,7 @@ impl Sim {
         let topo = SimTopo::from_machine(m);
         let allowed_all = topo.pus.len();
         let placement = (0..threads).map(|i| (1000 + i as u32, (i, None))).collect();
-        Sim {
+        let sim = Sim {
             state: Arc::new(Mutex::new(SimState {
                 now: 0.0,
                 topo,
@@ -283,11 +478,39 @@ impl Sim {
                 last_read: 0.0,
                 allowed_all,
                 masks: HashMap::new(),
+                memory: SimMemory::default(),
+                pages: Vec::new(),
             })),
             threads,
             ends_at,
             exit_code: 0,
+        };
+        sim.lock().first_touch();
+        sim
+    }
+
+    /// The program's memory: where it first touches its pages and how much distance to
+    /// them costs (the default: compute-bound, every page on node 0).
+    pub fn with_memory(self, memory: SimMemory) -> Self {
+        {
+            let mut s = self.lock();
+            s.memory = memory;
+            s.first_touch();
         }
+        self
+    }
+
+    /// Each thread's pages now, by node OS index (thread index order).
+    pub fn pages(&self) -> Vec<BTreeMap<u32, u64>> {
+        self.lock().pages.clone()
+    }
+
+    /// Moves the program's pages to the nodes `to`, as `move_pages` would, after counting
+    /// the work done at the old placement of the pages.
+    pub fn migrate_pages(&self, to: &[u32]) -> crate::report::MigrationOutcome {
+        let mut s = self.lock();
+        s.advance();
+        s.migrate_pages(to)
     }
 
     /// A program that cycles through `phases` (each announced by name, as through the
@@ -319,6 +542,8 @@ impl Sim {
                     };
                 }
             }
+            // The threads start where the mask puts them, and touch their pages there.
+            s.first_touch();
         }
         self
     }
@@ -351,7 +576,7 @@ impl Sim {
     pub fn true_rate(&self, c: &Pinning) -> f64 {
         let s = self.lock();
         let placement: Vec<Option<u32>> = (0..self.threads).map(|i| c.cpu_for(i)).collect();
-        s.model.rates(&s.topo, &placement).iter().sum()
+        s.rates(s.model.as_ref(), &placement).iter().sum()
     }
 
     pub fn now(&self) -> f64 {
@@ -424,34 +649,7 @@ impl Pinner for Sim {
 impl Meter for Sim {
     fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
         let mut s = self.lock();
-        let dt = s.now - s.last_read;
-        if dt > 0.0 {
-            let order: Vec<u32> = s.placement.keys().copied().collect();
-            let placement: Vec<Option<u32>> = s.placement.values().map(|v| v.1).collect();
-            // The interval split where the program changes phase, each part at its rates.
-            let mut per_thread = vec![0.0; order.len()];
-            for (seg, phase) in s.segments(s.last_read, s.now) {
-                let model = match phase {
-                    Some(i) => &s.phases[i].model,
-                    None => &s.model,
-                };
-                for (acc, r) in per_thread.iter_mut().zip(model.rates(&s.topo, &placement)) {
-                    *acc += r * seg;
-                }
-            }
-            // One noise factor per interval for the whole program (a noisy neighbour or
-            // frequency change hits every thread), as harsh as noise gets.
-            let factor = (1.0 + s.noise * s.rng.normal()).max(0.0);
-            for (tid, amount) in order.iter().zip(per_thread) {
-                let cold_left = s
-                    .moved_at
-                    .get(tid)
-                    .map_or(0.0, |m| (m + s.cold - s.last_read).clamp(0.0, dt));
-                let eff = (dt - 0.5 * cold_left) / dt;
-                *s.counted.entry(*tid).or_default() += amount * eff * factor;
-            }
-        }
-        s.last_read = s.now;
+        s.advance();
         let per_thread = threads
             .iter()
             .filter_map(|t| s.counted.get(t).map(|v| (*t, *v)))
@@ -621,23 +819,14 @@ impl crate::run::Platform for SimPlatform {
         self.migration.clone()?;
         self.migrated
             .push((self.sim.now(), pid, cpus.to_vec(), files));
-        // 1000 pages per thread, all first-touched elsewhere: every one moves, spread
-        // round-robin over the chosen nodes as the Linux platform spreads them.
+        // The simulated pages move, so the threads' rates change from here on.
         let to: Vec<u32> = crate::run::memory::nodes_of(m, cpus).into_iter().collect();
         if to.is_empty() {
             return Err(format!("CPUs {cpus:?} are on no NUMA node"));
         }
-        let mut moved = std::collections::BTreeMap::new();
-        for i in 0..1000 * cpus.len() {
-            *moved.entry(to[i % to.len()]).or_insert(0) += 1;
-        }
         Ok(crate::report::MigrationOutcome {
-            to_nodes: to,
-            moved,
-            resident: 1000 * cpus.len() as u64,
-            mappings: cpus.len(),
             numa_balancing: Some(false),
-            ..Default::default()
+            ..self.sim.migrate_pages(&to)
         })
     }
 }
