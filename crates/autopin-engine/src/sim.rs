@@ -863,4 +863,4 @@ impl crate::run::RunSink for SimSink {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -2,6 +2,7 @@ use super::*;
 use crate::driver::{Driver, DriverConfig};
 use crate::session::{Session, SessionConfig};
 use crate::strategy::{Autopin1, Autopin1Params, Race, RaceParams, Strategy};
+use std::collections::BTreeMap;
 
 fn machine() -> Machine {
     autopin_topology::source::synthetic::parse("package:4 l3:1 core:12 pu:2").unwrap()
@@ -429,5 +430,181 @@ fn phases_are_searched_separately_and_winners_reapplied() {
             };
             assert_eq!(p.candidate, Some(want), "seed {seed} at t={}", p.t);
         }
+    }
+}
+
+/// Four sockets, one NUMA node each, 8 cores × 2 PUs per socket (PUs 16p..16p+15 on node
+/// p), with a ring's SLIT: 10 local, 16 to a neighbour, 22 across.
+pub(crate) fn four_sockets() -> Machine {
+    let mut m =
+        autopin_topology::source::synthetic::parse("package:4 numa:1 l3:1 core:8 pu:2").unwrap();
+    assert_eq!(m.numa_nodes.len(), 4);
+    let hops = |i: usize, j: usize| match (i + 4 - j) % 4 {
+        0 => 10,
+        2 => 22,
+        _ => 16,
+    };
+    m.numa_distances = Some(
+        (0..4)
+            .map(|i| (0..4).map(|j| hops(i, j)).collect())
+            .collect(),
+    );
+    m
+}
+
+/// Every thread runs at `base` wherever it is (only memory distance can slow it).
+pub(crate) struct Flat(pub f64);
+impl RateModel for Flat {
+    fn rates(&self, _t: &SimTopo, p: &[Option<u32>]) -> Vec<f64> {
+        vec![self.0; p.len()]
+    }
+}
+
+fn memory(first_touch: FirstTouch, boundness: f64) -> SimMemory {
+    SimMemory {
+        first_touch,
+        boundness,
+        ..SimMemory::default()
+    }
+}
+
+fn on(cpus: &[u32]) -> Pinning {
+    Pinning::from_cpus(cpus.to_vec())
+}
+
+#[test]
+fn a_thread_far_from_its_pages_runs_slower_until_they_follow_it() {
+    let m = four_sockets();
+    let sim = Sim::new(&m, Box::new(Flat(1e9)), 1, 0.0, 1, 1e9)
+        .with_memory(memory(FirstTouch::Node(0), 1.0));
+    assert_eq!(sim.pages(), vec![BTreeMap::from([(0, 1000)])]);
+    let topo = sim.topo();
+    assert_eq!((topo.node_of[&0], topo.node_of[&17], topo.node_of[&63]), (0, 1, 3));
+    // Local, one hop, two hops: the SLIT ratio to the power of the boundness.
+    assert_eq!(sim.true_rate(&on(&[0])), 1e9);
+    assert!((sim.true_rate(&on(&[16])) - 1e9 * 10.0 / 16.0).abs() < 1.0);
+    assert!((sim.true_rate(&on(&[32])) - 1e9 * 10.0 / 22.0).abs() < 1.0);
+    // Pages that move to node 2 make node 2 local and node 0 remote.
+    let o = sim.migrate_pages(&[2]);
+    assert_eq!(o.moved, BTreeMap::from([(2, 1000)]));
+    assert_eq!((o.resident, o.already_there), (1000, 0));
+    assert_eq!(sim.true_rate(&on(&[33])), 1e9);
+    assert!((sim.true_rate(&on(&[0])) - 1e9 * 10.0 / 22.0).abs() < 1.0);
+    // Moving to nodes 1 and 2: the pages on node 2 stay, nothing else to move.
+    let o = sim.migrate_pages(&[1, 2]);
+    assert_eq!((o.total_moved(), o.already_there), (0, 1000));
+    // Pages split over two nodes cost the mean distance: from node 0, half at 10 and half
+    // at 16 (node 3 neighbours node 0 in the ring).
+    let o = sim.migrate_pages(&[0, 3]);
+    assert_eq!(o.moved, BTreeMap::from([(0, 500), (3, 500)]));
+    assert!((sim.true_rate(&on(&[0])) - 1e9 * 10.0 / 13.0).abs() < 1.0);
+}
+
+#[test]
+fn first_touch_on_the_start_cpu_puts_each_threads_pages_on_its_node() {
+    let m = four_sockets();
+    // Started inside node 1 (as after `taskset -c 16-31`).
+    let sim = Sim::new(&m, Box::new(Flat(1e9)), 2, 0.0, 1, 1e9)
+        .with_memory(memory(FirstTouch::StartCpu, 1.0))
+        .with_initial_mask(&CpuSet::from_cpus(16..32));
+    assert!(sim.pages().iter().all(|p| p == &BTreeMap::from([(1, 1000)])));
+    // Started unpinned: where the OS puts each thread (spread over the packages).
+    let sim = Sim::new(&m, Box::new(Flat(1e9)), 4, 0.0, 1, 1e9)
+        .with_memory(memory(FirstTouch::StartCpu, 1.0));
+    let nodes: Vec<u32> = sim
+        .pages()
+        .iter()
+        .map(|p| *p.keys().next().unwrap())
+        .collect();
+    assert_eq!(nodes, vec![0, 1, 2, 3]);
+    // Unpinned threads run where they touched their pages: nothing remote.
+    assert_eq!(sim.true_rate(&Pinning::unpinned()), 4e9);
+}
+
+#[test]
+fn compute_bound_programs_do_not_care_where_their_pages_are() {
+    let m = four_sockets();
+    let cands = structured_candidates(&SimTopo::from_machine(&m), 16);
+    let rates = |boundness: f64, node: u32| -> Vec<f64> {
+        let sim = Sim::new(&m, Box::new(HpcModel::default()), 16, 0.0, 1, 1e9)
+            .with_memory(memory(FirstTouch::Node(node), boundness));
+        cands.iter().map(|c| sim.true_rate(c)).collect()
+    };
+    let plain = Sim::new(&m, Box::new(HpcModel::default()), 16, 0.0, 1, 1e9);
+    let no_memory: Vec<f64> = cands.iter().map(|c| plain.true_rate(c)).collect();
+    for node in 0..4 {
+        assert_eq!(rates(0.0, node), no_memory, "pages on node {node}");
+    }
+    // A memory-bound program does care: pages on node 0 against pages on node 3.
+    assert_ne!(rates(1.0, 0), rates(1.0, 3));
+    // Nor does migration change a compute-bound program's rate.
+    let sim = Sim::new(&m, Box::new(HpcModel::default()), 16, 0.0, 1, 1e9)
+        .with_memory(memory(FirstTouch::Node(0), 0.0));
+    sim.migrate_pages(&[2]);
+    assert_eq!(sim.pages()[0], BTreeMap::from([(2, 1000)]));
+    let after: Vec<f64> = cands.iter().map(|c| sim.true_rate(c)).collect();
+    assert_eq!(after, no_memory);
+}
+
+/// Eight communicating, bandwidth-hungry threads (HpcModel): compact on node 0 (one per
+/// core), spread two per socket, or compact on node 1.
+fn compact_or_spread() -> Vec<Pinning> {
+    vec![
+        Pinning::pinned("node 0", (0..8).map(|c| 2 * c).collect()),
+        Pinning::pinned("spread", (0..4).flat_map(|p| [16 * p, 16 * p + 2]).collect()),
+        Pinning::pinned("node 1", (0..8).map(|c| 16 + 2 * c).collect()),
+    ]
+}
+
+fn race_over(sim: &Sim, cands: Vec<Pinning>) -> crate::report::Report {
+    let mut session = Session::new(
+        SessionConfig {
+            watch: None,
+            ..SessionConfig::default()
+        },
+        Box::new(move |_| cands.clone()),
+        Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+    );
+    let (mut clock, mut threads, pinner, mut meter) =
+        (sim.clone(), sim.clone(), sim.clone(), sim.clone());
+    let mut quiet = |_: f64, _: &str| {};
+    let mut until_decided = |s: &Session| !s.is_decided();
+    let mut d = Driver {
+        clock: &mut clock,
+        threads: &mut threads,
+        pinner: &pinner,
+        meter: &mut meter,
+        on_message: &mut quiet,
+        keep_going: &mut until_decided,
+    };
+    let cfg = DriverConfig {
+        tick: 0.1,
+        allowed: CpuSet::from_cpus(sim.topo().pus.iter().copied()),
+        max_time: None,
+        keep_masks: false,
+    };
+    d.run(&mut session, &cfg).unwrap();
+    session.report.clone()
+}
+
+#[test]
+fn without_migration_the_race_keeps_a_memory_bound_program_near_its_data() {
+    let m = four_sockets();
+    let sim = |boundness: f64, seed: u64| {
+        Sim::new(&m, Box::new(HpcModel::default()), 8, 0.05, seed, 1e9)
+            .with_memory(memory(FirstTouch::Node(0), boundness))
+    };
+    let cands = compact_or_spread();
+    let truth = |s: &Sim| -> Vec<f64> { cands.iter().map(|c| s.true_rate(c)).collect() };
+    // Compute-bound, spreading wins (each socket's bandwidth for two threads); when every
+    // remote access costs the distance squared, compact on the data's node wins by > 10%.
+    let free = truth(&sim(0.0, 0));
+    assert!(free[1] > 1.5 * free[0], "{free:?}");
+    let bound = truth(&sim(2.0, 0));
+    assert!(bound[0] > 1.1 * bound[1] && bound[1] > bound[2], "{bound:?}");
+    for seed in 0..10 {
+        let decided = |b: f64| race_over(&sim(b, seed), cands.clone()).decision.unwrap();
+        assert_eq!(decided(2.0).candidate, "node 0", "seed {seed}");
+        assert_eq!(decided(0.0).candidate, "spread", "seed {seed}");
     }
 }
