@@ -475,6 +475,104 @@ fn probes_never_migrate_only_decisions_do() {
     assert_eq!(r.memory_migrations.len(), r.decisions.len());
 }
 
+/// Another job keeps socket 0's cores busy (its threads get 30%), the program's pages
+/// start on node 0, and it waits on memory in proportion to the distance to them.
+struct BusySocket0;
+impl crate::sim::RateModel for BusySocket0 {
+    fn rates(&self, t: &SimTopo, p: &[Option<u32>]) -> Vec<f64> {
+        p.iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let cpu = c.unwrap_or_else(|| t.os_cpu(i));
+                if t.package_of[&cpu] == 0 {
+                    0.3e9
+                } else {
+                    1e9
+                }
+            })
+            .collect()
+    }
+}
+
+/// Eight threads on node 0 (busy, data local) or node 1 (free, data one hop away): node 1
+/// wins even with remote memory (10/16 > 0.3), and wins more once the pages follow.
+fn numa_run(migrate: bool) -> (Report, SimPlatform) {
+    let m = crate::sim::tests::four_sockets();
+    let sim =
+        Sim::new(&m, Box::new(BusySocket0), 8, 0.01, 5, 40.0).with_memory(crate::sim::SimMemory {
+            first_touch: crate::sim::FirstTouch::Node(0),
+            boundness: 1.0,
+            ..Default::default()
+        });
+    let mut p = SimPlatform::new(sim);
+    let mut pl = plan(
+        &m,
+        launch(),
+        CandidateSource::Explicit(vec![
+            Pinning::pinned("node 0", (0..8).map(|c| 2 * c).collect()),
+            Pinning::pinned("node 1", (0..8).map(|c| 16 + 2 * c).collect()),
+        ]),
+    );
+    pl.migrate_memory = migrate;
+    let r = go(&pl, &mut p).0.unwrap();
+    (r, p)
+}
+
+/// The mean rate of the timeline after the decision (cold caches past).
+fn decided_rate(r: &Report) -> f64 {
+    let at = r.decision.as_ref().unwrap().at;
+    let after: Vec<f64> = r
+        .timeline
+        .iter()
+        .filter(|p| p.t > at + 0.5 && p.state == "decided")
+        .map(|p| p.rate)
+        .collect();
+    assert!(
+        after.len() > 50,
+        "{} points after the decision",
+        after.len()
+    );
+    after.iter().sum::<f64>() / after.len() as f64
+}
+
+#[test]
+fn on_four_sockets_migration_after_the_decision_makes_memory_local() {
+    let (moved, p) = numa_run(true);
+    assert_eq!(moved.decision.as_ref().unwrap().candidate, "node 1");
+    // Probed both, migrated once: at the decision, never for a probe.
+    assert!(moved.probes.len() >= 2, "{} probes", moved.probes.len());
+    assert_eq!(moved.decisions.len(), 1);
+    assert_eq!(p.migrated.len(), 1, "{:?}", p.migrated);
+    assert!(p.migrated[0].0 >= moved.decisions[0].at);
+    let o = moved.memory_migrations[0].outcome.as_ref().unwrap();
+    assert_eq!(o.to_nodes, vec![1]);
+    assert_eq!(o.moved, std::collections::BTreeMap::from([(1, 8000)]));
+    assert!(p
+        .sim
+        .pages()
+        .iter()
+        .all(|pg| pg == &std::collections::BTreeMap::from([(1, 1000)])));
+    // Local memory: eight threads at full speed.
+    let local = decided_rate(&moved);
+    assert!((local / 8e9 - 1.0).abs() < 0.03, "rate {local:e}");
+
+    let (stayed, p) = numa_run(false);
+    assert_eq!(stayed.decision.as_ref().unwrap().candidate, "node 1");
+    assert!(p.migrated.is_empty() && stayed.memory_migrations.is_empty());
+    assert!(p
+        .sim
+        .pages()
+        .iter()
+        .all(|pg| pg == &std::collections::BTreeMap::from([(0, 1000)])));
+    // The pages stayed one hop away: 10/16 of full speed.
+    let remote = decided_rate(&stayed);
+    assert!(
+        (remote / (8e9 * 10.0 / 16.0) - 1.0).abs() < 0.03,
+        "rate {remote:e}"
+    );
+    assert!(local > 1.5 * remote);
+}
+
 #[test]
 fn migrate_files_reaches_the_platform_and_needs_migrate_memory() {
     let m = two_nodes();

@@ -479,7 +479,10 @@ fn a_thread_far_from_its_pages_runs_slower_until_they_follow_it() {
         .with_memory(memory(FirstTouch::Node(0), 1.0));
     assert_eq!(sim.pages(), vec![BTreeMap::from([(0, 1000)])]);
     let topo = sim.topo();
-    assert_eq!((topo.node_of[&0], topo.node_of[&17], topo.node_of[&63]), (0, 1, 3));
+    assert_eq!(
+        (topo.node_of[&0], topo.node_of[&17], topo.node_of[&63]),
+        (0, 1, 3)
+    );
     // Local, one hop, two hops: the SLIT ratio to the power of the boundness.
     assert_eq!(sim.true_rate(&on(&[0])), 1e9);
     assert!((sim.true_rate(&on(&[16])) - 1e9 * 10.0 / 16.0).abs() < 1.0);
@@ -507,7 +510,10 @@ fn first_touch_on_the_start_cpu_puts_each_threads_pages_on_its_node() {
     let sim = Sim::new(&m, Box::new(Flat(1e9)), 2, 0.0, 1, 1e9)
         .with_memory(memory(FirstTouch::StartCpu, 1.0))
         .with_initial_mask(&CpuSet::from_cpus(16..32));
-    assert!(sim.pages().iter().all(|p| p == &BTreeMap::from([(1, 1000)])));
+    assert!(sim
+        .pages()
+        .iter()
+        .all(|p| p == &BTreeMap::from([(1, 1000)])));
     // Started unpinned: where the OS puts each thread (spread over the packages).
     let sim = Sim::new(&m, Box::new(Flat(1e9)), 4, 0.0, 1, 1e9)
         .with_memory(memory(FirstTouch::StartCpu, 1.0));
@@ -551,7 +557,10 @@ fn compute_bound_programs_do_not_care_where_their_pages_are() {
 fn compact_or_spread() -> Vec<Pinning> {
     vec![
         Pinning::pinned("node 0", (0..8).map(|c| 2 * c).collect()),
-        Pinning::pinned("spread", (0..4).flat_map(|p| [16 * p, 16 * p + 2]).collect()),
+        Pinning::pinned(
+            "spread",
+            (0..4).flat_map(|p| [16 * p, 16 * p + 2]).collect(),
+        ),
         Pinning::pinned("node 1", (0..8).map(|c| 16 + 2 * c).collect()),
     ]
 }
@@ -601,7 +610,10 @@ fn without_migration_the_race_keeps_a_memory_bound_program_near_its_data() {
     let free = truth(&sim(0.0, 0));
     assert!(free[1] > 1.5 * free[0], "{free:?}");
     let bound = truth(&sim(2.0, 0));
-    assert!(bound[0] > 1.1 * bound[1] && bound[1] > bound[2], "{bound:?}");
+    assert!(
+        bound[0] > 1.1 * bound[1] && bound[1] > bound[2],
+        "{bound:?}"
+    );
     for seed in 0..10 {
         let decided = |b: f64| race_over(&sim(b, seed), cands.clone()).decision.unwrap();
         assert_eq!(decided(2.0).candidate, "node 0", "seed {seed}");
