@@ -393,7 +393,11 @@ fn progress_and_warnings_are_readable_and_quiet_silences_them() {
         String::from_utf8(out.stderr).unwrap()
     };
     let err = run(false);
-    assert!(err.starts_with("autopin: starting sh -c exit 0\n"), "{err}");
+    // (A line about CPUs busy with other work may come first on a loaded machine.)
+    assert!(
+        err.lines().any(|l| l == "autopin: starting sh -c exit 0"),
+        "{err}"
+    );
     assert!(err.ends_with('\n'), "{err:?}");
     assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
     let warning = err
