@@ -162,7 +162,7 @@ impl JobReport {
                     r.launch.rank,
                     format!("{}/{}", r.launch.local_rank, r.launch.local_size),
                     r.decision.as_deref().unwrap_or("(none)"),
-                    r.rate.map(|v| format!("{v:.4e}")).unwrap_or("-".into()),
+                    r.rate.map(autopin_human::number).unwrap_or("-".into()),
                     if n.agreed { "yes" } else { "no" }
                 ));
             }
@@ -217,8 +217,9 @@ impl JobReport {
         );
         let _ = writeln!(
             s,
-            r#"<text x="5" y="{}">{max:.3e}</text><text x="5" y="{}">0</text>"#,
+            r#"<text x="5" y="{}">{}</text><text x="5" y="{}">0</text>"#,
             top + 10.0,
+            autopin_human::number(max),
             top + h
         );
         for (gi, c) in cands.iter().enumerate() {
@@ -229,13 +230,14 @@ impl JobReport {
                     let chosen = r.decision_index == Some(*c);
                     let _ = writeln!(
                         s,
-                        r#"<rect x="{:.1}" y="{:.1}" width="{bar}" height="{bh:.1}" fill="{}" stroke="{}" stroke-width="{}"><title>rank {} candidate {c}: {v:.4e}</title></rect>"#,
+                        r#"<rect x="{:.1}" y="{:.1}" width="{bar}" height="{bh:.1}" fill="{}" stroke="{}" stroke-width="{}"><title>rank {} candidate {c}: {}</title></rect>"#,
                         gx + ri as f64 * bar,
                         top + h - bh,
                         colors[ri % colors.len()],
                         if chosen { "black" } else { "none" },
                         if chosen { 2 } else { 0 },
-                        r.launch.rank
+                        r.launch.rank,
+                        autopin_human::number(*v)
                     );
                 }
             }
@@ -375,7 +377,7 @@ mod tests {
             8,
             "8 bars + 4 legend boxes"
         );
-        assert!(svg.contains("rank 3 candidate 1: 4.0000e0"));
+        assert!(svg.contains("rank 3 candidate 1: 4.00<"), "{svg}");
     }
 
     #[test]

@@ -230,14 +230,17 @@ impl Report {
                 .unwrap_or_default();
             let rate = d
                 .rate
-                .map(|v| format!(", {v:.4e} {}", self.objective.unit))
+                .map(|v| format!(", {}", autopin_human::quantity(v, &self.objective.unit)))
                 .unwrap_or_default();
             let vs = match (&d.runner_up, d.margin) {
                 (Some(ru), Some(m)) => format!(
-                    "; {:+.1}%{} vs {ru}",
-                    100.0 * m,
+                    "; {}{} vs {ru}",
+                    autopin_human::relative(m),
                     d.margin_ci
-                        .map(|c| format!(" ± {:.1}%", 100.0 * c))
+                        .map(|c| format!(
+                            " ± {}",
+                            autopin_human::percent(c).trim_start_matches('+')
+                        ))
                         .unwrap_or_default()
                 ),
                 _ => String::new(),
