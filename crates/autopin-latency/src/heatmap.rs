@@ -306,20 +306,21 @@ mod tests {
             .collect()
     }
 
+    /// The numeric attribute `name` of one SVG element's line.
+    fn attr(line: &str, name: &str) -> f64 {
+        line.split(&format!(" {name}=\""))
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
     fn size(svg: &str) -> (f64, f64) {
-        let attr = |name: &str| -> f64 {
-            let first = svg.lines().next().unwrap();
-            first
-                .split(&format!(" {name}=\""))
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap()
-        };
-        (attr("width"), attr("height"))
+        let first = svg.lines().next().unwrap();
+        (attr(first, "width"), attr(first, "height"))
     }
 
     #[test]
@@ -358,16 +359,7 @@ mod tests {
         assert!(svg.contains(">93.1 ns</text>"));
         let (w, h) = size(&svg);
         for l in svg.lines().filter(|l| l.starts_with("<rect class=")) {
-            let num = |a: &str| -> f64 {
-                l.split(&format!(" {a}=\""))
-                    .nth(1)
-                    .unwrap()
-                    .split('"')
-                    .next()
-                    .unwrap()
-                    .parse()
-                    .unwrap()
-            };
+            let num = |a: &str| attr(l, a);
             assert!(
                 num("x") + num("width") <= w && num("y") + num("height") <= h,
                 "{l}"
