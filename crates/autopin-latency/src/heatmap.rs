@@ -387,16 +387,7 @@ mod tests {
         let xs: Vec<f64> = svg
             .lines()
             .filter(|l| l.contains(r#"text-anchor="middle""#))
-            .map(|l| {
-                l.split("x=\"")
-                    .nth(1)
-                    .unwrap()
-                    .split('"')
-                    .next()
-                    .unwrap()
-                    .parse()
-                    .unwrap()
-            })
+            .map(|l| attr(l, "x"))
             .collect();
         assert!(xs.len() > 8);
         // Column labels ("255": 3 digits) must be at least their width apart.
