@@ -469,10 +469,14 @@ impl Strategy for Race {
 mod tests {
     use super::*;
 
-    fn run(truth: &[f64], noise: f64, seed: u64, p: RaceParams) -> (usize, f64) {
-        let mut rng = stats::Rng::new(seed);
-        let mut r = Race::new(p, truth.len());
+    /// Drives `r` to its decision; `outcome(candidate, probe#, measure)` says what each
+    /// probe measured. Returns the decision, the probes in order and the search time.
+    pub(super) fn drive_race(
+        mut r: Race,
+        mut outcome: impl FnMut(usize, usize, f64) -> ProbeOutcome,
+    ) -> (Decision, Vec<usize>, f64) {
         let mut t = 0.0;
+        let mut order = Vec::new();
         loop {
             match r.next(t) {
                 Plan::Probe {
@@ -481,19 +485,28 @@ mod tests {
                     measure,
                 } => {
                     t += warmup + measure;
-                    let score = truth[candidate] * (1.0 + noise * rng.normal() / measure.sqrt());
-                    r.record(ProbeOutcome {
-                        candidate,
-                        score,
-                        duration: measure,
-                        interval_cv: None,
-                        interval_range: None,
-                        intervals: 0,
-                    });
+                    let k = order.iter().filter(|c| **c == candidate).count();
+                    order.push(candidate);
+                    r.record(outcome(candidate, k, measure));
                 }
-                Plan::Decide(d) => return (d.candidate, t),
+                Plan::Decide(d) => return (d, order, t),
             }
         }
+    }
+
+    fn run(truth: &[f64], noise: f64, seed: u64, p: RaceParams) -> (usize, f64) {
+        let mut rng = stats::Rng::new(seed);
+        let (d, _, t) = drive_race(Race::new(p, truth.len()), |candidate, _, measure| {
+            ProbeOutcome {
+                candidate,
+                score: truth[candidate] * (1.0 + noise * rng.normal() / measure.sqrt()),
+                duration: measure,
+                interval_cv: None,
+                interval_range: None,
+                intervals: 0,
+            }
+        });
+        (d.candidate, t)
     }
 
     #[test]
@@ -571,33 +584,24 @@ mod dominance_tests {
 
     #[test]
     fn a_dominated_candidate_is_dropped_after_one_round() {
-        let mut r = Race::new(RaceParams::default(), 2);
-        let mut probes = 0;
-        loop {
-            match r.next(probes as f64) {
-                Plan::Probe { candidate, .. } => {
-                    probes += 1;
-                    let (score, range) = if candidate == 0 {
-                        (150.0, (110.0, 190.0))
-                    } else {
-                        (3e5, (1.7e5, 4e5))
-                    };
-                    r.record(ProbeOutcome {
-                        candidate,
-                        score,
-                        duration: 0.2,
-                        interval_cv: None,
-                        interval_range: Some(range),
-                        intervals: 0,
-                    });
+        let (d, order, _) =
+            super::tests::drive_race(Race::new(RaceParams::default(), 2), |candidate, _, _| {
+                let (score, range) = if candidate == 0 {
+                    (150.0, (110.0, 190.0))
+                } else {
+                    (3e5, (1.7e5, 4e5))
+                };
+                ProbeOutcome {
+                    candidate,
+                    score,
+                    duration: 0.2,
+                    interval_cv: None,
+                    interval_range: Some(range),
+                    intervals: 0,
                 }
-                Plan::Decide(d) => {
-                    assert_eq!(d.candidate, 1);
-                    assert_eq!(probes, 2, "one probe each");
-                    return;
-                }
-            }
-        }
+            });
+        assert_eq!(d.candidate, 1);
+        assert_eq!(order.len(), 2, "one probe each");
     }
 
     #[test]
@@ -641,31 +645,17 @@ mod faster_race_tests {
         if let Some(o) = os {
             r.set_os_placement(o);
         }
-        let mut t = 0.0;
-        let mut order = Vec::new();
-        loop {
-            match r.next(t) {
-                Plan::Probe {
-                    candidate,
-                    warmup,
-                    measure,
-                } => {
-                    t += warmup + measure;
-                    let k = order.iter().filter(|c| **c == candidate).count();
-                    order.push(candidate);
-                    let (s, cv) = score(candidate, k);
-                    r.record(ProbeOutcome {
-                        candidate,
-                        score: s,
-                        duration: measure,
-                        interval_cv: Some(cv),
-                        interval_range: None,
-                        intervals: 5,
-                    });
-                }
-                Plan::Decide(d) => return (d, order, t),
+        super::tests::drive_race(r, |candidate, k, measure| {
+            let (score, cv) = score(candidate, k);
+            ProbeOutcome {
+                candidate,
+                score,
+                duration: measure,
+                interval_cv: Some(cv),
+                interval_range: None,
+                intervals: 5,
             }
-        }
+        })
     }
 
     #[test]
