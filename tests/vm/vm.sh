@@ -68,9 +68,13 @@ busybox="$(command -v busybox || true)"
 kernel_image() {
     if [ -n "${AUTOPIN_VM_KERNEL:-}" ]; then echo "$AUTOPIN_VM_KERNEL"; return; fi
     local k
+    # Tests boot several guests at once: the first one fetches the kernel while the others
+    # wait on the lock, so none of them sees a half-unpacked or replaced cache.
+    mkdir -p "$cache"
+    exec 9>"$cache/kernel.lock"
+    flock 9 || die "cannot lock $cache/kernel.lock"
     k="$(ls "$cache"/kernel/boot/vmlinuz-* 2>/dev/null | head -n1 || true)"
     if [ -z "$k" ]; then
-        mkdir -p "$cache"
         local pkg tmp
         pkg="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')"
         [ -n "$pkg" ] || die "apt-cache does not know linux-image-amd64 (run apt-get update)"
@@ -81,6 +85,7 @@ kernel_image() {
         rm -rf "$cache/kernel" && mv "$tmp/kernel" "$cache/kernel" && rm -rf "$tmp"
         k="$(ls "$cache"/kernel/boot/vmlinuz-* | head -n1)"
     fi
+    exec 9>&-
     echo "$k"
 }
 kernel="$(kernel_image)"
@@ -204,14 +209,19 @@ if [ "$accel" = auto ]; then
     accel=tcg
     if [ -w /dev/kvm ]; then
         probe="$cache/kvm-probe"
+        mkdir -p "$cache"
+        # One probe boot for all guests started together; the answer lands atomically.
+        exec 8>"$cache/kvm-probe.lock"
+        flock 8 || die "cannot lock $cache/kvm-probe.lock"
         if [ ! -f "$probe" ]; then
-            mkdir -p "$cache"
             if AUTOPIN_VM_CACHE="$cache" "$0" --accel kvm --timeout 20 -- true >/dev/null 2>&1; then
-                echo kvm >"$probe"
+                echo kvm >"$probe.tmp"
             else
-                echo tcg >"$probe"
+                echo tcg >"$probe.tmp"
             fi
+            mv "$probe.tmp" "$probe"
         fi
+        exec 8>&-
         accel="$(cat "$probe")"
     fi
 fi
