@@ -137,7 +137,12 @@ impl Driver<'_> {
             }
             step += 1;
             let next = step as f64 * cfg.tick;
-            self.clock.sleep_until(t0 + next);
+            // Sleep to the next tick, but wake when the program ends: autopin's exit then
+            // follows the program's at once.
+            let left = t0 + next - self.clock.now();
+            if left > 0.0 && !self.threads.wait_for_end(left) {
+                self.clock.sleep_until(t0 + next);
+            }
             let now = self.clock.now() - t0;
             snap = self.threads.poll().map_err(EngineError::Os)?;
             if snap.ended.is_some() {

@@ -53,6 +53,11 @@ pub trait ThreadSource {
     fn poll(&mut self) -> Result<ThreadSnapshot, String>;
     /// Stops a launched target (after a failure); attached targets are left alone.
     fn terminate(&mut self) {}
+    /// Waits up to `seconds` or until the target ends, whichever is first. False when this
+    /// source cannot wait so (the caller then sleeps on its clock).
+    fn wait_for_end(&mut self, _seconds: f64) -> bool {
+        false
+    }
     /// Lines for the report about how threads were found.
     fn notes(&self) -> Vec<String> {
         Vec::new()

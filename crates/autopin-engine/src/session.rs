@@ -61,7 +61,24 @@ pub enum Action {
 /// Makes the strategy for a search: (number of candidates, search index) → strategy.
 pub type StrategyFactory = Box<dyn FnMut(usize, usize) -> Box<dyn Strategy>>;
 /// Makes the candidates for the number of tracked threads.
-pub type CandidateFactory = Box<dyn FnMut(usize) -> Vec<Pinning>>;
+pub type CandidateFactory = Box<dyn FnMut(usize) -> CandidateList>;
+
+/// The candidates of one search, and what the user should know about how they were made.
+#[derive(Debug, Clone, Default)]
+pub struct CandidateList {
+    pub pinnings: Vec<Pinning>,
+    /// A line for stderr and the report (e.g. which CPUs were found busy).
+    pub note: Option<String>,
+}
+
+impl From<Vec<Pinning>> for CandidateList {
+    fn from(pinnings: Vec<Pinning>) -> Self {
+        CandidateList {
+            pinnings,
+            note: None,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
@@ -490,7 +507,16 @@ impl Session {
             memo.searched = true;
             self.phase_searches += 1;
         }
-        let cands = (self.make_candidates)(self.tracked.max(1));
+        let CandidateList {
+            pinnings: cands,
+            note,
+        } = (self.make_candidates)(self.tracked.max(1));
+        if let Some(n) = note {
+            out.push(Action::Message(n.clone()));
+            self.report
+                .notes
+                .push(format!("search {}: {n}", self.search));
+        }
         // Keep the applied candidate's index meaningful across re-searches.
         let applied_label = self.applied().map(|c| c.label.clone());
         let same = cands.len() == self.candidates.len()
@@ -900,7 +926,7 @@ mod plain_words_tests {
         };
         Session::new(
             cfg,
-            Box::new(|_| vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])]),
+            Box::new(|_| vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])].into()),
             Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
         )
     }

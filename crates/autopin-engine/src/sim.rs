@@ -724,6 +724,15 @@ impl SimPlatform {
     }
 }
 
+/// The simulated machine's busy CPUs: other work that stays put for the whole run.
+struct FixedBusy(Vec<u32>);
+
+impl crate::run::BusyWatch for FixedBusy {
+    fn busy_cpus(&mut self, _pid: i32) -> Vec<u32> {
+        self.0.clone()
+    }
+}
+
 impl crate::run::Platform for SimPlatform {
     fn check_counting(&mut self, _events: &[autopin_perf::EventSpec]) -> crate::run::CountingCheck {
         crate::run::CountingCheck {
@@ -766,12 +775,14 @@ impl crate::run::Platform for SimPlatform {
         }
     }
 
-    fn busy_cpus(&mut self, allowed: &CpuSet) -> Vec<u32> {
-        self.busy
+    fn busy_watch(&mut self, allowed: &CpuSet) -> Option<Box<dyn crate::run::BusyWatch>> {
+        let busy: Vec<u32> = self
+            .busy
             .iter()
             .copied()
             .filter(|c| allowed.contains(*c))
-            .collect()
+            .collect();
+        Some(Box::new(FixedBusy(busy)))
     }
 
     fn heartbeats(&mut self) -> u64 {

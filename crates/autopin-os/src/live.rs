@@ -2,6 +2,7 @@
 //! attached targets alike, in creation order, with the likwid skip mask) and the objective
 //! measured with autopin-perf's per-thread counters, heartbeat channel or energy source.
 
+use crate::process::exit_watch::ExitWatch;
 use crate::process::{Launched, ProcFs, Registry, SkipMask, ThreadOrder};
 use autopin_engine::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
 use autopin_perf::{
@@ -35,6 +36,8 @@ pub struct ProcThreads {
     pub used_registry: bool,
     /// When the target's context switches were last read (at most once a second).
     switches_read: Option<Instant>,
+    /// Wakes the driver when the target ends (None: the kernel has no pidfd).
+    exit_watch: Option<ExitWatch>,
 }
 
 impl ProcThreads {
@@ -49,6 +52,7 @@ impl ProcThreads {
             registry: None,
             used_registry: false,
             switches_read: None,
+            exit_watch: ExitWatch::open(pid),
         }
     }
 
@@ -125,6 +129,16 @@ impl ProcThreads {
 impl ThreadSource for ProcThreads {
     fn terminate(&mut self) {
         self.signal(libc::SIGTERM);
+    }
+
+    fn wait_for_end(&mut self, seconds: f64) -> bool {
+        match &self.exit_watch {
+            Some(w) => {
+                w.wait(std::time::Duration::from_secs_f64(seconds));
+                true
+            }
+            None => false,
+        }
     }
 
     fn notes(&self) -> Vec<String> {

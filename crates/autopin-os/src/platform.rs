@@ -9,7 +9,7 @@ use autopin_engine::error::EngineError;
 use autopin_engine::os::Meter;
 use autopin_engine::report::MigrationOutcome;
 use autopin_engine::run::{
-    CountingCheck, LaunchOptions, ObjectiveSource, Platform, Started, TargetSpec,
+    BusyWatch, CountingCheck, LaunchOptions, ObjectiveSource, Platform, Started, TargetSpec,
 };
 use autopin_perf::{CountingCost, EventSpec, HeartbeatChannel, Objective, Sysfs};
 use autopin_topology::{CpuSet, Machine};
@@ -218,18 +218,9 @@ impl Platform for LinuxPlatform {
         ))
     }
 
-    fn busy_cpus(&mut self, allowed: &CpuSet) -> Vec<u32> {
-        // A tenth of a second of /proc/stat (10 clock ticks at USER_HZ 100): enough to see a
-        // CPU kept busy by other work, and it delays the program's start by no more (0.2 s
-        // cost 5% of a 4 s program in bench/busy.sh).
-        autopin_perf::cpustat::measure_busy_cpus(
-            std::path::Path::new("/proc"),
-            Duration::from_millis(100),
-        )
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|c| allowed.contains(*c))
-        .collect()
+    fn busy_watch(&mut self, allowed: &CpuSet) -> Option<Box<dyn BusyWatch>> {
+        ProcBusyWatch::begin(std::path::Path::new("/proc"), allowed.clone())
+            .map(|w| Box::new(w) as Box<dyn BusyWatch>)
     }
 
     fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost> {
@@ -259,5 +250,79 @@ impl Platform for LinuxPlatform {
             ..Default::default()
         };
         crate::numa::migrate_to(machine, pid, cpus, &opts)
+    }
+}
+
+/// Busy CPUs from /proc: per-CPU time since the last reading, less what the watched
+/// program's threads ran on each CPU (each thread's CPU time since the last reading,
+/// counted on the CPU it last ran on — threads the OS leaves in place are counted exactly;
+/// a thread that moved makes one CPU look busier and another idler than it was, which
+/// costs a candidate, never a wrong decision: candidates are still measured).
+pub struct ProcBusyWatch {
+    proc_root: std::path::PathBuf,
+    allowed: CpuSet,
+    last: std::collections::BTreeMap<u32, autopin_perf::cpustat::CpuTimes>,
+    since: std::time::Instant,
+    /// CPU ticks of each of the program's threads at the last reading.
+    own: std::collections::HashMap<u32, u64>,
+}
+
+impl ProcBusyWatch {
+    /// Shortest window read: 10 ticks at USER_HZ 100. The program runs meanwhile, so
+    /// waiting out the rest costs it nothing.
+    const MIN_WINDOW: Duration = Duration::from_millis(100);
+
+    pub fn begin(proc_root: &std::path::Path, allowed: CpuSet) -> Option<Self> {
+        Some(ProcBusyWatch {
+            last: autopin_perf::cpustat::read_proc_stat(proc_root).ok()?,
+            proc_root: proc_root.to_path_buf(),
+            allowed,
+            since: std::time::Instant::now(),
+            own: Default::default(),
+        })
+    }
+
+    /// Each live thread of `pid`: (tid, CPU ticks so far, CPU it last ran on).
+    fn threads(&self, pid: i32) -> Vec<(u32, u64, u32)> {
+        let dir = self.proc_root.join(format!("{pid}/task"));
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let tid = e.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                let (ticks, cpu) = autopin_perf::cpustat::parse_thread_cpu(&stat)?;
+                Some((tid, ticks, cpu))
+            })
+            .collect()
+    }
+}
+
+impl BusyWatch for ProcBusyWatch {
+    fn busy_cpus(&mut self, pid: i32) -> Vec<u32> {
+        if let Some(rest) = Self::MIN_WINDOW.checked_sub(self.since.elapsed()) {
+            std::thread::sleep(rest);
+        }
+        let threads = self.threads(pid);
+        let Ok(now) = autopin_perf::cpustat::read_proc_stat(&self.proc_root) else {
+            return Vec::new();
+        };
+        let mut own = std::collections::BTreeMap::new();
+        for &(tid, ticks, cpu) in &threads {
+            let before = self.own.get(&tid).copied().unwrap_or(0);
+            *own.entry(cpu).or_insert(0) += ticks.saturating_sub(before);
+        }
+        let busy = autopin_perf::cpustat::busy_cpus_besides(&self.last, &now, &own, 0.5);
+        self.last = now;
+        self.since = std::time::Instant::now();
+        self.own = threads
+            .into_iter()
+            .map(|(t, ticks, _)| (t, ticks))
+            .collect();
+        busy.into_iter()
+            .filter(|c| self.allowed.contains(*c))
+            .collect()
     }
 }

@@ -1,9 +1,9 @@
 //! Which CPUs are busy with other work: per-CPU time from /proc/stat, compared between two
-//! readings. A pure parser and difference, and a small reader.
+//! readings, less the time a watched program's own threads spent on each CPU (from
+//! /proc/PID/task/TID/stat). Pure parsers and differences, and small readers.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
 /// Cumulative times of one CPU (USER_HZ ticks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,24 +47,45 @@ pub fn busy_cpus(
     after: &BTreeMap<u32, CpuTimes>,
     threshold: f64,
 ) -> Vec<u32> {
+    busy_cpus_besides(before, after, &BTreeMap::new(), threshold)
+}
+
+/// A thread's CPU time so far (utime + stime, USER_HZ ticks) and the CPU it last ran on,
+/// from the contents of `/proc/PID/task/TID/stat` (fields 14, 15 and 39, counted after the
+/// last ')' because the name may contain any character).
+pub fn parse_thread_cpu(stat: &str) -> Option<(u64, u32)> {
+    let close = stat.rfind(')')?;
+    let f: Vec<&str> = stat[close + 1..].split_ascii_whitespace().collect();
+    let num = |i: usize| f.get(i)?.parse::<u64>().ok();
+    let ticks = num(11)? + num(12)?;
+    let cpu = u32::try_from(num(36)?).ok()?;
+    Some((ticks, cpu))
+}
+
+/// CPUs busy more than `threshold` of the time between two readings with work other than
+/// the watched program's: `own` holds the ticks its threads ran on each CPU meanwhile.
+pub fn busy_cpus_besides(
+    before: &BTreeMap<u32, CpuTimes>,
+    after: &BTreeMap<u32, CpuTimes>,
+    own: &BTreeMap<u32, u64>,
+    threshold: f64,
+) -> Vec<u32> {
     after
         .iter()
         .filter_map(|(cpu, a)| {
             let b = before.get(cpu)?;
-            let busy = a.busy.saturating_sub(b.busy) as f64;
+            let busy = a.busy.saturating_sub(b.busy);
             let idle = a.idle.saturating_sub(b.idle) as f64;
-            (busy + idle > 0.0 && busy / (busy + idle) > threshold).then_some(*cpu)
+            let total = busy as f64 + idle;
+            let other = busy.saturating_sub(own.get(cpu).copied().unwrap_or(0)) as f64;
+            (total > 0.0 && other / total > threshold).then_some(*cpu)
         })
         .collect()
 }
 
-/// Samples `<proc>/stat` twice, `window` apart, and returns the CPUs more than half busy.
-pub fn measure_busy_cpus(proc_root: &Path, window: Duration) -> std::io::Result<Vec<u32>> {
-    let read = || std::fs::read_to_string(proc_root.join("stat")).map(|t| parse_proc_stat(&t));
-    let a = read()?;
-    std::thread::sleep(window);
-    let b = read()?;
-    Ok(busy_cpus(&a, &b, 0.5))
+/// Reads `<proc>/stat`: per-CPU times.
+pub fn read_proc_stat(proc_root: &Path) -> std::io::Result<BTreeMap<u32, CpuTimes>> {
+    std::fs::read_to_string(proc_root.join("stat")).map(|t| parse_proc_stat(&t))
 }
 
 #[cfg(test)]
@@ -116,9 +137,37 @@ cpu1 110 0 55 685 0 0 0 0 0 0\n";
     }
 
     #[test]
+    fn the_watched_programs_own_time_is_not_other_work() {
+        // Both CPUs fully busy; the program's thread ran 190 of CPU 1's 200 ticks: only
+        // CPU 0 is busy with other work.
+        let a = parse_proc_stat("cpu0 0 0 0 0\ncpu1 0 0 0 0\n");
+        let b = parse_proc_stat("cpu0 200 0 0 0\ncpu1 195 0 5 0\n");
+        let own = BTreeMap::from([(1, 190)]);
+        assert_eq!(busy_cpus_besides(&a, &b, &own, 0.5), vec![0]);
+        assert_eq!(busy_cpus_besides(&a, &b, &BTreeMap::new(), 0.5), vec![0, 1]);
+        // Own time above the CPU's busy time (ticks are sampled) is no other work, not a wrap.
+        let own = BTreeMap::from([(0, 500), (1, 500)]);
+        assert!(busy_cpus_besides(&a, &b, &own, 0.5).is_empty());
+    }
+
+    #[test]
+    fn thread_cpu_time_and_last_cpu_from_its_stat_line() {
+        // A name with spaces and a parenthesis; utime 250, stime 30, processor 3.
+        let line = "4242 (a b) c) R 1 4242 4242 0 -1 4194304 100 0 0 0 250 30 0 0 20 0 2 0 \
+            1000 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
+        assert_eq!(parse_thread_cpu(line), Some((280, 3)));
+        assert_eq!(parse_thread_cpu("4242 (x) R 1 2"), None);
+        let own = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let (_, cpu) = parse_thread_cpu(&own).expect("this thread's stat parses");
+        assert!((cpu as usize) < 8192);
+    }
+
+    #[test]
     fn reads_this_machine() {
-        let busy = measure_busy_cpus(Path::new("/proc"), Duration::from_millis(20)).unwrap();
-        let n = parse_proc_stat(&std::fs::read_to_string("/proc/stat").unwrap()).len();
-        assert!(n >= 1 && busy.iter().all(|c| (*c as usize) < 8192));
+        let a = read_proc_stat(Path::new("/proc")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = read_proc_stat(Path::new("/proc")).unwrap();
+        assert!(!a.is_empty() && a.keys().eq(b.keys()));
+        assert!(busy_cpus(&a, &b, 0.5).iter().all(|c| a.contains_key(c)));
     }
 }

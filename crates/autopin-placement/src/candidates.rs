@@ -350,21 +350,148 @@ fn multisets(
     }
 }
 
-/// The PUs a class uses, in logical order.
-fn instantiate(e: &mut Enumerator, node: usize, class: &Class, out: &mut Vec<ObjId>) {
-    let t = e.t;
-    if t.nodes[node].children.is_empty() {
-        out.push(t.nodes[node].obj);
-        return;
-    }
-    for (slot, &(k, ci)) in class.iter().enumerate() {
-        if k == 0 {
-            continue;
+/// Most ways tried to seat a group's slots on its children holding busy PUs; beyond it the
+/// busiest children simply get the lightest slots.
+const SEATING_LIMIT: usize = 4096;
+
+/// Chooses which child of a node holds which slot of a class. Alike children are
+/// interchangeable, so any seating gives the same class; among them this one keeps off
+/// CPUs busy with other work (`busy_in`: busy PUs per tree node) as far as the class
+/// allows. With nothing busy, slots go to children in logical order.
+struct Seating<'e, 't> {
+    e: &'e mut Enumerator<'t>,
+    busy_in: Vec<usize>,
+    /// Fewest busy PUs a (node, threads, class index) can be instantiated with.
+    memo: HashMap<(usize, u32, u32), usize>,
+}
+
+impl Seating<'_, '_> {
+    /// The PUs a class uses at `node`.
+    fn instantiate(&mut self, node: usize, class: &Class, out: &mut Vec<ObjId>) {
+        let t = self.e.t;
+        if t.nodes[node].children.is_empty() {
+            out.push(t.nodes[node].obj);
+            return;
         }
-        let child = t.nodes[node].children[slot];
-        let sub = e.classes(t.nodes[child].shape, k as usize)[ci as usize].clone();
-        instantiate(e, child, &sub, out);
+        for (child, k, ci) in self.seat(node, class).0 {
+            let sub = self.e.classes(t.nodes[child].shape, k as usize)[ci as usize].clone();
+            self.instantiate(child, &sub, out);
+        }
     }
+
+    /// Fewest busy PUs class `ci` of `k` threads uses at `node`.
+    fn cost(&mut self, node: usize, k: u32, ci: u32) -> usize {
+        if k == 0 || self.busy_in[node] == 0 {
+            return 0;
+        }
+        if let Some(&c) = self.memo.get(&(node, k, ci)) {
+            return c;
+        }
+        let t = self.e.t;
+        let c = if t.nodes[node].children.is_empty() {
+            self.busy_in[node]
+        } else {
+            let class = self.e.classes(t.nodes[node].shape, k as usize)[ci as usize].clone();
+            self.seat(node, &class).1
+        };
+        self.memo.insert((node, k, ci), c);
+        c
+    }
+
+    /// (child, threads, class index) for every used slot, and the busy PUs they use.
+    fn seat(&mut self, node: usize, class: &Class) -> (Vec<(usize, u32, u32)>, usize) {
+        let t = self.e.t;
+        let n = &t.nodes[node];
+        let mut out = Vec::new();
+        let mut total = 0;
+        let mut start = 0;
+        for &(_, count) in &t.shapes[n.shape].groups {
+            let kids = &n.children[start..start + count];
+            let slots = &class[start..start + count];
+            start += count;
+            let busy: Vec<usize> = (0..count).filter(|&i| self.busy_in[kids[i]] > 0).collect();
+            // The slot of each busy child (in `busy`'s order): the cheapest distinct choice,
+            // searched exhaustively while small; else the busiest get the lightest slots.
+            let mut chosen: Vec<usize> = Vec::new();
+            if !busy.is_empty() {
+                let ways = (0..busy.len()).try_fold(1usize, |w, i| w.checked_mul(count - i));
+                if ways.is_some_and(|w| w <= SEATING_LIMIT) {
+                    let mut best = (usize::MAX, Vec::new());
+                    self.search(kids, slots, &busy, &mut Vec::new(), 0, &mut best);
+                    total += best.0;
+                    chosen = best.1;
+                } else {
+                    let mut order = busy.clone();
+                    order.sort_by_key(|&i| std::cmp::Reverse(self.busy_in[kids[i]]));
+                    let mut pairs = Vec::new();
+                    for (j, &i) in order.iter().enumerate() {
+                        let s = count - 1 - j;
+                        total += self.cost(kids[i], slots[s].0, slots[s].1);
+                        pairs.push((i, s));
+                    }
+                    pairs.sort_unstable();
+                    chosen = pairs.into_iter().map(|p| p.1).collect();
+                }
+            }
+            // The other slots go to the children without busy PUs, heaviest first.
+            let mut rest = (0..count).filter(|s| !chosen.contains(s));
+            for (i, &kid) in kids.iter().enumerate() {
+                let s = match busy.iter().position(|&b| b == i) {
+                    Some(j) => chosen[j],
+                    None => rest.next().unwrap_or(0),
+                };
+                let (k, ci) = slots[s];
+                if k > 0 {
+                    out.push((kid, k, ci));
+                }
+            }
+        }
+        (out, total)
+    }
+
+    /// Tries every distinct slot for each busy child (identical slots tried once).
+    fn search(
+        &mut self,
+        kids: &[usize],
+        slots: &[(u32, u32)],
+        busy: &[usize],
+        cur: &mut Vec<usize>,
+        so_far: usize,
+        best: &mut (usize, Vec<usize>),
+    ) {
+        if so_far >= best.0 {
+            return;
+        }
+        let Some(&i) = busy.get(cur.len()) else {
+            *best = (so_far, cur.clone());
+            return;
+        };
+        // Lightest slots first, so among equal costs the busy children stay emptiest.
+        let mut tried: Vec<(u32, u32)> = Vec::new();
+        for s in (0..slots.len()).rev() {
+            if cur.contains(&s) || tried.contains(&slots[s]) {
+                continue;
+            }
+            tried.push(slots[s]);
+            let c = self.cost(kids[i], slots[s].0, slots[s].1);
+            cur.push(s);
+            self.search(kids, slots, busy, cur, so_far + c, best);
+            cur.pop();
+        }
+    }
+}
+
+/// Busy PUs under every tree node (nodes are stored children first).
+fn busy_per_node(t: &Tree, m: &Machine, busy: &[u32]) -> Vec<usize> {
+    let mut out = vec![0; t.nodes.len()];
+    for (i, n) in t.nodes.iter().enumerate() {
+        out[i] = if n.children.is_empty() {
+            usize::from(m.obj(n.obj).os_index.is_some_and(|c| busy.contains(&c)))
+        } else {
+            n.children.iter().map(|&c| out[c]).sum()
+        };
+    }
+    out
 }
 
 /// The levels that tell classes apart: each maps a PU to the object (or NUMA node) it sits in.
@@ -608,6 +735,12 @@ fn order(sigs: &[Vec<Vec<usize>>]) -> Vec<usize> {
 
 /// The distinct ways to place n threads on the allowed PUs, most different first.
 pub fn candidates(m: &Machine, n: usize, opts: &CandidateOptions) -> Vec<Pinning> {
+    representatives(m, n, opts, &[])
+}
+
+/// [`candidates`] with each class represented by PUs off the `busy` CPUs where the class
+/// allows it (the classes, their order and descriptions do not change).
+fn representatives(m: &Machine, n: usize, opts: &CandidateOptions, busy: &[u32]) -> Vec<Pinning> {
     let mut out = Vec::new();
     if opts.include_unpinned {
         out.push(Pinning::unpinned());
@@ -640,6 +773,12 @@ pub fn candidates(m: &Machine, n: usize, opts: &CandidateOptions) -> Vec<Pinning
         memo: HashMap::new(),
     };
     let classes = e.classes(t.nodes[root].shape, n);
+    let busy_in = busy_per_node(&t, m, busy);
+    let mut seating = Seating {
+        e: &mut e,
+        busy_in,
+        memo: HashMap::new(),
+    };
     let levels = Levels::new(&v);
     let mut pinnings = Vec::with_capacity(classes.len());
     let mut sigs = Vec::with_capacity(classes.len());
@@ -647,7 +786,7 @@ pub fn candidates(m: &Machine, n: usize, opts: &CandidateOptions) -> Vec<Pinning
     let rank: HashMap<ObjId, usize> = v.pus.iter().enumerate().map(|(i, &p)| (p, i)).collect();
     for c in classes.iter() {
         let mut pus = Vec::with_capacity(n);
-        instantiate(&mut e, root, c, &mut pus);
+        seating.instantiate(root, c, &mut pus);
         pus.sort_by_key(|p| rank.get(p).copied().unwrap_or(usize::MAX));
         let cpus = v.oses(&pus);
         sigs.push(levels.signature(&cpus));
@@ -691,15 +830,17 @@ pub fn free_cpu_candidates(m: &Machine, n: usize, busy: &[u32]) -> Vec<Pinning> 
     )]
 }
 
-/// [`candidates`] plus the [`free_cpu_candidates`] for the CPUs in `busy` that are not
-/// already among them.
+/// [`candidates`] represented off the `busy` CPUs where each class allows (a thread beside
+/// other work gets a share of its CPU, whatever the class: probing that costs time and
+/// tells nothing about the class), plus the [`free_cpu_candidates`] that are not already
+/// among them.
 pub fn candidates_avoiding(
     m: &Machine,
     n: usize,
     opts: &CandidateOptions,
     busy: &[u32],
 ) -> Vec<Pinning> {
-    let mut out = candidates(m, n, opts);
+    let mut out = representatives(m, n, opts, busy);
     for c in free_cpu_candidates(m, n, busy) {
         if !out.iter().any(|o| o.cpus == c.cpus) {
             out.push(c);
@@ -748,6 +889,69 @@ mod free_cpu_tests {
         assert!(
             free_cpu_candidates(&m, 2, &[7]).is_empty(),
             "not an allowed CPU"
+        );
+    }
+
+    #[test]
+    fn classes_are_represented_off_busy_cpus_where_they_can_be() {
+        let opts = CandidateOptions {
+            max: None,
+            include_unpinned: true,
+        };
+        // One thread beside a busy CPU 0: the one class sits on CPU 1, and CPU 0 is not
+        // offered at all (the free-CPU candidate is the same pinning).
+        let m = two_cpus();
+        let with = candidates_avoiding(&m, 1, &opts, &[0]);
+        let pinned: Vec<&Vec<u32>> = with
+            .iter()
+            .filter(|c| !c.is_unpinned())
+            .map(|c| &c.cpus)
+            .collect();
+        assert_eq!(pinned, vec![&vec![1]], "{with:?}");
+
+        // 2 packages × 2 cores × 2 hardware threads with several busy sets: same classes,
+        // same descriptions, and every class that some set of free CPUs can form avoids
+        // the busy ones (checked against all subsets of the free CPUs).
+        let m = autopin_topology::source::synthetic::parse("package:2 core:2 pu:2").unwrap();
+        let levels = Levels::new(&View::new(&m));
+        let sig = |cpus: &[u32]| levels.signature(cpus);
+        for busy in [vec![0, 1], vec![3], vec![1, 4], vec![0, 2, 5], vec![6, 7]] {
+            let free: Vec<u32> = (0..8).filter(|c| !busy.contains(c)).collect();
+            for n in 1..=5 {
+                let plain = candidates(&m, n, &opts);
+                let avoid = representatives(&m, n, &opts, &busy);
+                let d = |v: &[Pinning]| v.iter().map(|c| c.description.clone()).collect::<Vec<_>>();
+                assert_eq!(d(&plain), d(&avoid), "{n} threads, busy {busy:?}");
+                let free_sigs: Vec<_> = (0u32..1 << free.len())
+                    .filter(|bits| bits.count_ones() as usize == n)
+                    .map(|bits| {
+                        sig(&(0..free.len())
+                            .filter(|i| bits & (1 << i) != 0)
+                            .map(|i| free[i])
+                            .collect::<Vec<u32>>())
+                    })
+                    .collect();
+                for c in avoid.iter().filter(|c| !c.is_unpinned()) {
+                    let could = free_sigs.contains(&sig(&c.cpus));
+                    assert_eq!(
+                        !c.cpus.iter().any(|x| busy.contains(x)),
+                        could,
+                        "{n} threads, busy {busy:?}: {} on {:?}, class fits the free CPUs: {could}",
+                        c.description,
+                        c.cpus
+                    );
+                    let same = plain
+                        .iter()
+                        .find(|p| p.description == c.description)
+                        .unwrap();
+                    assert_eq!(sig(&same.cpus), sig(&c.cpus));
+                }
+            }
+        }
+        // Six threads cannot all avoid two busy CPUs of eight: the classes are still there.
+        assert_eq!(
+            candidates(&m, 6, &opts).len(),
+            representatives(&m, 6, &opts, &[0, 1]).len()
         );
     }
 }

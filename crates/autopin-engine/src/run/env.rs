@@ -54,6 +54,13 @@ pub struct Started {
     pub preload_active: bool,
 }
 
+/// Which CPUs other work keeps busy, measured while the target runs.
+pub trait BusyWatch {
+    /// CPUs busy more than half the time with work other than process `pid`'s threads,
+    /// since the watch began or since the last call.
+    fn busy_cpus(&mut self, pid: i32) -> Vec<u32>;
+}
+
 /// The OS side of a run, apart from the clock and the pinner.
 pub trait Platform {
     /// Can perf count these events here?
@@ -84,10 +91,11 @@ pub trait Platform {
     fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost>;
     /// autopin's own CPU time so far, seconds.
     fn self_cpu_seconds(&mut self) -> f64;
-    /// CPUs among `allowed` that other work keeps busy before the program starts (they add
-    /// candidates that keep the threads on the free CPUs). Default: none measured.
-    fn busy_cpus(&mut self, _allowed: &CpuSet) -> Vec<u32> {
-        Vec::new()
+    /// Starts watching which CPUs among `allowed` other work keeps busy; begun just before a
+    /// launch and read when the first search starts, so measuring never delays the
+    /// program. Default: nothing watched.
+    fn busy_watch(&mut self, _allowed: &CpuSet) -> Option<Box<dyn BusyWatch>> {
+        None
     }
     /// The Unix time now, seconds (None: no wall clock, e.g. a simulation without one).
     /// Lines up the timelines of the ranks of one cluster launch.

@@ -12,7 +12,7 @@ pub mod env;
 pub mod memory;
 pub mod plan;
 
-pub use env::{CountingCheck, LaunchOptions, Platform, RunEnv, RunSink, Started};
+pub use env::{BusyWatch, CountingCheck, LaunchOptions, Platform, RunEnv, RunSink, Started};
 pub use memory::describe_single_node;
 pub use plan::{
     CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, RunPlan,
@@ -23,7 +23,7 @@ use crate::driver::{Driver, DriverConfig};
 use crate::error::EngineError;
 use crate::os::ThreadSource;
 use crate::report::{ObjectiveInfo, Report};
-use crate::session::{CandidateFactory, Session, SessionConfig, StrategyFactory};
+use crate::session::{CandidateFactory, CandidateList, Session, SessionConfig, StrategyFactory};
 use crate::strategy::{Autopin1, Fixed, Race, RaceParams};
 use autopin_human::duration;
 use autopin_perf::{CountingMode, Objective, WarningContext};
@@ -73,24 +73,11 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         skip: plan.skip.clone(),
         mem_policy: plan.mem_policy.clone(),
     };
-    // CPUs other work keeps busy, measured before our program adds its own load: topology
-    // candidates then include pinnings that keep the threads on the free CPUs.
-    let busy = match (&plan.target, &explicit) {
-        (TargetSpec::Launch(_), None) => {
-            let allowed = plan.machine.allowed_cpuset();
-            let busy = env.platform.busy_cpus(&allowed);
-            if !busy.is_empty() && allowed.iter().any(|c| !busy.contains(&c)) {
-                env.sink.message(
-                    None,
-                    &format!(
-                        "CPU(s) {} busy with other work: adding candidates that avoid them",
-                        cpu_text(&busy)
-                    ),
-                );
-            }
-            busy
-        }
-        _ => Vec::new(),
+    // CPUs other work keeps busy, watched from just before the launch to the first search
+    // (the program's own time is not counted): topology candidates then keep off them.
+    let busy_watch = match (&plan.target, &explicit) {
+        (TargetSpec::Launch(_), None) => env.platform.busy_watch(&plan.machine.allowed_cpuset()),
+        _ => None,
     };
     env.sink.message(
         None,
@@ -174,7 +161,12 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             unit: choice.info.unit.clone(),
             ..SessionConfig::default()
         },
-        candidate_factory(plan, explicit, machine.clone(), busy),
+        candidate_factory(
+            plan,
+            explicit,
+            machine.clone(),
+            busy_watch.map(|w| (w, pid)),
+        ),
         strategy_factory(plan.search.strategy, plan.launch.as_ref()),
     );
     let r = &mut session.report;
@@ -506,15 +498,17 @@ fn info_of(o: &Objective, reason: String) -> ObjectiveInfo {
 
 /// The candidates of each search: the explicit list, or topology candidates for the
 /// threads seen (or the planned thread count).
+/// The candidates of each search. Topology candidates keep off the CPUs `busy` finds busy
+/// with other work when the search starts (it looks at process `pid`'s surroundings).
 fn candidate_factory(
     plan: &RunPlan,
     explicit: Option<Vec<Pinning>>,
     machine: Machine,
-    busy: Vec<u32>,
+    mut busy: Option<(Box<dyn BusyWatch>, i32)>,
 ) -> CandidateFactory {
     let source = plan.candidates.clone();
     Box::new(move |n| match (&explicit, &source) {
-        (Some(list), _) => list.clone(),
+        (Some(list), _) => list.clone().into(),
         (
             None,
             CandidateSource::Topology {
@@ -522,14 +516,31 @@ fn candidate_factory(
                 include_unpinned,
                 threads,
             },
-        ) => topology_candidates(
-            &machine,
-            threads.unwrap_or(n),
-            *max,
-            *include_unpinned,
-            &busy,
-        ),
-        (None, CandidateSource::Explicit(list)) => list.clone(),
+        ) => {
+            let busy = busy
+                .as_mut()
+                .map(|(w, pid)| w.busy_cpus(*pid))
+                .unwrap_or_default();
+            let allowed = machine.allowed_cpuset();
+            let note =
+                (!busy.is_empty() && allowed.iter().any(|c| !busy.contains(&c))).then(|| {
+                    format!(
+                        "CPU(s) {} busy with other work: candidates keep off them where they can",
+                        cpu_text(&busy)
+                    )
+                });
+            CandidateList {
+                pinnings: topology_candidates(
+                    &machine,
+                    threads.unwrap_or(n),
+                    *max,
+                    *include_unpinned,
+                    &busy,
+                ),
+                note,
+            }
+        }
+        (None, CandidateSource::Explicit(list)) => list.clone().into(),
     })
 }
 

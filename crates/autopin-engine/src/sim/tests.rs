@@ -26,7 +26,7 @@ fn run(sim: &Sim, strategy: &str, init: f64) -> Run {
     };
     let mut session = Session::new(
         cfg,
-        Box::new(move |_| cands2.clone()),
+        Box::new(move |_| cands2.clone().into()),
         Box::new(move |n, _| -> Box<dyn Strategy> {
             match strategy.as_str() {
                 "race" => Box::new(Race::new(
@@ -174,7 +174,7 @@ fn near_ties_end_within_budget() {
             watch: None,
             ..SessionConfig::default()
         },
-        Box::new(move |_| cands2.clone()),
+        Box::new(move |_| cands2.clone().into()),
         Box::new(|n, _| {
             Box::new(Race::new(
                 RaceParams {
@@ -223,7 +223,7 @@ fn program_ending_mid_search_gives_incomplete_report() {
             watch: None,
             ..SessionConfig::default()
         },
-        Box::new(move |_| cands.clone()),
+        Box::new(move |_| cands.clone().into()),
         Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
     );
     let (mut clock, mut threads, pinner, mut meter) =
@@ -284,7 +284,7 @@ fn phase_change_triggers_a_new_search() {
     let cands = vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])];
     let mut session = Session::new(
         SessionConfig::default(),
-        Box::new(move |_| cands.clone()),
+        Box::new(move |_| cands.clone().into()),
         Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
     );
     let (mut clock, mut threads, pinner, mut meter) =
@@ -371,7 +371,7 @@ fn phased_run(seed: u64) -> crate::report::Report {
     ];
     let mut session = Session::new(
         SessionConfig::default(),
-        Box::new(move |_| cands.clone()),
+        Box::new(move |_| cands.clone().into()),
         Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
     );
     let (mut clock, mut threads, pinner, mut meter) =
@@ -571,7 +571,7 @@ fn race_over(sim: &Sim, cands: Vec<Pinning>) -> crate::report::Report {
             watch: None,
             ..SessionConfig::default()
         },
-        Box::new(move |_| cands.clone()),
+        Box::new(move |_| cands.clone().into()),
         Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
     );
     let (mut clock, mut threads, pinner, mut meter) =

@@ -39,7 +39,7 @@ pub struct RaceParams {
     /// noise far smaller than the gap).
     pub decisive_gap: f64,
     /// Survivors confidently within this relative distance of the leader count as
-    /// indistinguishable (checked after `min_rounds + 1` rounds).
+    /// indistinguishable (checked from `min_rounds` rounds on).
     pub indistinct: f64,
 }
 
@@ -277,7 +277,7 @@ impl Race {
                     (mb - mc) / mb + k * se <= self.p.indistinct
                 }
             });
-            if close && self.rounds > self.p.min_rounds {
+            if close && self.rounds >= self.p.min_rounds {
                 return Some(self.indistinguishable(
                     best,
                     margin_ci,

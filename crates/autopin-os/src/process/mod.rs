@@ -8,8 +8,10 @@
 //! - [`elf`]: program lookup in PATH and static/dynamic detection.
 //! - [`poll_pin`]: pinning by polling /proc where LD_PRELOAD cannot work.
 //! - [`signals`]: the signal forwarding used by `launch`.
+//! - [`exit_watch`]: waking up when the target ends.
 
 pub mod affinity;
+pub mod exit_watch;
 pub mod poll_pin;
 pub mod proc_scan;
 pub mod registry;
