@@ -1,15 +1,16 @@
 #!/bin/sh
-# Cost of counting OpenMP progress (the preload library's GOMP_* wrappers and OMPT
-# callbacks) on a barrier-heavy program: workloads/ompwork -m imbalance -w 1 is two threads
-# passing barriers back to back (OMP_WAIT_POLICY=active, one thread per CPU), the worst case
-# for a per-barrier cost. Each pair runs the program with the preload library counting
+# Cost of counting OpenMP progress (the preload library's GOMP_* and __kmpc_* wrappers)
+# on a barrier-heavy program: workloads/ompwork -m imbalance -w 1 is two threads passing
+# barriers back to back (OMP_WAIT_POLICY=active, one thread per CPU), the worst case for a
+# per-barrier cost. Each pair runs the program with the preload library counting
 # (AUTOPIN_HEARTBEAT names a 16 KiB file) and without it (no preload at all), alternating
 # which goes first; the program's own timing is compared. Built with gcc (libgomp) and, when
 # available, clang (libomp). Target: median ratio ≤ 1.01.
-# usage: bench/omp_overhead.sh [PAIRS] [ROUNDS]   (default 9 pairs, 200000 rounds)
+# usage: bench/omp_overhead.sh [PAIRS] [ROUNDS]   (default 9 pairs, 2000000 rounds ≈ 1.5 s a run;
+# shorter runs drown a 1% difference in start-up noise)
 set -eu
 PAIRS=${1:-9}
-ROUNDS=${2:-200000}
+ROUNDS=${2:-2000000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
@@ -19,7 +20,9 @@ COMPILERS=gcc
 if command -v clang >/dev/null 2>&1 && clang -O2 -fopenmp -o "$W/ow-clang" "$ROOT/workloads/ompwork.c" 2>/dev/null; then
   COMPILERS="gcc clang"
 fi
-export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=active OMP_PLACES='{0},{1}' OMP_PROC_BIND=true
+# KMP_BLOCKTIME=infinite: libomp's barrier times on a 2-CPU VM are bimodal (0.6 or 2.5 s a
+# run, whatever the side) unless its threads spin without ever sleeping.
+export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=active OMP_PLACES='{0},{1}' OMP_PROC_BIND=true KMP_BLOCKTIME=infinite
 secs() { "$@" | sed -n 's/.*: \([0-9.]*\) s,.*/\1/p'; }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for cc in $COMPILERS; do

@@ -17,8 +17,8 @@
 //! | 96 | `u64 reserved2[3]` | 0 |
 //! | 128 | `u64 omp_magic` | `0x3130504d4f504f41` ("AOPOMP01") once an OpenMP runtime call was counted |
 //! | 136 | `u32 omp_slots` | number of per-thread slots |
-//! | 140 | `u32 omp_used` | slots handed out (slot 0 is shared by threads that found none free) |
-//! | 144 | `u32 omp_runtime` | 1 libgomp (GNU entry points), 2 libomp/libiomp5 (OMPT) |
+//! | 140 | `u32 omp_used` | threads that took a slot (every other slot from 1 on; slot 0 is shared by threads that found none left) |
+//! | 144 | `u32 omp_runtime` | 1 libgomp (`GOMP_*` entry points), 2 libomp/libiomp5 (`__kmpc_*` entry points) |
 //! | 192 | `slot[omp_slots]` | 64 bytes each: `u64 regions, chunks, barriers, tasks, other` |
 //!
 //! A file of only 128 bytes (an older engine) still works for heartbeats; the preload
@@ -58,7 +58,7 @@ pub const ENV_VAR: &str = "AUTOPIN_HEARTBEAT";
 pub enum OmpRuntime {
     /// GNU libgomp: its GOMP_* entry points, interposed.
     Gnu,
-    /// LLVM/Intel libomp (libiomp5): the OpenMP tools interface (OMPT).
+    /// LLVM/Intel libomp (libiomp5): its `__kmpc_*` entry points.
     Llvm,
     Unknown(u32),
 }
@@ -75,7 +75,7 @@ impl OmpRuntime {
     pub fn describe(&self) -> String {
         match self {
             OmpRuntime::Gnu => "GNU libgomp (GOMP_* entry points)".into(),
-            OmpRuntime::Llvm => "LLVM/Intel libomp (OMPT callbacks)".into(),
+            OmpRuntime::Llvm => "LLVM/Intel libomp (__kmpc_* entry points)".into(),
             OmpRuntime::Unknown(c) => format!("runtime code {c}"),
         }
     }
