@@ -4,7 +4,7 @@
 //! and the simulated machine.
 
 use crate::error::EngineError;
-use crate::os::{Clock, Meter, Reading, ThreadSource};
+use crate::os::{Clock, Meter, Reading, ThreadSnapshot, ThreadSource};
 use crate::pinner::{PinError, Pinner};
 use crate::session::{Action, Interval, Session};
 use autopin_placement::Pinning;
@@ -24,6 +24,18 @@ pub struct DriverConfig {
     /// for "unpinned" (never widen a mask the user or a cgroup set), and put it back when
     /// autopin detaches without a decision.
     pub keep_masks: bool,
+    /// Seconds the target has already run when the driver starts (e.g. waiting for its
+    /// heartbeat): every time in the report counts from the target's start.
+    pub started: f64,
+}
+
+/// What the driver has done to the target's threads.
+#[derive(Default)]
+struct Pinned {
+    /// Which candidate (by label) each tracked thread was last pinned with.
+    with: HashMap<u32, String>,
+    /// tid → CPU mask before autopin first touched it (attached targets only).
+    original: HashMap<u32, CpuSet>,
 }
 
 /// How the driver loop ended.
@@ -99,27 +111,64 @@ impl Driver<'_> {
         }
     }
 
+    /// Pins every tracked thread not yet pinned with the applied candidate (all of them
+    /// right after an Apply, newcomers otherwise).
+    fn pin_tracked(
+        &mut self,
+        session: &Session,
+        snap: &ThreadSnapshot,
+        pinned: &mut Pinned,
+        cfg: &DriverConfig,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), EngineError> {
+        let Some(c) = session.applied().cloned() else {
+            return Ok(());
+        };
+        for (tid, index) in &snap.tracked {
+            if pinned.with.get(tid) != Some(&c.label) {
+                if cfg.keep_masks && !pinned.original.contains_key(tid) {
+                    if let Ok(mask) = self.pinner.affinity(*tid as i32) {
+                        pinned.original.insert(*tid, mask);
+                    }
+                }
+                let unpinned = pinned.original.get(tid).unwrap_or(&cfg.allowed);
+                self.pin(*tid, &target_cpus(&c, *index, unpinned), warnings)?;
+                pinned.with.insert(*tid, c.label.clone());
+            }
+        }
+        let live: BTreeSet<u32> = snap.tracked.iter().map(|t| t.0).collect();
+        pinned.with.retain(|t, _| live.contains(t));
+        Ok(())
+    }
+
     /// Runs until the target ends (or `max_time`, or `keep_going` says stop).
     pub fn run(
         &mut self,
         session: &mut Session,
         cfg: &DriverConfig,
     ) -> Result<Outcome, EngineError> {
-        let t0 = self.clock.now();
+        // Ticks count from now; report times from the target's start.
+        let ticks_from = self.clock.now();
+        let t0 = ticks_from - cfg.started;
         let mut warnings = Vec::new();
         let mut switches = SwitchRate::default();
-        // tid → CPU mask before autopin first touched it (attached targets only).
-        let mut original: HashMap<u32, CpuSet> = HashMap::new();
-        for a in session.start(0.0) {
+        for a in session.start(cfg.started) {
             if let Action::Message(m) = a {
-                (self.on_message)(0.0, &m);
+                (self.on_message)(cfg.started, &m);
             }
         }
         let mut snap = self.threads.poll().map_err(EngineError::Os)?;
         let mut prev: Reading = self.meter.read(&snap.all).map_err(EngineError::Os)?;
-        let mut prev_t = 0.0;
-        // Which candidate (by label) each tracked thread was last pinned with.
-        let mut pinned_with: HashMap<u32, String> = HashMap::new();
+        let mut prev_t = cfg.started;
+        let mut pinned = Pinned::default();
+        // Start-up already over (the objective's choice waited it out): the first probe
+        // starts now rather than a tick later.
+        for a in session.begin_if_due(cfg.started, snap.tracked.len()) {
+            if let Action::Message(m) = a {
+                (self.on_message)(cfg.started, &m);
+            }
+        }
+        self.pin_tracked(session, &snap, &mut pinned, cfg, &mut warnings)?;
         let mut counting = true;
         let mut step = 0u64;
         loop {
@@ -139,9 +188,9 @@ impl Driver<'_> {
             let next = step as f64 * cfg.tick;
             // Sleep to the next tick, but wake when the program ends: autopin's exit then
             // follows the program's at once.
-            let left = t0 + next - self.clock.now();
+            let left = ticks_from + next - self.clock.now();
             if left > 0.0 && !self.threads.wait_for_end(left) {
-                self.clock.sleep_until(t0 + next);
+                self.clock.sleep_until(ticks_from + next);
             }
             let now = self.clock.now() - t0;
             snap = self.threads.poll().map_err(EngineError::Os)?;
@@ -160,27 +209,10 @@ impl Driver<'_> {
             for a in actions {
                 match a {
                     Action::Message(m) => (self.on_message)(now, &m),
-                    Action::Apply(_) => pinned_with.clear(),
+                    Action::Apply(_) => pinned.with.clear(),
                 }
             }
-            // Pin every tracked thread not yet pinned with the applied candidate (all of
-            // them right after an Apply, newcomers otherwise).
-            if let Some(c) = session.applied().cloned() {
-                for (tid, index) in &snap.tracked {
-                    if pinned_with.get(tid) != Some(&c.label) {
-                        if cfg.keep_masks && !original.contains_key(tid) {
-                            if let Ok(mask) = self.pinner.affinity(*tid as i32) {
-                                original.insert(*tid, mask);
-                            }
-                        }
-                        let unpinned = original.get(tid).unwrap_or(&cfg.allowed);
-                        self.pin(*tid, &target_cpus(&c, *index, unpinned), &mut warnings)?;
-                        pinned_with.insert(*tid, c.label.clone());
-                    }
-                }
-                let live: BTreeSet<u32> = snap.tracked.iter().map(|t| t.0).collect();
-                pinned_with.retain(|t, _| live.contains(t));
-            }
+            self.pin_tracked(session, &snap, &mut pinned, cfg, &mut warnings)?;
             if counting && !session.wants_counting() {
                 self.meter.pause();
                 counting = false;
@@ -189,7 +221,7 @@ impl Driver<'_> {
                 // Leaving the program as it was found unless there is a decision to keep.
                 let mut restored = 0;
                 if session.report.decision.is_none() {
-                    for (tid, mask) in &original {
+                    for (tid, mask) in &pinned.original {
                         if self.pinner.set_affinity(*tid as i32, mask).is_ok() {
                             restored += 1;
                         }

@@ -257,6 +257,21 @@ impl Session {
         vec![Action::Message(msg)]
     }
 
+    /// Begins the first search at `now` when the start-up time is already over (the
+    /// objective's choice waited it out) and the program's threads are known, instead of
+    /// at the first measured interval.
+    pub fn begin_if_due(&mut self, now: f64, tracked: usize) -> Vec<Action> {
+        let mut out = Vec::new();
+        if let State::Init { until } = self.state {
+            if tracked > 0 && self.cfg.init_waited > 0.0 && now >= until - 1e-9 {
+                self.tracked = tracked;
+                self.report.threads_seen = self.report.threads_seen.max(tracked);
+                self.begin_search(now, "start".into(), &mut out);
+            }
+        }
+        out
+    }
+
     /// The candidates of the current search.
     pub fn candidates(&self) -> &[Pinning] {
         &self.candidates
@@ -311,6 +326,10 @@ impl Session {
             phase: iv.phase.clone().or_else(|| self.phase.clone()),
         });
         let now = iv.end;
+        // A deadline counts as reached at the tick nearest to it: ticks wake a little late
+        // or early (sleep jitter), and waiting for the next one would stretch every warm-up
+        // and probe by a whole tick.
+        let slack = 0.5 * dt;
         let mut out = Vec::new();
         // A program that announces phases is searched phase by phase: probes of different
         // phases are never compared (their rates can differ by orders of magnitude).
@@ -324,7 +343,7 @@ impl Session {
                 // Nothing to compare while the program reports no progress at all (a
                 // heartbeat before its work loop starts): wait, up to `init_extra` more.
                 let idle = iv.amount <= 0.0 && now < *until + self.cfg.init_extra;
-                if now >= *until - 1e-9 && !idle {
+                if now >= *until - slack && !idle {
                     self.begin_search(now, "start".into(), &mut out);
                 }
             }
@@ -335,7 +354,7 @@ impl Session {
                 warmup,
                 phase,
             } => {
-                if now >= *until - 1e-9 {
+                if now >= *until - slack {
                     let (cand, measure, warmup) = (*cand, *measure, *warmup);
                     let phase = phase.clone();
                     self.state = State::Measure(Acc::new(cand, warmup, now, now + measure, phase));
@@ -343,7 +362,7 @@ impl Session {
             }
             State::Measure(acc) => {
                 acc.add(iv, dt);
-                if now >= acc.until - 1e-9 {
+                if now >= acc.until - slack {
                     let acc = acc.clone();
                     self.finish_probe(now, acc, &mut out);
                 }
@@ -580,6 +599,11 @@ impl Session {
                 measure,
             } => {
                 let candidate = candidate.min(self.candidates.len().saturating_sub(1));
+                // No thread moves when the candidate is the one applied, or the OS placement
+                // before anything was pinned: nothing to warm up again.
+                let stays = self.applied == Some(candidate)
+                    || (self.applied.is_none() && self.candidates[candidate].is_unpinned());
+                let warmup = if stays { 0.0 } else { warmup };
                 if self.applied != Some(candidate) {
                     self.applied = Some(candidate);
                     out.push(Action::Apply(candidate));
@@ -996,5 +1020,58 @@ mod plain_words_tests {
         let why = s.finish(t, Some(0)).incomplete_reason.clone().unwrap();
         assert!(why.contains("during the search"), "{why}");
         assert!(why.contains("best so far: 1"), "{why}");
+    }
+
+    /// Feeds intervals of 0.1 s at a constant rate from `t` until `until`.
+    fn feed(s: &mut Session, mut t: f64, until: f64) -> f64 {
+        while t < until - 1e-9 {
+            s.on_interval(&Interval {
+                start: t,
+                end: t + 0.1,
+                amount: 10.0,
+                tracked: 1,
+                ..Interval::default()
+            });
+            t += 0.1;
+        }
+        t
+    }
+
+    #[test]
+    fn a_search_due_at_the_start_begins_at_once_and_skips_needless_warm_ups() {
+        let mut s = Session::new(
+            SessionConfig {
+                init: 0.0,
+                init_waited: 0.5,
+                watch: None,
+                ..SessionConfig::default()
+            },
+            Box::new(|_| vec![Pinning::unpinned(), Pinning::from_cpus(vec![1])].into()),
+            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        );
+        s.start(0.5);
+        // No threads known yet: nothing to plan for.
+        assert!(s.begin_if_due(0.5, 0).is_empty());
+        let m = message(&s.begin_if_due(0.5, 1));
+        assert!(m.contains("search 0: 2 candidates for 1 thread"), "{m}");
+        feed(&mut s, 0.5, 3.0);
+        let p = &s.report.probes;
+        assert!(p.len() >= 3, "{p:?}");
+        // The OS placement first: nothing was pinned yet, so no warm-up, and it starts when
+        // the search does.
+        assert_eq!((p[0].candidate, p[0].warmup), (0, 0.0), "{p:?}");
+        assert!((p[0].start - 0.5).abs() < 1e-6, "{p:?}");
+        // Moving to CPU 1 warms up; probing it again right after does not.
+        assert_eq!(p[1].candidate, 1);
+        assert!(p[1].warmup > 0.0, "{p:?}");
+        if p[2].candidate == 1 {
+            assert_eq!(p[2].warmup, 0.0, "{p:?}");
+        } else {
+            assert!(p[2].warmup > 0.0, "{p:?}");
+        }
+        // Before the start-up is over, nothing begins early.
+        let mut late = session(0.5, 0.0);
+        late.start(0.0);
+        assert!(late.begin_if_due(0.0, 1).is_empty());
     }
 }

@@ -204,6 +204,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             TargetSpec::Launch(_) => None,
         },
         keep_masks: plan.target.is_attach(),
+        started: init_waited,
     };
     // One machine, no migration: say so once instead of at every decision.
     let migrate = plan.migrate_memory && {
@@ -214,9 +215,10 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         }
         single.is_none()
     };
-    let t0 = env.clock.now();
+    // Report times count from the target's start, `init_waited` before the driver's.
+    let t0 = env.clock.now() - init_waited;
     if let Some(l) = session.report.launch.as_mut() {
-        l.clock_origin = env.platform.unix_time();
+        l.clock_origin = env.platform.unix_time().map(|t| t - init_waited);
     }
     let mut migrations = Vec::new();
     let outcome = {

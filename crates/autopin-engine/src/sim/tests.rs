@@ -57,6 +57,7 @@ fn run(sim: &Sim, strategy: &str, init: f64) -> Run {
         allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
         max_time: None,
         keep_masks: false,
+        started: 0.0,
     };
     d.run(&mut session, &cfg).unwrap();
     let report = session.report.clone();
@@ -202,6 +203,7 @@ fn near_ties_end_within_budget() {
         allowed: CpuSet::from_cpus(0..4),
         max_time: None,
         keep_masks: false,
+        started: 0.0,
     };
     d.run(&mut session, &cfg).unwrap();
     let dec = session.report.decision.clone().unwrap();
@@ -243,6 +245,7 @@ fn program_ending_mid_search_gives_incomplete_report() {
         allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
         max_time: None,
         keep_masks: false,
+        started: 0.0,
     };
     let out = d.run(&mut session, &cfg).unwrap();
     assert_eq!(out.exit_status, Some(0));
@@ -307,6 +310,7 @@ fn phase_change_triggers_a_new_search() {
         allowed: CpuSet::from_cpus(0..2),
         max_time: None,
         keep_masks: false,
+        started: 0.0,
     };
     d.run(&mut session, &cfg).unwrap();
     let r = &session.report;
@@ -391,6 +395,7 @@ fn phased_run(seed: u64) -> crate::report::Report {
         allowed: CpuSet::from_cpus(0..4),
         max_time: None,
         keep_masks: false,
+        started: 0.0,
     };
     d.run(&mut session, &cfg).unwrap();
     session.report.clone()
@@ -591,6 +596,7 @@ fn race_over(sim: &Sim, cands: Vec<Pinning>) -> crate::report::Report {
         allowed: CpuSet::from_cpus(sim.topo().pus.iter().copied()),
         max_time: None,
         keep_masks: false,
+        started: 0.0,
     };
     d.run(&mut session, &cfg).unwrap();
     session.report.clone()

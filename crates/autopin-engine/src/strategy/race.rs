@@ -18,7 +18,9 @@ use crate::stats;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RaceParams {
-    /// Warm-up after each re-pin before measuring (cache refill, migration), seconds.
+    /// Warm-up after each re-pin before measuring (cache refill, migration), seconds. One
+    /// 0.1 s sampling tick by default: the interval holding the move is dropped whole, and
+    /// caches refill within milliseconds.
     pub warmup: f64,
     /// First probe length, seconds.
     pub probe: f64,
@@ -46,7 +48,7 @@ pub struct RaceParams {
 impl Default for RaceParams {
     fn default() -> Self {
         RaceParams {
-            warmup: 0.2,
+            warmup: 0.1,
             probe: 0.3,
             min_probe: 0.2,
             max_probe: 4.0,

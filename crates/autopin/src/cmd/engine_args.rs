@@ -61,7 +61,7 @@ pub struct EngineArgs {
     /// Init time before the first probe, seconds (autopin1 default: w; race: 0.5)
     #[arg(short = 'i', long, value_name = "SEC")]
     pub init: Option<f64>,
-    /// Warm-up after each re-pin, seconds (autopin1 default: t/2; race: 0.2)
+    /// Warm-up after each re-pin, seconds (autopin1 default: t/2; race: 0.1, one sampling tick)
     #[arg(short = 'w', long, value_name = "SEC")]
     pub warmup: Option<f64>,
     /// Sample time per probe (autopin1, default 30) and period of the rate output after the
@@ -260,7 +260,7 @@ fn strategy(a: &EngineArgs) -> (StrategyChoice, f64) {
         StrategyName::Fixed => (StrategyChoice::Fixed, a.init.unwrap_or(0.0)),
         StrategyName::Race => (
             StrategyChoice::Race(RaceParams {
-                warmup: a.warmup.unwrap_or(0.2),
+                warmup: a.warmup.unwrap_or(RaceParams::default().warmup),
                 probe: a.probe,
                 budget: a.budget,
                 ..RaceParams::default()
