@@ -79,6 +79,11 @@ pub fn mem_policy(
     m: &Machine,
 ) -> Result<MemPolicy, PlacementError> {
     let option = mode.option();
+    // A list that cannot be read is reported as such, whatever the machine.
+    if mode != MemPolicyMode::Local {
+        let text = nodes.unwrap_or("");
+        parse_node_list(text).map_err(|(at, msg)| err(option, text, at, msg, m))?;
+    }
     if m.numa_nodes.len() <= 1 {
         return Err(PlacementError::Threads {
             message: format!(
@@ -110,69 +115,116 @@ pub fn mem_policy(
     })
 }
 
-/// numactl/likwid node list → OS node indexes.
-pub fn node_list(option: &str, text: &str, m: &Machine) -> Result<BTreeSet<u32>, PlacementError> {
-    let all: BTreeSet<u32> = m.numa_nodes.iter().map(|n| n.os_index).collect();
+/// One entry of a node list, as written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum NodeRef {
+    /// An OS node number.
+    Node(u32),
+    /// likwid's `M<i>`: the i-th NUMA domain.
+    Domain(usize),
+}
+
+/// A node list's syntax: `all`, or entries and ranges with their positions in `text`, and
+/// whether it is inverted (`!`). Nothing here looks at the machine.
+struct NodeListSyntax {
+    invert: bool,
+    all: bool,
+    /// (position, first, last): a single entry has first == last.
+    items: Vec<(usize, (usize, NodeRef), (usize, NodeRef))>,
+}
+
+type SyntaxError = (usize, String);
+
+fn parse_node_list(text: &str) -> Result<NodeListSyntax, SyntaxError> {
     let t = text.trim();
     if t.is_empty() {
-        return Err(err(option, text, 0, "no nodes given".into(), m));
+        return Err((0, "no nodes given".into()));
     }
     let (invert, body, offset) = match t.strip_prefix('!') {
         Some(rest) => (true, rest, 1),
         None => (false, t, 0),
     };
-    let mut set = BTreeSet::new();
     if body == "all" {
-        set = all.clone();
-    } else {
-        let mut pos = offset;
-        for part in body.split(',') {
-            let here = pos;
-            pos += part.len() + 1;
-            let bad = |msg: String| err(option, text, here, msg, m);
-            let one = |s: &str, at: usize| -> Result<u32, PlacementError> {
-                if let Some(i) = s.strip_prefix('M') {
-                    let i: usize = i.parse().map_err(|_| {
-                        err(option, text, at, format!("`{s}` is not a NUMA domain"), m)
-                    })?;
-                    let mut nodes: Vec<u32> = all.iter().copied().collect();
-                    nodes.sort_unstable();
-                    return nodes.get(i).copied().ok_or_else(|| {
-                        err(option, text, at, format!("there is no NUMA domain {s}"), m)
-                    });
-                }
-                let n: u32 = s
-                    .parse()
-                    .map_err(|_| err(option, text, at, format!("`{s}` is not a node number"), m))?;
-                if !all.contains(&n) {
-                    return Err(err(
-                        option,
-                        text,
-                        at,
-                        format!("there is no NUMA node {n}"),
-                        m,
-                    ));
-                }
-                Ok(n)
-            };
-            if part.is_empty() {
-                return Err(bad("empty entry".into()));
-            }
-            match part.split_once('-') {
-                Some((a, b)) => {
-                    let (a, b) = (one(a, here)?, one(b, here + a.len() + 1)?);
-                    if a > b {
-                        return Err(bad(format!("range {a}-{b} runs backwards")));
-                    }
-                    set.extend(all.range(a..=b));
-                }
-                None => {
-                    set.insert(one(part, here)?);
-                }
-            }
-        }
+        return Ok(NodeListSyntax {
+            invert,
+            all: true,
+            items: vec![],
+        });
     }
-    if invert {
+    let one = |s: &str, at: usize| -> Result<(usize, NodeRef), SyntaxError> {
+        match s.strip_prefix('M') {
+            Some(i) => i
+                .parse()
+                .map(|i| (at, NodeRef::Domain(i)))
+                .map_err(|_| (at, format!("`{s}` is not a NUMA domain"))),
+            None => s
+                .parse()
+                .map(|n| (at, NodeRef::Node(n)))
+                .map_err(|_| (at, format!("`{s}` is not a node number"))),
+        }
+    };
+    let mut items = Vec::new();
+    let mut pos = offset;
+    for part in body.split(',') {
+        let here = pos;
+        pos += part.len() + 1;
+        if part.is_empty() {
+            return Err((here, "empty entry".into()));
+        }
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (one(a, here)?, one(b, here + a.len() + 1)?),
+            None => {
+                let x = one(part, here)?;
+                (x, x)
+            }
+        };
+        items.push((here, a, b));
+    }
+    Ok(NodeListSyntax {
+        invert,
+        all: false,
+        items,
+    })
+}
+
+/// numactl/likwid node list → OS node indexes.
+pub fn node_list(option: &str, text: &str, m: &Machine) -> Result<BTreeSet<u32>, PlacementError> {
+    let syntax = parse_node_list(text).map_err(|(at, msg)| err(option, text, at, msg, m))?;
+    let all: BTreeSet<u32> = m.numa_nodes.iter().map(|n| n.os_index).collect();
+    let resolve =
+        |(at, r): (usize, NodeRef)| -> Result<u32, PlacementError> {
+            match r {
+                NodeRef::Domain(i) => all.iter().nth(i).copied().ok_or_else(|| {
+                    err(option, text, at, format!("there is no NUMA domain M{i}"), m)
+                }),
+                NodeRef::Node(n) if all.contains(&n) => Ok(n),
+                NodeRef::Node(n) => Err(err(
+                    option,
+                    text,
+                    at,
+                    format!("there is no NUMA node {n}"),
+                    m,
+                )),
+            }
+        };
+    let mut set = BTreeSet::new();
+    if syntax.all {
+        set = all.clone();
+    }
+    for (here, first, last) in syntax.items {
+        let (a, b) = (resolve(first)?, resolve(last)?);
+        if a > b {
+            return Err(err(
+                option,
+                text,
+                here,
+                format!("range {a}-{b} runs backwards"),
+                m,
+            ));
+        }
+        set.extend(all.range(a..=b));
+    }
+    if syntax.invert {
         set = all.difference(&set).copied().collect();
     }
     if set.is_empty() {
@@ -249,5 +301,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(s.contains("1 NUMA node(s)"), "{s}");
+        // An unreadable list is a syntax error first, even where no policy would apply.
+        let e = mem_policy(MemPolicyMode::Interleave, Some("0-x"), &one).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("`x` is not a node number"), "{s}");
+        match e {
+            PlacementError::Expr { position, .. } => {
+                assert_eq!(position, "--interleave 0-".len())
+            }
+            other => panic!("{other:?}"),
+        }
+        let s = mem_policy(MemPolicyMode::Bind, Some("0,,1"), &one)
+            .unwrap_err()
+            .to_string();
+        assert!(s.contains("empty entry"), "{s}");
     }
 }
