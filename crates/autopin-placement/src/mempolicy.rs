@@ -130,8 +130,11 @@ struct NodeListSyntax {
     invert: bool,
     all: bool,
     /// (position, first, last): a single entry has first == last.
-    items: Vec<(usize, (usize, NodeRef), (usize, NodeRef))>,
+    items: Vec<(usize, Placed, Placed)>,
 }
+
+/// A node reference and its position in the list's text.
+type Placed = (usize, NodeRef);
 
 type SyntaxError = (usize, String);
 
@@ -151,7 +154,7 @@ fn parse_node_list(text: &str) -> Result<NodeListSyntax, SyntaxError> {
             items: vec![],
         });
     }
-    let one = |s: &str, at: usize| -> Result<(usize, NodeRef), SyntaxError> {
+    let one = |s: &str, at: usize| -> Result<Placed, SyntaxError> {
         match s.strip_prefix('M') {
             Some(i) => i
                 .parse()
