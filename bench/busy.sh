@@ -9,16 +9,11 @@
 set -eu
 ROUNDS=${1:-5}
 STEPS=${2:-4000}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-AUTOPIN=${AUTOPIN:-$ROOT/target/release/autopin}
-W=$(mktemp -d)
-cleanup() { [ -n "${BUSY_PID:-}" ] && kill "$BUSY_PID" 2>/dev/null; rm -rf "$W"; }
-trap cleanup EXIT
-gcc -O2 -o "$W/work" "$ROOT/bench/busy_work.c"
+. "$(cd "$(dirname "$0")" && pwd)/busy_common.sh"
 calc() { python3 -c "print($1)"; }
 t() { s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s.%N); calc "$e - $s"; }
 if [ "${BUSY:-1}" = 1 ]; then
-  taskset -c 0 sh -c 'while :; do :; done' & BUSY_PID=$!
+  busy_neighbour
   echo "busy neighbour: a spinning shell on CPU 0 (pid $BUSY_PID)"
 else
   echo "no busy neighbour (BUSY=0)"

@@ -6,13 +6,8 @@
 # usage: bench/decision.sh [RUNS]   (default 7)
 set -eu
 RUNS=${1:-7}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-AUTOPIN=${AUTOPIN:-$ROOT/target/release/autopin}
-W=$(mktemp -d)
-cleanup() { [ -n "${BUSY_PID:-}" ] && kill "$BUSY_PID" 2>/dev/null; rm -rf "$W"; }
-trap cleanup EXIT
-gcc -O2 -o "$W/work" "$ROOT/bench/busy_work.c"
-taskset -c 0 sh -c 'while :; do :; done' & BUSY_PID=$!
+. "$(cd "$(dirname "$0")" && pwd)/busy_common.sh"
+busy_neighbour
 echo "busy neighbour on CPU 0 (pid $BUSY_PID); candidates 0 and 1; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "run  decided_at_s  decision  reason"
 : > "$W/at"
