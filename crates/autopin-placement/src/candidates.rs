@@ -841,8 +841,17 @@ pub fn candidates_avoiding(
     busy: &[u32],
 ) -> Vec<Pinning> {
     let mut out = representatives(m, n, opts, busy);
+    let levels = Levels::new(&View::new(m));
+    let off_busy = |p: &Pinning| !p.is_unpinned() && !p.cpus.iter().any(|c| busy.contains(c));
     for c in free_cpu_candidates(m, n, busy) {
-        if !out.iter().any(|o| o.cpus == c.cpus) {
+        // Already there: the same CPUs, or a class representative off the busy CPUs with
+        // the same shape (one thread per CPU, so the same class).
+        let distinct: std::collections::BTreeSet<&u32> = c.cpus.iter().collect();
+        let sig = levels.signature(&c.cpus);
+        let same_class = |o: &Pinning| {
+            distinct.len() == c.cpus.len() && off_busy(o) && levels.signature(&o.cpus) == sig
+        };
+        if !out.iter().any(|o| o.cpus == c.cpus || same_class(o)) {
             out.push(c);
         }
     }
@@ -948,6 +957,20 @@ mod free_cpu_tests {
                 }
             }
         }
+        // A free-CPU pinning of one thread per CPU is a class already offered off the busy
+        // CPUs: not offered twice. Crowding onto fewer free CPUs than threads is new.
+        for n in 1..=4 {
+            let plain = candidates(&m, n, &opts).len();
+            assert_eq!(
+                candidates_avoiding(&m, n, &opts, &[0, 1]).len(),
+                plain,
+                "{n}"
+            );
+        }
+        let two = two_cpus();
+        assert!(candidates_avoiding(&two, 2, &opts, &[0])
+            .iter()
+            .any(|c| c.cpus == vec![1, 1]));
         // Six threads cannot all avoid two busy CPUs of eight: the classes are still there.
         assert_eq!(
             candidates(&m, 6, &opts).len(),
