@@ -788,7 +788,10 @@ fn representatives(m: &Machine, n: usize, opts: &CandidateOptions, busy: &[u32])
         let mut pus = Vec::with_capacity(n);
         seating.instantiate(root, c, &mut pus);
         pus.sort_by_key(|p| rank.get(p).copied().unwrap_or(usize::MAX));
-        let cpus = v.oses(&pus);
+        let mut cpus = v.oses(&pus);
+        // Where the class must use a busy CPU, the last threads get it: thread 0 is the
+        // one that runs alone between parallel parts (an OpenMP master, a main thread).
+        cpus.sort_by_key(|c| busy.contains(c));
         sigs.push(levels.signature(&cpus));
         pinnings.push(cpus);
     }
@@ -968,9 +971,11 @@ mod free_cpu_tests {
             );
         }
         let two = two_cpus();
-        assert!(candidates_avoiding(&two, 2, &opts, &[0])
-            .iter()
-            .any(|c| c.cpus == vec![1, 1]));
+        let both = candidates_avoiding(&two, 2, &opts, &[0]);
+        assert!(both.iter().any(|c| c.cpus == vec![1, 1]));
+        // Two threads that must share the busy CPU 0: thread 0 (the master) gets CPU 1.
+        assert!(both.iter().any(|c| c.cpus == vec![1, 0]), "{both:?}");
+        assert!(!both.iter().any(|c| c.cpus == vec![0, 1]), "{both:?}");
         // Six threads cannot all avoid two busy CPUs of eight: the classes are still there.
         assert_eq!(
             candidates(&m, 6, &opts).len(),

@@ -71,27 +71,15 @@ fn valid_text(m: &Machine) -> String {
 }
 
 /// Resolves `mode` with its node list (ignored for `Local`) against the machine.
-/// Errors: a node that does not exist, an empty selection, `--preferred` with several
-/// nodes, any policy on a machine with one NUMA node (it would change nothing).
+/// Errors: a list that cannot be read, a node that does not exist, an empty selection,
+/// `--preferred` with several nodes. (On a machine with one NUMA node a valid policy
+/// changes nothing; whether to say so is the caller's business, as numactl accepts it.)
 pub fn mem_policy(
     mode: MemPolicyMode,
     nodes: Option<&str>,
     m: &Machine,
 ) -> Result<MemPolicy, PlacementError> {
     let option = mode.option();
-    // A list that cannot be read is reported as such, whatever the machine.
-    if mode != MemPolicyMode::Local {
-        let text = nodes.unwrap_or("");
-        parse_node_list(text).map_err(|(at, msg)| err(option, text, at, msg, m))?;
-    }
-    if m.numa_nodes.len() <= 1 {
-        return Err(PlacementError::Threads {
-            message: format!(
-                "{option}: this machine has {} NUMA node(s), so a memory policy changes nothing; leave it out",
-                m.numa_nodes.len()
-            ),
-        });
-    }
     if mode == MemPolicyMode::Local {
         return Ok(MemPolicy {
             mode,
@@ -300,11 +288,18 @@ mod tests {
         }
         assert!(mem_policy(MemPolicyMode::Preferred, Some("0-1"), &m).is_err());
         let one = autopin_topology::source::synthetic::parse("package:1 core:2 pu:1").unwrap();
-        let s = mem_policy(MemPolicyMode::Bind, Some("0"), &one)
+        // numactl accepts a policy naming the only node; one naming another node is wrong.
+        assert_eq!(
+            mem_policy(MemPolicyMode::Bind, Some("0"), &one)
+                .unwrap()
+                .nodes,
+            vec![0]
+        );
+        let s = mem_policy(MemPolicyMode::Bind, Some("1"), &one)
             .unwrap_err()
             .to_string();
-        assert!(s.contains("1 NUMA node(s)"), "{s}");
-        // An unreadable list is a syntax error first, even where no policy would apply.
+        assert!(s.contains("no NUMA node 1"), "{s}");
+        // An unreadable list is a syntax error.
         let e = mem_policy(MemPolicyMode::Interleave, Some("0-x"), &one).unwrap_err();
         let s = e.to_string();
         assert!(s.contains("`x` is not a node number"), "{s}");

@@ -30,7 +30,8 @@ impl MemPolicyArgs {
             || self.localalloc
     }
 
-    /// The policy against this machine; a usage error before anything is started.
+    /// The policy against this machine; a usage error before anything is started. None
+    /// also on a machine with one NUMA node, where any valid policy changes nothing.
     pub fn resolve(&self, m: &Machine) -> Result<Option<MemPolicy>, CliError> {
         let (mode, nodes) = if let Some(n) = &self.membind {
             (MemPolicyMode::Bind, Some(n.as_str()))
@@ -43,8 +44,16 @@ impl MemPolicyArgs {
         } else {
             return Ok(None);
         };
-        mem_policy(mode, nodes, m)
-            .map(Some)
-            .map_err(|e| CliError::usage(e.to_string()))
+        let policy = mem_policy(mode, nodes, m).map_err(|e| CliError::usage(e.to_string()))?;
+        if m.numa_nodes.len() <= 1 {
+            // As numactl: accepted, and nothing to do. Said once, not an error, so scripts
+            // written for NUMA machines run unchanged here.
+            eprintln!(
+                "autopin: warning: {}: this machine has one NUMA node, so the memory policy changes nothing; not applied",
+                mode.option()
+            );
+            return Ok(None);
+        }
+        Ok(Some(policy))
     }
 }

@@ -552,11 +552,12 @@ fn memory_policy_bad_input_leaves_the_target_untouched() {
     let marker = tmp.path().join("ran");
     let two = ["--synthetic", "package:2 numa:1 core:2 pu:1"];
     let one = ["--synthetic", "package:1 core:2 pu:1"];
-    let cases: [(&[&str], &[&str], &str); 4] = [
+    let cases: [(&[&str], &[&str], &str); 5] = [
+        (&["--interleave", "0-x"], &one, "`x` is not a node number"),
         (&["--membind", "0,5"], &two, "there is no NUMA node 5"),
         (&["--preferred", "0-1"], &two, "--preferred takes one node"),
         (&["--interleave", "M7"], &two, "there is no NUMA domain M7"),
-        (&["--membind", "0"], &one, "1 NUMA node(s)"),
+        (&["--membind", "1"], &one, "there is no NUMA node 1"),
     ];
     for (policy, machine, msg) in cases {
         let out = Command::cargo_bin("autopin")
@@ -574,4 +575,18 @@ fn memory_policy_bad_input_leaves_the_target_untouched() {
         assert!(err.contains(msg), "{policy:?}: {err}");
         assert!(!marker.exists(), "{policy:?} started the target");
     }
+    // The only node of a one-node machine: accepted as numactl does, with a warning.
+    let out = Command::cargo_bin("autopin")
+        .unwrap()
+        .args(["pin", "-c", "0", "--membind", "0"])
+        .args(one)
+        .arg("--")
+        .arg("touch")
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("changes nothing; not applied"), "{err}");
+    assert!(marker.exists());
 }
