@@ -782,7 +782,36 @@ impl Session {
     }
 
     /// The program ended (or autopin stops) at `now`: finalize the report.
+    /// The report's `decision` is the pinning in force at the end: with phases, the last
+    /// decision for the phase the program was in, not the last decision taken (which may
+    /// be another phase's).
+    fn settle_decision_in_force(&mut self) {
+        if self.phase.is_none() {
+            return;
+        }
+        if let Some(d) = self
+            .report
+            .decisions
+            .iter()
+            .rev()
+            .find(|d| d.phase == self.phase)
+        {
+            self.report.decision = Some(d.clone());
+        }
+    }
+
+    /// A search still running at the end counts in the search time up to `now`.
+    fn close_open_search(&mut self, now: f64) {
+        if matches!(self.state, State::Warmup { .. } | State::Measure(_)) {
+            self.search_time += (now - self.search_start).max(0.0);
+            self.search_start = now;
+            self.report.search_time = self.search_time;
+        }
+    }
+
     pub fn finish(&mut self, now: f64, exit_status: Option<i32>) -> &Report {
+        self.close_open_search(now);
+        self.settle_decision_in_force();
         self.report.wall_time = now;
         self.report.exit_status = exit_status;
         self.report.complete = self.decided_once;
@@ -817,6 +846,8 @@ impl Session {
     /// autopin stops watching a program that still runs (attach `--duration`) at `now`;
     /// `restored` threads got their original CPU mask back.
     pub fn detach(&mut self, now: f64, restored: usize) -> &Report {
+        self.close_open_search(now);
+        self.settle_decision_in_force();
         self.report.wall_time = now;
         self.report.exit_status = None;
         self.report.complete = self.decided_once;
@@ -1017,7 +1048,10 @@ mod plain_words_tests {
             }
         }
         assert!(!s.is_decided(), "a 5% gap is not decided on one probe each");
-        let why = s.finish(t, Some(0)).incomplete_reason.clone().unwrap();
+        // The search ran from the start to the end: its time is in the report.
+        let searched = s.finish(t, Some(0)).search_time;
+        assert!((searched - t).abs() < 0.15, "searched {searched} of {t} s");
+        let why = s.report.incomplete_reason.clone().unwrap();
         assert!(why.contains("during the search"), "{why}");
         assert!(why.contains("best so far: 1"), "{why}");
     }

@@ -435,6 +435,16 @@ fn phases_are_searched_separately_and_winners_reapplied() {
             };
             assert_eq!(p.candidate, Some(want), "seed {seed} at t={}", p.t);
         }
+        // The report's decision is the pinning in force at the end: the last phase's.
+        let end = r.timeline.last().unwrap();
+        let d = r.decision.as_ref().unwrap();
+        assert_eq!(d.phase, end.phase, "seed {seed}");
+        assert_eq!(
+            Some(d.candidate.as_str()),
+            end.candidate
+                .map(|c| ["0,0", "0,1", "2,3", "unpinned (OS decides)"][c]),
+            "seed {seed}"
+        );
     }
 }
 
