@@ -197,6 +197,8 @@ pub struct Session {
     search_time: f64,
     /// Name of the program's own progress measure seen in probes (for the objective check).
     progress_source: Option<&'static str>,
+    /// The start-up is over but the objective still reads zero, and the user was told.
+    said_no_progress: bool,
     pub report: Report,
 }
 
@@ -228,6 +230,7 @@ impl Session {
             decided_once: false,
             search_time: 0.0,
             progress_source: None,
+            said_no_progress: false,
             report: Report {
                 tool: "autopin".into(),
                 ..Default::default()
@@ -345,6 +348,13 @@ impl Session {
                 let idle = iv.amount <= 0.0 && now < *until + self.cfg.init_extra;
                 if now >= *until - slack && !idle {
                     self.begin_search(now, "start".into(), &mut out);
+                } else if now >= *until - slack && !self.said_no_progress {
+                    self.said_no_progress = true;
+                    out.push(Action::Message(format!(
+                        "warning: the objective ({}) has measured no progress yet, {now:.1} s into the program; probing waits for it, up to {:.1} s more",
+                        self.cfg.unit,
+                        (*until + self.cfg.init_extra - now).max(0.0)
+                    )));
                 }
             }
             State::Warmup {
@@ -819,6 +829,10 @@ impl Session {
         if !self.decided_once {
             let total_init = self.cfg.init + self.cfg.init_waited;
             self.report.incomplete_reason = Some(match self.state {
+                State::Init { until } if self.said_no_progress && now > until => format!(
+                    "the program ended after {now:.1} s without any progress the objective ({}) could measure, so there was nothing to compare: it ran where the OS placed it",
+                    self.cfg.unit
+                ),
                 State::Init { .. } => format!(
                     "the program ended after {now:.1} s, before autopin tried any pinning (it lets a program start for {total_init:.1} s first): it ran where the OS placed it"
                 ),
@@ -1107,5 +1121,41 @@ mod plain_words_tests {
         let mut late = session(0.5, 0.0);
         late.start(0.0);
         assert!(late.begin_if_due(0.0, 1).is_empty());
+    }
+
+    #[test]
+    fn an_objective_that_never_moves_is_named_and_explained() {
+        let mut s = Session::new(
+            SessionConfig {
+                init: 0.5,
+                unit: "beats/s".into(),
+                watch: None,
+                ..SessionConfig::default()
+            },
+            Box::new(|_| vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])].into()),
+            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        );
+        s.start(0.0);
+        let mut said = Vec::new();
+        let mut t = 0.0;
+        while t < 4.0 {
+            said.extend(s.on_interval(&Interval {
+                start: t,
+                end: t + 0.1,
+                amount: 0.0,
+                tracked: 1,
+                ..Interval::default()
+            }));
+            t += 0.1;
+        }
+        let m = message(&said);
+        assert_eq!(m.matches("has measured no progress yet").count(), 1, "{m}");
+        assert!(m.contains("(beats/s)"), "{m}");
+        let why = s.finish(t, Some(0)).incomplete_reason.clone().unwrap();
+        assert!(
+            why.contains("without any progress the objective (beats/s)"),
+            "{why}"
+        );
+        assert!(!why.contains("before autopin tried"), "{why}");
     }
 }
