@@ -365,7 +365,7 @@ mod tests {
     fn cpu_sequence_keeps_order_and_repeats() {
         assert_eq!(parse_cpu_sequence("3,0-2,0").unwrap(), vec![3, 0, 1, 2, 0]);
         let e = parse_cpu_sequence("0,x").unwrap_err();
-        assert!(e.contains("character 3"), "{e}");
+        assert!(e.contains("position 2"), "{e}");
     }
 
     #[test]

@@ -33,12 +33,18 @@ impl SkipMask {
                 "skip mask {text:?} has no hex digits (expected e.g. 0x1)"
             ));
         }
+        // The first character that is not a hex digit, at its position (counted from 0, as
+        // in pin expressions) with a caret under it.
+        if let Some((i, c)) = digits.char_indices().find(|(_, c)| !c.is_ascii_hexdigit()) {
+            let pos = text.len() - digits.len() + i;
+            return Err(format!(
+                "skip mask {text:?}, position {pos}: {c:?} is not a hex digit (expected e.g. 0x5)\n  {text}\n  {}^",
+                " ".repeat(text[..pos].chars().count())
+            ));
+        }
         let mut words = vec![0u64; digits.len().div_ceil(16)];
         for (i, c) in digits.chars().rev().enumerate() {
-            let v = c.to_digit(16).ok_or_else(|| {
-                let pos = text.len() - i;
-                format!("skip mask {text:?}: {c:?} at character {pos} is not a hex digit (expected e.g. 0x5)")
-            })?;
+            let v = c.to_digit(16).unwrap_or(0);
             words[i / 16] |= u64::from(v) << (4 * (i % 16));
         }
         let mask = SkipMask { words }.trimmed();
@@ -177,7 +183,11 @@ mod tests {
     #[test]
     fn skip_mask_errors_name_the_character() {
         let e = SkipMask::parse("0x1g").unwrap_err();
-        assert!(e.contains("'g' at character 4"), "{e}");
+        assert!(e.contains("position 3: 'g' is not a hex digit"), "{e}");
+        assert!(e.ends_with("\n  0x1g\n     ^"), "{e}");
+        // The first bad character, not the last.
+        let e = SkipMask::parse("zz").unwrap_err();
+        assert!(e.contains("position 0: 'z'"), "{e}");
         assert!(SkipMask::parse("0x").unwrap_err().contains("no hex digits"));
         let too_long = format!("0x1{}", "0".repeat(1024));
         assert!(SkipMask::parse(&too_long).unwrap_err().contains("4096"));

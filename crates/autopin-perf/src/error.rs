@@ -41,8 +41,9 @@ impl fmt::Display for Unavailable {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PerfError {
-    /// Bad text (event name, objective expression). `pos` is the 0-based character index.
-    #[error("invalid {what} '{input}' at character {col}: {msg}", col = .pos + 1)]
+    /// Bad text (event name, objective expression). `pos` is the 0-based character index,
+    /// shown as in pin expressions: "position N" and a caret under the character.
+    #[error("invalid {what} '{input}', position {pos}: {msg}\n  {input}\n  {caret}^", caret = " ".repeat(*.pos))]
     Parse {
         what: &'static str,
         input: String,

@@ -670,7 +670,10 @@ mod tests {
             msg.contains("unknown modifier 'x'") && msg.contains("u (user)"),
             "{msg}"
         );
-        assert!(msg.contains("character 8"), "{msg}");
+        assert!(
+            msg.contains("position 7") && msg.ends_with("\n  cycles:x\n         ^"),
+            "{msg}"
+        );
         assert_eq!(p("cycles:uu").unwrap_err().position(), Some(8));
         assert_eq!(p("cycles:").unwrap_err().position(), Some(7));
     }

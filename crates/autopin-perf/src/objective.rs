@@ -468,7 +468,7 @@ impl<'a> ExprParser<'a> {
             if self.peek() != Some(')') {
                 return Err(self.err(
                     self.i,
-                    format!("missing ')' to close the '(' at character {}", start + 1),
+                    format!("missing ')' to close the '(' at position {start}"),
                 ));
             }
             self.i += 1;

@@ -21,12 +21,15 @@ pub struct ScheduleError {
 
 impl fmt::Display for ScheduleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // As pin expressions: the position counts from 0, a caret points at it.
         write!(
             f,
-            "bad schedule {:?} at character {}: {}",
+            "bad schedule {:?}, position {}: {}\n  {}\n  {}^",
             self.input,
-            self.position + 1,
-            self.message
+            self.position,
+            self.message,
+            self.input,
+            " ".repeat(self.position)
         )
     }
 }

@@ -430,7 +430,7 @@ fn bad_input_is_reported() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("'Z' at character 3"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("position 2: 'Z'"));
     // A CPU this process may not use.
     let out = autopin()
         .args([

@@ -137,7 +137,11 @@ fn bad_schedule_points_at_the_character() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("character 3"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("position 2") && err.contains("\n  0,x\n    ^"),
+        "{err}"
+    );
 }
 
 #[test]
