@@ -272,20 +272,23 @@ fn deepest_container(tree: &[Object], start: ObjId, set: &CpuSet) -> ObjId {
 /// under the deepest object containing it. When such a group would cut across a child (the
 /// set contains part of it only), no group is made and `Err` names the deepest container.
 fn attach_point(tree: &mut Vec<Object>, set: &CpuSet) -> Result<ObjId, ObjId> {
+    // As hwloc: look below the machine first, and take the highest object with exactly
+    // these CPUs (a lone package rather than the machine, a package rather than its L3).
     let mut at = 0;
     loop {
-        if tree[at].cpuset == *set {
-            return Ok(at);
-        }
         match tree[at]
             .children
             .iter()
             .copied()
             .find(|&c| set.is_subset(&tree[c].cpuset))
         {
+            Some(c) if tree[c].cpuset == *set => return Ok(c),
             Some(c) => at = c,
             None => break,
         }
+    }
+    if tree[at].cpuset == *set {
+        return Ok(at);
     }
     if tree[at]
         .children

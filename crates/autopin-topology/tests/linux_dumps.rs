@@ -67,6 +67,29 @@ fn every_dump_matches_lstopo() {
                 "{name}: core kinds differ: lstopo {expected_kinds:?}, ours {ours_kinds:?}"
             ));
         }
+        // Each NUMA node hangs from the same kind of object as in lstopo's tree.
+        let theirs = numa_parents_from_console(&console);
+        // Where the dump's sysfs has no core ids, lstopo lists no cores and autopin models
+        // one per PU: a node local to one PU then hangs from that core in autopin and from
+        // the object lstopo has there instead.
+        let no_cores = !console.contains("Core L#");
+        let ours: std::collections::BTreeMap<u32, String> = machine
+            .numa_nodes
+            .iter()
+            .map(|n| {
+                let k = kind_word(&machine.obj(n.attached_to).type_label());
+                let k = match (no_cores, theirs.get(&n.os_index)) {
+                    (true, Some(t)) if k == "Core" => t.clone(),
+                    _ => k,
+                };
+                (n.os_index, k)
+            })
+            .collect();
+        if !theirs.is_empty() && theirs != ours {
+            failures.push(format!(
+                "{name}: NUMA nodes hang from other objects: lstopo {theirs:?}, ours {ours:?}"
+            ));
+        }
         if !out.status.success() || !text.trim_end().ends_with("OK") {
             failures.push(format!("{name}:\n{text}"));
         } else {
@@ -112,4 +135,67 @@ fn kinds_from_console(console: &str) -> Vec<Vec<u32>> {
             v
         })
         .collect()
+}
+
+/// An object's kind without lstopo's numbering or our annotations: "Group0" and
+/// "Group(kind)" are both "Group", "L3d" is "L3".
+fn kind_word(label: &str) -> String {
+    let word: String = label
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    match word.as_str() {
+        w if w.starts_with("Group") => "Group".into(),
+        w if w.starts_with('L') && w.len() >= 3 && w[1..2].chars().all(|c| c.is_ascii_digit()) => {
+            w[..2].to_string()
+        }
+        w => w.to_string(),
+    }
+}
+
+/// NUMA node OS index → the kind of object lstopo lists it under: the last object of the
+/// nearest less indented line ("Machine (…) + Package L#0" → Package). A node behind a
+/// memory-side cache ("MemCache … + NUMANode") belongs to the object above the cache.
+fn numa_parents_from_console(console: &str) -> std::collections::BTreeMap<u32, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    for line in console.lines() {
+        if line.trim().is_empty() || !line.starts_with([' ', 'M']) {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let text = line.trim_start();
+        while stack.last().is_some_and(|(i, _)| *i >= indent) {
+            stack.pop();
+        }
+        let parts: Vec<&str> = text.split(" + ").collect();
+        if let Some(at) = parts.iter().position(|p| p.starts_with("NUMANode")) {
+            let os = parts[at]
+                .split("P#")
+                .nth(1)
+                .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse::<u32>().ok());
+            // The object before it on the same line, unless that is a memory-side cache.
+            let before = parts[..at]
+                .iter()
+                .rev()
+                .find(|p| !p.starts_with("MemCache"))
+                .map(|p| p.split_whitespace().next().unwrap_or("").to_string());
+            let parent = before.or_else(|| {
+                stack.last().map(|(_, l)| {
+                    l.split(" + ")
+                        .last()
+                        .and_then(|p| p.split_whitespace().next())
+                        .unwrap_or("")
+                        .to_string()
+                })
+            });
+            if let (Some(os), Some(p)) = (os, parent) {
+                out.insert(os, kind_word(&p));
+            }
+            continue;
+        }
+        stack.push((indent, text.to_string()));
+    }
+    out
 }

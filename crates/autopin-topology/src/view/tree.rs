@@ -118,13 +118,14 @@ mod tests {
         assert_eq!(human_size(512), "512B");
     }
 
+    /// The memory of a lone package hangs from the package, as lstopo shows it.
     #[test]
     fn tree_nests_synthetic() {
         let m = crate::source::synthetic::parse("package:1 l2:2 core:1 pu:2").unwrap();
         let t = render(&m);
         assert!(
             t.contains(
-                "  Package L#0 (P#0)\n    L2 L#0\n      Core L#0 (P#0)\n        PU L#0 (P#0)\n"
+                "  Package L#0 (P#0)\n    NUMANode L#0 (P#0)\n    L2 L#0\n      Core L#0 (P#0)\n        PU L#0 (P#0)\n"
             ),
             "{t}"
         );
