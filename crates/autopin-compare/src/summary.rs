@@ -205,6 +205,16 @@ pub fn summarize(exp: &Experiment, cfg: &SummaryConfig) -> Vec<StrategySummary> 
 
 /// Why none of a strategy's runs is usable: "all 3 runs failed (exit status 3)".
 fn all_failed(runs: &[RunRecord], cfg: &SummaryConfig) -> String {
+    let what = match runs.len() {
+        1 => "the only run".to_string(),
+        n => format!("all {n} runs"),
+    };
+    format!("{what} failed ({})", failure_reasons(runs, cfg).join(", "))
+}
+
+/// The distinct reasons runs failed, in order of first appearance: "exit status 3",
+/// "signal 9", "no metric in the output".
+pub fn failure_reasons(runs: &[RunRecord], cfg: &SummaryConfig) -> Vec<String> {
     let mut why: Vec<String> = Vec::new();
     for r in runs {
         let reason = match (r.success, r.exit_code, r.signal) {
@@ -220,11 +230,7 @@ fn all_failed(runs: &[RunRecord], cfg: &SummaryConfig) -> String {
             why.push(reason);
         }
     }
-    let what = match runs.len() {
-        1 => "the only run".to_string(),
-        n => format!("all {n} runs"),
-    };
-    format!("{what} failed ({})", why.join(", "))
+    why
 }
 
 /// Fills in the comparison of one strategy's values with the baseline's.
