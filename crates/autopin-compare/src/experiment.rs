@@ -389,6 +389,24 @@ mod tests {
         assert_eq!(exp2.records[0].len(), 5);
     }
 
+    /// Three runs cannot decide at alpha 0.05 (the rank test's floor is 1/20): a fixed
+    /// experiment says so, adaptive mode keeps going until the slow strategy is decided.
+    #[test]
+    fn too_few_runs_are_undecided_and_adaptive_mode_adds_rounds() {
+        let mut exp = Experiment::new(strategies(), 0);
+        run(&mut exp, &cfg(3, 0), &mut fake(), &Interrupt::default());
+        let s = summarize(&exp, &cfg(3, 0).summary);
+        assert_eq!(s[2].decision, Decision::TooFewRuns, "{}", s[2].verdict);
+        assert_eq!(s[2].runs_needed, Some(4));
+        let mut exp = Experiment::new(strategies(), 0);
+        let mut c = cfg(3, 0);
+        c.adaptive_max_runs = Some(30);
+        run(&mut exp, &c, &mut fake(), &Interrupt::default());
+        assert!(exp.records[2].len() >= 4);
+        let s = summarize(&exp, &c.summary);
+        assert_eq!(s[2].decision, Decision::Slower, "{}", s[2].verdict);
+    }
+
     #[test]
     fn metric_extraction() {
         let re = compile_metric(r"Mop/s total\s*=\s*([0-9.]+)").unwrap();

@@ -295,6 +295,29 @@ pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
     })
 }
 
+/// The smallest one-sided p-value the rank test can give for sample sizes m and n: the
+/// probability of complete separation under the null, 1 / C(m+n, m) (= P(U = 0) of the
+/// exact distribution). Ties cannot lower it: every one of the C(m+n, m) assignments of
+/// the pooled values to the samples is equally likely, and the most extreme U is reached by
+/// at least one. (The normal approximation used with ties can print a smaller p for tiny
+/// samples, e.g. 0.023 for 3 tied values against 3 others; the exact floor shows that
+/// number is an artefact.) 1 when a sample is empty.
+pub fn rank_test_min_p(m: usize, n: usize) -> f64 {
+    let (k, total) = (m.min(n), m + n);
+    // C(total, k) as a product of k ratios; it overflows to infinity, and the floor to 0,
+    // only for sizes where that is the right answer anyway.
+    let combinations = (1..=k).fold(1.0_f64, |c, i| c * (total - k + i) as f64 / i as f64);
+    1.0 / combinations
+}
+
+/// The smallest number of runs per strategy (the same on both sides) with which the rank
+/// test can reach p < alpha; at least 2, which Welch's test needs.
+pub fn runs_needed_per_side(alpha: f64) -> usize {
+    (2..)
+        .find(|&k| rank_test_min_p(k, k) < alpha)
+        .expect("C(2k, k) grows without bound, so some k reaches any alpha > 0")
+}
+
 /// Null distribution of U for sample sizes m and n (index = U), by the recurrence
 /// P(U=u; m, n) = m/(m+n) P(U=u-n; m-1, n) + n/(m+n) P(U=u; m, n-1), in probabilities so
 /// that it does not overflow for sizes where the counts exceed 64 bits.
@@ -413,6 +436,46 @@ mod tests {
         }
         // P(U=0) for m=7, n=4 = 1/C(11,4) = 1/330
         close(d[0], 1.0 / 330.0, 1e-12);
+    }
+
+    #[test]
+    fn rank_test_floor_is_the_exact_p_of_complete_separation() {
+        // The floor is P(U = 0) of the exact distribution, for balanced and unbalanced sizes.
+        for (m, n) in [
+            (1, 1),
+            (2, 2),
+            (3, 3),
+            (4, 4),
+            (5, 5),
+            (2, 7),
+            (7, 2),
+            (3, 10),
+        ] {
+            close(rank_test_min_p(m, n), u_distribution(m, n)[0], 1e-12);
+        }
+        // 2 per side: 1/6; 3: 1/20 = 0.05, which is not below alpha 0.05; 4: 1/70; 5: 1/252.
+        close(rank_test_min_p(2, 2), 1.0 / 6.0, 1e-12);
+        close(rank_test_min_p(3, 3), 0.05, 1e-12);
+        close(rank_test_min_p(4, 4), 1.0 / 70.0, 1e-12);
+        close(rank_test_min_p(5, 5), 1.0 / 252.0, 1e-12);
+        assert_eq!(rank_test_min_p(0, 5), 1.0);
+        // Complete separation of 3 against 3 reaches exactly that floor.
+        let r = mann_whitney(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!(r.exact);
+        close(r.p.less, 0.05, 1e-12);
+        // Large samples do not overflow into a NaN.
+        assert!(rank_test_min_p(2000, 2000) >= 0.0);
+    }
+
+    #[test]
+    fn runs_needed_follows_alpha() {
+        assert_eq!(runs_needed_per_side(0.05), 4);
+        assert_eq!(runs_needed_per_side(0.0501), 3);
+        assert_eq!(runs_needed_per_side(0.2), 2);
+        // 1/70 = 0.0143 is not below 0.01, 1/252 is.
+        assert_eq!(runs_needed_per_side(0.01), 5);
+        assert_eq!(runs_needed_per_side(0.001), 7);
+        assert!(rank_test_min_p(6, 6) >= 0.001 && rank_test_min_p(7, 7) < 0.001);
     }
 
     #[test]

@@ -47,6 +47,10 @@ pub enum Decision {
     /// Not significant, and the interval of the median speedup is inside the equivalence band.
     Equivalent,
     NoDifference,
+    /// Runs were measured, but too few for the rank test to reach p < alpha however
+    /// different they are (or fewer than the two per side Welch's test needs): no verdict.
+    TooFewRuns,
+    /// A side has no usable run (all failed, or none was measured).
     NotEnoughData,
 }
 
@@ -99,6 +103,9 @@ pub struct StrategySummary {
     pub p_value_welch: Option<f64>,
     pub p_value_mwu: Option<f64>,
     pub p_values: Option<PValues>,
+    /// With `too_few_runs`: the runs per strategy the rank test needs to reach p < alpha.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_needed: Option<usize>,
     pub decision: Decision,
     pub verdict: String,
 }
@@ -170,15 +177,60 @@ pub fn summarize(exp: &Experiment, cfg: &SummaryConfig) -> Vec<StrategySummary> 
                 p_value_welch: None,
                 p_value_mwu: None,
                 p_values: None,
+                runs_needed: None,
                 decision: Decision::Baseline,
                 verdict: "baseline".into(),
             };
-            if i != exp.baseline {
+            if i == exp.baseline {
+                if s.n_used == 0 && !runs.is_empty() {
+                    s.verdict = format!("baseline; {}", all_failed(runs, cfg));
+                }
+            } else if s.n_used == 0 {
+                s.decision = Decision::NotEnoughData;
+                s.verdict = if runs.is_empty() {
+                    "no runs".into()
+                } else {
+                    all_failed(runs, cfg)
+                };
+            } else if base_values.is_empty() {
+                s.decision = Decision::NotEnoughData;
+                s.verdict = "the baseline has no successful run to compare with".into();
+            } else {
                 compare(&mut s, &base_values, &values, cfg, i as u64);
             }
             s
         })
         .collect()
+}
+
+/// Why none of a strategy's runs is usable: "all 3 runs failed (exit status 3)".
+fn all_failed(runs: &[RunRecord], cfg: &SummaryConfig) -> String {
+    let what = match runs.len() {
+        1 => "the only run".to_string(),
+        n => format!("all {n} runs"),
+    };
+    format!("{what} failed ({})", failure_reasons(runs, cfg).join(", "))
+}
+
+/// The distinct reasons runs failed, in order of first appearance: "exit status 3",
+/// "signal 9", "no metric in the output".
+pub fn failure_reasons(runs: &[RunRecord], cfg: &SummaryConfig) -> Vec<String> {
+    let mut why: Vec<String> = Vec::new();
+    for r in runs {
+        let reason = match (r.success, r.exit_code, r.signal) {
+            (true, _, _) if cfg.uses_metric && r.metric.is_none() => {
+                "no metric in the output".into()
+            }
+            (true, _, _) => continue,
+            (false, Some(c), _) => format!("exit status {c}"),
+            (false, None, Some(s)) => format!("signal {s}"),
+            (false, None, None) => "unknown status".into(),
+        };
+        if !why.contains(&reason) {
+            why.push(reason);
+        }
+    }
+    why
 }
 
 /// Fills in the comparison of one strategy's values with the baseline's.
@@ -198,12 +250,20 @@ fn compare(s: &mut StrategySummary, base: &[f64], cand: &[f64], cfg: &SummaryCon
         s.speedup_mean_ci = Some(ci.mean);
         s.speedup_median_ci = Some(ci.median);
     }
-    let (Some(w), Some(m)) = (
-        stats::welch_t_test(cand, base),
-        stats::mann_whitney(cand, base),
-    ) else {
-        s.decision = Decision::NotEnoughData;
-        s.verdict = "not enough successful runs (need 2 per strategy)".into();
+    let (better_word, worse_word) = if cfg.uses_metric && cfg.better == Better::Higher {
+        ("better", "worse")
+    } else {
+        ("faster", "slower")
+    };
+    let welch = stats::welch_t_test(cand, base);
+    let mwu = stats::mann_whitney(cand, base);
+    // However far apart the samples are, the rank test cannot go below this p; when that is
+    // not below alpha, "no significant difference" would be a statement about the sample
+    // size rather than about the strategies.
+    let rank_floor = stats::rank_test_min_p(cand.len(), base.len());
+    let (Some(w), Some(m)) = (welch, mwu) else {
+        // Fewer than two runs on a side: Welch's test has no variance to work with.
+        too_few(s, cand.len(), base.len(), cfg, None);
         return;
     };
     // Lower-is-better: "better" means the candidate's values are smaller.
@@ -218,11 +278,26 @@ fn compare(s: &mut StrategySummary, base: &[f64], cand: &[f64], cfg: &SummaryCon
         mwu_worse: mw,
         mwu_exact: m.exact,
     });
-    let (better_word, worse_word) = if cfg.uses_metric && cfg.better == Better::Higher {
-        ("better", "worse")
-    } else {
-        ("faster", "slower")
-    };
+    if rank_floor >= cfg.alpha {
+        // Report the p-values in the direction the means point at, and what Welch's test
+        // alone would say, but decide nothing.
+        let (pw, pm) = if s.speedup_mean.unwrap_or(1.0) >= 1.0 {
+            (wb, mb)
+        } else {
+            (ww, mw)
+        };
+        s.p_value_welch = Some(pw);
+        s.p_value_mwu = Some(pm);
+        let welch_says = if wb < cfg.alpha {
+            format!("{better_word}, {}", p_value(wb))
+        } else if ww < cfg.alpha {
+            format!("{worse_word}, {}", p_value(ww))
+        } else {
+            format!("no significant difference, {}", p_value(pw))
+        };
+        too_few(s, cand.len(), base.len(), cfg, Some(welch_says));
+        return;
+    }
     // Both tests must agree: the t-test speaks for the mean, the rank test for the median.
     let p_better = wb.max(mb);
     let p_worse = ww.max(mw);
@@ -268,6 +343,34 @@ fn compare(s: &mut StrategySummary, base: &[f64], cand: &[f64], cfg: &SummaryCon
         ),
         _ => format!("no significant difference ({})", p_value(p)),
     };
+}
+
+/// Marks a comparison as undecidable for its sample sizes: the verdict says how many runs
+/// each side had, how many the rank test needs at this alpha, and what Welch's test alone
+/// says when it could run.
+fn too_few(
+    s: &mut StrategySummary,
+    n_cand: usize,
+    n_base: usize,
+    cfg: &SummaryConfig,
+    welch_says: Option<String>,
+) {
+    let needed = stats::runs_needed_per_side(cfg.alpha);
+    let sizes = if n_cand == n_base {
+        format!("{n_cand} per side")
+    } else {
+        format!("{n_cand} runs vs {n_base} of the baseline")
+    };
+    let welch = match welch_says {
+        Some(w) => format!(" — Welch t alone: {w}"),
+        None => " — Welch t needs 2 per side".into(),
+    };
+    s.decision = Decision::TooFewRuns;
+    s.runs_needed = Some(needed);
+    s.verdict = format!(
+        "too few runs to tell ({sizes}; the rank test needs ≥{needed} per side for p<{}){welch}",
+        cfg.alpha
+    );
 }
 
 #[cfg(test)]
@@ -404,8 +507,167 @@ mod tests {
     fn not_enough_data() {
         let s = summarize(&exp(&[&A, &[]]), &quick());
         assert_eq!(s[1].decision, Decision::NotEnoughData);
+        assert_eq!(s[1].verdict, "no runs");
+        // One run has a speedup but no variance for Welch's test.
         let s = summarize(&exp(&[&A, &[1.0]]), &quick());
-        assert_eq!(s[1].decision, Decision::NotEnoughData);
+        assert_eq!(s[1].decision, Decision::TooFewRuns);
         assert!(s[1].speedup_median.is_some());
+        assert!(
+            s[1].verdict.ends_with("— Welch t needs 2 per side"),
+            "{}",
+            s[1].verdict
+        );
+    }
+
+    /// The user's case: 3 runs each, the pinned one 120 times slower. The exact rank test's
+    /// smallest p for 3 against 3 is 1/20 = 0.05, never below alpha 0.05, so the verdict must
+    /// not say "no significant difference".
+    #[test]
+    fn three_runs_per_side_are_too_few_at_alpha_005() {
+        let base = [0.0198, 0.0201, 0.0195];
+        let slow = [2.43, 2.41, 2.46];
+        let s = summarize(&exp(&[&base, &slow]), &quick());
+        assert_eq!(s[1].decision, Decision::TooFewRuns);
+        assert_eq!(s[1].runs_needed, Some(4));
+        assert_eq!(
+            s[1].verdict,
+            "too few runs to tell (3 per side; the rank test needs ≥4 per side for p<0.05) \
+             — Welch t alone: slower, p<0.0001"
+        );
+        // The reported p-values point the way the means do: the rank test's is its floor.
+        assert!((s[1].p_value_mwu.unwrap() - 0.05).abs() < 1e-12);
+        assert!(s[1].p_value_welch.unwrap() < 1e-4);
+        assert!(s[1].speedup_mean.unwrap() < 0.01);
+        // The faster direction and a rate metric use their own words.
+        let s = summarize(&exp(&[&slow, &base]), &quick());
+        assert!(s[1].verdict.ends_with("Welch t alone: faster, p<0.0001"));
+        let cfg = SummaryConfig {
+            uses_metric: true,
+            better: Better::Higher,
+            ..quick()
+        };
+        let s = summarize(&exp(&[&slow, &base]), &cfg);
+        assert_eq!(s[1].decision, Decision::TooFewRuns);
+        assert!(s[1].verdict.ends_with("Welch t alone: better, p<0.0001"));
+    }
+
+    #[test]
+    fn two_runs_are_too_few_and_four_or_five_decide() {
+        let base = [1.0, 1.01, 1.02, 1.03, 1.04];
+        let slow = [2.0, 2.01, 2.02, 2.03, 2.04];
+        let s = summarize(&exp(&[&base[..2], &slow[..2]]), &quick());
+        assert_eq!(s[1].decision, Decision::TooFewRuns);
+        assert!(
+            s[1].verdict
+                .starts_with("too few runs to tell (2 per side;"),
+            "{}",
+            s[1].verdict
+        );
+        // 4 per side: complete separation has p = 1/70, the max of both tests.
+        let s = summarize(&exp(&[&base[..4], &slow[..4]]), &quick());
+        assert_eq!(s[1].decision, Decision::Slower, "{}", s[1].verdict);
+        assert!((s[1].p_value_mwu.unwrap() - 1.0 / 70.0).abs() < 1e-12);
+        assert_eq!(s[1].verdict, "slower, p=0.014");
+        assert_eq!(s[1].runs_needed, None);
+        let s = summarize(&exp(&[&base, &slow]), &quick());
+        assert_eq!(s[1].decision, Decision::Slower);
+        assert!((s[1].p_value_mwu.unwrap() - 1.0 / 252.0).abs() < 1e-12);
+        // Overlapping samples of 4 are a real "no significant difference".
+        let s = summarize(
+            &exp(&[&[1.0, 1.2, 0.9, 1.1], &[1.05, 1.15, 0.95, 1.25]]),
+            &quick(),
+        );
+        assert_eq!(s[1].decision, Decision::NoDifference, "{}", s[1].verdict);
+    }
+
+    #[test]
+    fn the_rule_follows_alpha_and_unequal_sizes() {
+        let base = [1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.07, 1.08, 1.09];
+        let slow = [2.0, 2.01, 2.02, 2.03];
+        // At alpha 0.01, 4 per side (floor 1/70) is too few; 5 is enough.
+        let strict = SummaryConfig {
+            alpha: 0.01,
+            ..quick()
+        };
+        let s = summarize(&exp(&[&base[..4], &slow]), &strict);
+        assert_eq!(s[1].decision, Decision::TooFewRuns);
+        assert_eq!(s[1].runs_needed, Some(5));
+        assert!(s[1].verdict.contains("needs ≥5 per side for p<0.01"));
+        // 2 runs against 10: the floor is 1/C(12, 2) = 1/66, so the rank test can decide.
+        let s = summarize(&exp(&[&base, &slow[..2]]), &quick());
+        assert_eq!(s[1].decision, Decision::Slower, "{}", s[1].verdict);
+        // 2 against 3 (a failed run on one side): 1/10 is too large; the sizes are named.
+        let s = summarize(&exp(&[&base[..3], &slow[..2]]), &quick());
+        assert_eq!(s[1].decision, Decision::TooFewRuns);
+        assert!(
+            s[1].verdict
+                .starts_with("too few runs to tell (2 runs vs 3 of the baseline;"),
+            "{}",
+            s[1].verdict
+        );
+    }
+
+    /// With ties the p-value comes from the normal approximation, which for 3 tied values
+    /// against 3 prints p = 0.023; the exact floor of 0.05 still holds, so no verdict.
+    #[test]
+    fn ties_do_not_get_around_the_floor() {
+        let ones = [1.0, 1.0, 1.0, 1.0];
+        let twos = [2.0, 2.0, 2.0, 2.0];
+        let s = summarize(&exp(&[&ones[..3], &twos[..3]]), &quick());
+        assert!(!s[1].p_values.unwrap().mwu_exact);
+        assert!(s[1].p_values.unwrap().mwu_worse < 0.05);
+        assert_eq!(s[1].decision, Decision::TooFewRuns, "{}", s[1].verdict);
+        let s = summarize(&exp(&[&ones, &twos]), &quick());
+        assert_eq!(s[1].decision, Decision::Slower, "{}", s[1].verdict);
+        // Identical samples: with 3 runs neither a difference nor equivalence is shown ...
+        let s = summarize(&exp(&[&ones[..3], &ones[..3]]), &quick());
+        assert_eq!(s[1].decision, Decision::TooFewRuns, "{}", s[1].verdict);
+        assert!(
+            s[1].verdict
+                .ends_with("Welch t alone: no significant difference, p=1.0"),
+            "{}",
+            s[1].verdict
+        );
+        // ... with 4 they are equivalent.
+        let s = summarize(&exp(&[&ones, &ones]), &quick());
+        assert_eq!(s[1].decision, Decision::Equivalent, "{}", s[1].verdict);
+    }
+
+    #[test]
+    fn strategies_whose_runs_all_failed_say_so() {
+        let mut e = exp(&[&A, &[]]);
+        e.records[1] = vec![rec(1.0, false), rec(1.0, false), rec(1.0, false)];
+        e.records[1][2].exit_code = None;
+        e.records[1][2].signal = Some(9);
+        let s = summarize(&e, &quick());
+        assert_eq!(s[1].decision, Decision::NotEnoughData);
+        assert_eq!(s[1].verdict, "all 3 runs failed (exit status 1, signal 9)");
+        assert_eq!((s[1].n_used, s[1].n_failed), (0, 3));
+        // A failed baseline leaves every comparison without a reference.
+        let mut e = exp(&[&[], &A]);
+        e.records[0] = vec![rec(1.0, false)];
+        let s = summarize(&e, &quick());
+        assert_eq!(
+            s[0].verdict,
+            "baseline; the only run failed (exit status 1)"
+        );
+        assert_eq!(s[1].decision, Decision::NotEnoughData);
+        assert_eq!(
+            s[1].verdict,
+            "the baseline has no successful run to compare with"
+        );
+        // With a metric, runs that printed none are the failures.
+        let mut e = exp(&[&A, &[1.0, 2.0]]);
+        for r in &mut e.records[1] {
+            r.metric = None;
+        }
+        let cfg = SummaryConfig {
+            uses_metric: true,
+            ..quick()
+        };
+        assert_eq!(
+            summarize(&e, &cfg)[1].verdict,
+            "all 2 runs failed (no metric in the output)"
+        );
     }
 }

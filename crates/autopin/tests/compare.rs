@@ -143,7 +143,10 @@ fn runs_are_measured_and_exported() {
         .args(["--", "sh", "-c", "echo rate = 12.5"])
         .assert()
         .success()
-        .stdout(contains("none (baseline)"));
+        .stdout(contains("none (baseline)"))
+        .stderr(contains(
+            "with 3 run(s) per strategy the rank test cannot reach p<0.05",
+        ));
     let v = read_json(&json);
     assert_eq!(v["value"], "metric");
     assert_eq!(v["warmup_runs"], 3);
@@ -164,12 +167,14 @@ fn runs_are_measured_and_exported() {
     assert!(random["runs"][0]["cpus"]
         .as_array()
         .is_some_and(|c| !c.is_empty()));
-    // Identical metric everywhere: no strategy differs from the baseline.
+    // Identical metric everywhere, but 3 runs per side: the rank test's smallest p is 1/20,
+    // not below alpha 0.05, so no verdict either way — and the verdict says how many to run.
+    assert_eq!(st[1]["decision"], "too_few_runs", "{}", st[1]);
+    assert_eq!(st[1]["runs_needed"], 4);
     assert!(
-        st[1]["verdict"]
-            .as_str()
-            .unwrap()
-            .starts_with("no significant difference"),
+        st[1]["verdict"].as_str().unwrap().starts_with(
+            "too few runs to tell (3 per side; the rank test needs ≥4 per side for p<0.05)"
+        ),
         "{}",
         st[1]["verdict"]
     );
@@ -186,23 +191,48 @@ fn runs_are_measured_and_exported() {
     );
 }
 
+/// When no run succeeds there is nothing to compare: the table shows every strategy as
+/// failed, stderr says every run failed with the status and the end of the program's stderr,
+/// and the exit status is 1. The exports still hold the failed runs.
 #[test]
-fn failed_runs_are_reported_and_excluded() {
+fn every_run_failing_is_an_error_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     autopin()
-        .args(["compare", "-n", "2", "--strategy", "none", "--export-json"])
+        .args(["compare", "-r", "2", "--strategy", "none", "--strategy", "0"])
+        .arg("--export-json")
         .arg(&json)
         .args(["--", "sh", "-c", "echo broken >&2; exit 3"])
         .assert()
-        .success()
-        .stderr(contains("run of `none` failed: exit status 3").and(contains("| broken")))
-        .stdout(contains("2 failed run(s), excluded"));
+        .code(1)
+        .stderr(
+            contains("run of `none` failed: exit status 3")
+                .and(contains(
+                    "autopin: every run failed (4 run(s) of 2 strategies: exit status 3); nothing to compare",
+                ))
+                .and(contains("ended its stderr with:\n    | broken")),
+        )
+        .stdout(
+            contains("baseline; all 2 runs failed (exit status 3)")
+                .and(contains("all 2 runs failed (exit status 3)"))
+                .and(contains("2 failed run(s), excluded")),
+        );
     let v = read_json(&json);
     assert_eq!(v["strategies"][0]["n_failed"], 2);
     assert_eq!(v["strategies"][0]["n_used"], 0);
     assert!(v["strategies"][0]["median_s"].is_null());
-    // With --ignore-failure the runs count.
+    assert_eq!(v["strategies"][1]["decision"], "not_enough_data");
+    // A single strategy, a single run: the same.
+    autopin()
+        .args(["compare", "-r", "1", "--strategy", "none", "--"])
+        .args(["sh", "-c", "exit 3"])
+        .assert()
+        .code(1)
+        .stderr(contains(
+            "every run failed (1 run(s) of 1 strategy: exit status 3)",
+        ))
+        .stdout(contains("baseline; the only run failed (exit status 3)"));
+    // With --ignore-failure the failed runs are measurements: a normal result.
     autopin()
         .args([
             "compare",
@@ -218,6 +248,61 @@ fn failed_runs_are_reported_and_excluded() {
         .assert()
         .success();
     assert_eq!(read_json(&json)["strategies"][0]["n_used"], 2);
+}
+
+/// A strategy whose runs all fail while the others succeed is a result, not an error: its
+/// row says why, the others are compared as usual, and compare exits 0.
+#[test]
+fn a_strategy_whose_runs_all_failed_is_shown_as_failed() {
+    // The program fails only when pinned to exactly the first CPU this test may use.
+    let allowed = allowed_cpus();
+    autopin_testkit::require!(allowed.len() >= 2, "needs 2 CPUs to tell pinned from not");
+    let cpu = allowed[0].to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let script = r#"[ "$(grep Cpus_allowed_list /proc/self/status | cut -f2)" = "$1" ] && { echo pinned >&2; exit 4; }; exit 0"#;
+    autopin()
+        .args([
+            "compare",
+            "-r",
+            "2",
+            "--bootstrap",
+            "100",
+            "--strategy",
+            "none",
+        ])
+        .args(["--strategy", &cpu, "--export-json"])
+        .arg(&json)
+        .args(["--", "sh", "-c", script, "sh", &cpu])
+        .assert()
+        .code(0)
+        .stderr(contains(format!("run of `{cpu}` failed: exit status 4")))
+        .stdout(contains("all 2 runs failed (exit status 4)"));
+    let v = read_json(&json);
+    let st = v["strategies"].as_array().unwrap();
+    assert_eq!(
+        (st[0]["n_used"].as_u64(), st[0]["n_failed"].as_u64()),
+        (Some(2), Some(0))
+    );
+    assert_eq!(
+        (st[1]["n_used"].as_u64(), st[1]["n_failed"].as_u64()),
+        (Some(0), Some(2))
+    );
+    assert_eq!(st[1]["verdict"], "all 2 runs failed (exit status 4)");
+}
+
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+            0
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
 }
 
 use predicates::prelude::PredicateBooleanExt;

@@ -26,7 +26,12 @@ Runs are interleaved in a random order per round. Results go to stdout; progress
 `pin --os-decides`), so the few ms of start-up are the same for all and cancel.\n\n\
 Examples:\n  autopin compare --runs 10 --strategy none --strategy compact --strategy autopin -- ./app\n  \
 autopin compare --strategy none --strategy S0:0-3 --metric 'Mop/s\\s*=\\s*([0-9.]+)' --higher-is-better -- ./bench\n  \
-autopin compare --adaptive --strategy none --strategy 0,1 --export-json cmp.json --svg cmp.svg -- ./app"
+autopin compare --adaptive --strategy none --strategy 0,1 --export-json cmp.json --svg cmp.svg -- ./app\n\n\
+Verdicts need both one-sided tests below --alpha. With too few runs the rank test cannot get \
+there (3 per side: its smallest p is 1/20 = 0.05), and the verdict says \"too few runs to tell\" \
+and how many are needed instead of claiming no difference.\n\
+Exit status: 0 when the comparison ran (failed runs are counted and noted), 1 when every run \
+failed (nothing to compare), 2 for bad input, 130 when interrupted."
 )]
 pub struct Args {
     /// Measured runs per strategy (`-n` is the old spelling; elsewhere -n is a thread count)
@@ -103,6 +108,8 @@ pub struct Args {
 
 /// Exit code after an interrupt, as shells report SIGINT.
 const EXIT_INTERRUPTED: i32 = 130;
+/// Exit code when no run succeeded, so nothing could be compared.
+const EXIT_ALL_FAILED: i32 = 1;
 
 pub fn run(args: Args) -> CmdResult {
     let adaptive_max_runs = validate(&args)?;
@@ -158,6 +165,9 @@ pub fn run(args: Args) -> CmdResult {
         interrupt: interrupt.clone(),
     };
     let mut exp = Experiment::new(strategies, baseline);
+    if exp.strategies.len() > 1 {
+        warn_if_too_few_runs(adaptive_max_runs.unwrap_or(args.runs), args.alpha);
+    }
     let setup = Setup {
         front: &front,
         program: &args.program,
@@ -207,7 +217,70 @@ pub fn run(args: Args) -> CmdResult {
         );
         return Ok(EXIT_INTERRUPTED);
     }
+    // Some failed runs are part of the result (the table counts them, and a strategy whose
+    // runs all failed says so); no usable run at all means nothing was compared.
+    let measured: usize = summaries.iter().map(|s| s.runs.len()).sum();
+    if measured > 0 && summaries.iter().all(|s| s.n_used == 0) {
+        eprintln!(
+            "{}",
+            all_failed_message(&exp, &summary_cfg, progress.last_failure.as_ref())
+        );
+        return Ok(EXIT_ALL_FAILED);
+    }
     Ok(0)
+}
+
+/// "every run failed (6 runs of 2 strategies: exit status 3) ..." with the end of the
+/// last failed run's stderr.
+fn all_failed_message(
+    exp: &Experiment,
+    cfg: &SummaryConfig,
+    last: Option<&(String, String)>,
+) -> String {
+    let runs: Vec<autopin_compare::RunRecord> = exp.records.iter().flatten().cloned().collect();
+    let reasons = autopin_compare::summary::failure_reasons(&runs, cfg).join(", ");
+    let strategies = match exp.strategies.len() {
+        1 => "1 strategy".to_string(),
+        n => format!("{n} strategies"),
+    };
+    let mut msg = format!(
+        "autopin: every run failed ({} run(s) of {strategies}: {reasons}); nothing to compare",
+        runs.len()
+    );
+    if !cfg.include_failures && reasons.contains("exit status") {
+        msg.push_str(" (--ignore-failure measures runs that exit non-zero)");
+    }
+    if let Some((strategy, tail)) = last.filter(|(_, t)| !t.trim().is_empty()) {
+        msg.push_str(&format!(
+            "\nautopin: the last failed run (`{strategy}`) ended its stderr with:"
+        ));
+        for l in tail_lines(tail) {
+            msg.push_str(&format!("\n    | {l}"));
+        }
+    }
+    msg
+}
+
+/// The last three lines of a run's stderr, in order.
+fn tail_lines(tail: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = tail.lines().rev().take(3).collect();
+    v.reverse();
+    v
+}
+
+/// Says before the first run when the planned runs cannot give any verdict: the rank
+/// test's smallest p for k runs per side is 1/C(2k, k), which must be below alpha.
+fn warn_if_too_few_runs(runs_per_strategy: usize, alpha: f64) {
+    let needed = autopin_compare::stats::runs_needed_per_side(alpha);
+    if runs_per_strategy < needed {
+        let floor = autopin_compare::stats::rank_test_min_p(runs_per_strategy, runs_per_strategy);
+        eprintln!(
+            "autopin: note: with {runs_per_strategy} run(s) per strategy the rank test cannot reach p<{alpha} \
+             (its smallest p is {}), so the verdicts will say \"too few runs to tell\"; \
+             use --runs {needed} or more (or --adaptive)",
+            autopin_human::probability(floor)
+        );
+    }
 }
 
 /// Everything is validated before the first run; returns the adaptive run limit.
@@ -396,6 +469,8 @@ struct Progress {
     planned: usize,
     started: usize,
     t0: std::time::Instant,
+    /// The strategy and stderr tail of the last failed run, for the message when all failed.
+    last_failure: Option<(String, String)>,
 }
 
 impl Progress {
@@ -416,6 +491,7 @@ impl Progress {
             planned,
             started: 0,
             t0: std::time::Instant::now(),
+            last_failure: None,
         }
     }
 
@@ -476,15 +552,15 @@ impl Progress {
                         (_, Some(s)) => format!("signal {s}"),
                         _ => "unknown status".into(),
                     };
-                    let tail: Vec<&str> = stderr_tail.lines().rev().take(3).collect();
                     let mut msg = format!(
                         "autopin: {}run of `{strategy}` failed: {status}",
                         if warmup { "warm-up " } else { "" }
                     );
-                    for l in tail.iter().rev() {
+                    for l in tail_lines(stderr_tail) {
                         msg.push_str(&format!("\n    | {l}"));
                     }
                     self.say(msg);
+                    self.last_failure = Some((strategy.to_string(), stderr_tail.to_string()));
                 } else if let Some(e) = &record.metric_error {
                     self.say(format!(
                         "autopin: run of `{strategy}`: {e}; the run is left out of the statistics"
