@@ -138,6 +138,7 @@ fn latency(a: LatencyArgs) -> CmdResult {
             a.rounds
         )));
     }
+    crate::output::check_all_writable([&a.out, &a.svg])?;
     let aff = Linux;
     let cpus = chosen_cpus(a.cpus.as_deref(), &aff)?;
     let total = cpus.len() * (cpus.len() - 1) / 2;
@@ -451,6 +452,7 @@ fn memory_cmd(a: MemoryArgs) -> CmdResult {
             return Err(CliError::usage(format!("--out {}: memory measurements are written as a topology document; use a .json file", p.display())));
         }
     }
+    crate::output::check_all_writable([&a.out])?;
     let mut os = autopin_topology::source::sysfs::read(Path::new("/"))
         .map_err(|e| CliError::internal(format!("cannot read the OS topology: {e}")))?;
     let aff = Linux;
