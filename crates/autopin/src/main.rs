@@ -7,6 +7,7 @@ mod error;
 mod machine_args;
 mod mem_args;
 mod messages;
+mod number_args;
 mod output;
 mod sharing_arg;
 
