@@ -26,7 +26,7 @@ pub struct ClusterArgs {
     #[arg(long)]
     pub no_coordinate: bool,
     /// Seconds to wait for the other local ranks before going on without them
-    #[arg(long, value_name = "SEC", default_value_t = 10.0)]
+    #[arg(long, value_name = "SEC", default_value_t = 10.0, value_parser = crate::number_args::seconds)]
     pub rendezvous_timeout: f64,
     /// Say which launcher was detected and which CPUs this rank plans in
     #[arg(short = 'v', long)]

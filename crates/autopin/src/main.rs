@@ -7,6 +7,7 @@ mod error;
 mod machine_args;
 mod mem_args;
 mod messages;
+mod number_args;
 mod output;
 mod sharing_arg;
 
@@ -19,7 +20,8 @@ use clap::{CommandFactory, Parser, Subcommand};
     about = "Find and apply the best thread-to-core pinning",
     long_about = None,
     after_help = "Examples:\n  autopin topology\n  autopin pin -c S0:0-3 -- ./app\n  autopin run --report r.json -- ./app\n\n\
-Options are the same letter everywhere: -n threads, -c CPUs, -s skip mask, -q quiet, -o output file."
+Options are the same letter everywhere: -n threads, -c CPUs, -s skip mask, -q quiet, -o output file\n\
+(compare still accepts its old spellings -n for -r/--runs and -s for --strategy, unlisted)."
 )]
 struct Cli {
     #[command(subcommand)]

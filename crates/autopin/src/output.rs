@@ -3,29 +3,112 @@
 
 use crate::error::CliError;
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+
+/// The directory a file is written into: its parent, or the current directory.
+fn dir_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
 
 /// Writes `bytes` to a temporary file beside `path` and renames it into place (tempfile's
 /// persist), so a reader never sees half a file and an interrupted write never destroys the
-/// previous one.
+/// previous one. A new file gets mode 0666 minus the umask (as `>` in a shell would give
+/// it, not tempfile's private 0600); a replaced file keeps its mode.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let mode = match std::fs::metadata(path) {
+        Ok(m) => m.permissions().mode() & 0o7777,
+        Err(_) => 0o666 & !umask(),
+    };
     let mut tmp = tempfile::Builder::new()
         .prefix(".autopin-")
         .suffix(".tmp")
-        .tempfile_in(dir)?;
+        .tempfile_in(dir_of(path))?;
     tmp.write_all(bytes)?;
+    // fchmod is not filtered by the umask: the mode is exactly the one computed above.
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map(|_| ()).map_err(|e| e.error)
 }
 
+/// The process's umask, read from /proc/self/status (umask(2) cannot read it without
+/// setting it, which races with other threads creating files). 022 when it is not there.
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| parse_umask(&s))
+        .unwrap_or(0o022)
+}
+
+fn parse_umask(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+    u32::from_str_radix(line.trim(), 8).ok()
+}
+
+/// Why an OS call failed, without the path tempfile attaches to its errors (which would
+/// name the temporary file, not the one the user asked for). tempfile's error keeps the
+/// OS error only as text ("… (os error 2) at path \"/d/.autopin-x.tmp\""), so the text is cut.
+fn reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let end = text
+        .find(" (os error")
+        .or_else(|| text.find(" at path "))
+        .unwrap_or(text.len());
+    text[..end].to_string()
+}
+
+/// The error a user sees when `path`, a file they asked for, cannot be written: a usage
+/// error (exit 2) naming their path and the OS's reason.
+pub fn write_error(path: &Path, e: &std::io::Error) -> CliError {
+    CliError::usage(format!("{}: cannot write: {}", path.display(), reason(e)))
+}
+
 /// [`write_atomic`] with the error a user sees.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    write_atomic(path, bytes)
-        .map_err(|e| CliError::usage(format!("{}: cannot write: {e}", path.display())))
+    write_atomic(path, bytes).map_err(|e| write_error(path, &e))
+}
+
+/// Checks, before any work starts, that `path` can be written: its directory exists, is a
+/// directory and accepts a new file (tried for real, so read-only file systems and
+/// permissions count), and `path` itself is not a directory. Long runs call this first so a
+/// typo in an output path does not throw the run away at the end.
+pub fn check_writable(path: &Path) -> Result<(), CliError> {
+    let dir = dir_of(path);
+    let fail = |why: String| {
+        Err(CliError::usage(format!(
+            "{}: cannot write: {why}",
+            path.display()
+        )))
+    };
+    match std::fs::metadata(dir) {
+        Err(e) => return fail(format!("directory {}: {}", dir.display(), reason(&e))),
+        Ok(m) if !m.is_dir() => return fail(format!("{} is not a directory", dir.display())),
+        Ok(_) => {}
+    }
+    if path.is_dir() {
+        return fail("it is a directory".into());
+    }
+    if let Err(e) = tempfile::Builder::new()
+        .prefix(".autopin-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+    {
+        return fail(format!("directory {}: {}", dir.display(), reason(&e)));
+    }
+    Ok(())
+}
+
+/// [`check_writable`] for every output path given.
+pub fn check_all_writable<'a>(
+    paths: impl IntoIterator<Item = &'a Option<std::path::PathBuf>>,
+) -> Result<(), CliError> {
+    paths
+        .into_iter()
+        .flatten()
+        .try_for_each(|p| check_writable(p))
 }
 
 #[cfg(test)]
@@ -45,6 +128,59 @@ mod tests {
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         assert!(write_atomic(&dir.join("missing/x.json"), b"x").is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn umask_is_read_from_the_status_line() {
+        let status = "Name:\tautopin\nUmask:\t0027\nState:\tR (running)\n";
+        assert_eq!(parse_umask(status), Some(0o027));
+        assert_eq!(parse_umask("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn replacing_a_file_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("keep.json");
+        std::fs::write(&p, "old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&p, b"new").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o640);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+    }
+
+    #[test]
+    fn errors_name_the_users_path_not_the_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("missing/r.json");
+        let e = write_atomically(&p, b"x").unwrap_err();
+        let text = e.to_string();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            text.starts_with(&format!("{}: cannot write: ", p.display())),
+            "{text}"
+        );
+        assert!(text.contains("No such file or directory"), "{text}");
+        assert!(!text.contains(".autopin-"), "{text}");
+        let e = check_writable(&p).unwrap_err().to_string();
+        assert!(e.contains("missing") && e.contains("No such file"), "{e}");
+        assert!(!e.contains(".autopin-"), "{e}");
+        assert!(check_writable(dir.path())
+            .unwrap_err()
+            .to_string()
+            .contains("is a directory"));
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        assert!(check_writable(&file.join("x.json"))
+            .unwrap_err()
+            .to_string()
+            .contains("not a directory"));
+        assert!(check_writable(&dir.path().join("ok.json")).is_ok());
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "check leaves nothing"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub struct Args {
     #[arg(value_name = "PID")]
     pub pid: i32,
     /// Detach after this many seconds (default: stay until the process ends)
-    #[arg(long, value_name = "SEC")]
+    #[arg(long, value_name = "SEC", value_parser = crate::number_args::positive_seconds)]
     pub duration: Option<f64>,
     #[command(flatten)]
     pub engine: EngineArgs,

@@ -17,7 +17,7 @@ autopin candidates -n 8 --max-candidates 0 --sysfs-root dump/\n  \
 autopin candidates -n 2 --unpinned --format json")]
 pub struct Args {
     /// Number of threads
-    #[arg(short = 'n', long, value_name = "N")]
+    #[arg(short = 'n', long, value_name = "N", value_parser = crate::number_args::count_at_least::<1>)]
     pub threads: usize,
     /// At most this many pinned candidates (0: all classes); `--max` is the old spelling
     #[arg(
@@ -40,11 +40,6 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    if args.threads == 0 {
-        return Err(CliError::usage(
-            "the number of threads (-n) must be at least 1",
-        ));
-    }
     let m = args.machine.load()?;
     if args.verbose {
         eprintln!(

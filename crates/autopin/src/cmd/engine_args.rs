@@ -4,6 +4,7 @@
 
 use crate::error::CliError;
 use crate::machine_args::MachineArgs;
+use crate::number_args::{count_at_least, fraction, positive_seconds, seconds};
 use autopin_engine::phase::WatchParams;
 use autopin_engine::pin_plan::SkipMask;
 use autopin_engine::run::{
@@ -47,10 +48,10 @@ pub struct EngineArgs {
     #[arg(long)]
     pub no_unpinned: bool,
     /// At most this many topology candidates
-    #[arg(long, value_name = "N", default_value_t = 12)]
+    #[arg(long, value_name = "N", default_value_t = 12, value_parser = count_at_least::<1>)]
     pub max_candidates: usize,
     /// Number of threads to plan topology candidates for (default: threads seen after init)
-    #[arg(short = 'n', long, value_name = "N")]
+    #[arg(short = 'n', long, value_name = "N", value_parser = count_at_least::<1>)]
     pub threads: Option<usize>,
     /// Event whose rate is the objective (default instructions:u)
     #[arg(short = 'e', long, value_name = "EVENT")]
@@ -59,35 +60,35 @@ pub struct EngineArgs {
     #[arg(long, value_name = "OBJ")]
     pub objective: Option<String>,
     /// Init time before the first probe, seconds (autopin1 default: w; race: 0.5)
-    #[arg(short = 'i', long, value_name = "SEC")]
+    #[arg(short = 'i', long, value_name = "SEC", value_parser = seconds)]
     pub init: Option<f64>,
     /// Warm-up after each re-pin, seconds (autopin1 default: t/2; race: 0.1, one sampling tick)
-    #[arg(short = 'w', long, value_name = "SEC")]
+    #[arg(short = 'w', long, value_name = "SEC", value_parser = seconds)]
     pub warmup: Option<f64>,
     /// Sample time per probe (autopin1, default 30) and period of the rate output after the
     /// decision, seconds
-    #[arg(short = 't', long, value_name = "SEC")]
+    #[arg(short = 't', long, value_name = "SEC", value_parser = positive_seconds)]
     pub sample: Option<f64>,
     /// The paper's parameters: t=30, w=15, i=15 (implies --strategy autopin1)
     #[arg(long)]
     pub paper: bool,
     /// Search time budget for race, seconds
-    #[arg(long, value_name = "SEC", default_value_t = 20.0)]
+    #[arg(long, value_name = "SEC", default_value_t = 20.0, value_parser = positive_seconds)]
     pub budget: f64,
     /// Race: first probe length, seconds (adapted to the noise afterwards)
-    #[arg(long, value_name = "SEC", default_value_t = 0.3)]
+    #[arg(long, value_name = "SEC", default_value_t = 0.3, value_parser = positive_seconds)]
     pub probe: f64,
     /// Sampling interval, seconds
-    #[arg(long, value_name = "SEC", default_value_t = 0.1)]
+    #[arg(long, value_name = "SEC", default_value_t = 0.1, value_parser = positive_seconds)]
     pub tick: f64,
     /// Disable the phase watch (no re-search after the decision)
     #[arg(long)]
     pub no_watch: bool,
     /// Phase watch: relative drop of the rate that counts (0.2 = 20%)
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.2)]
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.2, value_parser = fraction)]
     pub watch_threshold: f64,
     /// Phase watch: how long the drop must last, seconds
-    #[arg(long, value_name = "SEC", default_value_t = 3.0)]
+    #[arg(long, value_name = "SEC", default_value_t = 3.0, value_parser = seconds)]
     pub watch_duration: f64,
     /// On NUMA machines, migrate the target's pages to the chosen threads' nodes
     #[arg(long)]

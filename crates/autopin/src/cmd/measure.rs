@@ -42,7 +42,7 @@ struct LatencyArgs {
     #[arg(long, value_name = "FILE.svg")]
     svg: Option<PathBuf>,
     /// Timed rounds per pair (the median is kept)
-    #[arg(long, default_value_t = 400, value_name = "N")]
+    #[arg(long, default_value_t = 400, value_name = "N", value_parser = crate::number_args::count_at_least::<10>)]
     rounds: usize,
     /// Print the matrix (ns, cycles, spread) and the inference as JSON instead of text
     #[arg(long)]
@@ -132,12 +132,7 @@ fn chosen_cpus(list: Option<&str>, aff: &dyn Affinity) -> Result<Vec<u32>, CliEr
 
 fn latency(a: LatencyArgs) -> CmdResult {
     let kind = a.out.as_deref().map(out_kind).transpose()?;
-    if a.rounds < 10 {
-        return Err(CliError::usage(format!(
-            "--rounds {}: at least 10 rounds per pair are needed for a median",
-            a.rounds
-        )));
-    }
+    crate::output::check_all_writable([&a.out, &a.svg])?;
     let aff = Linux;
     let cpus = chosen_cpus(a.cpus.as_deref(), &aff)?;
     let total = cpus.len() * (cpus.len() - 1) / 2;
@@ -451,6 +446,7 @@ fn memory_cmd(a: MemoryArgs) -> CmdResult {
             return Err(CliError::usage(format!("--out {}: memory measurements are written as a topology document; use a .json file", p.display())));
         }
     }
+    crate::output::check_all_writable([&a.out])?;
     let mut os = autopin_topology::source::sysfs::read(Path::new("/"))
         .map_err(|e| CliError::internal(format!("cannot read the OS topology: {e}")))?;
     let aff = Linux;

@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(long, value_name = "POLICY")]
     pub policy: Option<String>,
     /// Number of threads for --policy (default: as many as allowed CPUs)
-    #[arg(short = 'n', long = "threads", value_name = "N", requires = "policy")]
+    #[arg(short = 'n', long = "threads", value_name = "N", requires = "policy", value_parser = crate::number_args::count_at_least::<1>)]
     pub threads: Option<usize>,
     /// Sharing-aware placement from an n×n thread-sharing matrix, e.g. LP_COMPACT:comm.csv
     #[arg(long, value_name = "STRATEGY:FILE")]
@@ -105,11 +105,7 @@ fn select_cpus(args: &Args, m: &Machine) -> Result<Option<Vec<u32>>, CliError> {
             .map_err(usage);
     }
     if let Some(policy) = &args.policy {
-        let n = match args.threads {
-            Some(0) => return Err(CliError::usage("-n must be at least 1")),
-            Some(n) => n,
-            None => m.allowed_cpuset().len(),
-        };
+        let n = args.threads.unwrap_or_else(|| m.allowed_cpuset().len());
         return autopin_placement::policy_pinning(m, policy, n)
             .map(Some)
             .map_err(usage);

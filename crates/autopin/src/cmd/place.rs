@@ -22,7 +22,8 @@ pub struct Args {
         short = 'n',
         long,
         value_name = "N",
-        required_unless_present_any = ["sharing", "ranks"]
+        required_unless_present_any = ["sharing", "ranks"],
+        value_parser = crate::number_args::count_at_least::<1>
     )]
     pub threads: Option<usize>,
     /// compact, scatter, balanced, cores, sequential, CON_HWC, CON_CORE_HWC, CON_CORE,
@@ -31,7 +32,7 @@ pub struct Args {
     pub policy: Option<String>,
     /// Split the node among N local ranks (packages/NUMA nodes, then L3, then cores) and
     /// print rank R's share; with --policy or --sharing, place the threads inside that share
-    #[arg(long, value_name = "N", requires = "rank")]
+    #[arg(long, value_name = "N", requires = "rank", value_parser = crate::number_args::count_at_least::<1>)]
     pub ranks: Option<usize>,
     /// Which rank's share (0-based), with --ranks
     #[arg(long, value_name = "R", requires = "ranks")]

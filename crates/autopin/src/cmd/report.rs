@@ -48,8 +48,7 @@ pub fn run(args: Args) -> CmdResult {
     })?;
     match &args.svg {
         Some(out) => {
-            crate::output::write_atomic(out, view::svg(&r).as_bytes())
-                .map_err(|e| CliError::internal(format!("writing {}: {e}", out.display())))?;
+            crate::output::write_atomically(out, view::svg(&r).as_bytes())?;
         }
         None => print!("{}", view::summary(&r)),
     }

@@ -44,6 +44,8 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
     // process's affinity is narrowed to the share here, before the target starts.
     let node = crate::cluster::prepare(&a.cluster, a.machine.load()?)?;
     let a = &node.resolve(a)?;
+    // A path that cannot be written is found now, before the program runs, not after.
+    crate::output::check_all_writable([&a.report, &a.timeline])?;
     let mut sink = Outputs {
         args: a,
         messages: Messages::stderr(a.quiet),
@@ -64,11 +66,20 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
             sink: &mut sink,
         },
     )?;
-    sink.write(&report)?;
+    let written = sink.write(&report);
     for line in report.summary_lines() {
         sink.message(None, &line);
     }
-    Ok(report.exit_status.unwrap_or(0))
+    // A program autopin started ran: its exit status is the result even when a report file
+    // could not be written at the end (the error is said, not made autopin's exit code).
+    match (written, report.exit_status) {
+        (Ok(()), status) => Ok(status.unwrap_or(0)),
+        (Err(e), Some(status)) => {
+            eprintln!("autopin: error: {e}");
+            Ok(status)
+        }
+        (Err(e), None) => Err(e),
+    }
 }
 
 /// Progress on stderr (unless -q) and the report files (atomically).

@@ -1,0 +1,82 @@
+//! clap value parsers for the numbers options take, one per kind of value, so every option
+//! of a kind rejects the same inputs with the same words: NaN, infinity, negatives, and zero
+//! where zero means nothing. clap names the option and exits with 2.
+
+/// A number parsed as f64, or a message saying what is valid.
+fn float(text: &str, valid: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        _ => Err(format!("not a finite number; {valid}")),
+    }
+}
+
+/// Seconds where zero is meaningful (an init or warm-up time, a timeout): finite and ≥ 0.
+pub fn seconds(text: &str) -> Result<f64, String> {
+    const VALID: &str = "valid: a number of seconds ≥ 0";
+    match float(text, VALID)? {
+        x if x >= 0.0 => Ok(x),
+        _ => Err(VALID.into()),
+    }
+}
+
+/// Seconds where zero means nothing (a probe, a budget, a sampling period): finite and > 0.
+pub fn positive_seconds(text: &str) -> Result<f64, String> {
+    const VALID: &str = "valid: a number of seconds > 0";
+    match float(text, VALID)? {
+        x if x > 0.0 => Ok(x),
+        _ => Err(VALID.into()),
+    }
+}
+
+/// A fraction of a rate: finite, in [0, 1).
+pub fn fraction(text: &str) -> Result<f64, String> {
+    const VALID: &str = "valid: a fraction in [0, 1), e.g. 0.2 for 20%";
+    match float(text, VALID)? {
+        x if (0.0..1.0).contains(&x) => Ok(x),
+        _ => Err(VALID.into()),
+    }
+}
+
+/// A count of at least `MIN` (threads, candidates, ranks: 1; rounds for a median: 10).
+pub fn count_at_least<const MIN: usize>(text: &str) -> Result<usize, String> {
+    let valid = || format!("valid: a whole number ≥ {MIN}");
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= MIN => Ok(n),
+        _ => Err(valid()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_reject_nan_infinity_and_negatives() {
+        for bad in ["nan", "NaN", "inf", "-inf", "-1", "-0.5", "x", ""] {
+            assert!(seconds(bad).is_err(), "{bad}");
+            assert!(positive_seconds(bad).is_err(), "{bad}");
+        }
+        assert_eq!(seconds("0"), Ok(0.0));
+        assert_eq!(seconds("0.25"), Ok(0.25));
+        assert!(positive_seconds("0").unwrap_err().contains("> 0"));
+        assert_eq!(positive_seconds("1e-3"), Ok(0.001));
+    }
+
+    #[test]
+    fn fractions_are_below_one() {
+        assert_eq!(fraction("0"), Ok(0.0));
+        assert_eq!(fraction("0.2"), Ok(0.2));
+        for bad in ["1", "1.5", "-0.1", "nan"] {
+            assert!(fraction(bad).unwrap_err().contains("[0, 1)"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn counts_have_a_minimum() {
+        assert_eq!(count_at_least::<1>("3"), Ok(3));
+        assert!(count_at_least::<1>("0").unwrap_err().contains("≥ 1"));
+        assert!(count_at_least::<1>("-1").is_err());
+        assert!(count_at_least::<10>("9").unwrap_err().contains("≥ 10"));
+        assert_eq!(count_at_least::<10>("10"), Ok(10));
+    }
+}

@@ -1,0 +1,153 @@
+//! Files the user asks autopin to write: a path that cannot be written is found before the
+//! program starts (exit 2, naming the user's path and why), a failure at the very end does
+//! not replace the program's exit status, and new files get the mode the umask allows.
+
+use assert_cmd::Command;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+fn autopin() -> Command {
+    Command::cargo_bin("autopin").unwrap()
+}
+
+const FAST: &[&str] = &[
+    "--objective",
+    "task-clock",
+    "--no-perturbation-estimate",
+    "-q",
+];
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn run_with_an_unwritable_report_path_does_not_start_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    for option in ["--report", "--timeline"] {
+        let bad = dir.path().join("no-such-dir/r.json");
+        let out = autopin()
+            .arg("run")
+            .args(FAST)
+            .arg(option)
+            .arg(&bad)
+            .args(["--", "sh", "-c", "echo ran; touch \"$0\"; exit 7"])
+            .arg(&marker)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{option}: {err}");
+        assert!(err.contains(&bad.display().to_string()), "{option}: {err}");
+        assert!(err.contains("No such file or directory"), "{option}: {err}");
+        assert!(!err.contains(".autopin-"), "no temp path: {err}");
+        assert!(out.stdout.is_empty(), "the program ran: {:?}", out.stdout);
+        assert!(!marker.exists(), "the program ran");
+    }
+}
+
+#[test]
+fn a_report_that_fails_at_the_end_keeps_the_programs_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let rep = out_dir.join("r.json");
+    // The program removes the report's directory: the check before the start passes, the
+    // final write fails.
+    let out = autopin()
+        .args(["run", "--schedule", "0"])
+        .args(FAST)
+        .arg("--report")
+        .arg(&rep)
+        .args(["--", "sh", "-c", "rm -rf \"$0\"; echo ran; exit 7"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(7), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    assert!(
+        err.contains(&format!("{}: cannot write", rep.display())),
+        "{err}"
+    );
+    assert!(!err.contains(".autopin-"), "no temp path: {err}");
+}
+
+#[test]
+fn report_svg_to_an_unwritable_path_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("r.json");
+    autopin()
+        .args(["run", "--schedule", "0"])
+        .args(FAST)
+        .arg("--report")
+        .arg(&rep)
+        .args(["--", "true"])
+        .assert()
+        .success();
+    let bad = dir.path().join("nope/x.svg");
+    let out = autopin()
+        .arg("report")
+        .arg(&rep)
+        .arg("--svg")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: cannot write: No such file or directory",
+            bad.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains(".autopin-"), "no temp path: {err}");
+}
+
+/// The mode of a file written by `autopin topology -o` under `umask`.
+fn mode_under_umask(umask: &str, path: &Path) -> u32 {
+    let bin = assert_cmd::cargo::cargo_bin("autopin");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "umask {umask}; exec \"$0\" topology --synthetic 'core:2 pu:1' -o \"$1\""
+        ))
+        .arg(&bin)
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn new_files_get_the_mode_the_umask_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(mode_under_umask("022", &dir.path().join("a.txt")), 0o644);
+    assert_eq!(mode_under_umask("077", &dir.path().join("b.txt")), 0o600);
+    assert_eq!(mode_under_umask("002", &dir.path().join("c.txt")), 0o664);
+    // Replacing a file keeps its mode, whatever the umask.
+    let kept = dir.path().join("a.txt");
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o640)).unwrap();
+    assert_eq!(mode_under_umask("077", &kept), 0o640);
+}
+
+#[test]
+fn run_report_is_readable_by_others_under_umask_022() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("r.json");
+    let bin = assert_cmd::cargo::cargo_bin("autopin");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("umask 022; exec \"$0\" run --schedule 0 --objective task-clock --no-perturbation-estimate -q --report \"$1\" -- true")
+        .arg(&bin)
+        .arg(&rep)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::metadata(&rep).unwrap().permissions().mode() & 0o7777,
+        0o644
+    );
+}
