@@ -561,3 +561,26 @@ fn none_against_the_os_placement_is_no_significant_difference() {
         "{pinned}"
     );
 }
+
+/// An export path that cannot be written is a usage error before the first run.
+#[test]
+fn a_bad_export_path_stops_compare_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let out = autopin()
+        .args(["compare", "-r", "2", "--strategy", "none", "--export-json"])
+        .arg(dir.path().join("missing/r.json"))
+        .arg("--")
+        .arg("touch")
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("missing/r.json"), "{err}");
+    assert!(
+        !err.contains(".autopin-"),
+        "the temporary file is not named: {err}"
+    );
+    assert!(!marker.exists(), "the program ran");
+}

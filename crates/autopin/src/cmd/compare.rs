@@ -113,6 +113,13 @@ const EXIT_ALL_FAILED: i32 = 1;
 
 pub fn run(args: Args) -> CmdResult {
     let adaptive_max_runs = validate(&args)?;
+    // Exports are checked before the first run: a bad path must not cost the experiment.
+    crate::output::check_all_writable([
+        &args.export_json,
+        &args.export_csv,
+        &args.export_markdown,
+        &args.svg,
+    ])?;
     let metric = match &args.metric {
         Some(p) => Some(compile_metric(p).map_err(CliError::usage)?),
         None => {
@@ -389,8 +396,7 @@ fn strategies(
 fn write_exports(args: &Args, doc: &Document) -> Result<(), CliError> {
     let write = |path: &Option<PathBuf>, text: String| -> Result<(), CliError> {
         if let Some(p) = path {
-            crate::output::write_atomic(p, text.as_bytes())
-                .map_err(|e| CliError::internal(format!("cannot write {}: {e}", p.display())))?;
+            crate::output::write_atomically(p, text.as_bytes())?;
         }
         Ok(())
     };
