@@ -559,7 +559,8 @@ fn memory_policy_bad_input_leaves_the_target_untouched() {
         (&["--interleave", "M7"], &two, "there is no NUMA domain M7"),
         (&["--membind", "1"], &one, "there is no NUMA node 1"),
     ];
-    for (policy, machine, msg) in cases {
+    // `autopin pin -c 0 POLICY MACHINE -- touch marker`: (exit status, stderr).
+    let pin_touch = |policy: &[&str], machine: &[&str]| {
         let out = Command::cargo_bin("autopin")
             .unwrap()
             .args(["pin", "-c", "0"])
@@ -570,23 +571,20 @@ fn memory_policy_bad_input_leaves_the_target_untouched() {
             .arg(&marker)
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{policy:?}: {err}");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (policy, machine, msg) in cases {
+        let (code, err) = pin_touch(policy, machine);
+        assert_eq!(code, Some(2), "{policy:?}: {err}");
         assert!(err.contains(msg), "{policy:?}: {err}");
         assert!(!marker.exists(), "{policy:?} started the target");
     }
     // The only node of a one-node machine: accepted as numactl does, with a warning.
-    let out = Command::cargo_bin("autopin")
-        .unwrap()
-        .args(["pin", "-c", "0", "--membind", "0"])
-        .args(one)
-        .arg("--")
-        .arg("touch")
-        .arg(&marker)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    let (code, err) = pin_touch(&["--membind", "0"], &one);
+    assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("changes nothing; not applied"), "{err}");
     assert!(marker.exists());
 }
