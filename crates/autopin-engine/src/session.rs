@@ -194,7 +194,6 @@ pub struct Session {
     phases: BTreeMap<Option<String>, PhaseMemo>,
     phase_searches: usize,
     decided_once: bool,
-    search_time: f64,
     /// Name of the program's own progress measure seen in probes (for the objective check).
     progress_source: Option<&'static str>,
     /// The start-up is over but the objective still reads zero, and the user was told.
@@ -228,7 +227,6 @@ impl Session {
             phases: BTreeMap::new(),
             phase_searches: 0,
             decided_once: false,
-            search_time: 0.0,
             progress_source: None,
             said_no_progress: false,
             report: Report {
@@ -445,16 +443,14 @@ impl Session {
                     // they are dropped rather than resumed.
                     if from.is_some() {
                         let elapsed = self.search_before + (now - self.search_start);
-                        self.search_time += now - self.search_start;
-                        self.report.search_time = self.search_time;
+                        self.count_search_time(now);
                         self.phases.entry(from.clone()).or_default().parked = Some(Parked {
                             strategy,
                             search: self.search,
                             elapsed,
                         });
                     } else {
-                        self.search_time += now - self.search_start;
-                        self.report.search_time = self.search_time;
+                        self.count_search_time(now);
                     }
                 }
                 out.push(Action::Message(format!(
@@ -694,8 +690,7 @@ impl Session {
                 self.strategy = None;
                 self.phases.entry(self.phase.clone()).or_default().decided =
                     Some((cand.label.clone(), d.score));
-                self.search_time += now - self.search_start;
-                self.report.search_time = self.search_time;
+                self.count_search_time(now);
                 self.report.decision = Some(rec.clone());
                 self.report.decisions.push(rec);
                 self.decided_once = true;
@@ -810,12 +805,17 @@ impl Session {
         }
     }
 
+    /// Adds the current search segment, from `search_start` to `now`, to the report's
+    /// search time.
+    fn count_search_time(&mut self, now: f64) {
+        self.report.search_time += (now - self.search_start).max(0.0);
+    }
+
     /// A search still running at the end counts in the search time up to `now`.
     fn close_open_search(&mut self, now: f64) {
         if matches!(self.state, State::Warmup { .. } | State::Measure(_)) {
-            self.search_time += (now - self.search_start).max(0.0);
+            self.count_search_time(now);
             self.search_start = now;
-            self.report.search_time = self.search_time;
         }
     }
 
