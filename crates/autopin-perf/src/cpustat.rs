@@ -41,15 +41,6 @@ pub fn parse_proc_stat(text: &str) -> BTreeMap<u32, CpuTimes> {
     out
 }
 
-/// CPUs busy more than `threshold` (0..1) of the time between two readings.
-pub fn busy_cpus(
-    before: &BTreeMap<u32, CpuTimes>,
-    after: &BTreeMap<u32, CpuTimes>,
-    threshold: f64,
-) -> Vec<u32> {
-    busy_cpus_besides(before, after, &BTreeMap::new(), threshold)
-}
-
 /// A thread's CPU time so far (utime + stime, USER_HZ ticks) and the CPU it last ran on,
 /// from the contents of `/proc/PID/task/TID/stat` (fields 14, 15 and 39, counted after the
 /// last ')' because the name may contain any character).
@@ -92,6 +83,11 @@ pub fn read_proc_stat(proc_root: &Path) -> std::io::Result<BTreeMap<u32, CpuTime
 mod tests {
     use super::*;
 
+    /// Busy CPUs when the watched program ran nowhere (other work is all the work).
+    fn idle_besides(a: &BTreeMap<u32, CpuTimes>, b: &BTreeMap<u32, CpuTimes>) -> Vec<u32> {
+        busy_cpus_besides(a, b, &BTreeMap::new(), 0.5)
+    }
+
     const BEFORE: &str = "cpu  300 0 100 900 0 0 0 0 0 0\n\
 cpu0 200 0 50 400 0 0 0 0 0 0\n\
 cpu1 100 0 50 500 0 0 0 0 0 0\n\
@@ -124,16 +120,16 @@ cpu1 110 0 55 685 0 0 0 0 0 0\n";
     #[test]
     fn the_cpu_that_worked_between_readings_is_busy() {
         // CPU 0: 195 busy of 200 ticks; CPU 1: 15 of 200.
-        let busy = busy_cpus(&parse_proc_stat(BEFORE), &parse_proc_stat(AFTER), 0.5);
+        let busy = idle_besides(&parse_proc_stat(BEFORE), &parse_proc_stat(AFTER));
         assert_eq!(busy, vec![0]);
-        assert!(busy_cpus(&parse_proc_stat(BEFORE), &parse_proc_stat(BEFORE), 0.5).is_empty());
+        assert!(idle_besides(&parse_proc_stat(BEFORE), &parse_proc_stat(BEFORE)).is_empty());
     }
 
     #[test]
     fn steal_and_irq_count_as_busy() {
         let a = parse_proc_stat("cpu0 0 0 0 100 0 0 0 0\n");
         let b = parse_proc_stat("cpu0 0 0 0 110 0 30 30 30\n");
-        assert_eq!(busy_cpus(&a, &b, 0.5), vec![0]);
+        assert_eq!(idle_besides(&a, &b), vec![0]);
     }
 
     #[test]
@@ -168,6 +164,6 @@ cpu1 110 0 55 685 0 0 0 0 0 0\n";
         std::thread::sleep(std::time::Duration::from_millis(20));
         let b = read_proc_stat(Path::new("/proc")).unwrap();
         assert!(!a.is_empty() && a.keys().eq(b.keys()));
-        assert!(busy_cpus(&a, &b, 0.5).iter().all(|c| a.contains_key(c)));
+        assert!(idle_besides(&a, &b).iter().all(|c| a.contains_key(c)));
     }
 }
