@@ -8,6 +8,7 @@ pub use crate::runs::{Experiment, RunRecord};
 use crate::stats::Better;
 use crate::strategy::{Frontend, Strategy};
 use crate::summary::{summarize, Decision, SummaryConfig};
+use autopin_launch::LaunchError;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -71,6 +72,7 @@ impl Experiment {
             warmup_runs: 0,
             rounds: 0,
             interrupted: false,
+            last_failure: None,
         }
     }
 
@@ -83,7 +85,7 @@ impl Experiment {
         launcher: &mut dyn Launcher,
         interrupt: &Interrupt,
         progress: &mut dyn FnMut(Event),
-    ) -> Result<(), String> {
+    ) -> Result<(), LaunchError> {
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let k = self.strategies.len();
         let mut planned = (cfg.warmup + cfg.runs) * k;
@@ -157,6 +159,9 @@ impl Experiment {
                     warmup,
                     stderr_tail: &measured.stderr_tail,
                 });
+                if !record.success {
+                    self.last_failure = Some((name.clone(), measured.stderr_tail.clone()));
+                }
                 if warmup {
                     self.warmup_runs += 1;
                 } else {
@@ -230,7 +235,7 @@ mod tests {
     }
 
     impl Launcher for Fake {
-        fn launch(&mut self, argv: &[OsString]) -> Result<Measured, String> {
+        fn launch(&mut self, argv: &[OsString]) -> Result<Measured, LaunchError> {
             let words: Vec<String> = argv
                 .iter()
                 .map(|s| s.to_string_lossy().into_owned())

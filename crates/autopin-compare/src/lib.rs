@@ -3,9 +3,11 @@
 //!
 //! `strategy` turns names into command lines, `runner` runs and measures one command,
 //! `experiment` schedules interleaved randomized rounds, `stats` and `summary` judge them,
-//! `report` writes tables, exports and box plots.
+//! `report` writes tables, exports and box plots; `plan` is the front door: a validated
+//! [`ComparePlan`], one [`compare`] call, a typed [`CompareError`] with its exit status.
 
 pub mod experiment;
+pub mod plan;
 pub mod report;
 pub mod runner;
 pub mod runs;
@@ -14,6 +16,7 @@ pub mod strategy;
 pub mod summary;
 
 pub use experiment::{Config, Event, Experiment, RunRecord, Setup};
+pub use plan::{compare, CompareError, ComparePlan, Comparison, Request};
 pub use strategy::{
     parse_strategy, Frontend, MachineCheck, PlacementCheck, Strategy, StrategyKind,
 };

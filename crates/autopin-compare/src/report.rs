@@ -349,9 +349,9 @@ pub fn to_svg(doc: &Document) -> String {
         if v.is_empty() {
             continue;
         }
-        let q1 = crate::stats::quantile_sorted(v, 0.25);
-        let q2 = crate::stats::quantile_sorted(v, 0.5);
-        let q3 = crate::stats::quantile_sorted(v, 0.75);
+        // v is not empty (above): every quantile is defined.
+        let q = |p: f64| crate::stats::quantile_sorted(v, p).unwrap_or(f64::NAN);
+        let (q1, q2, q3) = (q(0.25), q(0.5), q(0.75));
         let iqr = q3 - q1;
         let wlo = v
             .iter()

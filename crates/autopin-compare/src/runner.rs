@@ -6,7 +6,7 @@
 //! bookkeeping can be tested without processes.
 
 pub use autopin_launch::ExitStatus;
-use autopin_launch::{signals::Forwarding, LaunchSpec};
+use autopin_launch::{signals::Forwarding, LaunchError, LaunchSpec};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -59,7 +59,9 @@ pub struct Measured {
 
 /// Starts a command and waits for it.
 pub trait Launcher {
-    fn launch(&mut self, argv: &[OsString]) -> Result<Measured, String>;
+    /// Runs `argv` to its end. An error means it could not be started (or waited for) at
+    /// all; a program that ran and failed is a `Measured` with its exit status.
+    fn launch(&mut self, argv: &[OsString]) -> Result<Measured, LaunchError>;
 }
 
 /// Shared interrupt state: set when SIGINT/SIGTERM (or another forwarded signal) reached
@@ -102,14 +104,15 @@ pub struct ProcessLauncher {
 const STDERR_TAIL: usize = 2000;
 
 impl Launcher for ProcessLauncher {
-    fn launch(&mut self, argv: &[OsString]) -> Result<Measured, String> {
-        let (prog, args) = argv.split_first().ok_or("empty command line")?;
+    fn launch(&mut self, argv: &[OsString]) -> Result<Measured, LaunchError> {
+        let (prog, args) = argv.split_first().ok_or_else(|| LaunchError::NotFound {
+            program: String::new(),
+        })?;
         let mut spec = LaunchSpec::new(prog, args);
         spec.capture_output = true;
         spec.forward_signals = true;
         let start = Instant::now();
-        let mut child = autopin_launch::spawn(&spec)
-            .map_err(|e| format!("cannot start `{}`: {e}", prog.to_string_lossy()))?;
+        let mut child = autopin_launch::spawn(&spec)?;
         if self.interrupt.requested() {
             // The signal came between the check before this run and the spawn.
             let _ = child.signal(libc::SIGTERM);
@@ -120,7 +123,14 @@ impl Launcher for ProcessLauncher {
         let err = err.map(|s| std::thread::spawn(move || drain(s, show, STDERR_TAIL)));
         let waited = child.wait_with_usage();
         let wall_s = start.elapsed().as_secs_f64();
-        let (exit, usage) = waited.map_err(|e| format!("waiting for pid {}: {e}", child.pid()))?;
+        let (exit, usage) = waited.map_err(|source| LaunchError::Io {
+            program: format!(
+                "{} (waiting for pid {})",
+                prog.to_string_lossy(),
+                child.pid()
+            ),
+            source,
+        })?;
         let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
         let stderr_tail = err.and_then(|h| h.join().ok()).unwrap_or_default();
         let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
@@ -209,10 +219,14 @@ mod tests {
             .launch(&argv(&["sh", "-c", "kill -9 $$"]))
             .unwrap();
         assert_eq!(m.exit.signal(), Some(9));
-        assert!(launcher()
+        let e = launcher()
             .launch(&argv(&["/nonexistent/prog"]))
-            .unwrap_err()
-            .contains("cannot start"));
+            .unwrap_err();
+        assert_eq!(e.exit_code(), 127);
+        assert!(
+            e.to_string().contains("/nonexistent/prog: no such file"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -42,4 +42,6 @@ pub struct Experiment {
     pub warmup_runs: usize,
     pub rounds: usize,
     pub interrupted: bool,
+    /// The strategy and stderr tail of the last failed run, to say why when all failed.
+    pub last_failure: Option<(String, String)>,
 }

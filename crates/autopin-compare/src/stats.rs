@@ -4,6 +4,7 @@
 //! Everything here is pure: it takes slices of numbers and a seed, so the tests can compare
 //! it with reference values computed independently (scipy).
 
+pub use autopin_stats::{mean, median, quantile_sorted};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -33,52 +34,25 @@ pub fn describe(xs: &[f64]) -> Option<Describe> {
     let mut s = xs.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
     let n = s.len();
-    let mean = s.iter().sum::<f64>() / n as f64;
-    let sd = variance(&s, mean).sqrt();
+    let mean = autopin_stats::mean(&s)?;
+    let sd = variance(&s).sqrt();
+    let q = |p: f64| quantile_sorted(&s, p).unwrap_or(f64::NAN);
     Some(Describe {
         n,
         mean,
-        median: quantile_sorted(&s, 0.5),
+        median: q(0.5),
         sd,
         cv: if mean != 0.0 { sd / mean.abs() } else { 0.0 },
         min: s[0],
         max: s[n - 1],
-        q1: quantile_sorted(&s, 0.25),
-        q3: quantile_sorted(&s, 0.75),
+        q1: q(0.25),
+        q3: q(0.75),
     })
 }
 
-pub fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
-/// Sample variance (n - 1); 0 for fewer than two values.
-fn variance(xs: &[f64], mean: f64) -> f64 {
-    if xs.len() < 2 {
-        return 0.0;
-    }
-    xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (xs.len() - 1) as f64
-}
-
-/// Median of an unsorted sample (NaN when empty).
-pub fn median(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = xs.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    quantile_sorted(&s, 0.5)
-}
-
-/// Quantile with linear interpolation between order statistics (numpy's default, "type 7").
-pub fn quantile_sorted(s: &[f64], q: f64) -> f64 {
-    if s.is_empty() {
-        return f64::NAN;
-    }
-    let h = (s.len() - 1) as f64 * q;
-    let lo = h.floor() as usize;
-    let hi = h.ceil() as usize;
-    s[lo] + (h - lo as f64) * (s[hi] - s[lo])
+/// Sample variance (n - 1); 0 for fewer than two values (a single run has no spread).
+fn variance(xs: &[f64]) -> f64 {
+    autopin_stats::variance(xs).unwrap_or(0.0)
 }
 
 /// Which direction of a measured value is better.
@@ -137,12 +111,14 @@ pub fn bootstrap_speedup_ci(
         for v in rc.iter_mut() {
             *v = candidate[rng.gen_range(0..candidate.len())];
         }
-        means.push(speedup(mean(&rb), mean(&rc), better));
+        // The samples are not empty (checked above): every statistic is defined.
+        let stat = |x: Option<f64>| x.unwrap_or(f64::NAN);
+        means.push(speedup(stat(mean(&rb)), stat(mean(&rc)), better));
         rb.sort_by(|a, b| a.total_cmp(b));
         rc.sort_by(|a, b| a.total_cmp(b));
         medians.push(speedup(
-            quantile_sorted(&rb, 0.5),
-            quantile_sorted(&rc, 0.5),
+            stat(quantile_sorted(&rb, 0.5)),
+            stat(quantile_sorted(&rc, 0.5)),
             better,
         ));
     }
@@ -150,8 +126,8 @@ pub fn bootstrap_speedup_ci(
     let ci = |v: &mut Vec<f64>| {
         v.sort_by(|a, b| a.total_cmp(b));
         Interval {
-            low: quantile_sorted(v, tail),
-            high: quantile_sorted(v, 1.0 - tail),
+            low: quantile_sorted(v, tail).unwrap_or(f64::NAN),
+            high: quantile_sorted(v, 1.0 - tail).unwrap_or(f64::NAN),
         }
     };
     Some(BootstrapCi {
@@ -174,11 +150,10 @@ pub fn welch_t_test(x: &[f64], y: &[f64]) -> Option<OneSided> {
     if x.len() < 2 || y.len() < 2 {
         return None;
     }
-    let (mx, my) = (mean(x), mean(y));
-    let (vx, vy) = (
-        variance(x, mx) / x.len() as f64,
-        variance(y, my) / y.len() as f64,
-    );
+    let (Some(mx), Some(my)) = (mean(x), mean(y)) else {
+        return None;
+    };
+    let (vx, vy) = (variance(x) / x.len() as f64, variance(y) / y.len() as f64);
     let se2 = vx + vy;
     if se2 == 0.0 {
         // Both samples are constant: the difference is certain (or there is none).
@@ -483,7 +458,7 @@ mod tests {
         let a = bootstrap_speedup_ci(&B, &A, Better::Lower, 2000, 0.95, 7).unwrap();
         let b = bootstrap_speedup_ci(&B, &A, Better::Lower, 2000, 0.95, 7).unwrap();
         assert_eq!(a.mean, b.mean);
-        let point = mean(&B) / mean(&A);
+        let point = mean(&B).unwrap() / mean(&A).unwrap();
         assert!(
             a.mean.low < point && point < a.mean.high,
             "{:?} {point}",

@@ -1,34 +1,10 @@
-//! Job reports: where a rank stood in its launch ([`LaunchRecord`], carried in each rank's
-//! [`Report`]), and the merge of the ranks' reports into one job report with a per-node table
+//! Job reports: the merge of the ranks' reports into one job report with a per-node table
 //! of decisions and an SVG of every rank's probed rates.
 
-use crate::report::Report;
+use crate::report::{LaunchRecord, Report};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-
-/// Where this run stood in a cluster launch (absent for plain runs in older reports).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LaunchRecord {
-    /// slurm, openmpi, mpich or plain.
-    pub launcher: String,
-    pub job: Option<String>,
-    pub step: Option<String>,
-    pub node: Option<String>,
-    pub rank: usize,
-    pub size: usize,
-    pub local_rank: usize,
-    pub local_size: usize,
-    /// The CPUs this rank planned its candidates in (its share of the node).
-    pub share: String,
-    /// Local ranks that searched together (empty when the search was not coordinated).
-    pub coordinated_with: Vec<usize>,
-    /// How the ranks' scores were combined (min or sum) when coordinated.
-    pub combine: Option<String>,
-    /// Unix time (seconds) of the report's time 0, so the ranks' probe times can be compared.
-    #[serde(default)]
-    pub clock_origin: Option<f64>,
-}
 
 /// One rank in a job report.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -333,6 +309,7 @@ mod tests {
             reason: "test".into(),
             strategy: "race".into(),
             phase: None,
+            search_cost: None,
         });
         r
     }

@@ -196,17 +196,9 @@ fn size_summary(groups: &[Vec<u32>]) -> String {
         .join(" + ")
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// The median of `v`; NaN for none (a level with no pairs, which the callers rule out).
+fn median(v: Vec<f64>) -> f64 {
+    autopin_stats::median(&v).unwrap_or(f64::NAN)
 }
 
 /// A level in index space while it is being decided.

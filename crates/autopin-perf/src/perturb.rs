@@ -246,8 +246,9 @@ fn measure_on_this_thread(
         counted.push(c);
         sw.push(s);
     }
-    let (p, c, s) = (min(&plain), min(&counted), median(&mut sw));
-    let spread = median(&mut plain) - p;
+    let median = |v: &[f64]| autopin_stats::median(v).unwrap_or(f64::NAN);
+    let (p, c, s) = (min(&plain), min(&counted), median(&sw));
+    let spread = median(&plain) - p;
     let s = if s > 0.0 { s } else { 2.0 };
     Ok(CountingCost {
         events: events.iter().map(|e| e.key().to_string()).collect(),
@@ -261,11 +262,6 @@ fn measure_on_this_thread(
 
 fn min(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 #[cfg(test)]

@@ -2,9 +2,11 @@
 //! timeline, as JSON (`--report`) and CSV (`--timeline`) text; the CLI writes them atomically
 //! so a reader never sees half a report, even when the target dies mid-search.
 
+pub mod launch;
 pub mod migration;
 pub mod view;
 
+pub use launch::LaunchRecord;
 pub use migration::{MigrationOutcome, MigrationRecord};
 
 use autopin_placement::Pinning;
@@ -83,13 +85,43 @@ pub struct DecisionRecord {
     pub runner_up_rate: Option<f64>,
     /// (winner − runner-up) / runner-up, on the objective's better-is-higher scale.
     pub margin: Option<f64>,
-    /// Half-width of the confidence interval on that relative difference, when computed.
+    /// How far the margin's confidence interval reaches above it, as a ratio minus one
+    /// (race: intervals are on the log scale, so the lower end is (1 + margin) / (1 +
+    /// margin_ci) − 1), when computed.
     pub margin_ci: Option<f64>,
     pub reason: String,
     pub strategy: String,
     /// The program phase this decision is for (None: no phases announced).
     #[serde(default)]
     pub phase: Option<String>,
+    /// What the search cost: seconds of the decided pinning's work lost while other
+    /// candidates were probed (warm-ups included), from each candidate's mean probe rate.
+    /// None when the decided pinning was never probed.
+    #[serde(default)]
+    pub search_cost: Option<f64>,
+}
+
+impl DecisionRecord {
+    /// The margin over the runner-up as a person reads it: "+54.7% (at least +12.0%)" when
+    /// the strategy's interval keeps it above zero, "+3.1% (within the noise)" when not.
+    pub fn margin_text(&self) -> Option<String> {
+        let m = self.margin?;
+        Some(match self.margin_ci {
+            Some(ci) if ci.is_finite() => {
+                let low = (1.0 + m) / (1.0 + ci) - 1.0;
+                if low > 0.0 {
+                    format!(
+                        "{} (at least {})",
+                        autopin_human::relative(m),
+                        autopin_human::relative(low)
+                    )
+                } else {
+                    format!("{} (within the noise)", autopin_human::relative(m))
+                }
+            }
+            _ => autopin_human::relative(m),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -142,6 +174,10 @@ pub struct Report {
     pub wall_time: f64,
     /// Seconds spent searching (warm-ups included) over all searches.
     pub search_time: f64,
+    /// What the searches cost, added up over the decisions: seconds of the decided
+    /// pinning's work lost to probing worse candidates (see `DecisionRecord::search_cost`).
+    #[serde(default)]
+    pub search_cost: f64,
     /// autopin's own CPU time (user+sys) ÷ wall time, when measured.
     pub monitor_cpu_share: Option<f64>,
     /// Estimated slowdown of the target caused by counting, when estimated (relative).
@@ -152,7 +188,7 @@ pub struct Report {
     pub objective_check: Option<ObjectiveCheck>,
     /// Where this run stood in a Slurm/MPI launch (None for plain runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub launch: Option<crate::job_report::LaunchRecord>,
+    pub launch: Option<LaunchRecord>,
     /// `--migrate-memory`: what page migration did after each decision.
     #[serde(default)]
     pub memory_migrations: Vec<MigrationRecord>,
@@ -232,17 +268,8 @@ impl Report {
                 .rate
                 .map(|v| format!(", {}", autopin_human::quantity(v, &self.objective.unit)))
                 .unwrap_or_default();
-            let vs = match (&d.runner_up, d.margin) {
-                (Some(ru), Some(m)) => format!(
-                    "; {}{} vs {ru}",
-                    autopin_human::relative(m),
-                    d.margin_ci
-                        .map(|c| format!(
-                            " ± {}",
-                            autopin_human::percent(c).trim_start_matches('+')
-                        ))
-                        .unwrap_or_default()
-                ),
+            let vs = match (&d.runner_up, d.margin_text()) {
+                (Some(ru), Some(m)) => format!("; {m} vs {ru}"),
                 _ => String::new(),
             };
             out.push(format!(

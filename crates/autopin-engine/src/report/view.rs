@@ -19,9 +19,10 @@ pub fn summary(r: &Report) -> String {
     let _ = writeln!(s, "strategy:  {}, counting {}", r.strategy, r.counting_mode);
     let _ = writeln!(
         s,
-        "wall time: {:.1} s, searching {:.1} s, {}",
+        "wall time: {:.1} s, searching {:.1} s (cost: {:.2} s of the decided pinning's work), {}",
         r.wall_time,
         r.search_time,
+        r.search_cost,
         match r.exit_status {
             Some(c) => format!("exit status {c}"),
             None => "no exit status (still running, or killed by a signal)".to_string(),
@@ -100,18 +101,9 @@ pub fn summary(r: &Report) -> String {
                 d.candidate,
                 d.at,
                 d.reason,
-                match (d.margin, d.margin_ci) {
-                    (Some(m), Some(ci)) => format!(
-                        ", margin {} ± {} over {}",
-                        autopin_human::relative(m),
-                        autopin_human::percent(ci).trim_start_matches('+'),
-                        d.runner_up.clone().unwrap_or_default()
-                    ),
-                    (Some(m), None) => format!(
-                        ", margin {} over {}",
-                        autopin_human::relative(m),
-                        d.runner_up.clone().unwrap_or_default()
-                    ),
+                match (d.margin_text(), &d.runner_up) {
+                    (Some(m), Some(r)) => format!(", margin {m} over {r}"),
+                    (Some(m), None) => format!(", margin {m}"),
                     _ => String::new(),
                 }
             );

@@ -5,9 +5,9 @@
 //! carries it out.
 
 use crate::error::EngineError;
-use crate::job_report::LaunchRecord;
 use crate::phase::WatchParams;
 use crate::pin_plan::SkipMask;
+use crate::report::LaunchRecord;
 use crate::strategy::{Autopin1Params, RaceParams, Strategy};
 use autopin_perf::Objective;
 use autopin_placement::{MemPolicy, Pinning};

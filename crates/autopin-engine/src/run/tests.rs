@@ -743,7 +743,7 @@ impl Coordination for CountingCoordination {
 fn a_cluster_launch_is_recorded_and_its_searches_go_through_the_coordination() {
     let m = small();
     let coord = Arc::new(CountingCoordination::default());
-    let record = crate::job_report::LaunchRecord {
+    let record = crate::report::LaunchRecord {
         launcher: "slurm".into(),
         job: Some("7".into()),
         rank: 1,
@@ -780,7 +780,7 @@ fn a_cluster_launch_is_recorded_and_its_searches_go_through_the_coordination() {
     let origin = got.clock_origin.expect("a clock origin");
     assert!((1.7e9..1.7e9 + 1.0).contains(&origin), "{origin}");
     assert_eq!(
-        crate::job_report::LaunchRecord {
+        crate::report::LaunchRecord {
             clock_origin: None,
             ..got
         },

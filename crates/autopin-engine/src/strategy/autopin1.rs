@@ -70,15 +70,10 @@ impl Strategy for Autopin1 {
         let alive = vec![true; n];
         match decide_by_means(&self.samples, &alive, "all candidates probed once") {
             Some(d) => Plan::Decide(d),
-            None => Plan::Decide(super::Decision {
-                candidate: 0,
-                score: None,
-                runner_up: None,
-                runner_up_score: None,
-                margin: None,
-                margin_ci: None,
-                reason: "no probe produced a rate; keeping the first candidate".into(),
-            }),
+            None => Plan::Decide(super::Decision::unmeasured(
+                0,
+                "no probe produced a rate; keeping the first candidate",
+            )),
         }
     }
     fn record(&mut self, outcome: ProbeOutcome) {

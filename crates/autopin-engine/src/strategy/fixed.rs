@@ -17,15 +17,10 @@ impl Strategy for Fixed {
         "fixed"
     }
     fn next(&mut self, _elapsed: f64) -> Plan {
-        Plan::Decide(Decision {
-            candidate: self.candidate,
-            score: None,
-            runner_up: None,
-            runner_up_score: None,
-            margin: None,
-            margin_ci: None,
-            reason: "fixed strategy: one pinning, nothing probed".into(),
-        })
+        Plan::Decide(Decision::unmeasured(
+            self.candidate,
+            "fixed strategy: one pinning, nothing probed",
+        ))
     }
     fn record(&mut self, _outcome: ProbeOutcome) {}
 }

@@ -59,6 +59,21 @@ pub struct Decision {
     pub reason: String,
 }
 
+impl Decision {
+    /// A decision taken without measurements: `candidate`, with nothing to compare.
+    pub fn unmeasured(candidate: usize, reason: impl Into<String>) -> Self {
+        Decision {
+            candidate,
+            score: None,
+            runner_up: None,
+            runner_up_score: None,
+            margin: None,
+            margin_ci: None,
+            reason: reason.into(),
+        }
+    }
+}
+
 /// A candidate-search policy. `elapsed` is the time since the search started.
 pub trait Strategy {
     fn name(&self) -> &'static str;
@@ -71,16 +86,7 @@ pub trait Strategy {
 
 /// Per-candidate mean scores; None for candidates never probed.
 pub(crate) fn means(samples: &[Vec<f64>]) -> Vec<Option<f64>> {
-    samples
-        .iter()
-        .map(|s| {
-            if s.is_empty() {
-                None
-            } else {
-                Some(crate::stats::mean(s))
-            }
-        })
-        .collect()
+    samples.iter().map(|s| autopin_stats::mean(s)).collect()
 }
 
 /// Index of the highest mean among `alive` candidates that have one.

@@ -1,20 +1,30 @@
-//! `race`: interleaved short probes over the surviving candidates. After every round the
-//! candidates whose score is confidently below the leader's are eliminated; the search stops
-//! when one is left, when the leader is confidently within `tolerance` of every survivor, or
-//! when the time budget is spent. Probe length follows the noise: noisy probes get longer
-//! (averaging out slow fluctuations), quiet ones shorter.
+//! `race`: successive elimination over interleaved short probes, judged to keep the work the
+//! program loses small (docs/search.md explains the choices and the alternatives rejected).
 //!
-//! Faster where it is safe: a candidate whose first probe is far below the leader's — a gap
-//! of at least `decisive_gap` that also dwarfs the noise seen between the sampling ticks
-//! inside both probes — is dropped after that one probe; a close call always waits for
-//! `min_rounds` probes each and the between-probe test. After the first round the leader is
-//! probed first. There is always an answer: survivors that stay within `indistinct` of each
-//! other, or a budget that ends before they separate, keep the OS's own placement when it is
-//! a candidate and not confidently worse, and the best so far otherwise — the reason says
-//! which.
+//! - **Each candidate's noise is its own.** A candidate is described by the logarithms of its
+//!   probe rates: their mean, and the variance of one probe estimated from its own data —
+//!   the spread between its probes, or the spread of the sampling ticks inside its probes
+//!   divided by their number, whichever is larger (never below `noise_floor`). One candidate
+//!   whose rate swings (the OS placement beside a busy CPU) widens only its own interval.
+//! - **Elimination** of a challenger by the leader (the highest mean) when any of these holds,
+//!   each at the error level `error / (candidates − 1)`:
+//!   Welch's t-test on the log rates (per-candidate variances, Satterthwaite's degrees of
+//!   freedom); order dominance (every probe of the challenger below every probe of the
+//!   leader, p = 1 / C(n_leader + n_challenger, n_challenger)); or every sampling tick of the
+//!   challenger below half of every tick of the leader. A challenger seen in one probe only is
+//!   dropped by the t-test only when the gap is at least `decisive_gap`, with the tick noise
+//!   inflated by `one_probe_allowance` (drift slower than a probe is invisible to its ticks).
+//! - **Allocation by cost.** Probes of a candidate far behind the leader are lost work: they
+//!   keep the base length. Only the leader and challengers within `close` of it, whose probes
+//!   are noisier than `target_cv`, get longer probes (×1.5 a round, after `min_rounds`) — a
+//!   close call costs little per second and needs slow fluctuations averaged out.
+//! - **No decision without evidence.** Survivors confidently within `tolerance` of the leader
+//!   end the search with the leader; survivors confidently within `indistinct` of it, or a
+//!   budget that ends before the leader is confidently ahead, keep the OS's own placement when
+//!   it survives, or else the first surviving candidate, and the reason says so.
 
-use super::{best_of, means, Decision, Plan, ProbeOutcome, Strategy};
-use crate::stats;
+use super::{Decision, Plan, ProbeOutcome, Strategy};
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RaceParams {
@@ -22,317 +32,522 @@ pub struct RaceParams {
     /// 0.1 s sampling tick by default: the interval holding the move is dropped whole, and
     /// caches refill within milliseconds.
     pub warmup: f64,
-    /// First probe length, seconds.
+    /// Base probe length, seconds: every first probe, and every probe of a candidate that is
+    /// not a close call.
     pub probe: f64,
-    /// Bounds for the adapted probe length, seconds.
+    /// Bounds for the probe length, seconds.
     pub min_probe: f64,
     pub max_probe: f64,
     /// Search time budget (warm-ups included), seconds.
     pub budget: f64,
     /// Relative difference below which two candidates count as equally good.
     pub tolerance: f64,
-    /// How many standard errors separate "confidently different" (≈3 → 99.7%).
-    pub z: f64,
-    /// Relative probe-to-probe spread the probe length aims for.
+    /// Chance of eliminating a candidate that was in fact the best, per look at the data,
+    /// shared out over the comparisons (Bonferroni).
+    pub error: f64,
+    /// When the budget ends, the leader is kept over the OS placement (or the first
+    /// candidate) only when it is ahead at this one-sided error level.
+    pub end_error: f64,
+    /// Relative per-probe noise above which a close call gets longer probes.
     pub target_cv: f64,
-    /// Rounds every survivor gets before anything is eliminated by the between-probe test.
+    /// Rounds every survivor gets before the search may stop as "indistinguishable", and
+    /// before close calls get longer probes.
     pub min_rounds: usize,
-    /// Smallest relative gap that can end a candidate after one probe (with within-probe
-    /// noise far smaller than the gap).
+    /// Smallest relative gap that can end a candidate after one probe.
     pub decisive_gap: f64,
     /// Survivors confidently within this relative distance of the leader count as
     /// indistinguishable (checked from `min_rounds` rounds on).
     pub indistinct: f64,
+    /// Smallest relative per-probe noise assumed, whatever the probes show: a few quiet probes
+    /// do not prove a machine quiet.
+    pub noise_floor: f64,
+    /// How much more variance one probe has than its ticks say, while a candidate has only
+    /// one probe (slow drift is invisible inside one probe). 4 doubles the standard error.
+    pub one_probe_allowance: f64,
+    /// Challengers within this relative distance of the leader are close calls.
+    pub close: f64,
 }
 
 impl Default for RaceParams {
     fn default() -> Self {
         RaceParams {
             warmup: 0.1,
-            probe: 0.3,
+            probe: 0.2,
             min_probe: 0.2,
             max_probe: 4.0,
             budget: 20.0,
             tolerance: 0.005,
-            z: 3.0,
+            error: 0.05,
+            end_error: 0.2,
             target_cv: 0.02,
             min_rounds: 2,
             decisive_gap: 0.15,
             indistinct: 0.02,
+            noise_floor: 0.01,
+            one_probe_allowance: 4.0,
+            close: 0.1,
         }
     }
+}
+
+/// What the race knows about one candidate.
+#[derive(Debug, Clone)]
+struct Arm {
+    /// Score of each probe (more is better).
+    scores: Vec<f64>,
+    /// Σ (ticks − 1) · (variance of ln(tick score) inside the probe), and Σ (ticks − 1).
+    within_ss: f64,
+    within_df: f64,
+    /// Ticks behind `within_*`, and the probes they came from.
+    ticks: f64,
+    tick_probes: f64,
+    /// Lowest and highest tick score over all probes.
+    range: Option<(f64, f64)>,
+    alive: bool,
+    probe_len: f64,
+}
+
+/// A candidate's mean log rate and how well it is known.
+#[derive(Debug, Clone, Copy)]
+struct Estimate {
+    mean: f64,
+    /// Variance of `mean`.
+    var: f64,
+    /// Degrees of freedom behind `var` (0: unknown, no test possible).
+    df: f64,
+    n: usize,
+}
+
+/// How a challenger was eliminated, for the decision's reason.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Why {
+    Ticks,
+    HalfTheLeader,
+    Probes,
 }
 
 pub struct Race {
     p: RaceParams,
-    samples: Vec<Vec<f64>>,
-    /// Lowest and highest interval score seen per candidate, over all its probes.
-    ranges: Vec<Option<(f64, f64)>>,
-    alive: Vec<bool>,
+    arms: Vec<Arm>,
     queue: Vec<usize>,
     rounds: usize,
-    probe_len: f64,
-    first_round_order: usize,
-    /// Relative standard error of each candidate's last probe, from its sampling ticks.
-    within: Vec<Option<f64>>,
     /// The OS's own placement among the candidates.
     os_placement: Option<usize>,
+    /// Why each eliminated candidate went.
+    eliminated: Vec<Option<Why>>,
+}
+
+/// One-sided Student-t quantile: the t with P(T > t) = alpha.
+fn t_quantile(alpha: f64, df: f64) -> f64 {
+    if !(df.is_finite() && df > 0.0) {
+        return f64::INFINITY;
+    }
+    match StudentsT::new(0.0, 1.0, df.min(1e6)) {
+        Ok(t) => t.inverse_cdf(1.0 - alpha),
+        Err(_) => f64::INFINITY,
+    }
+}
+
+/// 1 / C(a + b, b): the chance that b values all fall below a others when all a + b are
+/// exchangeable.
+fn order_p(a: usize, b: usize) -> f64 {
+    let mut p = 1.0;
+    for i in 1..=b {
+        p *= i as f64 / (a + i) as f64;
+    }
+    p
 }
 
 impl Race {
     pub fn new(p: RaceParams, candidates: usize) -> Self {
+        let base = p.probe.clamp(p.min_probe, p.max_probe);
         Race {
-            probe_len: p.probe.clamp(p.min_probe, p.max_probe),
+            arms: vec![
+                Arm {
+                    scores: Vec::new(),
+                    within_ss: 0.0,
+                    within_df: 0.0,
+                    ticks: 0.0,
+                    tick_probes: 0.0,
+                    range: None,
+                    alive: true,
+                    probe_len: base,
+                };
+                candidates
+            ],
             p,
-            samples: vec![Vec::new(); candidates],
-            ranges: vec![None; candidates],
-            alive: vec![true; candidates],
             queue: Vec::new(),
             rounds: 0,
-            first_round_order: 0,
-            within: vec![None; candidates],
             os_placement: None,
-        }
-    }
-
-    /// Drops candidates whose one-probe result is far below the leader's, beyond doubt:
-    /// the gap is at least `decisive_gap` and exceeds 2·z standard errors of the difference
-    /// estimated from the ticks inside the two probes (the factor 2 leaves room for drift
-    /// slower than a probe, which the ticks cannot see).
-    #[allow(clippy::needless_range_loop)] // c indexes alive, m and within alike
-    fn eliminate_decisive(&mut self, m: &[Option<f64>], best: usize) {
-        let (Some(mb), Some(sb)) = (m[best], self.within[best]) else {
-            return;
-        };
-        if mb <= 0.0 {
-            return;
-        }
-        for c in 0..self.alive.len() {
-            if c == best || !self.alive[c] {
-                continue;
-            }
-            let (Some(mc), Some(sc)) = (m[c], self.within[c]) else {
-                continue;
-            };
-            let gap = (mb - mc) / mb;
-            let se = (sb * sb + (sc * mc / mb).powi(2)).sqrt();
-            if gap >= self.p.decisive_gap && gap > 2.0 * self.p.z * se {
-                self.alive[c] = false;
-            }
-        }
-    }
-
-    /// The answer when the survivors cannot be told apart: the OS placement when it is a
-    /// survivor, else the leader.
-    fn indistinguishable(&self, best: usize, margin_ci: Option<f64>, why: &str) -> Decision {
-        match self
-            .os_placement
-            .filter(|&o| self.alive.get(o) == Some(&true) && o != best)
-        {
-            Some(os) if !self.samples[os].is_empty() => self.decision(
-                os,
-                margin_ci,
-                &format!(
-                    "{why}: keeping the OS's own placement, pinning would gain nothing measurable"
-                ),
-            ),
-            _ => self.decision(best, margin_ci, &format!("{why}: keeping the best so far")),
+            eliminated: vec![None; candidates],
         }
     }
 
     /// Candidates still in the running.
     pub fn survivors(&self) -> Vec<usize> {
-        (0..self.alive.len()).filter(|&i| self.alive[i]).collect()
+        (0..self.arms.len())
+            .filter(|&i| self.arms[i].alive)
+            .collect()
     }
 
-    /// Pooled relative variance of probe scores across candidates with ≥ 2 probes, and its
-    /// degrees of freedom. Pooling lets one noisy round inform every candidate.
-    fn pooled_rel_var(&self) -> Option<(f64, usize)> {
-        let mut ss = 0.0;
-        let mut df = 0usize;
-        for (i, s) in self.samples.iter().enumerate() {
-            if !self.alive[i] || s.len() < 2 {
-                continue;
-            }
-            let m = stats::mean(s);
-            if m <= 0.0 {
-                continue;
-            }
-            ss += s.iter().map(|x| ((x - m) / m).powi(2)).sum::<f64>();
-            df += s.len() - 1;
-        }
-        if df == 0 {
-            None
+    /// Scores at or below zero (a probe that measured nothing) become a tiny positive value
+    /// so that logarithms exist; it stays far below any real rate.
+    fn log_floor(&self) -> f64 {
+        let top = self
+            .arms
+            .iter()
+            .flat_map(|a| a.scores.iter())
+            .fold(0.0f64, |m, s| m.max(*s));
+        if top > 0.0 {
+            top * 1e-6
         } else {
-            Some((ss / df as f64, df))
+            1e-300
         }
     }
 
-    /// Pooled variance of ln(score) across candidates with ≥ 2 probes (None when some score
-    /// is not positive). On the log scale a 1000× gap is a distance of 6.9 whatever the
-    /// noise's size relative to the mean, where a relative difference can never exceed 1.
-    fn pooled_log_var(&self) -> Option<(f64, usize)> {
-        let mut ss = 0.0;
-        let mut df = 0usize;
-        for (i, s) in self.samples.iter().enumerate() {
-            if !self.alive[i] || s.is_empty() {
-                continue;
-            }
-            if s.iter().any(|x| *x <= 0.0) {
-                return None;
-            }
-            if s.len() < 2 {
-                continue;
-            }
-            let m = log_mean(s);
-            ss += s.iter().map(|x| (x.ln() - m).powi(2)).sum::<f64>();
-            df += s.len() - 1;
+    /// A candidate's log rates and the variance of one probe from its own data, with that
+    /// variance's degrees of freedom: the spread between its probes, or its ticks' spread
+    /// divided by their number, whichever is larger (one probe: the ticks' spread times
+    /// `one_probe_allowance`). None for the variance when neither exists.
+    #[allow(clippy::type_complexity)]
+    fn own(&self, c: usize, floor: f64) -> Option<(Vec<f64>, Option<(f64, f64)>)> {
+        let a = &self.arms[c];
+        let n = a.scores.len();
+        if n == 0 {
+            return None;
         }
-        (df > 0).then(|| (ss / df as f64, df))
+        let ys: Vec<f64> = a.scores.iter().map(|s| s.max(floor).ln()).collect();
+        let mean = ys.iter().sum::<f64>() / n as f64;
+        let between =
+            (n >= 2).then(|| ys.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (n - 1) as f64);
+        let within =
+            (a.within_df > 0.0).then(|| a.within_ss / a.within_df / (a.ticks / a.tick_probes));
+        let var = match (between, within) {
+            (Some(b), Some(w)) if b >= w => Some((b, (n - 1) as f64)),
+            (Some(_), Some(w)) => Some((w, a.within_df)),
+            (Some(b), None) => Some((b, (n - 1) as f64)),
+            (None, Some(w)) => Some((w * self.p.one_probe_allowance, a.within_df)),
+            (None, None) => None,
+        };
+        Some((ys, var))
     }
 
-    /// Eliminates confidently worse candidates; returns a decision when the race is over.
-    fn judge(&mut self, reason_budget: bool) -> Option<Decision> {
-        let m = means(&self.samples);
-        let best = best_of(&m, &self.alive)?;
-        let mb = m[best]?;
-        let nb = self.samples[best].len() as f64;
-        self.eliminate_decisive(&m, best);
-        if self.survivors().len() == 1 {
-            return Some(self.decision(
-                best,
-                None,
-                "all other candidates eliminated (far below the leader, beyond the noise inside the probes)",
-            ));
-        }
-        // Plainly dominated after any round: every interval of c is less than half of every
-        // interval of the leader (a spinning barrier sharing a CPU, 1000× slower). No noise
-        // estimate needed, so such a loser costs one probe instead of `min_rounds`.
-        if let Some((best_lo, _)) = self.ranges[best] {
-            for c in 0..self.alive.len() {
-                if c != best && self.alive[c] {
-                    if let Some((_, c_hi)) = self.ranges[c] {
-                        if best_lo > 0.0 && 2.0 * c_hi < best_lo {
-                            self.alive[c] = false;
-                        }
-                    }
-                }
-            }
-            if self.survivors().len() == 1 {
-                return Some(self.decision(
-                    best,
-                    None,
-                    "all other candidates eliminated (every interval below half the leader's)",
-                ));
-            }
-        }
-        let pooled = self.pooled_rel_var();
-        let pooled_log = self.pooled_log_var();
-        let mut margin_ci = None;
-        if let (Some((rv, df)), true) = (pooled, self.rounds >= self.p.min_rounds) {
-            let k = self.p.z.max(stats::t95(df) * self.p.z / 1.96);
-            let mut all_equivalent = true;
-            let mut worst_ci: f64 = 0.0;
-            #[allow(clippy::needless_range_loop)] // c indexes alive, m and samples alike
-            for c in 0..self.alive.len() {
-                if !self.alive[c] || c == best {
-                    continue;
-                }
-                let Some(mc) = m[c] else { continue };
-                let nc = self.samples[c].len() as f64;
-                // Standard error of the relative difference (mb − mc)/mb.
-                let se = (rv / nb + rv * (mc / mb).powi(2) / nc).sqrt();
-                let diff = (mb - mc) / mb;
-                worst_ci = worst_ci.max(k * se);
-                // Far apart (orders of magnitude, noisy probes): the log-scale test sees it.
-                let log_gap = pooled_log.is_some_and(|(lv, ldf)| {
-                    let kl = self.p.z.max(stats::t95(ldf) * self.p.z / 1.96);
-                    let gap = log_mean(&self.samples[best]) - log_mean(&self.samples[c]);
-                    gap > kl * (lv / nb + lv / nc).sqrt()
-                });
-                if diff > k * se || log_gap {
-                    self.alive[c] = false;
-                } else if diff - k * se < -self.p.tolerance {
-                    // c might still be better than the leader by more than the tolerance.
-                    all_equivalent = false;
-                }
-            }
-            margin_ci = Some(worst_ci);
-            let left = self.survivors().len();
-            if left == 1 {
-                return Some(self.decision(best, margin_ci, "all other candidates eliminated"));
-            }
-            if all_equivalent {
-                return Some(self.decision(
-                    best,
-                    margin_ci,
-                    "survivors are within the tolerance of the leader",
-                ));
-            }
-            // Every survivor confidently within `indistinct` of the leader: more probes
-            // would only narrow a difference nobody would notice.
-            let close = (0..self.alive.len()).all(|c| {
-                !self.alive[c] || c == best || {
-                    let mc = m[c].unwrap_or(0.0);
-                    let nc = self.samples[c].len() as f64;
-                    let se = (rv / nb + rv * (mc / mb).powi(2) / nc).sqrt();
-                    (mb - mc) / mb + k * se <= self.p.indistinct
-                }
-            });
-            if close && self.rounds >= self.p.min_rounds {
-                return Some(self.indistinguishable(
-                    best,
-                    margin_ci,
-                    &format!(
-                        "survivors within {:.0}% of each other",
-                        100.0 * self.p.indistinct
+    /// Every candidate's estimate. A candidate's own variance, from a handful of probes, is
+    /// moderated (empirical Bayes, as in moderated t-statistics): it is averaged with a prior
+    /// worth `PRIOR_DF` degrees of freedom, the lower median of all candidates' own
+    /// variances. The median keeps one swinging candidate from widening everyone's interval;
+    /// the candidate's own data outweigh the prior as its probes accumulate.
+    fn estimates(&self) -> Vec<Option<Estimate>> {
+        const PRIOR_DF: f64 = 2.0;
+        let floor = self.log_floor();
+        let own: Vec<_> = (0..self.arms.len()).map(|c| self.own(c, floor)).collect();
+        let mut vars: Vec<f64> = own
+            .iter()
+            .filter_map(|o| o.as_ref().and_then(|(_, v)| v.map(|v| v.0)))
+            .filter(|v| v.is_finite())
+            .collect();
+        vars.sort_by(f64::total_cmp);
+        let prior = (!vars.is_empty()).then(|| vars[(vars.len() - 1) / 2]);
+        let floor_var = self.p.noise_floor.powi(2);
+        own.into_iter()
+            .map(|o| {
+                let (ys, var) = o?;
+                let n = ys.len();
+                let mean = ys.iter().sum::<f64>() / n as f64;
+                let (v, df) = match (var, prior) {
+                    // One probe: only its own ticks speak for it, and only when there are
+                    // enough of them to say anything.
+                    (Some((v, df)), _) if n == 1 && df >= 1.0 => (v, df),
+                    _ if n == 1 => (f64::INFINITY, 0.0),
+                    // The prior only ever widens: a noisy candidate is never made to look
+                    // quieter than its own probes show.
+                    (Some((v, df)), Some(p)) => (
+                        v.max((PRIOR_DF * p + df * v) / (PRIOR_DF + df)),
+                        PRIOR_DF + df,
                     ),
-                ));
+                    (Some((v, df)), None) => (v, df),
+                    (None, Some(p)) => (p, PRIOR_DF),
+                    (None, None) => (f64::INFINITY, 0.0),
+                };
+                Some(Estimate {
+                    mean,
+                    var: v.max(floor_var) / n as f64,
+                    df,
+                    n,
+                })
+            })
+            .collect()
+    }
+
+    fn leader(&self, est: &[Option<Estimate>]) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (c, e) in est.iter().enumerate() {
+            if let (Some(e), true) = (e, self.arms[c].alive) {
+                if best.is_none_or(|b| e.mean > est[b].map_or(f64::NEG_INFINITY, |x| x.mean)) {
+                    best = Some(c);
+                }
             }
         }
-        if reason_budget {
-            // The budget ends the search. The OS placement is kept only when it is close
-            // to the leader (within `decisive_gap`) and not confidently behind it.
-            let os_behind = self.os_placement.is_some_and(|o| {
-                o != best && self.alive.get(o) == Some(&true) && {
-                    match (m[o], pooled) {
-                        (Some(mo), _) if (mb - mo) / mb > self.p.decisive_gap => true,
-                        (Some(mo), Some((rv, df))) => {
-                            let k = self.p.z.max(stats::t95(df) * self.p.z / 1.96);
-                            let no = self.samples[o].len() as f64;
-                            let se = (rv / nb + rv * (mo / mb).powi(2) / no).sqrt();
-                            (mb - mo) / mb > k * se
-                        }
-                        _ => true,
-                    }
-                }
-            });
-            let os_alive = self
-                .os_placement
-                .is_some_and(|o| o != best && self.alive.get(o) == Some(&true));
-            if os_behind || !os_alive {
-                return Some(self.decision(best, margin_ci, "search budget spent: best so far"));
+        best
+    }
+
+    /// Error level of one comparison with the leader.
+    fn alpha(&self) -> f64 {
+        let k = self.survivors().len().saturating_sub(1).max(1);
+        self.p.error / k as f64
+    }
+
+    /// (log gap leader − c, its standard error, the one-sided quantile) for the Welch test.
+    fn welch(&self, l: &Estimate, c: &Estimate, alpha: f64) -> (f64, f64, f64) {
+        let s2 = l.var + c.var;
+        let dfs = [(l.var, l.df), (c.var, c.df)];
+        let df = if dfs.iter().any(|(v, d)| *d <= 0.0 && *v > 0.0) {
+            0.0
+        } else {
+            s2 * s2
+                / dfs
+                    .iter()
+                    .filter(|(_, d)| *d > 0.0)
+                    .map(|(v, d)| v * v / d)
+                    .sum::<f64>()
+                    .max(f64::MIN_POSITIVE)
+        };
+        (l.mean - c.mean, s2.sqrt(), t_quantile(alpha, df))
+    }
+
+    /// Drops every challenger the leader beats beyond doubt; says why each went.
+    fn eliminate(&mut self, est: &[Option<Estimate>], l: usize) {
+        let Some(le) = est[l] else { return };
+        let alpha = self.alpha();
+        for (c, ce) in est.iter().enumerate() {
+            if c == l || !self.arms[c].alive {
+                continue;
             }
-            return Some(self.indistinguishable(
-                best,
-                margin_ci,
-                "search budget spent before the leader was confidently ahead of the OS placement",
+            let Some(ce) = *ce else { continue };
+            let why = if self.below_half(l, c) {
+                Some(Why::HalfTheLeader)
+            } else if order_p(le.n, ce.n) <= alpha
+                && (1.0 + self.p.indistinct)
+                    * self.arms[c]
+                        .scores
+                        .iter()
+                        .fold(f64::NEG_INFINITY, |m, s| m.max(*s))
+                    < self.arms[l]
+                        .scores
+                        .iter()
+                        .fold(f64::INFINITY, |m, s| m.min(*s))
+            {
+                // Order alone, with a gap that matters: every probe of c is more than
+                // `indistinct` below every probe of the leader.
+                Some(Why::Probes)
+            } else {
+                let (d, se, q) = self.welch(&le, &ce, alpha);
+                let one_probe = le.n == 1 || ce.n == 1;
+                let gap_ok = !one_probe || 1.0 - (-d).exp() >= self.p.decisive_gap;
+                (gap_ok && d > q * se).then_some(if one_probe { Why::Ticks } else { Why::Probes })
+            };
+            if let Some(w) = why {
+                self.arms[c].alive = false;
+                self.eliminated[c] = Some(w);
+            }
+        }
+    }
+
+    /// Every tick of `c` is below half of every tick of the leader `l` (a spinning barrier
+    /// sharing a CPU, 1000× slower): no noise estimate needed.
+    fn below_half(&self, l: usize, c: usize) -> bool {
+        match (self.arms[l].range, self.arms[c].range) {
+            (Some((l_lo, _)), Some((_, c_hi))) => l_lo > 0.0 && 2.0 * c_hi < l_lo,
+            _ => false,
+        }
+    }
+
+    /// Eliminates what the data allow; returns a decision when the race is over.
+    fn judge(&mut self, budget_end: bool) -> Option<Decision> {
+        let est = self.estimates();
+        let l = self.leader(&est)?;
+        self.eliminate(&est, l);
+        if self.survivors().len() == 1 {
+            let reason = if self.eliminated.contains(&Some(Why::Ticks)) {
+                "all other candidates eliminated (far below the leader, beyond the noise inside the probes)"
+            } else if self
+                .eliminated
+                .iter()
+                .all(|w| w.is_none() || *w == Some(Why::HalfTheLeader))
+            {
+                "all other candidates eliminated (every interval below half the leader's)"
+            } else {
+                "all other candidates eliminated"
+            };
+            let ci = self.margin_ci(&est, l);
+            return Some(self.decision(&est, l, ci, reason));
+        }
+        let le = est[l]?;
+        let alpha = self.alpha();
+        // Per survivor: the upper end of the leader's advantage, on the log scale.
+        let mut upper_adv: Vec<f64> = Vec::new();
+        let mut lower_adv: Vec<f64> = Vec::new();
+        for c in self.survivors() {
+            if c == l {
+                continue;
+            }
+            match est[c] {
+                Some(ce) => {
+                    let (d, se, q) = self.welch(&le, &ce, alpha);
+                    upper_adv.push(d + q * se);
+                    lower_adv.push(d - q * se);
+                }
+                None => {
+                    upper_adv.push(f64::INFINITY);
+                    lower_adv.push(f64::NEG_INFINITY);
+                }
+            }
+        }
+        let ci = self.margin_ci(&est, l);
+        if self.rounds < self.p.min_rounds && !budget_end {
+            return None;
+        }
+        // No survivor can be better than the leader by more than the tolerance.
+        if lower_adv
+            .iter()
+            .all(|x| *x >= -(1.0 + self.p.tolerance).ln())
+        {
+            return Some(self.decision(
+                &est,
+                l,
+                ci,
+                "survivors are within the tolerance of the leader",
             ));
+        }
+        if self.rounds >= self.p.min_rounds
+            && upper_adv
+                .iter()
+                .all(|x| *x <= (1.0 + self.p.indistinct).ln())
+        {
+            return Some(self.indistinguishable(
+                &est,
+                l,
+                ci,
+                &format!(
+                    "survivors within {:.0}% of each other",
+                    100.0 * self.p.indistinct
+                ),
+            ));
+        }
+        if budget_end {
+            // The leader stands only when it is confidently ahead of the candidate that would
+            // be kept otherwise (the OS placement, or the first survivor).
+            // The search has to answer now: the leader stands when it is more likely than
+            // not ahead by a clear margin (one-sided `end_error`), the expected loss being
+            // smallest on the likely best.
+            let fallback = self.fallback(l);
+            let ahead = fallback.is_none_or(|f| {
+                est[f].is_some_and(|fe| {
+                    let (d, se, q) = self.welch(&le, &fe, self.p.end_error);
+                    d > q * se
+                })
+            });
+            if ahead {
+                return Some(self.decision(&est, l, ci, "search budget spent: best so far"));
+            }
+            let why = if self.os_alive_besides(l) {
+                "search budget spent before the leader was confidently ahead of the OS placement"
+            } else {
+                "search budget spent before the best so far was confidently ahead"
+            };
+            return Some(self.indistinguishable(&est, l, ci, why));
         }
         None
     }
 
-    fn decision(&self, best: usize, margin_ci: Option<f64>, reason: &str) -> Decision {
-        let m = means(&self.samples);
-        // The runner-up is the best other candidate that was probed (eliminated or not), so
-        // the margin says how much better the winner was than the next choice.
-        let mut others = vec![true; self.alive.len()];
-        others[best] = false;
-        let runner = best_of(&m, &others);
-        let score = m[best];
-        let rs = runner.and_then(|r| m[r]);
+    fn os_alive_besides(&self, l: usize) -> bool {
+        self.os_placement.is_some_and(|o| {
+            o != l
+                && self
+                    .arms
+                    .get(o)
+                    .is_some_and(|a| a.alive && !a.scores.is_empty())
+        })
+    }
+
+    /// What stays when the leader cannot be shown better: the OS placement when it survives,
+    /// else the first surviving candidate (None when that is the leader).
+    fn fallback(&self, l: usize) -> Option<usize> {
+        if self.os_alive_besides(l) {
+            return self.os_placement;
+        }
+        if self.os_placement == Some(l) {
+            return None;
+        }
+        self.survivors()
+            .into_iter()
+            .find(|&c| !self.arms[c].scores.is_empty())
+            .filter(|&c| c != l)
+    }
+
+    /// The answer when the survivors cannot be told apart.
+    fn indistinguishable(
+        &self,
+        est: &[Option<Estimate>],
+        l: usize,
+        ci: Option<f64>,
+        why: &str,
+    ) -> Decision {
+        let keep = self.fallback(l).or(self.os_placement.filter(|&o| o == l));
+        match keep {
+            Some(o) if self.os_placement == Some(o) => self.decision(
+                est,
+                o,
+                ci,
+                &format!(
+                    "{why}: keeping the OS's own placement, pinning would gain nothing measurable"
+                ),
+            ),
+            Some(f) => self.decision(
+                est,
+                f,
+                ci,
+                &format!("{why}: keeping the first candidate, the leader gains nothing measurable"),
+            ),
+            None => self.decision(est, l, ci, &format!("{why}: keeping the best so far")),
+        }
+    }
+
+    /// Relative half-width of the leader's margin over the best other probed candidate.
+    fn margin_ci(&self, est: &[Option<Estimate>], l: usize) -> Option<f64> {
+        let le = est[l]?;
+        let r = self.runner_up(est, l)?;
+        let (_, se, q) = self.welch(&le, &est[r]?, self.alpha());
+        let h = q * se;
+        h.is_finite().then(|| h.exp() - 1.0)
+    }
+
+    /// The best other candidate that was probed (eliminated or not).
+    fn runner_up(&self, est: &[Option<Estimate>], l: usize) -> Option<usize> {
+        (0..est.len())
+            .filter(|&c| c != l && est[c].is_some())
+            .max_by(|a, b| {
+                let m = |c: usize| est[c].map_or(f64::NEG_INFINITY, |e| e.mean);
+                m(*a).total_cmp(&m(*b))
+            })
+    }
+
+    fn decision(
+        &self,
+        est: &[Option<Estimate>],
+        c: usize,
+        ci: Option<f64>,
+        reason: &str,
+    ) -> Decision {
+        let mean_score = |i: usize| {
+            let s = &self.arms[i].scores;
+            (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64)
+        };
+        let runner = self.runner_up(est, c);
+        let score = mean_score(c);
+        let rs = runner.and_then(mean_score);
         Decision {
-            candidate: best,
+            candidate: c,
             score,
             runner_up: runner,
             runner_up_score: rs,
@@ -340,31 +555,39 @@ impl Race {
                 (Some(b), Some(r)) if r > 0.0 => Some((b - r) / r),
                 _ => None,
             },
-            margin_ci,
+            margin_ci: ci,
             reason: format!("{reason} after {} round(s)", self.rounds),
         }
     }
 
-    /// Adapts the probe length to the probe-to-probe noise seen so far.
-    fn adapt_probe_len(&mut self) {
-        if let Some((rv, _)) = self.pooled_rel_var() {
-            let cv = rv.sqrt();
-            if cv > 2.0 * self.p.target_cv {
-                self.probe_len *= 2.0;
-            } else if cv < 0.5 * self.p.target_cv {
-                self.probe_len *= 0.5;
-            }
+    /// Probe lengths for the next round: close calls with noisy probes get longer ones, every
+    /// other survivor keeps the base length (its probes are lost work).
+    fn plan_lengths(&mut self, est: &[Option<Estimate>], l: Option<usize>) {
+        let base = self.p.probe.clamp(self.p.min_probe, self.p.max_probe);
+        let floor = (self.p.warmup * 2.0)
+            .max(self.p.min_probe)
+            .min(self.p.max_probe);
+        let Some(le) = l.and_then(|l| est[l]) else {
+            return;
+        };
+        let close =
+            |c: usize| est[c].is_some_and(|e| le.mean - e.mean <= (1.0 + self.p.close).ln());
+        let any_close_challenger = self
+            .survivors()
+            .into_iter()
+            .any(|c| Some(c) != l && close(c));
+        for c in self.survivors() {
+            let noisy = est[c].is_some_and(|e| (e.var * e.n as f64).sqrt() > self.p.target_cv);
+            let grow =
+                self.rounds >= self.p.min_rounds && any_close_challenger && close(c) && noisy;
+            let a = &mut self.arms[c];
+            a.probe_len = if grow {
+                (a.probe_len * 1.5).clamp(floor, self.p.max_probe)
+            } else {
+                base.max(floor.min(base))
+            };
         }
-        // Keep warm-up a minor share of each probe.
-        let floor = (self.p.warmup * 2.0).max(self.p.min_probe);
-        self.probe_len = self
-            .probe_len
-            .clamp(floor.min(self.p.max_probe), self.p.max_probe);
     }
-}
-
-fn log_mean(s: &[f64]) -> f64 {
-    s.iter().map(|x| x.ln()).sum::<f64>() / s.len().max(1) as f64
 }
 
 impl Strategy for Race {
@@ -373,67 +596,53 @@ impl Strategy for Race {
     }
 
     fn next(&mut self, elapsed: f64) -> Plan {
-        if self.alive.is_empty() {
-            return Plan::Decide(Decision {
-                candidate: 0,
-                score: None,
-                runner_up: None,
-                runner_up_score: None,
-                margin: None,
-                margin_ci: None,
-                reason: "no candidates".into(),
-            });
+        if self.arms.is_empty() {
+            return Plan::Decide(Decision::unmeasured(0, "no candidates"));
         }
-        if self.alive.len() == 1 {
-            return Plan::Decide(self.decision(0, None, "only one candidate"));
+        if self.arms.len() == 1 {
+            let est = self.estimates();
+            return Plan::Decide(self.decision(&est, 0, None, "only one candidate"));
         }
         if self.queue.is_empty() {
+            let mut order = self.survivors();
             if self.rounds > 0 {
                 if let Some(d) = self.judge(false) {
                     return Plan::Decide(d);
                 }
-                self.adapt_probe_len();
-            }
-            // First round in the given order (most different first); later rounds probe the
-            // most promising first, so a search cut short by the program's end or the
-            // budget has measured the leaders most.
-            let mut order = self.survivors();
-            if self.rounds > 0 {
-                let m = means(&self.samples);
+                // Later rounds probe the most promising first, so a search cut short by the
+                // program's end or the budget has measured the leaders most.
+                let est = self.estimates();
+                let l = self.leader(&est);
+                self.plan_lengths(&est, l);
+                order = self.survivors();
                 order.sort_by(|a, b| {
-                    m[*b]
-                        .unwrap_or(f64::NEG_INFINITY)
-                        .total_cmp(&m[*a].unwrap_or(f64::NEG_INFINITY))
+                    est[*b]
+                        .map_or(f64::NEG_INFINITY, |e| e.mean)
+                        .total_cmp(&est[*a].map_or(f64::NEG_INFINITY, |e| e.mean))
                 });
             }
-            self.first_round_order += 1;
             self.queue = order;
             self.queue.reverse();
             self.rounds += 1;
         }
-        let cost = self.p.warmup + self.probe_len;
-        if elapsed + cost > self.p.budget {
+        let c = *self.queue.last().expect("queue filled above");
+        let measure = self.arms[c].probe_len;
+        if elapsed + self.p.warmup + measure > self.p.budget {
             if let Some(d) = self.judge(true) {
                 return Plan::Decide(d);
             }
             // Not one usable probe (e.g. the program changes phase faster than a probe):
             // stop anyway rather than search forever, and say so.
-            return Plan::Decide(Decision {
-                candidate: 0,
-                score: None,
-                runner_up: None,
-                runner_up_score: None,
-                margin: None,
-                margin_ci: None,
-                reason: "no usable measurement within the budget; keeping the first candidate"
-                    .into(),
-            });
+            return Plan::Decide(Decision::unmeasured(
+                0,
+                "no usable measurement within the budget; keeping the first candidate",
+            ));
         }
-        let c = self.queue.pop().expect("queue filled above");
+        self.queue.pop();
         Plan::Probe {
             candidate: c,
             warmup: self.p.warmup,
-            measure: self.probe_len,
+            measure,
         }
     }
 
@@ -442,27 +651,30 @@ impl Strategy for Race {
     }
 
     fn record(&mut self, outcome: ProbeOutcome) {
-        if let Some(s) = self.samples.get_mut(outcome.candidate) {
-            if outcome.score.is_finite() && outcome.score >= 0.0 {
-                s.push(outcome.score);
-                if let Some(w) = self.within.get_mut(outcome.candidate) {
-                    *w = match outcome.interval_cv {
-                        Some(cv) if outcome.intervals >= 3 && cv.is_finite() => {
-                            Some(cv / (outcome.intervals as f64).sqrt())
-                        }
-                        _ => None,
-                    };
-                }
-                if let (Some((lo, hi)), Some(r)) = (
-                    outcome.interval_range,
-                    self.ranges.get_mut(outcome.candidate),
-                ) {
-                    *r = Some(match *r {
-                        Some((a, b)) => (a.min(lo), b.max(hi)),
-                        None => (lo, hi),
-                    });
-                }
+        let Some(a) = self.arms.get_mut(outcome.candidate) else {
+            return;
+        };
+        if !(outcome.score.is_finite() && outcome.score >= 0.0) {
+            return;
+        }
+        a.scores.push(outcome.score);
+        if let Some(cv) = outcome.interval_cv.filter(|cv| cv.is_finite()) {
+            if outcome.intervals >= 2 {
+                // The variance of ln(tick) for a tick spread with this relative deviation
+                // (exact for log-normal ticks).
+                let w = (1.0 + cv * cv).ln();
+                let df = (outcome.intervals - 1) as f64;
+                a.within_ss += df * w;
+                a.within_df += df;
+                a.ticks += outcome.intervals as f64;
+                a.tick_probes += 1.0;
             }
+        }
+        if let Some((lo, hi)) = outcome.interval_range {
+            a.range = Some(match a.range {
+                Some((x, y)) => (x.min(lo), y.max(hi)),
+                None => (lo, hi),
+            });
         }
     }
 }
@@ -470,6 +682,7 @@ impl Strategy for Race {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats;
 
     /// Drives `r` to its decision; `outcome(candidate, probe#, measure)` says what each
     /// probe measured. Returns the decision, the probes in order and the search time.
@@ -499,9 +712,10 @@ mod tests {
     fn run(truth: &[f64], noise: f64, seed: u64, p: RaceParams) -> (usize, f64) {
         let mut rng = stats::Rng::new(seed);
         let (d, _, t) = drive_race(Race::new(p, truth.len()), |candidate, _, measure| {
+            let score = truth[candidate] * (1.0 + noise * rng.normal() / measure.sqrt());
             ProbeOutcome {
                 candidate,
-                score: truth[candidate] * (1.0 + noise * rng.normal() / measure.sqrt()),
+                score,
                 duration: measure,
                 interval_cv: None,
                 interval_range: None,
@@ -767,5 +981,117 @@ mod faster_race_tests {
         });
         assert_eq!(&order[..3], &[0, 1, 2]);
         assert_eq!(order[3], 1, "round 2 starts with the leader: {order:?}");
+    }
+}
+
+#[cfg(test)]
+mod lost_work_tests {
+    use super::*;
+
+    /// Drives a race whose probes return `score(candidate, probe#)` = (score, tick cv) over
+    /// `ticks` ticks; returns the decision and every probe as (candidate, measure).
+    fn drive(
+        n: usize,
+        os: Option<usize>,
+        ticks: usize,
+        score: impl Fn(usize, usize) -> (f64, f64),
+    ) -> (Decision, Vec<(usize, f64)>) {
+        let mut r = Race::new(RaceParams::default(), n);
+        if let Some(o) = os {
+            r.set_os_placement(o);
+        }
+        let mut t = 0.0;
+        let mut probes: Vec<(usize, f64)> = Vec::new();
+        loop {
+            match r.next(t) {
+                Plan::Probe {
+                    candidate,
+                    warmup,
+                    measure,
+                } => {
+                    t += warmup + measure;
+                    let k = probes.iter().filter(|p| p.0 == candidate).count();
+                    probes.push((candidate, measure));
+                    let (s, cv) = score(candidate, k);
+                    r.record(ProbeOutcome {
+                        candidate,
+                        score: s,
+                        duration: measure,
+                        interval_cv: Some(cv),
+                        interval_range: None,
+                        intervals: ticks,
+                    });
+                }
+                Plan::Decide(d) => return (d, probes),
+            }
+        }
+    }
+
+    fn probes_of(p: &[(usize, f64)], c: usize) -> usize {
+        p.iter().filter(|x| x.0 == c).count()
+    }
+
+    #[test]
+    fn a_swinging_os_placement_neither_slows_the_others_nor_survives_long() {
+        // The OS placement (#0) swings 3× between probes (35–100/s, ticks ±40%); the spread
+        // pinning (#1) runs at 150/s and a shared one (#2) at 100/s, both quiet. #2 goes after
+        // one probe, whatever the OS placement's noise; the OS placement within three rounds.
+        let (d, probes) = drive(3, Some(0), 2, |c, k| match c {
+            0 => ([35.0, 100.0, 50.0, 95.0, 40.0][k % 5], 0.4),
+            1 => (150.0 * [1.0, 1.02, 0.99][k % 3], 0.03),
+            _ => (100.0 * [1.0, 0.98, 1.01][k % 3], 0.03),
+        });
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert_eq!(probes_of(&probes, 2), 1, "{probes:?}");
+        assert!(probes_of(&probes, 0) <= 3, "{probes:?}");
+    }
+
+    #[test]
+    fn order_alone_ends_a_candidate_whose_leader_is_heavy_tailed() {
+        // The leader's probes range 120–300 (its variance says little); every probe of the
+        // other is below every probe of the leader by far more than 2%: three each suffice
+        // (p = 1/20 ≤ 0.05).
+        let (d, probes) = drive(2, None, 2, |c, k| match c {
+            0 => ([300.0, 120.0, 280.0, 125.0][k % 4], 0.3),
+            _ => ([95.0, 90.0, 85.0, 92.0][k % 4], 0.3),
+        });
+        assert_eq!(d.candidate, 0, "{}", d.reason);
+        assert!(probes_of(&probes, 1) <= 3, "{probes:?}");
+        assert!(d.reason.contains("eliminated"), "{}", d.reason);
+    }
+
+    #[test]
+    fn indistinguishable_without_the_os_placement_keeps_the_first_candidate() {
+        // Two pinnings 0.3% apart with 0.5% noise: no measurable gain, so the first stays
+        // even though the second leads.
+        let (d, _) = drive(2, None, 3, |c, k| {
+            let j = [0.005, -0.004, 0.002, -0.005, 0.003, 0.0][(k + 2 * c) % 6];
+            ([100.0, 100.3][c] * (1.0 + j), 0.005)
+        });
+        assert_eq!(d.candidate, 0, "{}", d.reason);
+        assert!(d.reason.contains("first candidate"), "{}", d.reason);
+    }
+
+    #[test]
+    fn only_close_calls_get_longer_probes() {
+        // #0 and #1 are 2% apart with noisy probes (a close call: their probes lengthen);
+        // #2 is 40% behind but swings so much that it survives several rounds: its probes
+        // stay at the base length, every one of them being lost work.
+        let base = RaceParams::default().probe;
+        let (_, probes) = drive(3, None, 3, |c, k| match c {
+            0 => (100.0 * [1.0, 1.06, 0.95, 1.03, 0.97][k % 5], 0.08),
+            1 => (98.0 * [0.96, 1.04, 1.0, 0.97, 1.05][k % 5], 0.08),
+            _ => ([20.0, 110.0, 25.0, 100.0, 30.0, 105.0][k % 6], 0.9),
+        });
+        let far: Vec<f64> = probes.iter().filter(|p| p.0 == 2).map(|p| p.1).collect();
+        assert!(
+            far.len() >= 3,
+            "the far candidate survived a few rounds: {probes:?}"
+        );
+        assert!(far.iter().all(|m| (*m - base).abs() < 1e-9), "{far:?}");
+        assert!(
+            probes.iter().any(|p| p.0 != 2 && p.1 > base + 1e-9),
+            "the close call got longer probes: {probes:?}"
+        );
     }
 }

@@ -131,10 +131,7 @@ mod tests {
     fn live_pair_completes() {
         let aff = affinity::Linux;
         let cpus = aff.allowed().unwrap();
-        if cpus.len() < 2 {
-            eprintln!("skipped: only one CPU allowed");
-            return;
-        }
+        autopin_testkit::require!(cpus.len() >= 2, "only one CPU allowed");
         let cfg = PairConfig {
             rounds: 50,
             settle_max_batches: 3,

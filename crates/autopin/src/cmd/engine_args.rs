@@ -5,6 +5,7 @@
 use crate::error::CliError;
 use crate::machine_args::MachineArgs;
 use crate::number_args::{count_at_least, fraction, positive_seconds, seconds};
+use autopin_cluster::node::NodeShare;
 use autopin_engine::phase::WatchParams;
 use autopin_engine::pin_plan::SkipMask;
 use autopin_engine::run::{
@@ -75,8 +76,9 @@ pub struct EngineArgs {
     /// Search time budget for race, seconds
     #[arg(long, value_name = "SEC", default_value_t = 20.0, value_parser = positive_seconds)]
     pub budget: f64,
-    /// Race: first probe length, seconds (adapted to the noise afterwards)
-    #[arg(long, value_name = "SEC", default_value_t = 0.3, value_parser = positive_seconds)]
+    /// Race: base probe length, seconds (close calls with noisy probes get longer ones;
+    /// candidates far behind the leader never do)
+    #[arg(long, value_name = "SEC", default_value_t = RaceParams::default().probe, value_parser = positive_seconds)]
     pub probe: f64,
     /// Sampling interval, seconds
     #[arg(long, value_name = "SEC", default_value_t = 0.1, value_parser = positive_seconds)]
@@ -124,6 +126,18 @@ pub struct EngineArgs {
 }
 
 impl EngineArgs {
+    /// The options as this rank of a launch uses them: report and timeline names expanded
+    /// for the rank, and no phase watch when the ranks search together (a re-search starts
+    /// on one rank's own rate drop; the others could not follow in step).
+    pub fn for_rank(&self, node: &NodeShare) -> Result<EngineArgs, CliError> {
+        let mut r = self.clone();
+        let name = |p: &Option<PathBuf>| p.as_deref().map(|p| node.output_path(p)).transpose();
+        r.report = name(&self.report)?;
+        r.timeline = name(&self.timeline)?;
+        r.no_watch |= node.coordinated();
+        Ok(r)
+    }
+
     /// The run plan these options describe, on `machine` (the live machine, or this rank's
     /// share of it in a cluster launch) and with the launch's part of the plan.
     pub fn plan(

@@ -1,0 +1,110 @@
+#!/bin/sh
+# The search on real OpenMP programs beside a busy CPU: a spinning shell owns CPU 0, and
+# each program runs with 2 OpenMP threads under `autopin run` (default options: topology
+# candidates, the OS placement among them, the OpenMP progress objective) and under fixed
+# references: the OS placement (no pinning) and each thread-to-CPU pinning worth having
+# (`autopin pin -c 0,1` and `-c 1,0`; `1,1` is left out, it is 100× slower here). Sides run
+# in interleaved rounds, the order rotating, so drift of the machine's load hits all alike.
+# Printed per program: median seconds per side, then the median over rounds of
+# autopin ÷ best fixed pinning (the fastest reference by median, chosen with hindsight) and
+# autopin ÷ OS placement, the median time of the decision from the program's start, and the
+# median search cost the report states. With AUTOPIN_OLD=/path/to/autopin a second autopin
+# runs beside the first on the same rounds (e.g. an older build), for a side-by-side.
+# Programs: workloads/ompwork -m imbalance (a master computing alone between barriers),
+# workloads/syncbench -s 0 (back-to-back barriers, with its own heartbeat), and GROMACS
+# mdrun on a 2.5 nm water box when `gmx` is installed (Debian's gromacs package).
+# usage: bench/search_real.sh [ROUNDS] [SECONDS_SCALE]   (default 5 rounds, scale 1 ≈ 6–10 s a run)
+set -eu
+ROUNDS=${1:-5}
+SCALE=${2:-1}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+AUTOPIN=${AUTOPIN:-$ROOT/target/release/autopin}
+W=$(mktemp -d)
+cleanup() { [ -n "${BUSY_PID:-}" ] && kill "$BUSY_PID" 2>/dev/null; rm -rf "$W"; }
+trap cleanup EXIT
+export OMP_NUM_THREADS=2
+gcc -O2 -fopenmp -o "$W/ompwork" "$ROOT/workloads/ompwork.c"
+gcc -O2 -fopenmp -I"$ROOT/include" -o "$W/syncbench" "$ROOT/workloads/syncbench.c"
+sc() { python3 -c "print(int($1 * $SCALE))"; }
+PROGS="ompwork syncbench"
+if command -v gmx >/dev/null 2>&1; then
+  (cd "$W" && gmx solvate -cs spc216.gro -box 2.5 2.5 2.5 -o water.gro >/dev/null 2>&1 &&
+    printf '#include "oplsaa.ff/forcefield.itp"\n#include "oplsaa.ff/spce.itp"\n[ system ]\nwater\n[ molecules ]\nSOL %s\n' "$(grep -c OW water.gro)" > topol.top &&
+    printf 'integrator = md\nnsteps = 1000000\ndt = 0.002\ncutoff-scheme = Verlet\ncoulombtype = PME\nrcoulomb = 1.0\nrvdw = 1.0\ntcoupl = v-rescale\ntc-grps = System\ntau-t = 0.1\nref-t = 300\nconstraints = h-bonds\nnstxout = 0\nnstvout = 0\nnstenergy = 0\nnstlog = 0\nnstcalcenergy = 100\n' > md.mdp &&
+    gmx grompp -f md.mdp -c water.gro -p topol.top -o md.tpr -maxwarn 2 >/dev/null 2>&1) && PROGS="$PROGS gromacs"
+fi
+cmd() {
+  case $1 in
+    ompwork) echo "$W/ompwork -m imbalance -r $(sc 250000)" ;;
+    syncbench) echo "$W/syncbench -s 0 -b $(sc 4000000) -r 1" ;;
+    gromacs) echo "gmx mdrun -s $W/md.tpr -ntmpi 1 -ntomp 2 -pin off -nb cpu -nsteps $(sc 4000) -deffnm $W/gmx" ;;
+  esac
+}
+t() { s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s.%N); python3 -c "print($e - $s)"; }
+taskset -c 0 sh -c 'while :; do :; done' & BUSY_PID=$!
+echo "busy neighbour: a spinning shell on CPU 0; $ROUNDS rounds; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+SIDES="os pin01 pin10 ap"
+[ -n "${AUTOPIN_OLD:-}" ] && SIDES="$SIDES old"
+for prog in $PROGS; do
+  C=$(cmd "$prog")
+  echo "== $prog: $C"
+  for s in $SIDES; do : > "$W/$prog.$s"; done
+  : > "$W/$prog.at"; : > "$W/$prog.cost"; : > "$W/$prog.oldat"
+  i=1
+  while [ "$i" -le "$ROUNDS" ]; do
+    order=$(python3 -c "s='$SIDES'.split(); k=$i % len(s); print(' '.join(s[k:] + s[:k]))")
+    for s in $order; do
+      case $s in
+        os) v=$(t $C) ;;
+        pin01) v=$(t "$AUTOPIN" pin -c 0,1 -- $C) ;;
+        pin10) v=$(t "$AUTOPIN" pin -c 1,0 -- $C) ;;
+        ap) v=$(t "$AUTOPIN" run --report "$W/ap.json" -- $C) ;;
+        old) v=$(t "$AUTOPIN_OLD" run --report "$W/old.json" -- $C) ;;
+      esac
+      echo "$v" >> "$W/$prog.$s"
+    done
+    python3 - "$W" "$prog" "$i" "$SIDES" <<'PY'
+import json, sys
+w, prog, i, sides = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
+def rep(name):
+    try:
+        d = json.load(open(f"{w}/{name}.json"))
+    except Exception:
+        return None, None, "no report"
+    x = d.get("decision") or {}
+    return x.get("at"), d.get("search_cost"), (x.get("candidate") or "none") + " | " + (x.get("reason") or d.get("incomplete_reason") or "")
+at, cost, what = rep("ap")
+open(f"{w}/{prog}.at", "a").write(f"{at if at is not None else 'nan'}\n")
+open(f"{w}/{prog}.cost", "a").write(f"{cost if cost is not None else 'nan'}\n")
+last = {s: float(open(f"{w}/{prog}.{s}").read().split()[-1]) for s in sides}
+line = "  round %s: " % i + "  ".join("%s %.2f" % (s, last[s]) for s in sides)
+print(line + "  | autopin decided at %s: %s" % ("%.2f s" % at if at is not None else "-", what))
+if "old" in sides:
+    oat, _, owhat = rep("old")
+    open(f"{w}/{prog}.oldat", "a").write(f"{oat if oat is not None else 'nan'}\n")
+    print("           old decided at %s: %s" % ("%.2f s" % oat if oat is not None else "-", owhat))
+PY
+    i=$((i + 1))
+  done
+  python3 - "$W" "$prog" "$SIDES" <<'PY'
+import math, statistics, sys
+w, prog, sides = sys.argv[1], sys.argv[2], sys.argv[3].split()
+v = {s: [float(x) for x in open(f"{w}/{prog}.{s}").read().split()] for s in sides}
+med = {s: statistics.median(x) for s, x in v.items()}
+refs = ["os", "pin01", "pin10"]
+best = min(refs, key=lambda s: med[s])
+print("  median s: " + "  ".join("%s %.2f" % (s, med[s]) for s in sides) + f"  (best fixed: {best})")
+for side in [s for s in ("ap", "old") if s in sides]:
+    rb = statistics.median(a / b for a, b in zip(v[side], v[best]))
+    ro = statistics.median(a / b for a, b in zip(v[side], v["os"]))
+    print(f"  {'autopin' if side == 'ap' else 'old autopin'} / best fixed ({best}): {rb:.3f}   / OS placement: {ro:.3f}")
+fin = lambda f: [float(x) for x in open(f"{w}/{prog}.{f}").read().split() if not math.isnan(float(x))]
+at, cost = fin("at"), fin("cost")
+print("  autopin decision at (median): %s; search cost (median): %s" % (
+    "%.2f s" % statistics.median(at) if at else "never", "%.2f s" % statistics.median(cost) if cost else "-"))
+if "old" in sides:
+    oat = fin("oldat")
+    print("  old autopin decision at (median): %s" % ("%.2f s" % statistics.median(oat) if oat else "never"))
+PY
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

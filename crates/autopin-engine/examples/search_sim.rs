@@ -1,0 +1,266 @@
+//! The search simulator behind `bench/search.sh`: the race strategy against many simulated
+//! programs, scored on what a user loses. It uses only the strategy interface
+//! (`Race::new`, `Strategy::{next, record, set_os_placement}`, `ProbeOutcome`), so the same
+//! file builds against an older checkout and the two searches meet the same cases.
+//!
+//! A case is a set of candidates with true rates and a noise kind, sampled in 0.1 s ticks as
+//! the driver does; the program runs `HORIZON` seconds. Lost work is the time-integral of
+//! (1 − rate of the pinning in force / best rate) over the whole run: every probe of a worse
+//! candidate during the search, and the rest of the run on the decided pinning. A wrong
+//! decision is one more than 2% slower than the best candidate.
+//!
+//! Output: one tab-separated line per case with its averages over the seeds.
+//! usage: search_sim [SEEDS]   (default 200)
+
+use autopin_engine::stats::Rng;
+use autopin_engine::strategy::{Plan, ProbeOutcome, Race, RaceParams, Strategy};
+
+const TICK: f64 = 0.1;
+const HORIZON: f64 = 60.0;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Noise {
+    /// ±2% ticks, 1% drift between probes.
+    Quiet,
+    /// ±10% ticks, 5% drift.
+    Noisy,
+    /// Heavy-tailed ticks (Student t, 2 degrees of freedom, 5% scale).
+    Heavy,
+    /// A rate that swings 3× between a high and a low state (a thread the kernel moves onto
+    /// a busy CPU and off again), switching with probability 0.3 a tick.
+    Swing,
+}
+
+struct Cand {
+    rate: f64,
+    noise: Noise,
+    /// Slow drift of this candidate (AR(1) on the log rate, per tick).
+    drift: f64,
+    high: bool,
+}
+
+struct Case {
+    gaps: &'static str,
+    noise: &'static str,
+    k: usize,
+    shift: bool,
+}
+
+/// Relative speeds of the candidates (best first) for a gap scenario.
+fn rates(gaps: &str, k: usize, rng: &mut Rng) -> Vec<f64> {
+    (0..k)
+        .map(|i| {
+            if i == 0 {
+                return 1.0;
+            }
+            let u = rng.uniform();
+            match gaps {
+                "equal" => 1.0,
+                "close" => 1.0 / (1.02 + 0.03 * u),
+                "medium" => 1.0 / (1.1 + 0.2 * u),
+                "far" => 1.0 / (1.5 + 3.5 * u),
+                // one close runner-up, the rest far behind
+                _ => {
+                    if i == 1 {
+                        1.0 / (1.03 + 0.04 * u)
+                    } else {
+                        1.0 / (1.5 + 3.5 * u)
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
+fn noise_of(kind: &str, i: usize, os: usize) -> Noise {
+    match kind {
+        "quiet" => Noise::Quiet,
+        "noisy" => Noise::Noisy,
+        "heavy" => Noise::Heavy,
+        // the OS placement swings, the pinned candidates are quiet
+        "swing" if i == os => Noise::Swing,
+        "swing" => Noise::Quiet,
+        // the OS placement swings, the pinned candidates are noisy
+        _ if i == os => Noise::Swing,
+        _ => Noise::Noisy,
+    }
+}
+
+/// One tick of candidate `c`: its measured rate.
+fn tick(c: &mut Cand, rng: &mut Rng) -> f64 {
+    let (sd, drift_sd) = match c.noise {
+        Noise::Quiet | Noise::Swing => (0.02, 0.005),
+        Noise::Noisy => (0.10, 0.025),
+        Noise::Heavy => (0.05, 0.005),
+    };
+    // AR(1) with a 2 s memory whose stationary spread is drift_sd.
+    let phi: f64 = 0.95;
+    c.drift = phi * c.drift + drift_sd * (1.0 - phi * phi).sqrt() * rng.normal();
+    let e = match c.noise {
+        Noise::Heavy => {
+            let chi2 = rng.normal().powi(2) + rng.normal().powi(2);
+            (sd * rng.normal() / (chi2 / 2.0).sqrt().max(1e-3)).clamp(-2.0, 2.0)
+        }
+        _ => sd * rng.normal(),
+    };
+    let swing = if c.noise == Noise::Swing {
+        if rng.uniform() < 0.3 {
+            c.high = !c.high;
+        }
+        if c.high {
+            1.5
+        } else {
+            0.5
+        }
+    } else {
+        1.0
+    };
+    c.rate * swing * (c.drift + e).exp()
+}
+
+struct Outcome {
+    lost: f64,
+    /// The part of `lost` spent searching.
+    search_lost: f64,
+    wrong: bool,
+    decided_at: f64,
+}
+
+fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
+    let mut rng = Rng::new(seed);
+    let truth = rates(case.gaps, case.k, &mut rng);
+    // The best candidate's place in the list is random; the OS placement is candidate 0.
+    let mut order: Vec<usize> = (0..case.k).collect();
+    for i in (1..order.len()).rev() {
+        let j = (rng.uniform() * (i + 1) as f64) as usize % (i + 1);
+        order.swap(i, j);
+    }
+    let os = 0;
+    let mut cands: Vec<Cand> = (0..case.k)
+        .map(|i| Cand {
+            rate: truth[order[i]],
+            noise: noise_of(case.noise, i, os),
+            drift: 0.0,
+            high: rng.uniform() < 0.5,
+        })
+        .collect();
+    let best = cands.iter().map(|c| c.rate).fold(0.0, f64::max);
+    let mut race = Race::new(params, case.k);
+    race.set_os_placement(os);
+    let mut t = 0.0;
+    let mut lost = 0.0;
+    let mut current: Option<usize> = None;
+    // A neighbour arrives 3 s in and slows every candidate alike (ratios unchanged).
+    let load = |t: f64| if case.shift && t >= 3.0 { 0.6 } else { 1.0 };
+    // The machine's own load drifts slowly and slows whatever runs (AR(1), 2 s memory).
+    let machine_sd = if case.noise == "quiet" { 0.01 } else { 0.05 };
+    let mut machine = 0.0f64;
+    let mut machine_tick = |rng: &mut Rng| {
+        let phi: f64 = 0.95;
+        machine = phi * machine + machine_sd * (1.0 - phi * phi).sqrt() * rng.normal();
+        machine.exp()
+    };
+    loop {
+        match race.next(t) {
+            Plan::Probe {
+                candidate,
+                warmup,
+                measure,
+            } => {
+                let c = candidate;
+                // No warm-up when no thread moves (as the session does).
+                let stays = current == Some(c) || (current.is_none() && c == os);
+                let warmup = if stays { 0.0 } else { warmup };
+                current = Some(c);
+                let loss = 1.0 - cands[c].rate / best;
+                let wticks = (warmup / TICK).round() as usize;
+                for _ in 0..wticks {
+                    tick(&mut cands[c], &mut rng);
+                    machine_tick(&mut rng);
+                }
+                let mticks = ((measure / TICK).round() as usize).max(1);
+                let mut xs = Vec::with_capacity(mticks);
+                for _ in 0..mticks {
+                    xs.push(load(t) * machine_tick(&mut rng) * tick(&mut cands[c], &mut rng));
+                }
+                let spent = (wticks + mticks) as f64 * TICK;
+                lost += loss * spent;
+                t += spent;
+                let n = xs.len() as f64;
+                let mean = xs.iter().sum::<f64>() / n;
+                let cv = (xs.len() >= 2).then(|| {
+                    let v = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+                    v.sqrt() / mean
+                });
+                let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                race.record(ProbeOutcome {
+                    candidate: c,
+                    score: mean,
+                    duration: mticks as f64 * TICK,
+                    interval_cv: cv,
+                    interval_range: (xs.len() >= 2).then_some((lo, hi)),
+                    intervals: xs.len(),
+                });
+            }
+            Plan::Decide(d) => {
+                let r = cands[d.candidate.min(case.k - 1)].rate;
+                let search_lost = lost;
+                lost += (1.0 - r / best) * (HORIZON - t).max(0.0);
+                return Outcome {
+                    lost,
+                    search_lost,
+                    wrong: r < best / 1.02,
+                    decided_at: t,
+                };
+            }
+        }
+        if t > HORIZON {
+            return Outcome {
+                lost,
+                search_lost: lost,
+                wrong: false,
+                decided_at: t,
+            };
+        }
+    }
+}
+
+fn main() {
+    let seeds: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    println!("gaps\tnoise\tk\tshift\tlost_s\tsearch_lost_s\twrong\tdecided_s");
+    for gaps in ["equal", "close", "medium", "far", "mixed"] {
+        for noise in ["quiet", "noisy", "heavy", "swing", "swing+noisy"] {
+            for k in [2, 3, 5, 8, 12] {
+                for shift in [false, true] {
+                    let case = Case {
+                        gaps,
+                        noise,
+                        k,
+                        shift,
+                    };
+                    let (mut lost, mut search_lost, mut wrong, mut at) = (0.0, 0.0, 0.0, 0.0);
+                    for s in 0..seeds {
+                        let o = simulate(&case, 1 + s * 7919, RaceParams::default());
+                        lost += o.lost;
+                        search_lost += o.search_lost;
+                        wrong += f64::from(u8::from(o.wrong));
+                        at += o.decided_at;
+                    }
+                    let n = seeds as f64;
+                    println!(
+                        "{gaps}\t{noise}\t{k}\t{}\t{:.4}\t{:.4}\t{:.4}\t{:.3}",
+                        u8::from(shift),
+                        lost / n,
+                        search_lost / n,
+                        wrong / n,
+                        at / n
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,1225 @@
+//! The session: a pure state machine between the OS-facing driver and a strategy.
+//!
+//! It is fed one observation per sampling interval (objective amount, per-thread amounts,
+//! whether threads were born or exited, the heartbeat phase) and answers with actions (apply
+//! candidate k, print a progress line). It owns the timing (init, warm-up, measure), turns
+//! strategy plans into probes, keeps the decision, runs the `PhaseWatch` afterwards and
+//! records everything for the report. No OS calls, so a simulated 96-CPU machine runs
+//! through it in milliseconds.
+//!
+//! Phases: when the program names its phases (heartbeat channel), each phase has its own
+//! search, and probes of different phases are never compared — a barrier phase and a
+//! streaming phase can differ 1000× in beats/s. An interval that spans a phase change is
+//! left out. A phase change during a search parks that phase's search (resumed when the
+//! phase returns); entering a phase already decided re-applies its winner; a new phase gets
+//! its own search, for at most `max_phase_searches` phases. Programs that name no phases
+//! are watched for rate drops instead (`PhaseWatch`).
+
+mod grain;
+mod phases;
+mod probe;
+use crate::phase::{PhaseWatch, Trigger, WatchParams};
+use crate::report::{
+    CandidateRecord, DecisionRecord, ObjectiveCheck, ProbeRecord, Report, SearchRecord, ThreadRate,
+    TimelinePoint,
+};
+use crate::strategy::{Plan, ProbeOutcome, Strategy};
+use autopin_human::{duration, plural, quantity};
+use autopin_placement::Pinning;
+use grain::Granularity;
+use phases::{Parked, PhaseMemo};
+use probe::ProbeAccumulator;
+use std::collections::BTreeMap;
+
+/// One sampling interval as the driver saw it.
+#[derive(Debug, Clone, Default)]
+pub struct Interval {
+    pub start: f64,
+    pub end: f64,
+    /// Objective amount over the interval (instructions, heartbeats, joules...), counted
+    /// only over threads present for the whole interval.
+    pub amount: f64,
+    /// (tid, tracked index, amount) for threads present for the whole interval.
+    pub per_thread: Vec<(u32, usize, f64)>,
+    /// Threads were born or exited during the interval.
+    pub disturbed: bool,
+    /// Number of tracked (pinned) threads at the end of the interval.
+    pub tracked: usize,
+    /// Phase name most recently announced through the heartbeat channel.
+    pub phase: Option<String>,
+    /// The program announced a phase change during the interval (its rate mixes two
+    /// phases): probes leave it out.
+    pub phase_changed: bool,
+    /// The program's own progress over the interval (heartbeats or OpenMP constructs) and
+    /// its name, when known besides the objective.
+    pub progress: Option<(f64, &'static str)>,
+}
+
+/// What the driver must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Re-pin every tracked thread according to candidate k (and new threads from now on).
+    Apply(usize),
+    /// A progress line for stderr.
+    Message(String),
+}
+
+/// Makes the strategy for a search: (number of candidates, search index) → strategy.
+pub type StrategyFactory = Box<dyn FnMut(usize, usize) -> Box<dyn Strategy>>;
+/// Makes the candidates for the number of tracked threads.
+pub type CandidateFactory = Box<dyn FnMut(usize) -> CandidateList>;
+
+/// The candidates of one search, and what the user should know about how they were made.
+#[derive(Debug, Clone, Default)]
+pub struct CandidateList {
+    pub pinnings: Vec<Pinning>,
+    /// A line for stderr and the report (e.g. which CPUs were found busy).
+    pub note: Option<String>,
+}
+
+impl From<Vec<Pinning>> for CandidateList {
+    fn from(pinnings: Vec<Pinning>) -> Self {
+        CandidateList {
+            pinnings,
+            note: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// Seconds to let the program initialize before the first probe (paper's `i`).
+    pub init: f64,
+    /// Print the running rate every this many seconds after a decision (paper's `t`).
+    pub report_every: f64,
+    /// PhaseWatch settings; None disables re-searching.
+    pub watch: Option<WatchParams>,
+    pub higher_is_better: bool,
+    /// Unit for progress lines (e.g. "instructions/s").
+    pub unit: String,
+    /// At most this many distinct program phases get their own search; later new phases
+    /// keep the pinning in force.
+    pub max_phase_searches: usize,
+    /// After `init`, wait up to this many more seconds while the objective stays at zero.
+    pub init_extra: f64,
+    /// Seconds the program already ran before the session started (e.g. while autopin
+    /// watched for a heartbeat to choose the objective); part of the init time, for messages.
+    pub init_waited: f64,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            init: 0.5,
+            report_every: 5.0,
+            watch: Some(WatchParams::default()),
+            higher_is_better: true,
+            unit: "/s".into(),
+            max_phase_searches: 4,
+            init_extra: 5.0,
+            init_waited: 0.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    Init {
+        until: f64,
+    },
+    Warmup {
+        cand: usize,
+        until: f64,
+        measure: f64,
+        warmup: f64,
+        phase: Option<String>,
+    },
+    Measure(ProbeAccumulator),
+    Decided {
+        since_report: f64,
+        amount: f64,
+    },
+}
+
+pub struct Session {
+    cfg: SessionConfig,
+    make_candidates: CandidateFactory,
+    make_strategy: StrategyFactory,
+    candidates: Vec<Pinning>,
+    strategy: Option<Box<dyn Strategy>>,
+    strategy_name: String,
+    state: State,
+    applied: Option<usize>,
+    search: usize,
+    searches_started: usize,
+    search_start: f64,
+    /// Search time of the current search spent before `search_start` (earlier segments of
+    /// the same phase, interrupted by other phases).
+    search_before: f64,
+    watch: Option<PhaseWatch>,
+    tracked: usize,
+    phase: Option<String>,
+    phases: BTreeMap<Option<String>, PhaseMemo>,
+    phase_searches: usize,
+    decided_once: bool,
+    /// Name of the program's own progress measure seen in probes (for the objective check).
+    progress_source: Option<&'static str>,
+    /// The start-up is over but the objective still reads zero, and the user was told.
+    said_no_progress: bool,
+    /// How coarse the objective is, learned during start-up.
+    grain: Granularity,
+    pub report: Report,
+}
+
+impl Session {
+    pub fn new(
+        cfg: SessionConfig,
+        make_candidates: CandidateFactory,
+        make_strategy: StrategyFactory,
+    ) -> Self {
+        let watch = cfg.watch.map(PhaseWatch::new);
+        Session {
+            cfg,
+            make_candidates,
+            make_strategy,
+            candidates: Vec::new(),
+            strategy: None,
+            strategy_name: String::new(),
+            state: State::Init { until: 0.0 },
+            applied: None,
+            search: 0,
+            searches_started: 0,
+            search_start: 0.0,
+            search_before: 0.0,
+            watch,
+            tracked: 0,
+            phase: None,
+            phases: BTreeMap::new(),
+            phase_searches: 0,
+            decided_once: false,
+            progress_source: None,
+            said_no_progress: false,
+            grain: Granularity::default(),
+            report: Report {
+                tool: "autopin".into(),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Starts the session at `now`: waits `init` seconds before the first search.
+    pub fn start(&mut self, now: f64) -> Vec<Action> {
+        self.state = State::Init {
+            until: now + self.cfg.init,
+        };
+        let total = self.cfg.init + self.cfg.init_waited;
+        let msg = if self.cfg.init_waited > 0.0 && self.cfg.init <= 0.0 {
+            format!(
+                "the program has run {:.1} s where the OS placed it; probing starts now",
+                self.cfg.init_waited
+            )
+        } else if self.cfg.init_waited > 0.0 {
+            format!(
+                "the program has run {:.1} s where the OS placed it; probing starts in {:.1} s ({total:.1} s start-up in all)",
+                self.cfg.init_waited, self.cfg.init
+            )
+        } else {
+            format!("letting the program start for {total:.1} s before probing")
+        };
+        vec![Action::Message(msg)]
+    }
+
+    /// Begins the first search at `now` when the start-up time is already over (the
+    /// objective's choice waited it out) and the program's threads are known, instead of
+    /// at the first measured interval.
+    pub fn begin_if_due(&mut self, now: f64, tracked: usize) -> Vec<Action> {
+        let mut out = Vec::new();
+        if let State::Init { until } = self.state {
+            if tracked > 0 && self.cfg.init_waited > 0.0 && now >= until - 1e-9 {
+                self.tracked = tracked;
+                self.report.threads_seen = self.report.threads_seen.max(tracked);
+                self.begin_search(now, "start".into(), &mut out);
+            }
+        }
+        out
+    }
+
+    /// The candidates of the current search.
+    pub fn candidates(&self) -> &[Pinning] {
+        &self.candidates
+    }
+
+    /// The candidate currently applied (None before the first probe).
+    pub fn applied(&self) -> Option<&Pinning> {
+        self.applied.and_then(|i| self.candidates.get(i))
+    }
+
+    /// False once nothing needs the counters any more: decided, no PhaseWatch and no
+    /// periodic rate output. The driver then stops counting so it no longer taxes the target.
+    pub fn wants_counting(&self) -> bool {
+        !(self.is_decided() && self.watch.is_none() && !self.cfg.report_every.is_finite())
+    }
+
+    /// True once a decision was taken and no search is running.
+    pub fn is_decided(&self) -> bool {
+        matches!(self.state, State::Decided { .. })
+    }
+
+    fn score(&self, rate: f64) -> f64 {
+        if self.cfg.higher_is_better {
+            rate
+        } else if rate > 0.0 {
+            1.0 / rate
+        } else {
+            0.0
+        }
+    }
+
+    fn state_name(&self) -> &'static str {
+        match self.state {
+            State::Init { .. } => "init",
+            State::Warmup { .. } => "warmup",
+            State::Measure(_) => "probe",
+            State::Decided { .. } => "decided",
+        }
+    }
+
+    /// Feeds one interval; returns what to do.
+    pub fn on_interval(&mut self, iv: &Interval) -> Vec<Action> {
+        let dt = (iv.end - iv.start).max(1e-9);
+        let rate = iv.amount / dt;
+        self.tracked = iv.tracked;
+        self.report.threads_seen = self.report.threads_seen.max(iv.tracked);
+        self.report.timeline.push(TimelinePoint {
+            t: iv.end,
+            rate,
+            candidate: self.applied,
+            state: self.state_name().into(),
+            phase: iv.phase.clone().or_else(|| self.phase.clone()),
+        });
+        let now = iv.end;
+        // A deadline counts as reached at the tick nearest to it: ticks wake a little late
+        // or early (sleep jitter), and waiting for the next one would stretch every warm-up
+        // and probe by a whole tick.
+        let slack = 0.5 * dt;
+        self.grain.observe(iv.amount, dt);
+        let mut out = Vec::new();
+        // A program that announces phases is searched phase by phase: probes of different
+        // phases are never compared (their rates can differ by orders of magnitude).
+        if iv.phase.is_some() && iv.phase != self.phase {
+            let to = iv.phase.clone();
+            self.switch_phase(now, to, &mut out);
+            return out;
+        }
+        match &mut self.state {
+            State::Init { until } => {
+                // Nothing to compare while the program reports no progress at all (a
+                // heartbeat before its work loop starts): wait, up to `init_extra` more.
+                let idle = iv.amount <= 0.0 && now < *until + self.cfg.init_extra;
+                if now >= *until - slack && !idle {
+                    self.begin_search(now, "start".into(), &mut out);
+                } else if now >= *until - slack && !self.said_no_progress {
+                    self.said_no_progress = true;
+                    out.push(Action::Message(format!(
+                        "warning: the objective ({}) has measured no progress yet, {now:.1} s into the program; probing waits for it, up to {:.1} s more",
+                        self.cfg.unit,
+                        (*until + self.cfg.init_extra - now).max(0.0)
+                    )));
+                }
+            }
+            State::Warmup {
+                cand,
+                until,
+                measure,
+                warmup,
+                phase,
+            } => {
+                if now >= *until - slack {
+                    let (cand, measure, warmup) = (*cand, *measure, *warmup);
+                    let phase = phase.clone();
+                    self.state = State::Measure(ProbeAccumulator::new(
+                        cand,
+                        warmup,
+                        now,
+                        now + measure,
+                        phase,
+                    ));
+                }
+            }
+            State::Measure(acc) => {
+                acc.add(iv, dt);
+                // A probe that has seen no completed unit of a coarse objective (an OpenMP
+                // region longer than the probe) knows nothing yet: it goes on, up to
+                // `Granularity::MAX_PROBE`.
+                let blind = self.grain.counts_units()
+                    && acc.good_amount <= 0.0
+                    && now - acc.start < Granularity::MAX_PROBE;
+                if blind && now >= acc.until - slack {
+                    acc.until = now + dt;
+                } else if now >= acc.until - slack {
+                    let acc = acc.clone();
+                    self.finish_probe(now, acc, &mut out);
+                }
+            }
+            State::Decided {
+                since_report,
+                amount,
+            } => {
+                *since_report += dt;
+                *amount += iv.amount;
+                if *since_report >= self.cfg.report_every - 1e-9 {
+                    let r = *amount / *since_report;
+                    *since_report = 0.0;
+                    *amount = 0.0;
+                    let label = self.applied().map(|c| c.label.clone()).unwrap_or_default();
+                    out.push(Action::Message(format!(
+                        "t={now:.1}s rate {} with {label}",
+                        quantity(r, &self.cfg.unit)
+                    )));
+                }
+                let score = self.score(rate);
+                // Phase changes are handled above; the watch looks for rate drops within a
+                // phase (programs that announce no phases), skipping mixed intervals.
+                let watch = if iv.phase_changed {
+                    None
+                } else {
+                    self.watch.as_mut()
+                };
+                if let Some(w) = watch {
+                    if let Some(trig) = w.observe(now, dt, score, None) {
+                        let why = match &trig {
+                            Trigger::RateDrop {
+                                reference,
+                                observed,
+                            } => format!(
+                                "rate dropped to {:.0}% of the decided rate",
+                                100.0 * observed / reference.max(1e-300)
+                            ),
+                            Trigger::PhaseChange { from, to } => {
+                                format!(
+                                    "program phase changed from {} to {to}",
+                                    from.clone().unwrap_or_else(|| "(none)".into())
+                                )
+                            }
+                        };
+                        out.push(Action::Message(format!(
+                            "t={now:.1}s {why}: searching again"
+                        )));
+                        let key = self.phase.clone();
+                        self.phases.entry(key).or_default().decided = None;
+                        self.begin_search(now, why, &mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The program entered phase `to` at `now` (the interval that spans the change is not
+    /// used). An unfinished search is parked and resumed when its phase returns; the new
+    /// phase gets its decided pinning back, its parked search resumed, or a new search.
+    fn switch_phase(&mut self, now: f64, to: Option<String>, out: &mut Vec<Action>) {
+        let from = std::mem::replace(&mut self.phase, to.clone());
+        let name = |p: &Option<String>| p.clone().unwrap_or_else(|| "(none)".into());
+        match &self.state {
+            State::Init { .. } => return,
+            State::Warmup { .. } | State::Measure(_) => {
+                if let Some(strategy) = self.strategy.take() {
+                    // Searches begun before the program named any phase measured a mix;
+                    // they are dropped rather than resumed.
+                    if from.is_some() {
+                        let elapsed = self.search_before + (now - self.search_start);
+                        self.count_search_time(now);
+                        self.phases.entry(from.clone()).or_default().parked = Some(Parked {
+                            strategy,
+                            search: self.search,
+                            elapsed,
+                        });
+                    } else {
+                        self.count_search_time(now);
+                    }
+                }
+                out.push(Action::Message(format!(
+                    "t={now:.1}s phase {} → {} during the search: current probe dropped",
+                    name(&from),
+                    name(&to)
+                )));
+            }
+            State::Decided { .. } => {
+                out.push(Action::Message(format!(
+                    "t={now:.1}s phase {} → {}",
+                    name(&from),
+                    name(&to)
+                )));
+            }
+        }
+        self.enter_phase(now, out);
+    }
+
+    /// Continues in the (new) current phase: its decision, its parked search, or a new one.
+    fn enter_phase(&mut self, now: f64, out: &mut Vec<Action>) {
+        let key = self.phase.clone();
+        let phase_name = key.clone().unwrap_or_else(|| "(none)".into());
+        let memo = self.phases.entry(key.clone()).or_default();
+        if let Some((label, score)) = memo.decided.clone() {
+            if let Some(idx) = self.candidates.iter().position(|c| c.label == label) {
+                if self.applied != Some(idx) {
+                    self.applied = Some(idx);
+                    out.push(Action::Apply(idx));
+                }
+                out.push(Action::Message(format!(
+                    "phase {phase_name}: applying its decided pinning {label}"
+                )));
+                if let Some(w) = self.watch.as_mut() {
+                    w.decided(now, score, key);
+                }
+                self.state = State::Decided {
+                    since_report: 0.0,
+                    amount: 0.0,
+                };
+                return;
+            }
+        }
+        if let Some(p) = memo.parked.take() {
+            self.strategy = Some(p.strategy);
+            self.search = p.search;
+            self.search_before = p.elapsed;
+            self.search_start = now;
+            out.push(Action::Message(format!(
+                "phase {phase_name}: resuming search {} ({:.1} s spent so far)",
+                p.search, p.elapsed
+            )));
+            self.plan(now, out);
+            return;
+        }
+        let counted = key.is_some() && !memo.searched;
+        if counted && self.phase_searches >= self.cfg.max_phase_searches {
+            out.push(Action::Message(format!(
+                "phase {phase_name}: new phase not searched ({} phases searched already); keeping the current pinning",
+                self.phase_searches
+            )));
+            if let Some(w) = self.watch.as_mut() {
+                w.decided(now, None, key);
+            }
+            self.state = State::Decided {
+                since_report: 0.0,
+                amount: 0.0,
+            };
+            return;
+        }
+        self.begin_search(now, format!("new phase {phase_name}"), out);
+    }
+
+    fn begin_search(&mut self, now: f64, trigger: String, out: &mut Vec<Action>) {
+        self.search = self.searches_started;
+        self.searches_started += 1;
+        let memo = self.phases.entry(self.phase.clone()).or_default();
+        if self.phase.is_some() && !memo.searched {
+            memo.searched = true;
+            self.phase_searches += 1;
+        }
+        let CandidateList {
+            pinnings: cands,
+            note,
+        } = (self.make_candidates)(self.tracked.max(1));
+        if let Some(n) = note {
+            out.push(Action::Message(n.clone()));
+            self.report
+                .notes
+                .push(format!("search {}: {n}", self.search));
+        }
+        // Keep the applied candidate's index meaningful across re-searches.
+        let applied_label = self.applied().map(|c| c.label.clone());
+        let same = cands.len() == self.candidates.len()
+            && cands
+                .iter()
+                .zip(&self.candidates)
+                .all(|(a, b)| a.label == b.label);
+        if !same {
+            // Parked searches refer to candidate indexes of the old list.
+            for m in self.phases.values_mut() {
+                m.parked = None;
+            }
+        }
+        self.candidates = cands;
+        self.applied =
+            applied_label.and_then(|l| self.candidates.iter().position(|c| c.label == l));
+        self.report.candidates = self
+            .candidates
+            .iter()
+            .enumerate()
+            .map(|(i, c)| CandidateRecord::from(i, c))
+            .collect();
+        let mut strat = (self.make_strategy)(self.candidates.len(), self.search);
+        if let Some(os) = self.candidates.iter().position(|c| c.is_unpinned()) {
+            strat.set_os_placement(os);
+        }
+        self.strategy_name = strat.name().to_string();
+        self.report.strategy = self.strategy_name.clone();
+        self.strategy = Some(strat);
+        self.search_start = now;
+        self.search_before = 0.0;
+        self.report.searches.push(SearchRecord {
+            index: self.search,
+            start: now,
+            trigger,
+            candidates: self.candidates.len(),
+            phase: self.phase.clone(),
+        });
+        out.push(Action::Message(format!(
+            "search {}: {} for {}, strategy {}{}",
+            self.search,
+            plural(self.candidates.len() as u64, "candidate", "candidates"),
+            plural(self.tracked as u64, "thread", "threads"),
+            self.strategy_name,
+            self.phase
+                .as_ref()
+                .map(|p| format!(", program phase {p}"))
+                .unwrap_or_default()
+        )));
+        self.plan(now, out);
+    }
+
+    fn plan(&mut self, now: f64, out: &mut Vec<Action>) {
+        let Some(strategy) = self.strategy.as_mut() else {
+            return;
+        };
+        match strategy.next(self.search_before + now - self.search_start) {
+            Plan::Probe {
+                candidate,
+                warmup,
+                measure,
+            } => {
+                // A probe must be long enough to see the program progress.
+                let measure = measure.max(self.grain.min_probe());
+                let candidate = candidate.min(self.candidates.len().saturating_sub(1));
+                // No thread moves when the candidate is the one applied, or the OS placement
+                // before anything was pinned: nothing to warm up again.
+                let stays = self.applied == Some(candidate)
+                    || (self.applied.is_none() && self.candidates[candidate].is_unpinned());
+                let warmup = if stays { 0.0 } else { warmup };
+                if self.applied != Some(candidate) {
+                    self.applied = Some(candidate);
+                    out.push(Action::Apply(candidate));
+                }
+                let phase = self.phase.clone();
+                self.state = if warmup > 0.0 {
+                    State::Warmup {
+                        cand: candidate,
+                        until: now + warmup,
+                        measure,
+                        warmup,
+                        phase,
+                    }
+                } else {
+                    State::Measure(ProbeAccumulator::new(
+                        candidate,
+                        0.0,
+                        now,
+                        now + measure,
+                        phase,
+                    ))
+                };
+            }
+            Plan::Decide(d) => {
+                let idx = d.candidate.min(self.candidates.len().saturating_sub(1));
+                if self.applied != Some(idx) {
+                    self.applied = Some(idx);
+                    out.push(Action::Apply(idx));
+                }
+                let cand = self
+                    .candidates
+                    .get(idx)
+                    .cloned()
+                    .unwrap_or_else(Pinning::unpinned);
+                let unscore = |s: Option<f64>| {
+                    s.map(|v| {
+                        if self.cfg.higher_is_better || v <= 0.0 {
+                            v
+                        } else {
+                            1.0 / v
+                        }
+                    })
+                };
+                let rec = DecisionRecord {
+                    search: self.search,
+                    at: now,
+                    candidate: cand.label.clone(),
+                    candidate_index: idx,
+                    cpus: cand.cpus_for(self.tracked.max(1)),
+                    rate: unscore(d.score),
+                    runner_up: d
+                        .runner_up
+                        .and_then(|r| self.candidates.get(r))
+                        .map(|c| c.label.clone()),
+                    runner_up_rate: unscore(d.runner_up_score),
+                    margin: d.margin,
+                    margin_ci: d.margin_ci,
+                    reason: d.reason.clone(),
+                    strategy: self.strategy_name.clone(),
+                    phase: self.phase.clone(),
+                    search_cost: self.search_cost(idx),
+                };
+                self.report.search_cost += rec.search_cost.unwrap_or(0.0);
+                let margin = rec
+                    .margin_text()
+                    .map(|m| format!(", {m} vs next best"))
+                    .unwrap_or_default();
+                let cost = rec
+                    .search_cost
+                    .map(|c| format!("; the search cost {c:.2} s of work at its rate"))
+                    .unwrap_or_default();
+                out.push(Action::Message(format!(
+                    "decided after {:.1} s{}: {}{} ({}{cost})",
+                    self.search_before + now - self.search_start,
+                    self.phase
+                        .as_ref()
+                        .map(|p| format!(" for phase {p}"))
+                        .unwrap_or_default(),
+                    cand.label,
+                    margin,
+                    d.reason
+                )));
+                self.strategy = None;
+                self.phases.entry(self.phase.clone()).or_default().decided =
+                    Some((cand.label.clone(), d.score));
+                self.count_search_time(now);
+                self.report.decision = Some(rec.clone());
+                self.report.decisions.push(rec);
+                self.decided_once = true;
+                if let Some(w) = self.watch.as_mut() {
+                    w.decided(now, d.score, self.phase.clone());
+                }
+                self.state = State::Decided {
+                    since_report: 0.0,
+                    amount: 0.0,
+                };
+            }
+        }
+    }
+
+    fn finish_probe(&mut self, now: f64, acc: ProbeAccumulator, out: &mut Vec<Action>) {
+        // Intervals where threads came or went are left out so that a half-counted thread
+        // does not look like a rate change; with continuous churn nothing would be left, so
+        // then every interval counts and the probe says so.
+        let churn = acc.good_time <= 0.0;
+        let (amount, time, threads) = if churn {
+            (acc.all_amount, acc.all_time, &acc.per_thread_all)
+        } else {
+            (acc.good_amount, acc.good_time, &acc.per_thread)
+        };
+        // Not one unit in the whole (extended) probe: the rate is below one unit per probe,
+        // not zero; that upper bound is what the strategy sees.
+        let unseen = self.grain.counts_units() && amount <= 0.0 && time > 0.0;
+        let rate = if unseen {
+            1.0 / time
+        } else if time > 0.0 {
+            amount / time
+        } else {
+            0.0
+        };
+        let label = self
+            .candidates
+            .get(acc.cand)
+            .map(|c| c.label.clone())
+            .unwrap_or_default();
+        let per_thread = threads
+            .iter()
+            .map(|(tid, (index, a, t))| ThreadRate {
+                tid: *tid,
+                index: *index,
+                rate: if *t > 0.0 { a / t } else { 0.0 },
+            })
+            .collect();
+        self.report.probes.push(ProbeRecord {
+            search: self.search,
+            candidate: acc.cand,
+            label: label.clone(),
+            start: acc.start,
+            warmup: acc.warmup,
+            duration: time,
+            rate,
+            per_thread,
+            intervals: acc.intervals,
+            disturbed_intervals: acc.disturbed,
+            churn,
+            phase: acc.phase.clone(),
+            off_phase_intervals: acc.off_phase,
+            progress_rate: acc
+                .progress
+                .filter(|p| !churn && p.1 > 0.0)
+                .map(|p| p.0 / p.1),
+        });
+        if let Some((_, _, name)) = acc.progress {
+            self.progress_source = Some(name);
+        }
+        out.push(Action::Message(format!(
+            "probe {label:<24} {}{} over {}{}",
+            if unseen { "below " } else { "" },
+            quantity(rate, &self.cfg.unit),
+            duration(time),
+            if churn {
+                " (threads changing throughout)"
+            } else {
+                ""
+            }
+        )));
+        let cv = autopin_stats::cv(&acc.rates);
+        let range = (acc.rates.len() >= 2).then(|| {
+            acc.rates
+                .iter()
+                .map(|r| self.score(*r))
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                    (lo.min(x), hi.max(x))
+                })
+        });
+        let score = self.score(rate);
+        if let Some(s) = self.strategy.as_mut() {
+            if time > 0.0 {
+                s.record(ProbeOutcome {
+                    candidate: acc.cand,
+                    score,
+                    duration: time,
+                    interval_cv: cv,
+                    interval_range: range,
+                    intervals: acc.rates.len(),
+                });
+            }
+        }
+        self.plan(now, out);
+    }
+
+    /// The program ended (or autopin stops) at `now`: finalize the report.
+    /// The report's `decision` is the pinning in force at the end: with phases, the last
+    /// decision for the phase the program was in, not the last decision taken (which may
+    /// be another phase's).
+    fn settle_decision_in_force(&mut self) {
+        if self.phase.is_none() {
+            return;
+        }
+        if let Some(d) = self
+            .report
+            .decisions
+            .iter()
+            .rev()
+            .find(|d| d.phase == self.phase)
+        {
+            self.report.decision = Some(d.clone());
+        }
+    }
+
+    /// Work the current search lost, in seconds of the decided candidate's rate: every
+    /// probe (its warm-up included) of candidate c cost its time × (1 − score_c / score_decided),
+    /// with each candidate's mean probe score. Probes of candidates that did better than the
+    /// decided one count negative (the search kept the OS placement over a pinning that
+    /// looked a little faster). None when the decided candidate was never probed.
+    fn search_cost(&self, decided: usize) -> Option<f64> {
+        let probes: Vec<&ProbeRecord> = self
+            .report
+            .probes
+            .iter()
+            .filter(|p| p.search == self.search && p.duration > 0.0)
+            .collect();
+        let mean = |c: usize| {
+            let s: Vec<f64> = probes
+                .iter()
+                .filter(|p| p.candidate == c)
+                .map(|p| self.score(p.rate))
+                .collect();
+            (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64)
+        };
+        let best = mean(decided).filter(|b| *b > 0.0)?;
+        Some(
+            probes
+                .iter()
+                .map(|p| {
+                    let m = mean(p.candidate).unwrap_or(best);
+                    (p.warmup + p.duration) * (1.0 - m / best)
+                })
+                .sum(),
+        )
+    }
+
+    /// Adds the current search segment, from `search_start` to `now`, to the report's
+    /// search time.
+    fn count_search_time(&mut self, now: f64) {
+        self.report.search_time += (now - self.search_start).max(0.0);
+    }
+
+    /// A search still running at the end counts in the search time up to `now`.
+    fn close_open_search(&mut self, now: f64) {
+        if matches!(self.state, State::Warmup { .. } | State::Measure(_)) {
+            self.count_search_time(now);
+            self.search_start = now;
+        }
+    }
+
+    pub fn finish(&mut self, now: f64, exit_status: Option<i32>) -> &Report {
+        self.close_open_search(now);
+        self.settle_decision_in_force();
+        self.report.wall_time = now;
+        self.report.exit_status = exit_status;
+        self.report.complete = self.decided_once;
+        self.report.objective_check = self.objective_check();
+        if !self.decided_once {
+            let total_init = self.cfg.init + self.cfg.init_waited;
+            self.report.incomplete_reason = Some(match self.state {
+                State::Init { until } if self.said_no_progress && now > until => format!(
+                    "the program ended after {now:.1} s without any progress the objective ({}) could measure, so there was nothing to compare: it ran where the OS placed it",
+                    self.cfg.unit
+                ),
+                State::Init { .. } => format!(
+                    "the program ended after {now:.1} s, before autopin tried any pinning (it lets a program start for {total_init:.1} s first): it ran where the OS placed it"
+                ),
+                _ => {
+                    let best = self.best_so_far();
+                    format!(
+                        "the program ended after {now:.1} s, during the search and before a decision ({} taken){}",
+                        plural(self.report.probes.len() as u64, "probe", "probes"),
+                        best.map(|b| format!("; best so far: {b}"))
+                            .unwrap_or_default()
+                    )
+                }
+            });
+        } else if !self.is_decided() {
+            self.report.notes.push(format!(
+                "the program ended during re-search {}; the last decision stands",
+                self.search
+            ));
+        }
+        &self.report
+    }
+}
+
+impl Session {
+    /// autopin stops watching a program that still runs (attach `--duration`) at `now`;
+    /// `restored` threads got their original CPU mask back.
+    pub fn detach(&mut self, now: f64, restored: usize) -> &Report {
+        self.close_open_search(now);
+        self.settle_decision_in_force();
+        self.report.wall_time = now;
+        self.report.exit_status = None;
+        self.report.complete = self.decided_once;
+        if !self.decided_once {
+            self.report.incomplete_reason = Some(format!(
+                "autopin detached after {now:.1} s while the program was still running, during the {} phase and before a decision ({} probe(s) taken); {restored} thread(s) got their original CPU mask back",
+                self.state_name(),
+                self.report.probes.len()
+            ));
+        } else if !self.is_decided() {
+            self.report.notes.push(format!(
+                "autopin detached during re-search {}; the last decision stands",
+                self.search
+            ));
+        }
+        &self.report
+    }
+
+    /// The candidate with the best mean probe rate in the current search, for a search the
+    /// program's end cut short.
+    fn best_so_far(&self) -> Option<String> {
+        let mut sums: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+        for p in self
+            .report
+            .probes
+            .iter()
+            .filter(|p| p.search == self.search)
+        {
+            let e = sums.entry(p.label.as_str()).or_default();
+            e.0 += p.rate;
+            e.1 += 1.0;
+        }
+        let higher = self.cfg.higher_is_better;
+        sums.into_iter()
+            .map(|(l, (s, n))| (l, s / n))
+            .max_by(|a, b| {
+                if higher {
+                    a.1.total_cmp(&b.1)
+                } else {
+                    b.1.total_cmp(&a.1)
+                }
+            })
+            .map(|(l, r)| format!("{l} ({})", quantity(r, &self.cfg.unit)))
+    }
+
+    /// How well the objective tracked the program's own progress over the probes (sanity
+    /// check; None when the program's progress was not known besides the objective).
+    fn objective_check(&self) -> Option<ObjectiveCheck> {
+        let source = self.progress_source?;
+        let pairs: Vec<(f64, f64)> = self
+            .report
+            .probes
+            .iter()
+            .filter_map(|p| p.progress_rate.map(|g| (p.rate, g)))
+            .collect();
+        let t = autopin_perf::tracking(&pairs, self.cfg.higher_is_better)?;
+        Some(ObjectiveCheck {
+            progress: source.to_string(),
+            tracking: t,
+        })
+    }
+}
+
+#[cfg(test)]
+mod plain_words_tests {
+    use super::*;
+    use crate::strategy::{Race, RaceParams};
+
+    fn session(init: f64, waited: f64) -> Session {
+        let cfg = SessionConfig {
+            init,
+            init_waited: waited,
+            watch: None,
+            ..SessionConfig::default()
+        };
+        Session::new(
+            cfg,
+            Box::new(|_| vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])].into()),
+            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        )
+    }
+
+    fn message(a: &[Action]) -> String {
+        a.iter()
+            .filter_map(|x| match x {
+                Action::Message(m) => Some(m.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn start_says_how_long_the_program_ran_before_probing() {
+        let m = message(&session(0.0, 0.5).start(0.0));
+        assert!(!m.contains("0.0 s"), "{m}");
+        assert!(
+            m.contains("has run 0.5 s") && m.contains("probing starts now"),
+            "{m}"
+        );
+        let m = message(&session(0.5, 0.0).start(0.0));
+        assert_eq!(m, "letting the program start for 0.5 s before probing");
+    }
+
+    #[test]
+    fn a_program_that_ends_before_probing_is_explained_in_plain_words() {
+        let mut s = session(0.0, 0.5);
+        s.start(0.0);
+        let r = s.finish(2.0, Some(0));
+        let why = r.incomplete_reason.clone().unwrap();
+        assert!(
+            why.contains("ended after 2.0 s")
+                && why.contains("before autopin tried any pinning")
+                && why.contains("where the OS placed it"),
+            "{why}"
+        );
+        assert!(!why.contains("init phase"), "{why}");
+    }
+
+    #[test]
+    fn a_search_cut_short_names_the_best_so_far() {
+        let mut s = session(0.0, 0.0);
+        s.start(0.0);
+        let mut t = 0.0;
+        // Candidate 0 runs at 100/s, candidate 1 at 105/s: too close to decide in one round,
+        // and the program ends after the first round.
+        while t < 1.9 {
+            let rate = match s.applied {
+                Some(1) => 105.0,
+                _ => 100.0,
+            };
+            let iv = Interval {
+                start: t,
+                end: t + 0.1,
+                amount: rate * 0.1,
+                tracked: 1,
+                ..Interval::default()
+            };
+            s.on_interval(&iv);
+            t += 0.1;
+            if s.report.probes.len() >= 2 && !s.is_decided() {
+                break;
+            }
+        }
+        assert!(!s.is_decided(), "a 5% gap is not decided on one probe each");
+        // The search ran from the start to the end: its time is in the report.
+        let searched = s.finish(t, Some(0)).search_time;
+        assert!((searched - t).abs() < 0.15, "searched {searched} of {t} s");
+        let why = s.report.incomplete_reason.clone().unwrap();
+        assert!(why.contains("during the search"), "{why}");
+        assert!(why.contains("best so far: 1"), "{why}");
+    }
+
+    /// Feeds intervals of 0.1 s at a constant rate from `t` until `until`.
+    fn feed(s: &mut Session, mut t: f64, until: f64) -> f64 {
+        while t < until - 1e-9 {
+            s.on_interval(&Interval {
+                start: t,
+                end: t + 0.1,
+                amount: 10.0,
+                tracked: 1,
+                ..Interval::default()
+            });
+            t += 0.1;
+        }
+        t
+    }
+
+    #[test]
+    fn a_search_due_at_the_start_begins_at_once_and_skips_needless_warm_ups() {
+        let mut s = Session::new(
+            SessionConfig {
+                init: 0.0,
+                init_waited: 0.5,
+                watch: None,
+                ..SessionConfig::default()
+            },
+            Box::new(|_| vec![Pinning::unpinned(), Pinning::from_cpus(vec![1])].into()),
+            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        );
+        s.start(0.5);
+        // No threads known yet: nothing to plan for.
+        assert!(s.begin_if_due(0.5, 0).is_empty());
+        let m = message(&s.begin_if_due(0.5, 1));
+        assert!(m.contains("search 0: 2 candidates for 1 thread"), "{m}");
+        feed(&mut s, 0.5, 3.0);
+        let p = &s.report.probes;
+        assert!(p.len() >= 3, "{p:?}");
+        // The OS placement first: nothing was pinned yet, so no warm-up, and it starts when
+        // the search does.
+        assert_eq!((p[0].candidate, p[0].warmup), (0, 0.0), "{p:?}");
+        assert!((p[0].start - 0.5).abs() < 1e-6, "{p:?}");
+        // Moving to CPU 1 warms up; probing it again right after does not.
+        assert_eq!(p[1].candidate, 1);
+        assert!(p[1].warmup > 0.0, "{p:?}");
+        if p[2].candidate == 1 {
+            assert_eq!(p[2].warmup, 0.0, "{p:?}");
+        } else {
+            assert!(p[2].warmup > 0.0, "{p:?}");
+        }
+        // Before the start-up is over, nothing begins early.
+        let mut late = session(0.5, 0.0);
+        late.start(0.0);
+        assert!(late.begin_if_due(0.0, 1).is_empty());
+    }
+
+    #[test]
+    fn an_objective_that_never_moves_is_named_and_explained() {
+        let mut s = Session::new(
+            SessionConfig {
+                init: 0.5,
+                unit: "beats/s".into(),
+                watch: None,
+                ..SessionConfig::default()
+            },
+            Box::new(|_| vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])].into()),
+            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        );
+        s.start(0.0);
+        let mut said = Vec::new();
+        let mut t = 0.0;
+        while t < 4.0 {
+            said.extend(s.on_interval(&Interval {
+                start: t,
+                end: t + 0.1,
+                amount: 0.0,
+                tracked: 1,
+                ..Interval::default()
+            }));
+            t += 0.1;
+        }
+        let m = message(&said);
+        assert_eq!(m.matches("has measured no progress yet").count(), 1, "{m}");
+        assert!(m.contains("(beats/s)"), "{m}");
+        let why = s.finish(t, Some(0)).incomplete_reason.clone().unwrap();
+        assert!(
+            why.contains("without any progress the objective (beats/s)"),
+            "{why}"
+        );
+        assert!(!why.contains("before autopin tried"), "{why}");
+    }
+}
+
+#[cfg(test)]
+mod search_cost_tests {
+    use super::*;
+    use crate::strategy::{Race, RaceParams};
+
+    fn two_cpus(_: usize) -> CandidateList {
+        vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])].into()
+    }
+
+    /// Runs a session whose candidate k progresses at `rate(k)` units a second (`unit` per
+    /// tick rounding to whole units when `whole`), until it decides or `until` seconds pass.
+    fn run(rate: impl Fn(Option<usize>) -> f64, whole: bool, until: f64) -> Session {
+        let cfg = SessionConfig {
+            init: 0.5,
+            watch: None,
+            ..SessionConfig::default()
+        };
+        let mut s = Session::new(
+            cfg,
+            Box::new(two_cpus),
+            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        );
+        s.start(0.0);
+        let mut t = 0.0;
+        let mut carry = 0.0;
+        while t < until && !s.is_decided() {
+            let mut amount = rate(s.applied) * 0.1 + carry;
+            if whole {
+                carry = amount.fract();
+                amount = amount.trunc();
+            }
+            s.on_interval(&Interval {
+                start: t,
+                end: t + 0.1,
+                amount,
+                tracked: 1,
+                ..Interval::default()
+            });
+            t += 0.1;
+        }
+        s
+    }
+
+    #[test]
+    fn the_report_states_what_the_search_cost() {
+        // CPU 1 does 100/s, CPU 0 50/s: every second probing CPU 0 loses half a second of
+        // CPU 1's work.
+        let s = run(|a| if a == Some(1) { 100.0 } else { 50.0 }, false, 20.0);
+        let d = s.report.decision.clone().expect("decided");
+        assert_eq!(d.candidate_index, 1);
+        let on_0: f64 = s
+            .report
+            .probes
+            .iter()
+            .filter(|p| p.candidate == 0)
+            .map(|p| p.warmup + p.duration)
+            .sum();
+        let cost = d.search_cost.expect("a cost");
+        assert!(on_0 > 0.0);
+        assert!(
+            (cost - 0.5 * on_0).abs() < 1e-6,
+            "cost {cost}, {on_0} s on CPU 0"
+        );
+        assert!((s.report.search_cost - cost).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_coarse_objective_gets_probes_long_enough_to_see_it() {
+        // 2–4 whole units a second (an OpenMP region of 250–500 ms): a 0.2 s probe would
+        // see 0 or 1 of them. Probes are made long enough to see about 10, so none reads zero
+        // and the 2× better CPU is found.
+        let s = run(|a| if a == Some(1) { 4.0 } else { 2.0 }, true, 60.0);
+        assert!(s.report.probes.len() >= 2);
+        for (i, p) in s.report.probes.iter().enumerate() {
+            assert!(p.rate > 0.0, "a probe read zero: {p:?}");
+            // The first probe starts before the grain is known: it goes on until it saw a
+            // unit. Later ones are planned long enough from the start.
+            if i > 0 {
+                assert!(p.duration >= 2.0 - 1e-9, "probe {i} of {} s", p.duration);
+            }
+        }
+        assert_eq!(s.report.decision.expect("decided").candidate_index, 1);
+    }
+}

@@ -1,0 +1,91 @@
+//! One probe's measurement as it accumulates, interval by interval: what counts (whole
+//! intervals in the probe's phase, with no thread born or gone), what is kept aside (churn,
+//! other phases), the tick rates for the noise estimate, per-thread amounts and the
+//! program's own progress.
+
+use super::Interval;
+use std::collections::BTreeMap;
+
+/// A probe being measured.
+#[derive(Debug, Clone)]
+pub(super) struct ProbeAccumulator {
+    pub(super) cand: usize,
+    pub(super) warmup: f64,
+    pub(super) start: f64,
+    pub(super) until: f64,
+    pub(super) good_amount: f64,
+    pub(super) good_time: f64,
+    pub(super) all_amount: f64,
+    pub(super) all_time: f64,
+    pub(super) intervals: usize,
+    pub(super) disturbed: usize,
+    pub(super) off_phase: usize,
+    pub(super) phase: Option<String>,
+    pub(super) rates: Vec<f64>,
+    /// The program's own progress over the accepted intervals that had it, and their time.
+    pub(super) progress: Option<(f64, f64, &'static str)>,
+    pub(super) per_thread: BTreeMap<u32, (usize, f64, f64)>,
+    pub(super) per_thread_all: BTreeMap<u32, (usize, f64, f64)>,
+}
+
+impl ProbeAccumulator {
+    pub(super) fn new(
+        cand: usize,
+        warmup: f64,
+        start: f64,
+        until: f64,
+        phase: Option<String>,
+    ) -> Self {
+        ProbeAccumulator {
+            cand,
+            warmup,
+            start,
+            until,
+            good_amount: 0.0,
+            good_time: 0.0,
+            all_amount: 0.0,
+            all_time: 0.0,
+            intervals: 0,
+            disturbed: 0,
+            off_phase: 0,
+            phase,
+            rates: Vec::new(),
+            progress: None,
+            per_thread: BTreeMap::new(),
+            per_thread_all: BTreeMap::new(),
+        }
+    }
+
+    pub(super) fn add(&mut self, iv: &Interval, dt: f64) {
+        self.intervals += 1;
+        // Only time spent wholly in the probe's phase counts.
+        if iv.phase_changed || (iv.phase.is_some() && iv.phase != self.phase) {
+            self.off_phase += 1;
+            return;
+        }
+        self.all_amount += iv.amount;
+        self.all_time += dt;
+        for (tid, idx, a) in &iv.per_thread {
+            let e = self.per_thread_all.entry(*tid).or_insert((*idx, 0.0, 0.0));
+            e.1 += a;
+            e.2 += dt;
+        }
+        if iv.disturbed {
+            self.disturbed += 1;
+            return;
+        }
+        self.good_amount += iv.amount;
+        self.good_time += dt;
+        self.rates.push(iv.amount / dt);
+        if let Some((p, name)) = iv.progress {
+            let e = self.progress.get_or_insert((0.0, 0.0, name));
+            e.0 += p;
+            e.1 += dt;
+        }
+        for (tid, idx, a) in &iv.per_thread {
+            let e = self.per_thread.entry(*tid).or_insert((*idx, 0.0, 0.0));
+            e.1 += a;
+            e.2 += dt;
+        }
+    }
+}
