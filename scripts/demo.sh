@@ -3,7 +3,7 @@
 # candidate pinnings of a 2-phase OpenMP program and keeps the best one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/deps.sh demo
 export PATH="$HOME/.cargo/bin:$PATH"
 # A release build takes a minute or two the first time: say so, and let cargo show progress.
 echo "== building autopin (release; the first build takes a few minutes)" >&2

@@ -1,50 +1,61 @@
 #!/usr/bin/env bash
-# Installs what autopin's build, demo and tests need on a Debian machine, skipping what is
-# already there. Safe to run again. Needs root (or sudo) only when something is missing.
+# Installs what autopin needs on a Debian machine, skipping what is already there. Safe to
+# run again. Needs root (or sudo) only when something is missing.
+#   scripts/deps.sh demo   the build and the demo: a C toolchain with OpenMP, and Rust
+#   scripts/deps.sh test   (default) also everything the test suite compares against or
+#                          runs: clang/libomp, QEMU, likwid, perf, Slurm, MPICH, Open MPI, ...
 set -euo pipefail
+need=${1:-test}
+case "$need" in
+    demo | test) ;;
+    *) echo "usage: scripts/deps.sh [demo|test]" >&2; exit 2 ;;
+esac
 
 need_pkgs=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have gcc || need_pkgs+=(gcc libc6-dev)
 have g++ || need_pkgs+=(g++)
-# graphviz checks the dot view; rsvg-convert renders the SVG views for their checks.
-have dot || need_pkgs+=(graphviz)
 have make || need_pkgs+=(make)
-have python3 || need_pkgs+=(python3)
-have tar || need_pkgs+=(tar)
-have bzip2 || need_pkgs+=(bzip2)
-have lstopo-no-graphics || need_pkgs+=(hwloc)
 have curl || need_pkgs+=(curl ca-certificates)
 # OpenMP runtime and static libc for the demo workloads and the static-binary tests.
 [ -e /usr/lib/gcc/x86_64-linux-gnu/*/libgomp.so ] 2>/dev/null || need_pkgs+=(libgomp1)
 ls /usr/lib/gcc/*/*/include/omp.h >/dev/null 2>&1 || need_pkgs+=(gcc)
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
-# clang with LLVM's OpenMP runtime: the OpenMP progress tests build the workload with both
-# compilers (libgomp and libomp count through different entry points).
-have clang || need_pkgs+=(clang)
-ls /usr/lib/llvm-*/lib/libomp.so >/dev/null 2>&1 || need_pkgs+=(libomp-dev)
-# The multi-socket, multi-node test machine (tests/vm/vm.sh): QEMU, a static busybox for the
-# initramfs, and apt/dpkg to fetch Debian's kernel package (never installed on the host).
-have qemu-system-x86_64 || need_pkgs+=(qemu-system-x86)
-file -L "$(command -v busybox || echo /nonexistent)" 2>/dev/null | grep -q 'statically linked' || need_pkgs+=(busybox-static)
-have file || need_pkgs+=(file)
-# Optional tools the tests compare against when present.
-have likwid-pin || need_pkgs+=(likwid)
-# rsvg-convert renders every SVG autopin writes for the picture checks (tests/svg_render.rs);
-# man renders the generated man page.
-have rsvg-convert || need_pkgs+=(librsvg2-bin)
-have man || need_pkgs+=(man-db)
-have perf || need_pkgs+=(linux-perf)
-# The cluster tests: a local Slurm (scripts/slurm-local.sh) and both MPI implementations.
-# MPICH and Open MPI both register mpicc/mpirun alternatives; the tests call the explicit
-# mpirun.mpich / mpirun.openmpi.
-have slurmctld || need_pkgs+=(slurmctld)
-have slurmd || need_pkgs+=(slurmd)
-have srun || need_pkgs+=(slurm-client)
-have munged || need_pkgs+=(munge)
-[ -e /usr/include/slurm/spank.h ] || need_pkgs+=(libslurm-dev)
-have mpirun.mpich || need_pkgs+=(mpich libmpich-dev)
-have mpirun.openmpi || need_pkgs+=(openmpi-bin libopenmpi-dev)
+if [ "$need" = test ]; then
+    # graphviz checks the dot view; the dump tests unpack hwloc's sysfs archives and compare
+    # with lstopo's output; python3 runs helper scripts.
+    have dot || need_pkgs+=(graphviz)
+    have python3 || need_pkgs+=(python3)
+    have tar || need_pkgs+=(tar)
+    have bzip2 || need_pkgs+=(bzip2)
+    have lstopo-no-graphics || need_pkgs+=(hwloc)
+    # clang with LLVM's OpenMP runtime: the OpenMP progress tests build the workload with
+    # both compilers (libgomp and libomp count through different entry points).
+    have clang || need_pkgs+=(clang)
+    ls /usr/lib/llvm-*/lib/libomp.so >/dev/null 2>&1 || need_pkgs+=(libomp-dev)
+    # The multi-socket, multi-node test machine (tests/vm/vm.sh): QEMU, a static busybox for the
+    # initramfs, and apt/dpkg to fetch Debian's kernel package (never installed on the host).
+    have qemu-system-x86_64 || need_pkgs+=(qemu-system-x86)
+    file -L "$(command -v busybox || echo /nonexistent)" 2>/dev/null | grep -q 'statically linked' || need_pkgs+=(busybox-static)
+    have file || need_pkgs+=(file)
+    # Optional tools the tests compare against when present.
+    have likwid-pin || need_pkgs+=(likwid)
+    # rsvg-convert renders every SVG autopin writes for the picture checks (tests/svg_render.rs);
+    # man renders the generated man page.
+    have rsvg-convert || need_pkgs+=(librsvg2-bin)
+    have man || need_pkgs+=(man-db)
+    have perf || need_pkgs+=(linux-perf)
+    # The cluster tests: a local Slurm (scripts/slurm-local.sh) and both MPI implementations.
+    # MPICH and Open MPI both register mpicc/mpirun alternatives; the tests call the explicit
+    # mpirun.mpich / mpirun.openmpi.
+    have slurmctld || need_pkgs+=(slurmctld)
+    have slurmd || need_pkgs+=(slurmd)
+    have srun || need_pkgs+=(slurm-client)
+    have munged || need_pkgs+=(munge)
+    [ -e /usr/include/slurm/spank.h ] || need_pkgs+=(libslurm-dev)
+    have mpirun.mpich || need_pkgs+=(mpich libmpich-dev)
+    have mpirun.openmpi || need_pkgs+=(openmpi-bin libopenmpi-dev)
+fi
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     SUDO=""
@@ -70,7 +81,7 @@ fi
 
 # The unused-dependency check of scripts/test.sh (crates.io, built once into ~/.cargo/bin).
 export PATH="$HOME/.cargo/bin:$PATH"
-if ! have cargo-machete; then
+if [ "$need" = test ] && ! have cargo-machete; then
     echo "deps: installing cargo-machete" >&2
     cargo install cargo-machete --locked --quiet
 fi

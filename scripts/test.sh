@@ -6,7 +6,7 @@
 # could not run because an optional tool is absent is counted as skipped, not passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/deps.sh test
 export PATH="$HOME/.cargo/bin:$PATH"
 echo "== format, lint, build" >&2
 cargo fmt --all --check

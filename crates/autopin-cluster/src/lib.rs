@@ -8,10 +8,13 @@
 //! - [`coordinated`]: a [`autopin_engine::strategy::Strategy`] wrapper that makes the local
 //!   ranks probe the same candidate at the same time and decide on the same one.
 //! - [`names`]: per-rank report file names (`autopin-%j.%s.%n.%r.json`).
+//! - [`node`]: this rank's part of the node, prepared in one call before the target starts
+//!   (rendezvous, split, affinity, output names, the engine's launch plan).
 
 pub mod coordinated;
 pub mod launcher;
 pub mod names;
+pub mod node;
 pub mod rendezvous;
 
 pub use coordinated::{Combine, Coordinated, Coordinator};

@@ -274,6 +274,19 @@ pub fn list(items: &[String]) -> String {
     s
 }
 
+/// A byte size the way lstopo prints it: whole KiB/MiB/GiB/TiB, moving to the next unit
+/// once there are at least ten of it (`8MiB`, `1536KiB`, `16GiB`).
+pub fn lstopo_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes;
+    let mut u = 0;
+    while v >= 10 * 1024 && u < UNITS.len() - 1 {
+        v /= 1024;
+        u += 1;
+    }
+    format!("{v}{}", UNITS[u])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ use crate::signals::Forwarding;
 use autopin_topology::CpuSet;
 use std::ffi::{OsStr, OsString};
 use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
@@ -105,21 +106,34 @@ fn env_lookup(spec: &LaunchSpec, key: &str) -> Option<OsString> {
         .or_else(|| std::env::var_os(key))
 }
 
-/// Resolves the program (PATH from the child's environment), classifies its linkage and
-/// starts it.
-pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
-    let name = spec.program.to_string_lossy().into_owned();
-    let path_var = env_lookup(spec, "PATH");
-    let path =
-        elf::resolve_program(&spec.program, path_var.as_deref()).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => LaunchError::NotFound {
-                program: name.clone(),
-            },
-            _ => LaunchError::Io {
-                program: name.clone(),
-                source: e,
-            },
-        })?;
+/// Resolves `program` on `path_var` (a name without a slash) and reads how it is linked,
+/// as starting it would: the errors a launch would meet, without starting anything.
+pub fn check_program(
+    program: &OsStr,
+    path_var: Option<&OsStr>,
+) -> Result<(PathBuf, Linkage), LaunchError> {
+    let name = program.to_string_lossy().into_owned();
+    let path = elf::resolve_program(program, path_var).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => LaunchError::NotFound {
+            program: name.clone(),
+        },
+        _ => LaunchError::Io {
+            program: name.clone(),
+            source: e,
+        },
+    })?;
+    // What execve demands: a regular file with an execute bit (root too).
+    let not_runnable = match path.metadata() {
+        Ok(m) if m.is_dir() => Some(libc::EISDIR),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => Some(libc::EACCES),
+        _ => None,
+    };
+    if let Some(errno) = not_runnable {
+        return Err(LaunchError::NotExecutable {
+            program: name,
+            source: io::Error::from_raw_os_error(errno),
+        });
+    }
     let linkage = elf::linkage(&path).map_err(|e| match e.kind() {
         io::ErrorKind::PermissionDenied => LaunchError::NotExecutable {
             program: name.clone(),
@@ -130,6 +144,15 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
             source: e,
         },
     })?;
+    Ok((path, linkage))
+}
+
+/// Resolves the program (PATH from the child's environment), classifies its linkage and
+/// starts it.
+pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
+    let name = spec.program.to_string_lossy().into_owned();
+    let path_var = env_lookup(spec, "PATH");
+    let (path, linkage) = check_program(&spec.program, path_var.as_deref())?;
     let mut cmd = Command::new(&path);
     // argv[0] stays what the user typed, as a shell would pass it.
     cmd.arg0(&spec.program).args(&spec.args);

@@ -198,7 +198,7 @@ impl NumaNode {
                 format!(
                     "MemCache L{} {}",
                     c.level,
-                    crate::view::tree::human_size(c.size)
+                    autopin_human::lstopo_size(c.size)
                 )
             })
             .collect()

@@ -10,6 +10,14 @@ pub enum CliError {
     Internal(String),
     /// A failure of the engine's run path, which knows its own kind and exit code.
     Engine(autopin_engine::EngineError),
+    /// A comparison that could not be made, with its own exit status.
+    Compare(autopin_compare::CompareError),
+}
+
+impl From<autopin_compare::CompareError> for CliError {
+    fn from(e: autopin_compare::CompareError) -> Self {
+        CliError::Compare(e)
+    }
 }
 
 impl From<autopin_engine::EngineError> for CliError {
@@ -30,6 +38,7 @@ impl CliError {
             CliError::Usage(_) => 2,
             CliError::Internal(_) => 1,
             CliError::Engine(e) => e.exit_code(),
+            CliError::Compare(e) => e.exit_status(),
         }
     }
 }
@@ -39,6 +48,7 @@ impl fmt::Display for CliError {
         match self {
             CliError::Usage(m) | CliError::Internal(m) => f.write_str(m),
             CliError::Engine(e) => e.fmt(f),
+            CliError::Compare(e) => e.fmt(f),
         }
     }
 }

@@ -23,6 +23,23 @@ pub struct MachineArgs {
 }
 
 impl MachineArgs {
+    /// These options as arguments for another autopin command (`compare` passes them to
+    /// `autopin pin` / `autopin run`, so they see the machine the strategies were checked on).
+    pub fn to_forward(&self) -> Vec<std::ffi::OsString> {
+        let mut v = Vec::new();
+        let mut add = |flag: &str, val: Option<std::ffi::OsString>| {
+            if let Some(val) = val {
+                v.push(flag.into());
+                v.push(val);
+            }
+        };
+        add("--sysfs-root", self.sysfs_root.clone().map(Into::into));
+        add("--synthetic", self.synthetic.clone().map(Into::into));
+        add("--load", self.load.clone().map(Into::into));
+        add("--from-latency", self.from_latency.clone().map(Into::into));
+        v
+    }
+
     /// True when the machine is the one we run on (so pinning and measuring make sense).
     pub fn is_live(&self) -> bool {
         self.sysfs_root.is_none()

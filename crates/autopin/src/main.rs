@@ -3,6 +3,7 @@
 
 mod cluster;
 mod cmd;
+mod compare_progress;
 mod error;
 mod machine_args;
 mod mem_args;

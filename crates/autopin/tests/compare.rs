@@ -99,8 +99,32 @@ fn bad_input_exits_2_with_a_reason() {
             "/nonexistent/program",
         ])
         .assert()
-        .code(2)
-        .stderr(contains("cannot start `/nonexistent/program`"));
+        .code(127)
+        .stderr(contains(
+            "cannot start the program: /nonexistent/program: no such file",
+        ));
+}
+
+/// As a shell says it: a name not on PATH exits 127, a file that cannot be executed 126,
+/// before any run.
+#[test]
+fn a_program_that_cannot_start_exits_as_a_shell_would() {
+    autopin()
+        .args(["compare", "-r", "2", "--strategy", "none", "--"])
+        .arg("no-such-program-xyz")
+        .assert()
+        .code(127)
+        .stderr(contains("no-such-program-xyz: command not found"))
+        .stdout("");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.txt");
+    std::fs::write(&file, "not a program\n").unwrap();
+    autopin()
+        .args(["compare", "-r", "2", "--strategy", "none", "--"])
+        .arg(&file)
+        .assert()
+        .code(126)
+        .stderr(contains("cannot execute"));
 }
 
 #[test]

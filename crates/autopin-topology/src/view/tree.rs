@@ -3,18 +3,7 @@
 use crate::model::*;
 use std::fmt::Write;
 
-/// Human-readable byte size the way lstopo prints it (KiB/MiB/GiB).
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes;
-    let mut u = 0;
-    // lstopo's rule: move to the next unit once there are at least ten of it.
-    while v >= 10 * 1024 && u < UNITS.len() - 1 {
-        v /= 1024;
-        u += 1;
-    }
-    format!("{v}{}", UNITS[u])
-}
+pub use autopin_human::lstopo_size as human_size;
 
 /// One object's line: `L3 L#0 (8MiB)`, `Core L#1 (P#1)`, `PU L#3 (P#3)`.
 pub fn object_label(m: &Machine, o: &Object) -> String {

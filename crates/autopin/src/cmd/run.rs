@@ -42,8 +42,8 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
     }
     // Cluster launches: this rank's share of the node, its output names, its partners. The
     // process's affinity is narrowed to the share here, before the target starts.
-    let node = crate::cluster::prepare(&a.cluster, a.machine.load()?)?;
-    let a = &node.resolve(a)?;
+    let node = autopin_cluster::node::prepare(&a.cluster.options()?, a.machine.load()?)?;
+    let a = &a.for_rank(&node)?;
     // A path that cannot be written is found now, before the program runs, not after.
     crate::output::check_all_writable([&a.report, &a.timeline])?;
     let mut sink = Outputs {
