@@ -2,14 +2,17 @@
 //! validated [`RunPlan`] goes in, a finished [`Report`] comes out. Everything that touches
 //! the OS goes through [`RunEnv`], so the same code runs a real program or the simulator.
 //!
-//! Order of a run: validate → check counting → measure counting's cost → start or attach →
-//! choose the objective along its fallback chain (waiting briefly for a heartbeat) → open
-//! the meter → drive the session until the program ends or autopin detaches → finish the
-//! report (monitor cost, perturbation, notes). With `migrate_memory`, the target's pages
-//! follow its threads at every decision while it still runs ([`memory`]).
+//! Order of a run: validate → check counting and measure its cost (`check_counting`) →
+//! start or attach (`start`) → choose the objective along its fallback chain, waiting
+//! briefly for a heartbeat or OpenMP progress (`objective::choose_objective`) → open the
+//! meter and describe the run in the report (`describe_run`) → drive the session until the
+//! program ends or autopin detaches (`drive`; with `migrate_memory` the target's pages
+//! follow its threads at every decision while it still runs, [`memory`]) → finish the
+//! report (monitor cost, `estimate_perturbation`, notes).
 
 pub mod env;
 pub mod memory;
+mod objective;
 pub mod plan;
 
 pub use env::{BusyWatch, CountingCheck, LaunchOptions, Platform, RunEnv, RunSink, Started};
@@ -19,110 +22,48 @@ pub use plan::{
     SearchParams, StrategyChoice, TargetSpec,
 };
 
-use crate::driver::{Driver, DriverConfig};
+use crate::driver::{Driver, DriverConfig, Outcome};
 use crate::error::EngineError;
-use crate::os::ThreadSource;
-use crate::report::{ObjectiveInfo, Report};
+use crate::os::{Meter, ThreadSource};
+use crate::report::Report;
 use crate::session::{CandidateFactory, CandidateList, Session, SessionConfig, StrategyFactory};
 use crate::strategy::{Autopin1, Fixed, Race, RaceParams};
-use autopin_human::duration;
-use autopin_perf::{CountingMode, Objective, WarningContext};
+use autopin_perf::{CountingMode, WarningContext};
 use autopin_placement::{cpu_text, Pinning};
 use autopin_topology::{CpuSet, Machine};
-
-/// The objective a run measures, where it comes from and why it was chosen.
-#[derive(Debug, Clone)]
-pub struct ObjectiveChoice {
-    pub source: ObjectiveSource,
-    /// The objective the meter evaluates (the requested one, or `heartbeat`).
-    pub objective: Objective,
-    pub info: ObjectiveInfo,
-}
+pub use objective::ObjectiveChoice;
+use objective::{choose_objective, TargetFacts};
 
 /// Carries out `plan` in `env` and returns the finished report. A target that could not be
 /// started is `EngineError::Launch`; when the run fails after the start, the partial report
 /// goes to [`RunSink::checkpoint`] before the error is returned.
 pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     plan.validate()?;
-    let requested = &plan.objective.requested;
-    let events = requested.events();
-    let check = (!events.is_empty()).then(|| env.platform.check_counting(&events));
-    let refused = check.as_ref().and_then(|c| c.result.clone().err());
-    if let (Some(why), true) = (&refused, plan.objective.explicit) {
-        return Err(EngineError::usage(format!(
-            "cannot measure {}: {why}",
-            requested.text()
-        )));
-    }
-    let counted = refused.is_none() && !events.is_empty();
-    let cost = (plan.estimate_perturbation && counted)
-        .then(|| env.platform.counting_cost(&events))
-        .flatten();
-
+    let counting = check_counting(plan, env)?;
     let explicit = match &plan.candidates {
         CandidateSource::Explicit(list) => Some(list.clone()),
         CandidateSource::Topology { .. } => None,
     };
-    let pin_at_birth = explicit
-        .as_ref()
-        .filter(|l| plan.search.strategy.pins_at_birth(l.len()))
-        .and_then(|l| l.first())
-        .and_then(|c| c.cpu_list().map(<[u32]>::to_vec));
-    let launch = LaunchOptions {
-        pin_at_birth,
-        skip: plan.skip.clone(),
-        mem_policy: plan.mem_policy.clone(),
-    };
-    // CPUs other work keeps busy, watched from just before the launch to the first search
-    // (the program's own time is not counted): topology candidates then keep off them.
-    let busy_watch = match (&plan.target, &explicit) {
-        (TargetSpec::Launch(_), None) => env.platform.busy_watch(&plan.machine.allowed_cpuset()),
-        _ => None,
-    };
-    env.sink.message(
-        None,
-        &match &plan.target {
-            TargetSpec::Launch(argv) => format!("starting {}", argv.join(" ")),
-            TargetSpec::Attach { pid, .. } => format!("attaching to process {pid}"),
-        },
-    );
-    let started = env.platform.start(&plan.target, &launch)?;
+    let (started, machine, busy_watch) = start(plan, env, explicit.as_deref())?;
     let Started {
         pid,
         mut threads,
         env: target_env,
         mask,
-        warnings,
         openmp_runtime,
         preload_active,
+        ..
     } = started;
-    for w in warnings {
-        env.sink.message(None, &format!("warning: {w}"));
-    }
-    // An attached program keeps its mask: candidates are planned inside it.
-    let machine = match &mask {
-        Some(m) => within(&plan.machine, m),
-        None => plan.machine.clone(),
-    };
-    if let (Some(list), Some(m)) = (&explicit, &mask) {
-        if let Some(c) = list.iter().find(|c| c.cpus.iter().any(|x| !m.contains(*x))) {
-            return Err(EngineError::usage(format!(
-                "candidate {} leaves the CPUs process {pid} may use ({m}); autopin does not widen a process's mask",
-                c.label
-            )));
-        }
-    }
 
     let mut init = plan.search.init;
     let mut init_waited = 0.0;
-    let in_vm = check.as_ref().is_some_and(|c| c.in_vm);
     let target = TargetFacts {
         openmp_runtime: openmp_runtime.as_deref(),
         preload_active,
     };
     let choice = choose_objective(
         plan,
-        refused.as_deref(),
+        counting.refused.as_deref(),
         &target,
         env,
         threads.as_mut(),
@@ -133,7 +74,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             env: target_env,
             linked_libraries: Vec::new(),
             counting_mode: Some(CountingMode::PerThread),
-            in_vm,
+            in_vm: counting.in_vm,
         };
         for w in choice.objective.warnings(&ctx) {
             env.sink.message(None, &format!("warning: {w}"));
@@ -150,7 +91,6 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             return Err(e);
         }
     };
-
     let mut session = Session::new(
         SessionConfig {
             init,
@@ -169,116 +109,35 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         ),
         strategy_factory(plan.search.strategy, plan.launch.as_ref()),
     );
-    let r = &mut session.report;
-    r.command = match &plan.target {
-        TargetSpec::Launch(argv) => argv.clone(),
-        TargetSpec::Attach { pid, .. } => vec![format!("attach {pid}")],
-    };
-    r.machine = machine.summary_lines();
-    if let Some(l) = &plan.launch {
-        r.launch = Some(l.record.clone());
-        r.notes.extend(l.notes.iter().cloned());
-    }
-    r.objective = choice.info.clone();
-    r.counting_mode = match (choice.source, meter.counting()) {
-        (ObjectiveSource::TaskClock, _) => "per-thread /proc schedstat (no perf)".into(),
-        _ if choice.objective.events().is_empty() => "none".into(),
-        (_, Some((mode, why))) => {
-            r.notes.push(format!("counting: {why}"));
-            mode
-        }
-        (_, None) => "per-thread".into(),
-    };
-    r.notes.push(format!(
-        "objective: {} — {}",
-        choice.info.name, choice.info.reason
-    ));
+    describe_run(
+        plan,
+        &machine,
+        &choice,
+        meter.counting(),
+        &mut session.report,
+    );
     env.sink.checkpoint(&session.report);
 
     let cpu0 = env.platform.self_cpu_seconds();
-    let cfg = DriverConfig {
-        tick: plan.search.tick,
-        allowed: allowed.clone(),
-        max_time: match plan.target {
-            TargetSpec::Attach { duration, .. } => duration,
-            TargetSpec::Launch(_) => None,
-        },
-        keep_masks: plan.target.is_attach(),
-        started: init_waited,
+    let place = Place {
+        machine: &machine,
+        allowed: &allowed,
+        pid,
+        init_waited,
     };
-    // One machine, no migration: say so once instead of at every decision.
-    let migrate = plan.migrate_memory && {
-        let single = memory::describe_single_node(&machine);
-        if let Some(note) = &single {
-            env.sink.message(None, note);
-            session.report.notes.push(note.clone());
-        }
-        single.is_none()
-    };
-    // Report times count from the target's start, `init_waited` before the driver's.
-    let t0 = env.clock.now() - init_waited;
-    if let Some(l) = session.report.launch.as_mut() {
-        l.clock_origin = env.platform.unix_time().map(|t| t - init_waited);
-    }
-    let mut migrations = Vec::new();
-    let outcome = {
-        // Both callbacks talk to the sink; they never run at the same time.
-        let sink = std::cell::RefCell::new(&mut *env.sink);
-        let platform = &mut *env.platform;
-        let mut on_message = |t: f64, m: &str| sink.borrow_mut().message(Some(t), m);
-        // The driver has pinned the decided candidate when this runs, and the target
-        // still runs: its pages follow its threads now, not after it has ended.
-        let mut keep_going = |s: &Session| {
-            if migrate && s.report.decisions.len() > migrations.len() {
-                for d in &s.report.decisions[migrations.len()..] {
-                    let rec =
-                        memory::after_decision(&machine, pid, d, plan.migrate_files, platform);
-                    sink.borrow_mut().message(Some(d.at), &rec.line());
-                    migrations.push(rec);
-                }
-            }
-            true
-        };
-        Driver {
-            clock: &mut *env.clock,
-            threads: threads.as_mut(),
-            pinner: env.pinner,
-            meter: meter.as_mut(),
-            on_message: &mut on_message,
-            keep_going: &mut keep_going,
-        }
-        .run(&mut session, &cfg)
-    };
-    session.report.memory_migrations = migrations;
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            threads.terminate();
-            let now = env.clock.now() - t0;
-            session.finish(now, None);
-            env.sink.checkpoint(&session.report);
-            return Err(e);
-        }
-    };
-
-    let wall = outcome.elapsed.max(1e-9);
+    let (outcome, migrate) = drive(
+        plan,
+        env,
+        &mut session,
+        threads.as_mut(),
+        meter.as_mut(),
+        place,
+    )?;
     let mut report = session.report.clone();
+    let wall = outcome.elapsed.max(1e-9);
     report.monitor_cpu_share = Some((env.platform.self_cpu_seconds() - cpu0) / wall);
-    if let (Some(c), Some(rate)) = (&cost, outcome.switch_rate) {
-        let s = c.estimated_slowdown(rate, allowed.len());
-        report.perturbation = Some(s);
-        report.perturbation_note = Some(format!(
-            "{:.0} context switches/s × {:.0} ns extra per counted switch over {} CPU(s)",
-            rate,
-            c.per_switch_ns.max(0.0),
-            allowed.len()
-        ));
-        if s > 0.01 {
-            env.sink.message(None, &format!(
-                "warning: per-thread counting may have slowed the program by ~{:.1}% (frequent context switches); consider --objective heartbeat",
-                100.0 * s
-            ));
-        }
+    if let (Some(c), Some(rate)) = (&counting.cost, outcome.switch_rate) {
+        estimate_perturbation(c, rate, allowed.len(), &mut report, env.sink);
     }
     for w in &outcome.pin_warnings {
         report.notes.push(format!("pinning: {w}"));
@@ -296,6 +155,236 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     Ok(report)
 }
 
+/// Where the program runs, for the driving loop.
+struct Place<'a> {
+    machine: &'a Machine,
+    allowed: &'a CpuSet,
+    pid: i32,
+    /// Seconds the program ran before the session started.
+    init_waited: f64,
+}
+
+/// Drives the session until the program ends or autopin detaches; with `migrate_memory`,
+/// the target's pages follow its threads at every decision. Returns how the loop ended and
+/// whether memory was migrated. On failure the program is stopped and the partial report
+/// checkpointed.
+fn drive(
+    plan: &RunPlan,
+    env: &mut RunEnv,
+    session: &mut Session,
+    threads: &mut dyn ThreadSource,
+    meter: &mut dyn Meter,
+    p: Place,
+) -> Result<(Outcome, bool), EngineError> {
+    let cfg = DriverConfig {
+        tick: plan.search.tick,
+        allowed: p.allowed.clone(),
+        max_time: match plan.target {
+            TargetSpec::Attach { duration, .. } => duration,
+            TargetSpec::Launch(_) => None,
+        },
+        keep_masks: plan.target.is_attach(),
+        started: p.init_waited,
+    };
+    // One machine, no migration: say so once instead of at every decision.
+    let migrate = plan.migrate_memory && {
+        let single = memory::describe_single_node(p.machine);
+        if let Some(note) = &single {
+            env.sink.message(None, note);
+            session.report.notes.push(note.clone());
+        }
+        single.is_none()
+    };
+    // Report times count from the target's start, `init_waited` before the driver's.
+    let t0 = env.clock.now() - p.init_waited;
+    if let Some(l) = session.report.launch.as_mut() {
+        l.clock_origin = env.platform.unix_time().map(|t| t - p.init_waited);
+    }
+    let mut migrations = Vec::new();
+    let outcome = {
+        // Both callbacks talk to the sink; they never run at the same time.
+        let sink = std::cell::RefCell::new(&mut *env.sink);
+        let platform = &mut *env.platform;
+        let mut on_message = |t: f64, m: &str| sink.borrow_mut().message(Some(t), m);
+        // The driver has pinned the decided candidate when this runs, and the target
+        // still runs: its pages follow its threads now, not after it has ended.
+        let mut keep_going = |s: &Session| {
+            if migrate && s.report.decisions.len() > migrations.len() {
+                for d in &s.report.decisions[migrations.len()..] {
+                    let rec =
+                        memory::after_decision(p.machine, p.pid, d, plan.migrate_files, platform);
+                    sink.borrow_mut().message(Some(d.at), &rec.line());
+                    migrations.push(rec);
+                }
+            }
+            true
+        };
+        Driver {
+            clock: &mut *env.clock,
+            threads: &mut *threads,
+            pinner: env.pinner,
+            meter,
+            on_message: &mut on_message,
+            keep_going: &mut keep_going,
+        }
+        .run(session, &cfg)
+    };
+    session.report.memory_migrations = migrations;
+    match outcome {
+        Ok(o) => Ok((o, migrate)),
+        Err(e) => {
+            threads.terminate();
+            let now = env.clock.now() - t0;
+            session.finish(now, None);
+            env.sink.checkpoint(&session.report);
+            Err(e)
+        }
+    }
+}
+
+/// Whether the requested events can be counted here, before anything starts.
+struct Counting {
+    /// Why not (the perf helper's explanation), when they cannot.
+    refused: Option<String>,
+    in_vm: bool,
+    /// What counting costs a context switch, when measured.
+    cost: Option<autopin_perf::CountingCost>,
+}
+
+/// Checks the requested events (an explicitly requested objective that cannot be counted
+/// is a usage error) and measures counting's cost when the plan asks for it.
+fn check_counting(plan: &RunPlan, env: &mut RunEnv) -> Result<Counting, EngineError> {
+    let requested = &plan.objective.requested;
+    let events = requested.events();
+    let check = (!events.is_empty()).then(|| env.platform.check_counting(&events));
+    let refused = check.as_ref().and_then(|c| c.result.clone().err());
+    if let (Some(why), true) = (&refused, plan.objective.explicit) {
+        return Err(EngineError::usage(format!(
+            "cannot measure {}: {why}",
+            requested.text()
+        )));
+    }
+    let counted = refused.is_none() && !events.is_empty();
+    let cost = (plan.estimate_perturbation && counted)
+        .then(|| env.platform.counting_cost(&events))
+        .flatten();
+    Ok(Counting {
+        refused,
+        in_vm: check.as_ref().is_some_and(|c| c.in_vm),
+        cost,
+    })
+}
+
+/// The watch on CPUs other work keeps busy.
+type Watch = Box<dyn BusyWatch>;
+
+/// Starts or attaches to the target; returns it, the machine its candidates are planned
+/// on (an attached process keeps its mask) and the watch on busy CPUs.
+fn start(
+    plan: &RunPlan,
+    env: &mut RunEnv,
+    explicit: Option<&[Pinning]>,
+) -> Result<(Started, Machine, Option<Watch>), EngineError> {
+    let pin_at_birth = explicit
+        .filter(|l| plan.search.strategy.pins_at_birth(l.len()))
+        .and_then(|l| l.first())
+        .and_then(|c| c.cpu_list().map(<[u32]>::to_vec));
+    let launch = LaunchOptions {
+        pin_at_birth,
+        skip: plan.skip.clone(),
+        mem_policy: plan.mem_policy.clone(),
+    };
+    // CPUs other work keeps busy, watched from just before the launch to the first search
+    // (the program's own time is not counted): topology candidates then keep off them.
+    let busy_watch = match (&plan.target, explicit) {
+        (TargetSpec::Launch(_), None) => env.platform.busy_watch(&plan.machine.allowed_cpuset()),
+        _ => None,
+    };
+    env.sink.message(
+        None,
+        &match &plan.target {
+            TargetSpec::Launch(argv) => format!("starting {}", argv.join(" ")),
+            TargetSpec::Attach { pid, .. } => format!("attaching to process {pid}"),
+        },
+    );
+    let started = env.platform.start(&plan.target, &launch)?;
+    for w in &started.warnings {
+        env.sink.message(None, &format!("warning: {w}"));
+    }
+    let machine = match &started.mask {
+        Some(m) => within(&plan.machine, m),
+        None => plan.machine.clone(),
+    };
+    if let (Some(list), Some(m)) = (explicit, &started.mask) {
+        if let Some(c) = list.iter().find(|c| c.cpus.iter().any(|x| !m.contains(*x))) {
+            return Err(EngineError::usage(format!(
+                "candidate {} leaves the CPUs process {} may use ({m}); autopin does not widen a process's mask",
+                c.label, started.pid
+            )));
+        }
+    }
+    Ok((started, machine, busy_watch))
+}
+
+/// The report's header: the command, the machine, the launch, the objective and how it is
+/// counted.
+fn describe_run(
+    plan: &RunPlan,
+    machine: &Machine,
+    choice: &ObjectiveChoice,
+    counting: Option<(String, String)>,
+    r: &mut Report,
+) {
+    r.command = match &plan.target {
+        TargetSpec::Launch(argv) => argv.clone(),
+        TargetSpec::Attach { pid, .. } => vec![format!("attach {pid}")],
+    };
+    r.machine = machine.summary_lines();
+    if let Some(l) = &plan.launch {
+        r.launch = Some(l.record.clone());
+        r.notes.extend(l.notes.iter().cloned());
+    }
+    r.objective = choice.info.clone();
+    r.counting_mode = match (choice.source, counting) {
+        (ObjectiveSource::TaskClock, _) => "per-thread /proc schedstat (no perf)".into(),
+        _ if choice.objective.events().is_empty() => "none".into(),
+        (_, Some((mode, why))) => {
+            r.notes.push(format!("counting: {why}"));
+            mode
+        }
+        (_, None) => "per-thread".into(),
+    };
+    r.notes.push(format!(
+        "objective: {} — {}",
+        choice.info.name, choice.info.reason
+    ));
+}
+
+/// How much per-thread counting slowed the target: `rate` context switches a second, each
+/// taxed by the measured cost, over `cpus` CPUs; a warning past 1%.
+fn estimate_perturbation(
+    cost: &autopin_perf::CountingCost,
+    rate: f64,
+    cpus: usize,
+    report: &mut Report,
+    sink: &mut dyn RunSink,
+) {
+    let s = cost.estimated_slowdown(rate, cpus);
+    report.perturbation = Some(s);
+    report.perturbation_note = Some(format!(
+        "{:.0} context switches/s × {:.0} ns extra per counted switch over {} CPU(s)",
+        rate,
+        cost.per_switch_ns.max(0.0),
+        cpus
+    ));
+    if s > 0.01 {
+        sink.message(None, &format!(
+            "warning: per-thread counting may have slowed the program by ~{:.1}% (frequent context switches); consider --objective heartbeat",
+            100.0 * s
+        ));
+    }
+}
+
 /// `machine` with only the PUs in `mask` allowed.
 fn within(machine: &Machine, mask: &CpuSet) -> Machine {
     let mut m = machine.clone();
@@ -305,197 +394,6 @@ fn within(machine: &Machine, mask: &CpuSet) -> Machine {
         }
     }
     m
-}
-
-/// What the objective choice knows about a started target.
-struct TargetFacts<'a> {
-    openmp_runtime: Option<&'a str>,
-    preload_active: bool,
-}
-
-/// Walks the plan's fallback chain and takes the first source that can be measured.
-/// `init`: the init time left (the heartbeat wait uses it up); `waited`: how long it waited.
-fn choose_objective(
-    plan: &RunPlan,
-    refused: Option<&str>,
-    target: &TargetFacts,
-    env: &mut RunEnv,
-    threads: &mut dyn ThreadSource,
-    (init, waited_total): (&mut f64, &mut f64),
-) -> Result<ObjectiveChoice, EngineError> {
-    let requested = &plan.objective.requested;
-    let launched = !plan.target.is_attach();
-    let mut openmp_idle: Option<String> = None;
-    for source in &plan.objective.chain {
-        let instead = match source {
-            ObjectiveSource::Requested => {
-                if refused.is_some() {
-                    continue;
-                }
-                let reason = if plan.objective.explicit {
-                    "chosen with --objective/-e"
-                } else {
-                    "the default: work retired by the threads"
-                };
-                return Ok(ObjectiveChoice {
-                    source: *source,
-                    objective: requested.clone(),
-                    info: info_of(requested, reason.into()),
-                });
-            }
-            ObjectiveSource::Heartbeat => {
-                if !launched {
-                    continue;
-                }
-                // A program that knows what useful work is says so in its first moments.
-                let wait = init.clamp(0.3, 2.0);
-                let start = env.clock.now();
-                let mut beats = env.platform.heartbeats();
-                if beats == 0 {
-                    env.sink.message(
-                        None,
-                        &format!(
-                            "waiting up to {} for the program's heartbeat",
-                            duration(wait)
-                        ),
-                    );
-                }
-                while beats == 0 && env.clock.now() - start < wait {
-                    if matches!(threads.poll(), Ok(s) if s.ended.is_some()) {
-                        break;
-                    }
-                    let t = env.clock.now() + 0.02;
-                    env.clock.sleep_until(t);
-                    beats = env.platform.heartbeats();
-                }
-                let waited = env.clock.now() - start;
-                *init = (*init - waited).max(0.0);
-                *waited_total += waited;
-                if beats == 0 {
-                    continue;
-                }
-                format!("the program's heartbeat ({beats} beat(s) reported in the first {waited:.1} s; work units/s)")
-            }
-            ObjectiveSource::OpenMpProgress => match target.openmp_runtime {
-                Some(rt) if launched && target.preload_active => {
-                    // Completed constructs are the progress: a program whose first moments
-                    // complete none (all its work in one long parallel region) would read
-                    // zero for as long as that region runs, so it is measured otherwise.
-                    let wait = init.clamp(0.3, 1.0);
-                    let start = env.clock.now();
-                    let mut done = env.platform.openmp_constructs();
-                    while done == 0 && env.clock.now() - start < wait {
-                        if matches!(threads.poll(), Ok(s) if s.ended.is_some()) {
-                            break;
-                        }
-                        let t = env.clock.now() + 0.02;
-                        env.clock.sleep_until(t);
-                        done = env.platform.openmp_constructs();
-                    }
-                    let waited = env.clock.now() - start;
-                    *init = (*init - waited).max(0.0);
-                    *waited_total += waited;
-                    if done == 0 {
-                        openmp_idle = Some(format!(
-                            "the program uses OpenMP ({rt}) but completed no OpenMP construct in its first {:.1} s, so OpenMP progress would read zero",
-                            *waited_total
-                        ));
-                        continue;
-                    }
-                    format!(
-                        "OpenMP progress: completed parallel regions, loop chunks, barriers and tasks per second, counted at the entry points of the program's OpenMP runtime ({rt})"
-                    )
-                }
-                _ => continue,
-            },
-            ObjectiveSource::TaskClock => {
-                let why = match (target.openmp_runtime, &openmp_idle) {
-                    (_, Some(idle)) => idle.clone(),
-                    (Some(rt), None) => format!("the program uses OpenMP ({rt}) but the preload library cannot count its work (static binary or attached process)"),
-                    (None, None) => "the program reports no heartbeat and is not an OpenMP program".into(),
-                };
-                format!("task-clock: each thread's CPU time per second from /proc/TID/schedstat ({why}; CPU share shows time lost to sharing a CPU, but not memory stalls or spin-waiting)")
-            }
-        };
-        // A fallback: say why the requested objective was not used.
-        let why = refused.unwrap_or("it cannot be measured for this target");
-        // The perf helper's text ends with its own fallback advice; ours replaces it.
-        let why = why.split("; fallback:").next().unwrap_or(why);
-        let sysctl = if why.contains("perf_event_paranoid") {
-            ""
-        } else {
-            " (counting also needs sysctl kernel.perf_event_paranoid ≤ 2 for your own processes, or CAP_PERFMON)"
-        };
-        let text = requested.text();
-        env.sink.message(
-            None,
-            &format!(
-                "warning: the default objective {text} cannot be counted here: {why}{sysctl}."
-            ),
-        );
-        // A line of its own: what autopin does instead is what a reader looks for.
-        env.sink.message(None, &format!("Using {instead} instead."));
-        let cause = why
-            .strip_prefix(&format!("cannot count {text}: "))
-            .unwrap_or(why);
-        let reason = format!(
-            "fallback: {text} cannot be counted here — {}",
-            cause.split([';', '(']).next().unwrap_or(cause).trim()
-        );
-        return Ok(match source {
-            ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress => {
-                let text = if *source == ObjectiveSource::Heartbeat {
-                    "heartbeat"
-                } else {
-                    "openmp"
-                };
-                let o = Objective::parse(text)
-                    .map_err(|e| EngineError::internal(format!("{text} objective: {e}")))?;
-                let reason = match (source, target.openmp_runtime) {
-                    (ObjectiveSource::OpenMpProgress, Some(rt)) => format!(
-                        "{reason}; the program is an OpenMP program ({rt}) whose work the preload library counts"
-                    ),
-                    _ => reason,
-                };
-                ObjectiveChoice {
-                    source: *source,
-                    info: info_of(&o, reason),
-                    objective: o,
-                }
-            }
-            _ => ObjectiveChoice {
-                source: *source,
-                objective: requested.clone(),
-                info: ObjectiveInfo {
-                    name: "task-clock (CPU time per thread, /proc/TID/schedstat)".into(),
-                    unit: "CPU-s/s".into(),
-                    higher_is_better: true,
-                    // An OpenMP program gets CPU time rather than OpenMP progress: say why.
-                    reason: match (target.openmp_runtime, &openmp_idle) {
-                        (_, Some(idle)) => format!("{reason}; {idle}"),
-                        (Some(rt), None) => format!(
-                            "{reason}; the program uses OpenMP ({rt}) but the preload library cannot count its work"
-                        ),
-                        (None, None) => reason,
-                    },
-                },
-            },
-        });
-    }
-    Err(EngineError::usage(format!(
-        "no way to measure {} for this target (objective chain {:?})",
-        requested.text(),
-        plan.objective.chain
-    )))
-}
-
-fn info_of(o: &Objective, reason: String) -> ObjectiveInfo {
-    ObjectiveInfo {
-        name: o.describe(),
-        unit: o.unit().to_string(),
-        higher_is_better: o.higher_is_better(),
-        reason,
-    }
 }
 
 /// The candidates of each search: the explicit list, or topology candidates for the
