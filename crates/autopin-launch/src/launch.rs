@@ -147,15 +147,37 @@ pub fn check_program(
     Ok((path, linkage))
 }
 
+/// A file a shell would run as a script when execve refuses it: text (no NUL byte) in its
+/// first line, and not ELF. A binary the kernel cannot run stays an error, as in a shell.
+fn is_shell_text(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let first_line = head[..n].split(|b| *b == b'\n').next().unwrap_or(&[]);
+    n > 0 && !head.starts_with(b"\x7fELF") && !first_line.contains(&0)
+}
+
 /// Resolves the program (PATH from the child's environment), classifies its linkage and
 /// starts it.
 pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
     let name = spec.program.to_string_lossy().into_owned();
     let path_var = env_lookup(spec, "PATH");
     let (path, linkage) = check_program(&spec.program, path_var.as_deref())?;
-    let mut cmd = Command::new(&path);
-    // argv[0] stays what the user typed, as a shell would pass it.
-    cmd.arg0(&spec.program).args(&spec.args);
+    let mut cmd = if matches!(linkage, Linkage::Unknown) && is_shell_text(&path) {
+        // A text file without `#!` is a shell script to a shell (execve refuses it with
+        // ENOEXEC, and the shell runs it with /bin/sh): run it the same way.
+        let mut c = Command::new("/bin/sh");
+        c.arg(&path);
+        c
+    } else {
+        let mut c = Command::new(&path);
+        // argv[0] stays what the user typed, as a shell would pass it.
+        c.arg0(&spec.program);
+        c
+    };
+    cmd.args(&spec.args);
     if spec.capture_output {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -115,8 +115,12 @@ impl ProcThreads {
                 Ok(None) => None,
                 Err(_) => Some(None),
             },
+            // A process that ended is over for autopin even before its parent reaps it.
             Lifetime::Attached(pid) => {
-                if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                let proc = std::path::Path::new("/proc");
+                if proc.join(pid.to_string()).exists()
+                    && !crate::process::attach_guard::is_zombie(proc, *pid)
+                {
                     None
                 } else {
                     Some(None)

@@ -60,7 +60,7 @@ impl Progress {
     fn say(&self, msg: String) {
         match &self.bar {
             Some(b) => b.println(msg),
-            None => eprintln!("{msg}"),
+            None => say!("{msg}"),
         }
     }
 
@@ -76,7 +76,7 @@ impl Progress {
                         if warmup { "warm-up " } else { "" }
                     ));
                 } else if self.plain {
-                    eprintln!("{}", self.plain_line(strategy, warmup));
+                    say!("{}", self.plain_line(strategy, warmup));
                 }
             }
             Event::Finished {

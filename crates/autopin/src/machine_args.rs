@@ -79,7 +79,7 @@ impl MachineArgs {
         let machine = result.map_err(|e| CliError::usage(e.to_string()))?;
         // Odd files the reader worked around (as hwloc does): said once each, on stderr.
         for w in &machine.warnings {
-            eprintln!("autopin: warning: {w}");
+            say!("autopin: warning: {w}");
         }
         Ok(machine)
     }

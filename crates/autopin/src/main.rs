@@ -1,13 +1,14 @@
 //! The `autopin` command line: parses arguments and hands each subcommand to its module.
 //! Every module under `cmd/` owns its own `Args` and `run`; this file only dispatches.
 
+#[macro_use]
+mod messages;
 mod cluster;
 mod cmd;
 mod compare_progress;
 mod error;
 mod machine_args;
 mod mem_args;
-mod messages;
 mod number_args;
 mod output;
 mod sharing_arg;
@@ -82,7 +83,7 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("autopin: error: {e}");
+            say!("autopin: error: {e}");
             std::process::exit(e.exit_code());
         }
     }

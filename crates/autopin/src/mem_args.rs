@@ -48,7 +48,7 @@ impl MemPolicyArgs {
         if m.numa_nodes.len() <= 1 {
             // As numactl: accepted, and nothing to do. Said once, not an error, so scripts
             // written for NUMA machines run unchanged here.
-            eprintln!(
+            say!(
                 "autopin: warning: {}: this machine has one NUMA node, so the memory policy changes nothing; not applied",
                 mode.option()
             );

@@ -1,11 +1,27 @@
-//! autopin's own lines on stderr: prefixed, wrapped to the terminal (100 columns when
-//! stderr is not a terminal, so logs stay readable), each warning said once per run.
+//! autopin's own lines on stderr: prefixed, wrapped to the terminal's width (not wrapped
+//! at all when stderr is a pipe or a file, so tools that read it get one line per message),
+//! each warning said once per run. Every message goes out in one `write`, so it cannot land
+//! inside a line of the program's own stderr; a closed stderr (`| head`, a dead `tee`)
+//! silences autopin without stopping the run.
 
 use std::collections::HashSet;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
-/// Width used when stderr is not a terminal (logs, pipes, tests).
-const PIPE_WIDTH: usize = 100;
+/// Writes `text` and its newline to stderr in one `write`; a failed write (stderr closed)
+/// is ignored: autopin's messages stop, the run goes on.
+pub fn line(text: &str) {
+    let mut s = String::with_capacity(text.len() + 1);
+    s.push_str(text);
+    s.push('\n');
+    let _ = std::io::stderr().lock().write_all(s.as_bytes());
+}
+
+/// `eprintln!` that cannot panic and writes each message in one piece (see [`line`]).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::messages::line(&format!($($arg)*))
+    };
+}
 /// Continuation lines are indented under the message text.
 const INDENT: &str = "    ";
 
@@ -24,9 +40,9 @@ impl Messages {
                 .size_checked()
                 .map(|(_, cols)| cols as usize)
                 .filter(|w| *w >= 40)
-                .unwrap_or(PIPE_WIDTH)
+                .unwrap_or(100)
         } else {
-            PIPE_WIDTH
+            usize::MAX
         };
         Messages {
             quiet,
@@ -41,7 +57,7 @@ impl Messages {
             return;
         }
         if let Some(s) = render(at, text, self.width, &mut self.said) {
-            eprintln!("{s}");
+            line(&s);
         }
     }
 }
@@ -58,6 +74,9 @@ fn render(at: Option<f64>, text: &str, width: usize, said: &mut HashSet<String>)
     // Short lines keep their spacing (aligned probe columns); long ones are wrapped after
     // the prefix, whose width the continuation indent never exceeds.
     let room = width.saturating_sub(prefix.chars().count()).max(20);
+    if width == usize::MAX {
+        return Some(format!("{prefix}{text}"));
+    }
     Some(if text.chars().count() <= room {
         format!("{prefix}{text}")
     } else {

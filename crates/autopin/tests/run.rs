@@ -380,8 +380,9 @@ fn default_objective_falls_back_to_task_clock_when_counting_is_forbidden() {
     );
 }
 
-/// autopin's own lines read in a log: it says what it does, long warnings wrap at 100 columns
-/// (stderr is not a terminal here), every line ends; `-q` silences all of it.
+/// autopin's own lines read in a log: it says what it does, one line per message (stderr is
+/// not a terminal here, so nothing is wrapped: tools reading the log get whole messages),
+/// every line ends; `-q` silences all of it.
 #[test]
 fn progress_and_warnings_are_readable_and_quiet_silences_them() {
     let root = autopin_testkit::no_perf_root();
@@ -403,13 +404,14 @@ fn progress_and_warnings_are_readable_and_quiet_silences_them() {
         "{err}"
     );
     assert!(err.ends_with('\n'), "{err:?}");
-    assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
+    assert!(err.lines().all(|l| l.starts_with("autopin: ")), "{err}");
     let warning = err
         .find("autopin: warning: the default objective")
         .expect(&err);
+    let line = err[warning..].lines().next().unwrap();
     assert!(
-        err[warning..].lines().nth(1).unwrap().starts_with("    "),
-        "{err}"
+        line.contains("perf_event_paranoid"),
+        "the whole warning on one line: {err}"
     );
     assert_eq!(
         err.matches("warning: the default objective").count(),
@@ -506,4 +508,113 @@ fn default_objective_falls_back_to_the_heartbeat_of_a_program_that_beats() {
     let probes = r["probes"].as_array().unwrap();
     assert!(!probes.is_empty(), "{err}");
     assert!(probes.iter().all(|p| p["phase"] == "barrier"), "{err}");
+}
+
+/// A closed stderr (`2>&1 | true`, a dead `tee`) silences autopin but stops nothing: no
+/// panic, the program runs to its end and its exit status comes back.
+#[test]
+fn a_closed_stderr_stops_the_messages_not_the_run() {
+    let bin = assert_cmd::cargo::cargo_bin("autopin");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "'{}' run --no-perturbation-estimate -- sh -c 'sleep 0.8; exit 7' 2>&1 | true; echo \"status=${{PIPESTATUS[0]}}\"",
+            bin.display()
+        ))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("status=7"), "{stdout}");
+}
+
+/// A report that is already there is replaced only by a finished report: the partial
+/// reports written while the search runs never overwrite it, so an autopin killed mid-run
+/// leaves the user's earlier file as it was.
+#[test]
+fn an_earlier_report_survives_until_the_new_one_is_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    std::fs::write(&report, "an earlier report\n").unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["run", "-q", "--no-perturbation-estimate", "--report"])
+        .arg(&report)
+        .args(["--", "sh", "-c", "sleep 1.5"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    child.kill().unwrap(); // SIGKILL, mid-search
+    child.wait().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&report).unwrap(),
+        "an earlier report\n"
+    );
+    // A run that finishes replaces it with its report.
+    autopin()
+        .args(["run", "-q", "--no-perturbation-estimate", "--report"])
+        .arg(&report)
+        .args(["--", "sh", "-c", "exit 0"])
+        .assert()
+        .code(0);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.contains("\"exit_status\": 0"), "{text}");
+}
+
+/// A script without `#!` runs as a shell runs it (with /bin/sh), arguments and exit status
+/// included, under `run` and `pin` alike.
+#[test]
+fn a_script_without_a_shebang_runs_as_a_shell_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("job");
+    std::fs::write(&script, "echo \"args: $1 $2\"\nexit 5\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for mode in [
+        &["run", "-q", "--no-perturbation-estimate"][..],
+        &["pin", "-c", "0"][..],
+    ] {
+        autopin()
+            .args(mode)
+            .arg("--")
+            .arg(&script)
+            .args(["a", "b"])
+            .assert()
+            .code(5)
+            .stdout("args: a b\n");
+    }
+}
+
+/// `attach` refuses what only a typo would name — init, a kernel thread, a zombie, autopin's
+/// own ancestors — with exit 2 and the way round (`--force`); a zombie under `--force` ends
+/// the attach at once instead of probing a process that runs nothing.
+#[test]
+fn attach_refuses_init_kernel_threads_zombies_and_its_own_shell() {
+    for pid in ["1", "2"] {
+        autopin()
+            .args(["attach", pid])
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("--force attaches anyway"));
+    }
+    // The test binary is an ancestor of the autopin it starts.
+    autopin()
+        .args(["attach", &std::process::id().to_string()])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("ancestor of this autopin"));
+    // A child that exits and is not reaped (yet) is a zombie.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id().to_string();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    autopin()
+        .args(["attach", &pid])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("zombie"));
+    let t = std::time::Instant::now();
+    autopin()
+        .args(["attach", "--force", "-q", &pid])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(0);
+    assert!(t.elapsed().as_secs_f64() < 3.0, "{:?}", t.elapsed());
+    child.wait().unwrap();
 }

@@ -1000,31 +1000,20 @@ mod lost_work_tests {
         if let Some(o) = os {
             r.set_os_placement(o);
         }
-        let mut t = 0.0;
         let mut probes: Vec<(usize, f64)> = Vec::new();
-        loop {
-            match r.next(t) {
-                Plan::Probe {
-                    candidate,
-                    warmup,
-                    measure,
-                } => {
-                    t += warmup + measure;
-                    let k = probes.iter().filter(|p| p.0 == candidate).count();
-                    probes.push((candidate, measure));
-                    let (s, cv) = score(candidate, k);
-                    r.record(ProbeOutcome {
-                        candidate,
-                        score: s,
-                        duration: measure,
-                        interval_cv: Some(cv),
-                        interval_range: None,
-                        intervals: ticks,
-                    });
-                }
-                Plan::Decide(d) => return (d, probes),
+        let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
+            probes.push((candidate, measure));
+            let (s, cv) = score(candidate, k);
+            ProbeOutcome {
+                candidate,
+                score: s,
+                duration: measure,
+                interval_cv: Some(cv),
+                interval_range: None,
+                intervals: ticks,
             }
-        }
+        });
+        (d, probes)
     }
 
     fn probes_of(p: &[(usize, f64)], c: usize) -> usize {

@@ -11,6 +11,7 @@
 //! - [`exit_watch`]: waking up when the target ends.
 
 pub mod affinity;
+pub mod attach_guard;
 pub mod exit_watch;
 pub mod poll_pin;
 pub mod proc_scan;

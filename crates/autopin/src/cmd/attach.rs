@@ -17,6 +17,9 @@ pub struct Args {
     /// Detach after this many seconds (default: stay until the process ends)
     #[arg(long, value_name = "SEC", value_parser = crate::number_args::positive_seconds)]
     pub duration: Option<f64>,
+    /// Attach even to PID 1, a kernel thread, a zombie or autopin's own ancestors
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -26,6 +29,16 @@ pub fn run(args: Args) -> CmdResult {
         return Err(crate::error::CliError::usage(
             "--membind/--interleave/--preferred/--localalloc set the policy of a program autopin starts (pin, run); for a running process use --migrate-memory",
         ));
+    }
+    if !args.force {
+        let me = std::process::id() as i32;
+        if let Some(why) =
+            autopin_os::process::attach_guard::refuse(std::path::Path::new("/proc"), args.pid, me)
+        {
+            return Err(crate::error::CliError::usage(format!(
+                "attach: {why}; not attaching (--force attaches anyway)"
+            )));
+        }
     }
     execute(
         &args.engine,

@@ -42,7 +42,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let m = args.machine.load()?;
     if args.verbose {
-        eprintln!(
+        say!(
             "autopin: launcher: {}",
             autopin_cluster::launcher::from_process()
         );
@@ -62,7 +62,7 @@ pub fn run(args: Args) -> CmdResult {
             let total = count_classes(&m, args.threads);
             let pinned = list.iter().filter(|c| !c.unpinned).count();
             if total > autopin_placement::EXACT_LIMIT {
-                eprintln!(
+                say!(
                     "{}",
                     autopin_human::wrap(
                         &format!(
@@ -75,7 +75,7 @@ pub fn run(args: Args) -> CmdResult {
                     )
                 );
             } else if total > 0.0 {
-                eprintln!(
+                say!(
                     "{} for {}; showing {pinned}",
                     autopin_human::plural(total as u64, "class", "classes"),
                     autopin_human::plural(args.threads as u64, "thread", "threads")

@@ -26,7 +26,8 @@ Verdicts need both one-sided tests below --alpha. With too few runs the rank tes
 there (3 per side: its smallest p is 1/20 = 0.05), and the verdict says \"too few runs to tell\" \
 and how many are needed instead of claiming no difference.\n\
 Exit status: 0 when the comparison ran (failed runs are counted and noted), 1 when every run \
-failed (nothing to compare), 2 for bad input, 130 when interrupted."
+failed (nothing to compare), 2 for bad input, 127/126 when the program is missing / not \
+executable (as a shell says it), 130 when interrupted."
 )]
 pub struct Args {
     /// Measured runs per strategy (`-n` is the old spelling; elsewhere -n is a thread count)
@@ -151,7 +152,7 @@ pub fn run(args: Args) -> CmdResult {
             } else {
                 ""
             };
-            eprintln!("autopin: {e}{kept}");
+            say!("autopin: {e}{kept}");
             Ok(e.exit_status())
         }
     }
@@ -183,7 +184,7 @@ fn warn_if_too_few_runs(runs_per_strategy: usize, alpha: f64) {
     let needed = autopin_compare::stats::runs_needed_per_side(alpha);
     if runs_per_strategy < needed {
         let floor = autopin_compare::stats::rank_test_min_p(runs_per_strategy, runs_per_strategy);
-        eprintln!(
+        say!(
             "autopin: note: with {runs_per_strategy} run(s) per strategy the rank test cannot reach p<{alpha} \
              (its smallest p is {}), so the verdicts will say \"too few runs to tell\"; \
              use --runs {needed} or more (or --adaptive)",

@@ -74,7 +74,7 @@ struct MemoryArgs {
 /// One line on stderr per step of a measurement, unless -q.
 fn step(quiet: bool, msg: &str) {
     if !quiet {
-        eprintln!("autopin: {msg}");
+        say!("autopin: {msg}");
     }
 }
 
@@ -220,7 +220,7 @@ fn write_latency_files(
                     .enumerate()
                     .any(|(i, &c)| c as usize != i)
                 {
-                    eprintln!(
+                    say!(
                         "note: {}: the CSV format has no CPU numbers; its rows are CPUs {} in this order",
                         path.display(),
                         CpuSet::from_cpus(matrix.cpus.iter().copied()).to_list()

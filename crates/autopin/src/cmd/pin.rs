@@ -157,7 +157,7 @@ fn launch_unpinned(args: &Args, mem: Option<autopin_placement::MemPolicy>) -> Cm
     let mut launched = match process::spawn(&spec) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("autopin: error: {e}");
+            say!("autopin: error: {e}");
             return Ok(e.exit_code());
         }
     };
@@ -197,12 +197,12 @@ fn launch(
         match process::preload_library() {
             Ok(lib) => spec.preload = Some(lib),
             Err(e) => {
-                eprintln!("autopin: warning: cannot install the preload library ({e}); pinning {name}'s threads by polling /proc instead");
+                say!("autopin: warning: cannot install the preload library ({e}); pinning {name}'s threads by polling /proc instead");
                 poll = true;
             }
         }
     } else {
-        eprintln!(
+        say!(
             "autopin: warning: {name} is statically linked, so LD_PRELOAD cannot reach it; \
              pinning its threads by polling /proc (a new thread runs on its creator's CPU for up to 50 ms)"
         );
@@ -212,7 +212,7 @@ fn launch(
         spec.initial_affinity = Some(CpuSet::from_cpus([plan.main_cpu()]));
     }
     if args.verbose {
-        eprintln!(
+        say!(
             "autopin: launcher: {}",
             autopin_cluster::launcher::from_process()
         );
@@ -223,7 +223,7 @@ fn launch(
             format!(", skip mask {}", plan.skip)
         };
         let how = if poll { "by polling /proc" } else { "at birth" };
-        eprintln!(
+        say!(
             "autopin: pinning threads of {name} {how} to {}{skip}",
             list.join(",")
         );
@@ -231,7 +231,7 @@ fn launch(
     let mut launched = match process::spawn(&spec) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("autopin: error: {e}");
+            say!("autopin: error: {e}");
             return Ok(e.exit_code());
         }
     };
@@ -242,7 +242,7 @@ fn launch(
             allowed,
             pinner,
             &ProcFs::default(),
-            |w| eprintln!("autopin: warning: {w}"),
+            |w| say!("autopin: warning: {w}"),
         )
     } else {
         launched.wait()

@@ -49,6 +49,9 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
     let mut sink = Outputs {
         args: a,
         messages: Messages::stderr(a.quiet),
+        // A file that is already there (an earlier report) is replaced only by a finished
+        // report: checkpoints never overwrite it.
+        existed: [&a.report, &a.timeline].map(|p| p.as_ref().is_some_and(|p| p.exists())),
     };
     if a.cluster.verbose {
         for l in &node.lines {
@@ -66,19 +69,22 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
             sink: &mut sink,
         },
     )?;
-    let written = sink.write(&report);
+    let mut failed = sink.write(&report, false);
     for line in report.summary_lines() {
         sink.message(None, &line);
     }
     // A program autopin started ran: its exit status is the result even when a report file
-    // could not be written at the end (the error is said, not made autopin's exit code).
-    match (written, report.exit_status) {
-        (Ok(()), status) => Ok(status.unwrap_or(0)),
-        (Err(e), Some(status)) => {
-            eprintln!("autopin: error: {e}");
-            Ok(status)
-        }
-        (Err(e), None) => Err(e),
+    // could not be written at the end (each failure is said, not made autopin's exit code).
+    let last = match report.exit_status {
+        Some(_) => None,
+        None => failed.pop(),
+    };
+    for e in &failed {
+        say!("autopin: error: {e}");
+    }
+    match (last, report.exit_status) {
+        (Some(e), _) => Err(e),
+        (None, status) => Ok(status.unwrap_or(0)),
     }
 }
 
@@ -86,17 +92,30 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
 struct Outputs<'a> {
     args: &'a EngineArgs,
     messages: Messages,
+    /// Whether the report and the timeline file existed before the run.
+    existed: [bool; 2],
 }
 
 impl Outputs<'_> {
-    fn write(&self, r: &Report) -> Result<(), CliError> {
-        if let Some(p) = &self.args.report {
-            crate::output::write_atomically(p, r.to_json().as_bytes())?;
+    /// Writes the report and the timeline; both are tried, and every failure comes back.
+    /// `checkpoint`: a partial report, which never replaces a file that was there before
+    /// the run.
+    fn write(&self, r: &Report, checkpoint: bool) -> Vec<CliError> {
+        let outputs = [
+            (&self.args.report, self.existed[0], r.to_json()),
+            (&self.args.timeline, self.existed[1], r.timeline_csv()),
+        ];
+        let mut failed = Vec::new();
+        for (path, existed, text) in outputs {
+            let Some(p) = path else { continue };
+            if checkpoint && existed {
+                continue;
+            }
+            if let Err(e) = crate::output::write_atomically(p, text.as_bytes()) {
+                failed.push(e);
+            }
         }
-        if let Some(p) = &self.args.timeline {
-            crate::output::write_atomically(p, r.timeline_csv().as_bytes())?;
-        }
-        Ok(())
+        failed
     }
 }
 
@@ -108,6 +127,6 @@ impl RunSink for Outputs<'_> {
     fn checkpoint(&mut self, report: &Report) {
         // A reader sees the search is running (or the partial report after a failure);
         // the final write reports errors.
-        let _ = self.write(report);
+        self.write(report, true);
     }
 }
