@@ -9,6 +9,7 @@
 //! - [`numa`]: moving a process's pages after its threads.
 //! - [`mempolicy`]: numactl-style memory policies set in a started program before `exec`.
 
+pub mod guardian;
 pub mod live;
 pub use autopin_launch::mempolicy;
 pub mod numa;

@@ -21,6 +21,8 @@ pub struct LinuxPlatform {
     /// meter once it is opened.
     heartbeat: Option<HeartbeatChannel>,
     heartbeat_path: std::path::PathBuf,
+    /// Restores the target if autopin dies (None when it could not be started: said once).
+    guardian: Option<crate::guardian::Guardian>,
 }
 
 impl LinuxPlatform {
@@ -32,7 +34,25 @@ impl LinuxPlatform {
             perf_sysfs,
             heartbeat: Some(channel),
             heartbeat_path: path,
+            guardian: None,
         })
+    }
+
+    /// Starts the guardian of `pid` (see [`crate::guardian`]); a warning when it cannot.
+    fn guard(
+        &mut self,
+        pid: i32,
+        mask: Option<&CpuSet>,
+        files: &[&std::path::Path],
+        dirs: &[&std::path::Path],
+        warnings: &mut Vec<String>,
+    ) {
+        match crate::guardian::Guardian::start(pid, mask, files, dirs) {
+            Ok(g) => self.guardian = Some(g),
+            Err(e) => warnings.push(format!(
+                "no guardian ({e}): should autopin be killed mid-search, the program keeps the probe's CPUs"
+            )),
+        }
     }
 
     fn launch(&mut self, argv: &[String], opts: &LaunchOptions) -> Result<Started, EngineError> {
@@ -77,11 +97,23 @@ impl LinuxPlatform {
             autopin_perf::heartbeat::ENV_VAR.into(),
             self.heartbeat_path.clone().into_os_string(),
         ));
+        // The mask the program starts with (it inherits ours) is what it gets back should
+        // autopin die mid-search.
+        let start_mask = autopin_topology::affinity::get(0).ok();
         let launched = process::spawn(&spec).map_err(|e| EngineError::Launch {
             message: e.to_string(),
             exit_code: e.exit_code(),
         })?;
         let pid = launched.pid();
+        let heartbeat = self.heartbeat_path.clone();
+        let registry_path = registry.as_ref().map(|r| r.path().to_path_buf());
+        let files: Vec<&std::path::Path> = registry_path
+            .iter()
+            .map(|p| p.as_path())
+            .chain([heartbeat.as_path()])
+            .collect();
+        let dirs: Vec<&std::path::Path> = registry_path.iter().filter_map(|p| p.parent()).collect();
+        self.guard(pid, start_mask.as_ref(), &files, &dirs, &mut warnings);
         let preload_active = preload_reaches && registry.is_some();
         let mut threads = ProcThreads::new(pid, opts.skip.clone(), Lifetime::Child(launched));
         if let Some(r) = registry {
@@ -128,6 +160,9 @@ impl LinuxPlatform {
             .unwrap_or_default();
         // The process's own mask (taskset, cgroup): candidates stay inside it.
         let mask = autopin_topology::affinity::get(pid).ok();
+        // Each thread's mask now is what it gets back should autopin die mid-search.
+        let mut warnings = Vec::new();
+        self.guard(pid, None, &[], &[], &mut warnings);
         Ok(Started {
             pid,
             threads: Box::new(ProcThreads::new(
@@ -137,7 +172,7 @@ impl LinuxPlatform {
             )),
             env,
             mask,
-            warnings: Vec::new(),
+            warnings,
             // An attached process has no preload library: its OpenMP work is not counted.
             openmp_runtime: None,
             preload_active: false,
@@ -229,6 +264,12 @@ impl Platform for LinuxPlatform {
 
     fn self_cpu_seconds(&mut self) -> f64 {
         live::self_cpu_seconds()
+    }
+
+    fn decision_in_force(&mut self, yes: bool) {
+        if let Some(g) = self.guardian.as_mut() {
+            g.decided(yes);
+        }
     }
 
     fn unix_time(&mut self) -> Option<f64> {

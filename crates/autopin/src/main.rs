@@ -56,6 +56,9 @@ enum Command {
     Completions(cmd::install::CompletionsArgs),
     /// Print the man page (roff)
     Man(cmd::install::ManArgs),
+    /// (internal) The guardian `run`/`attach` start: restores the target if autopin dies
+    #[command(hide = true)]
+    Guard(cmd::guard::Args),
 }
 
 fn main() {
@@ -79,6 +82,7 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Completions(a) => cmd::install::completions(a, Cli::command()),
         Command::Man(a) => cmd::install::man(a, Cli::command()),
+        Command::Guard(a) => cmd::guard::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

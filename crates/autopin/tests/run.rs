@@ -618,3 +618,104 @@ fn attach_refuses_init_kernel_threads_zombies_and_its_own_shell() {
     assert!(t.elapsed().as_secs_f64() < 3.0, "{:?}", t.elapsed());
     child.wait().unwrap();
 }
+
+/// The threads' CPU masks as /proc shows them, by thread id.
+fn cpus_allowed(pid: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+        if let Some(l) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
+            out.push((
+                e.file_name().to_string_lossy().into_owned(),
+                l.split_whitespace().nth(1).unwrap_or("").to_string(),
+            ));
+        }
+    }
+    out
+}
+
+/// `kill -9` of autopin mid-probe: the guardian gives every thread of the program the CPUs
+/// it had before autopin touched it, within half a second, and removes autopin's files.
+#[test]
+fn killing_autopin_mid_search_gives_the_threads_their_cpus_back() {
+    let _turn = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let mine = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Cpus_allowed_list:"))
+        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .unwrap();
+    autopin_testkit::require!(mine.contains('-') || mine.contains(','), "one CPU allowed");
+    let include = format!(
+        "-I{}",
+        autopin_testkit::repo_root().join("include").display()
+    );
+    let spin =
+        autopin_testkit::build_c_file(Path::new("workloads/spin.c"), &["-pthread", &include])
+            .expect("spin builds");
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let first = mine.split([',', '-']).next().unwrap().to_string();
+    let all_on_first = [first.as_str(); 3].join(",");
+    let mut autopin = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args([
+            "run",
+            "-q",
+            "--no-perturbation-estimate",
+            "-i",
+            "0.1",
+            "-w",
+            "0.1",
+        ])
+        .args(["--probe", "5", "--budget", "30", "--schedule"])
+        .arg(format!("{all_on_first};{mine}"))
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo $$ > '{}'; exec '{}' 8 2",
+            pidfile.display(),
+            spin.display()
+        ))
+        .spawn()
+        .unwrap();
+    // Mid-probe: every thread on the first CPU.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let pid: u32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            let masks = cpus_allowed(p);
+            if masks.len() >= 2 && masks.iter().all(|(_, m)| *m == first) {
+                break p;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "never saw the probe");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let autopin_pid = autopin.id();
+    autopin.kill().unwrap();
+    autopin.wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let masks = cpus_allowed(pid);
+    // The program runs on (orphaned), every thread with the CPUs it started with.
+    assert!(!masks.is_empty(), "the program was stopped");
+    assert!(
+        masks.iter().all(|(_, m)| *m == mine),
+        "{masks:?}, started with {mine}"
+    );
+    let left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            n.contains(&format!("-{autopin_pid}-")) || n.ends_with(&format!("-{autopin_pid}"))
+        })
+        .collect();
+    let _ = std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status();
+    assert!(left.is_empty(), "autopin's files left behind: {left:?}");
+}

@@ -97,6 +97,9 @@ pub trait Platform {
     fn busy_watch(&mut self, _allowed: &CpuSet) -> Option<Box<dyn BusyWatch>> {
         None
     }
+    /// Whether a decided pinning is in force now (false while searching). A platform that
+    /// guards the target against autopin's death keeps a decided pinning and undoes a probe.
+    fn decision_in_force(&mut self, _yes: bool) {}
     /// The Unix time now, seconds (None: no wall clock, e.g. a simulation without one).
     /// Lines up the timelines of the ranks of one cluster launch.
     fn unix_time(&mut self) -> Option<f64> {

@@ -209,6 +209,7 @@ fn drive(
         // The driver has pinned the decided candidate when this runs, and the target
         // still runs: its pages follow its threads now, not after it has ended.
         let mut keep_going = |s: &Session| {
+            platform.decision_in_force(s.is_decided());
             if migrate && s.report.decisions.len() > migrations.len() {
                 for d in &s.report.decisions[migrations.len()..] {
                     let rec =

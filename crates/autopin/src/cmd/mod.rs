@@ -5,6 +5,7 @@ pub mod candidates;
 pub mod compare;
 pub mod cpus;
 pub mod engine_args;
+pub mod guard;
 pub mod install;
 pub mod measure;
 pub mod pin;

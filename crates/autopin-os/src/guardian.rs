@@ -1,0 +1,188 @@
+//! The guardian: a small process (`autopin guard PID`, this same executable) that outlives
+//! autopin, so that whatever ends autopin — SIGKILL, a crash, the OOM killer, a closed
+//! terminal — the program keeps running as it was.
+//!
+//! autopin starts it right after launching (or attaching to) the target and waits until it
+//! has read every thread's CPU mask — before autopin pins anything. The guardian leaves
+//! autopin's session (signals for the terminal's process group do not reach it) and ignores
+//! INT, TERM, HUP, QUIT and PIPE. autopin then tells it, one line at a time on a pipe that
+//! only the two of them hold (close-on-exec: the target never inherits it):
+//!
+//! - `decided` / `searching`: whether a decided pinning is in force;
+//! - `file PATH`: a file of autopin's to remove should autopin die (thread registry,
+//!   heartbeat channel); `dir PATH`: a directory of autopin's, removed once empty;
+//! - `done`: autopin ends in order (it restores or keeps what it should itself).
+//!
+//! The pipe closing without `done` means autopin died. While a search was running, every
+//! thread of the target gets back the mask it had when the guardian started (a thread born
+//! since then, the process's mask); with a decision in force, the decided pinning stays.
+//! Then autopin's files are removed. The pipe's end is seen at once, so this happens within
+//! milliseconds of autopin's death.
+
+use autopin_topology::CpuSet;
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+/// The hidden subcommand that runs [`serve`].
+pub const SUBCOMMAND: &str = "guard";
+
+/// autopin's side: the running guardian and the pipe to it.
+pub struct Guardian {
+    child: Child,
+    pipe: Option<ChildStdin>,
+    decided: bool,
+}
+
+impl Guardian {
+    /// Starts the guardian of `pid`; `mask`: what its threads had before autopin touched
+    /// them, when autopin knows it better than the threads' masks now (a launched program
+    /// whose preload library pins at birth). Returns once the guardian holds the masks.
+    pub fn start(
+        pid: i32,
+        mask: Option<&CpuSet>,
+        files: &[&Path],
+        dirs: &[&Path],
+    ) -> io::Result<Guardian> {
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.arg(SUBCOMMAND).arg(pid.to_string());
+        if let Some(m) = mask {
+            cmd.arg(m.to_string());
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let mut ready = String::new();
+        if let Some(out) = child.stdout.take() {
+            BufReader::new(out).read_line(&mut ready)?;
+        }
+        if ready.trim() != "ready" {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other("the guardian did not start"));
+        }
+        let mut g = Guardian {
+            pipe: child.stdin.take(),
+            child,
+            decided: false,
+        };
+        for f in files {
+            g.send(&format!("file {}", f.display()));
+        }
+        for d in dirs {
+            g.send(&format!("dir {}", d.display()));
+        }
+        Ok(g)
+    }
+
+    /// Says whether a decided pinning is in force (sent only when it changes).
+    pub fn decided(&mut self, yes: bool) {
+        if yes != self.decided {
+            self.decided = yes;
+            self.send(if yes { "decided" } else { "searching" });
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        if let Some(p) = self.pipe.as_mut() {
+            if p.write_all(format!("{line}\n").as_bytes()).is_err() {
+                self.pipe = None;
+            }
+        }
+    }
+}
+
+impl Drop for Guardian {
+    /// autopin ends in order: the guardian has nothing to do.
+    fn drop(&mut self) {
+        self.send("done");
+        self.pipe = None;
+        let _ = self.child.wait();
+    }
+}
+
+/// The guardian's side (`autopin guard PID [MASK]`): see the module's documentation.
+/// `input`: the pipe from autopin; `ready`: where to say that the masks are held.
+pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: impl Write) -> i32 {
+    detach_from_autopin();
+    let task = PathBuf::from(format!("/proc/{pid}/task"));
+    let mut original: HashMap<i32, CpuSet> = HashMap::new();
+    for tid in threads(&task) {
+        if let Ok(m) = autopin_topology::affinity::get(tid) {
+            original.insert(tid, mask.clone().unwrap_or(m));
+        }
+    }
+    let process_mask = mask.or_else(|| autopin_topology::affinity::get(pid).ok());
+    if writeln!(ready, "ready")
+        .and_then(|_| ready.flush())
+        .is_err()
+    {
+        return 1;
+    }
+    drop(ready);
+    let mut decided = false;
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for line in BufReader::new(input).lines() {
+        let Ok(line) = line else { break };
+        match line.as_str() {
+            "done" => return 0,
+            "decided" => decided = true,
+            "searching" => decided = false,
+            l => {
+                if let Some(p) = l.strip_prefix("file ") {
+                    files.push(PathBuf::from(p));
+                } else if let Some(p) = l.strip_prefix("dir ") {
+                    dirs.push(PathBuf::from(p));
+                }
+            }
+        }
+    }
+    // autopin is gone without a word.
+    if !decided {
+        for tid in threads(&task) {
+            if let Some(m) = original.get(&tid).or(process_mask.as_ref()) {
+                let _ = autopin_topology::affinity::set(tid, m);
+            }
+        }
+    }
+    for f in files {
+        let _ = std::fs::remove_file(f);
+    }
+    for d in dirs {
+        let _ = std::fs::remove_dir(d);
+    }
+    0
+}
+
+/// The thread ids below /proc/PID/task.
+fn threads(task: &Path) -> Vec<i32> {
+    std::fs::read_dir(task)
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Leaves autopin's session and process group, and ignores the signals that end a terminal
+/// job: only the pipe's end may end the guardian's watch.
+fn detach_from_autopin() {
+    // SAFETY: setsid and signal take no pointers; SIG_IGN is a valid disposition for each
+    // of these signals.
+    unsafe {
+        libc::setsid();
+        for s in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(s, libc::SIG_IGN);
+        }
+    }
+}
