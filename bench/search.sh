@@ -28,21 +28,26 @@ from collections import defaultdict
 def load(p):
     return {(r["gaps"], r["noise"], r["k"], r["shift"]): r for r in csv.DictReader(open(p), delimiter="\t")}
 base, new = load(sys.argv[1]), load(sys.argv[2])
-print(f"{len(base)} cases × {sys.argv[4]} seeds; baseline {sys.argv[3]} vs today (same cases, same seeds)")
-print(f"{'gaps':<7} {'noise':<12} {'lost_base_s':>11} {'lost_now_s':>10} {'base/now':>8} {'wrong_base':>10} {'wrong_now':>9} {'decide_base_s':>13} {'decide_now_s':>12}")
-groups = defaultdict(lambda: [0.0] * 7)
+F = ["lost_s", "search_lost_s", "wrong", "decided_s"]
+groups = defaultdict(lambda: defaultdict(float))
 for key in base:
-    b, n = base[key], new[key]
-    g = groups[key[:2]]
-    for i, (x, f) in enumerate([(b, "lost_s"), (n, "lost_s"), (b, "wrong"), (n, "wrong"), (b, "decided_s"), (n, "decided_s")]):
-        g[i] += float(x[f])
-    g[6] += 1
-tot = [0.0] * 7
-for (gaps, noise), g in groups.items():
-    c = g[6]
-    print(f"{gaps:<7} {noise:<12} {g[0]/c:>11.3f} {g[1]/c:>10.3f} {g[0]/max(g[1],1e-9):>8.2f} {100*g[2]/c:>9.1f}% {100*g[3]/c:>8.1f}% {g[4]/c:>13.2f} {g[5]/c:>12.2f}")
-    tot = [a + b for a, b in zip(tot, g)]
-c = tot[6]
-print(f"{'all':<7} {'':<12} {tot[0]/c:>11.3f} {tot[1]/c:>10.3f} {tot[0]/max(tot[1],1e-9):>8.2f} {100*tot[2]/c:>9.1f}% {100*tot[3]/c:>8.1f}% {tot[4]/c:>13.2f} {tot[5]/c:>12.2f}")
-print(f"lost work, baseline / today: {tot[0]/max(tot[1],1e-9):.2f}x; wrong decisions: {100*tot[2]/c:.2f}% -> {100*tot[3]/c:.2f}%")
+    for side, d in (("b", base), ("n", new)):
+        for f in F:
+            groups[key[:2]][side + f] += float(d[key][f])
+    groups[key[:2]]["c"] += 1
+print(f"{len(base)} cases x {sys.argv[4]} seeds; baseline {sys.argv[3]} (b) vs today (n), same cases and seeds")
+print("lost: seconds of a 60 s program's work at the best candidate's rate (search: the part lost while searching);")
+print("wrong: decisions more than 2% slower than the best; decided: seconds until the decision")
+print(f"{'gaps':<7} {'noise':<12} {'lost b':>7} {'lost n':>7} {'b/n':>5} {'search b':>8} {'search n':>8} {'wrong b':>7} {'wrong n':>7} {'decided b':>9} {'decided n':>9}")
+tot = defaultdict(float)
+for g, v in groups.items():
+    c = v["c"]
+    ratio = v["blost_s"] / v["nlost_s"] if v["nlost_s"] > 0 else float("nan")
+    print(f"{g[0]:<7} {g[1]:<12} {v['blost_s']/c:>7.3f} {v['nlost_s']/c:>7.3f} {ratio:>5.2f} {v['bsearch_lost_s']/c:>8.3f} {v['nsearch_lost_s']/c:>8.3f} {100*v['bwrong']/c:>6.1f}% {100*v['nwrong']/c:>6.1f}% {v['bdecided_s']/c:>9.2f} {v['ndecided_s']/c:>9.2f}")
+    for k, x in v.items():
+        tot[k] += x
+c = tot["c"]
+print(f"all: lost work {tot['blost_s']/c:.3f} -> {tot['nlost_s']/c:.3f} s (baseline/today {tot['blost_s']/tot['nlost_s']:.2f}x), "
+      f"while searching {tot['bsearch_lost_s']/c:.3f} -> {tot['nsearch_lost_s']/c:.3f} s; "
+      f"wrong decisions {100*tot['bwrong']/c:.2f}% -> {100*tot['nwrong']/c:.2f}%")
 PY

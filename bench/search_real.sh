@@ -13,7 +13,9 @@
 # Programs: workloads/ompwork -m imbalance (a master computing alone between barriers),
 # workloads/syncbench -s 0 (back-to-back barriers, with its own heartbeat), and GROMACS
 # mdrun on a 2.5 nm water box when `gmx` is installed (Debian's gromacs package).
-# usage: bench/search_real.sh [ROUNDS] [SECONDS_SCALE]   (default 5 rounds, scale 1 ≈ 6–10 s a run)
+# BUSY=0 runs on an idle machine (no neighbour; the OS placement is then the reference to
+# beat); PROGS="ompwork" picks programs (default: all three).
+# usage: bench/search_real.sh [ROUNDS] [SECONDS_SCALE]   (default 5 rounds, scale 1 ≈ 6–20 s a run)
 set -eu
 ROUNDS=${1:-5}
 SCALE=${2:-1}
@@ -26,13 +28,14 @@ export OMP_NUM_THREADS=2
 gcc -O2 -fopenmp -o "$W/ompwork" "$ROOT/workloads/ompwork.c"
 gcc -O2 -fopenmp -I"$ROOT/include" -o "$W/syncbench" "$ROOT/workloads/syncbench.c"
 sc() { python3 -c "print(int($1 * $SCALE))"; }
-PROGS="ompwork syncbench"
+ALL="ompwork syncbench"
 if command -v gmx >/dev/null 2>&1; then
   (cd "$W" && gmx solvate -cs spc216.gro -box 2.5 2.5 2.5 -o water.gro >/dev/null 2>&1 &&
     printf '#include "oplsaa.ff/forcefield.itp"\n#include "oplsaa.ff/spce.itp"\n[ system ]\nwater\n[ molecules ]\nSOL %s\n' "$(grep -c OW water.gro)" > topol.top &&
     printf 'integrator = md\nnsteps = 1000000\ndt = 0.002\ncutoff-scheme = Verlet\ncoulombtype = PME\nrcoulomb = 1.0\nrvdw = 1.0\ntcoupl = v-rescale\ntc-grps = System\ntau-t = 0.1\nref-t = 300\nconstraints = h-bonds\nnstxout = 0\nnstvout = 0\nnstenergy = 0\nnstlog = 0\nnstcalcenergy = 100\n' > md.mdp &&
-    gmx grompp -f md.mdp -c water.gro -p topol.top -o md.tpr -maxwarn 2 >/dev/null 2>&1) && PROGS="$PROGS gromacs"
+    gmx grompp -f md.mdp -c water.gro -p topol.top -o md.tpr -maxwarn 2 >/dev/null 2>&1) && ALL="$ALL gromacs"
 fi
+PROGS=${PROGS:-$ALL}
 cmd() {
   case $1 in
     ompwork) echo "$W/ompwork -m imbalance -r $(sc 250000)" ;;
@@ -41,8 +44,12 @@ cmd() {
   esac
 }
 t() { s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s.%N); python3 -c "print($e - $s)"; }
-taskset -c 0 sh -c 'while :; do :; done' & BUSY_PID=$!
-echo "busy neighbour: a spinning shell on CPU 0; $ROUNDS rounds; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "${BUSY:-1}" = 1 ]; then
+  taskset -c 0 sh -c 'while :; do :; done' & BUSY_PID=$!
+  echo "busy neighbour: a spinning shell on CPU 0; $ROUNDS rounds; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+else
+  echo "idle machine (BUSY=0); $ROUNDS rounds; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
 SIDES="os pin01 pin10 ap"
 [ -n "${AUTOPIN_OLD:-}" ] && SIDES="$SIDES old"
 for prog in $PROGS; do

@@ -2,6 +2,11 @@
 
 use assert_cmd::Command;
 
+/// The live measurements load both CPUs of a small machine: run side by side, the memory
+/// measurement's traffic would make the latency measurement's pairs look like SMT siblings.
+/// They take turns.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn autopin() -> Command {
     Command::cargo_bin("autopin").unwrap()
 }
@@ -124,6 +129,7 @@ fn bad_arguments_exit_2() {
 /// one measurement noisy, and then inference is allowed to be unsure.
 #[test]
 fn live_latency_measurement() {
+    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("m.csv");
     let svg = dir.path().join("m.svg");
@@ -183,6 +189,7 @@ fn live_latency_measurement() {
 
 #[test]
 fn memory_measurement_writes_a_topology_document() {
+    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("mem.json");
     let out = autopin()
