@@ -13,7 +13,9 @@
 //!   leader, p = 1 / C(n_leader + n_challenger, n_challenger)); or every sampling tick of the
 //!   challenger below half of every tick of the leader. A challenger seen in one probe only is
 //!   dropped by the t-test only when the gap is at least `decisive_gap`, with the tick noise
-//!   inflated by `one_probe_allowance` (drift slower than a probe is invisible to its ticks).
+//!   inflated by `one_probe_allowance` (drift slower than a probe is invisible to its ticks);
+//!   a leader seen in one probe eliminates no candidate seen in more (its probe may have been
+//!   a lucky one).
 //! - **Allocation by cost.** Probes of a candidate far behind the leader are lost work: they
 //!   keep the base length. Only the leader and challengers within `close` of it, whose probes
 //!   are noisier than `target_cv`, get longer probes (×1.5 a round, after `min_rounds`) — a
@@ -344,7 +346,15 @@ impl Race {
                 let (d, se, q) = self.welch(&le, &ce, alpha);
                 let one_probe = le.n == 1 || ce.n == 1;
                 let gap_ok = !one_probe || 1.0 - (-d).exp() >= self.p.decisive_gap;
-                (gap_ok && d > q * se).then_some(if one_probe { Why::Ticks } else { Why::Probes })
+                // A leader seen once does not outvote a candidate seen more often: its one
+                // probe may have been lucky (a swinging candidate in its high state). It is
+                // probed again first in the next round.
+                let leader_known = le.n > 1 || ce.n == 1;
+                (gap_ok && leader_known && d > q * se).then_some(if one_probe {
+                    Why::Ticks
+                } else {
+                    Why::Probes
+                })
             };
             if let Some(w) = why {
                 self.arms[c].alive = false;
