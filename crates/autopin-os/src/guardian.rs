@@ -39,13 +39,15 @@ impl Guardian {
     /// Starts the guardian of `pid`; `mask`: what its threads had before autopin touched
     /// them, when autopin knows it better than the threads' masks now (a launched program
     /// whose preload library pins at birth). Returns once the guardian holds the masks.
+    /// `exe`: the autopin executable (its hidden `guard` subcommand runs [`serve`]).
     pub fn start(
+        exe: &Path,
         pid: i32,
         mask: Option<&CpuSet>,
         files: &[&Path],
         dirs: &[&Path],
     ) -> io::Result<Guardian> {
-        let mut cmd = Command::new(std::env::current_exe()?);
+        let mut cmd = Command::new(exe);
         cmd.arg(SUBCOMMAND).arg(pid.to_string());
         if let Some(m) = mask {
             cmd.arg(m.to_string());

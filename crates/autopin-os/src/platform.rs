@@ -21,8 +21,12 @@ pub struct LinuxPlatform {
     /// meter once it is opened.
     heartbeat: Option<HeartbeatChannel>,
     heartbeat_path: std::path::PathBuf,
+    /// The autopin executable that serves as the guardian (None: no guardian).
+    guardian_exe: Option<std::path::PathBuf>,
     /// Restores the target if autopin dies (None when it could not be started: said once).
     guardian: Option<crate::guardian::Guardian>,
+    /// While attached: INT, TERM, HUP and QUIT are caught, and the run detaches in order.
+    stop_signals: Option<process::signals::Forwarding>,
 }
 
 impl LinuxPlatform {
@@ -34,8 +38,17 @@ impl LinuxPlatform {
             perf_sysfs,
             heartbeat: Some(channel),
             heartbeat_path: path,
+            guardian_exe: None,
             guardian: None,
+            stop_signals: None,
         })
+    }
+
+    /// Guards every target with `exe guard PID` (the autopin executable): see
+    /// [`crate::guardian`].
+    pub fn with_guardian(mut self, exe: std::path::PathBuf) -> Self {
+        self.guardian_exe = Some(exe);
+        self
     }
 
     /// Starts the guardian of `pid` (see [`crate::guardian`]); a warning when it cannot.
@@ -47,7 +60,10 @@ impl LinuxPlatform {
         dirs: &[&std::path::Path],
         warnings: &mut Vec<String>,
     ) {
-        match crate::guardian::Guardian::start(pid, mask, files, dirs) {
+        let Some(exe) = self.guardian_exe.as_deref() else {
+            return;
+        };
+        match crate::guardian::Guardian::start(exe, pid, mask, files, dirs) {
             Ok(g) => self.guardian = Some(g),
             Err(e) => warnings.push(format!(
                 "no guardian ({e}): should autopin be killed mid-search, the program keeps the probe's CPUs"
@@ -163,6 +179,8 @@ impl LinuxPlatform {
         // Each thread's mask now is what it gets back should autopin die mid-search.
         let mut warnings = Vec::new();
         self.guard(pid, None, &[], &[], &mut warnings);
+        // Ctrl-C, kill, a closed terminal: detach in order (no process of ours to forward to).
+        self.stop_signals = process::signals::Forwarding::begin().ok();
         Ok(Started {
             pid,
             threads: Box::new(ProcThreads::new(
@@ -264,6 +282,10 @@ impl Platform for LinuxPlatform {
 
     fn self_cpu_seconds(&mut self) -> f64 {
         live::self_cpu_seconds()
+    }
+
+    fn stop_requested(&mut self) -> bool {
+        self.stop_signals.is_some() && process::signals::received().is_some()
     }
 
     fn decision_in_force(&mut self, yes: bool) {

@@ -719,3 +719,73 @@ fn killing_autopin_mid_search_gives_the_threads_their_cpus_back() {
         .status();
     assert!(left.is_empty(), "autopin's files left behind: {left:?}");
 }
+
+/// SIGTERM (or INT, HUP, QUIT) to `attach` mid-search: autopin detaches in order — every
+/// thread gets its CPUs back, the report says it detached — and exits 128+15.
+#[test]
+fn a_signal_to_attach_detaches_in_order() {
+    let _turn = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let include = format!(
+        "-I{}",
+        autopin_testkit::repo_root().join("include").display()
+    );
+    let spin =
+        autopin_testkit::build_c_file(Path::new("workloads/spin.c"), &["-pthread", &include])
+            .expect("spin builds");
+    let mut target = std::process::Command::new(&spin)
+        .args(["8", "2"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let before = cpus_allowed(pid);
+    autopin_testkit::require!(
+        before
+            .iter()
+            .all(|(_, m)| m.contains('-') || m.contains(',')),
+        "one CPU allowed"
+    );
+    let first = before[0].1.split([',', '-']).next().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let mut autopin = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args([
+            "attach",
+            "-q",
+            "--no-perturbation-estimate",
+            "-i",
+            "0.1",
+            "-w",
+            "0.1",
+        ])
+        .args(["--probe", "5", "--budget", "30", "--schedule"])
+        .arg(format!("{first},{first};{}", before[0].1))
+        .arg("--report")
+        .arg(&report)
+        .arg(pid.to_string())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !cpus_allowed(pid).iter().all(|(_, m)| *m == first) {
+        assert!(std::time::Instant::now() < deadline, "never saw the probe");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &autopin.id().to_string()])
+        .status();
+    let status = autopin.wait().unwrap();
+    let after = cpus_allowed(pid);
+    let _ = target.kill();
+    let _ = target.wait();
+    assert_eq!(status.code(), Some(143));
+    assert!(after.iter().all(|(_, m)| *m == before[0].1), "{after:?}");
+    let r = read_json(&report);
+    assert!(
+        r["incomplete_reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("detached"),
+        "{r}"
+    );
+}

@@ -97,6 +97,12 @@ pub trait Platform {
     fn busy_watch(&mut self, _allowed: &CpuSet) -> Option<Box<dyn BusyWatch>> {
         None
     }
+    /// A signal asked autopin to stop watching an attached process: the run detaches as at
+    /// the end of `--duration` (masks restored unless a decision is in force, report
+    /// written).
+    fn stop_requested(&mut self) -> bool {
+        false
+    }
     /// Whether a decided pinning is in force now (false while searching). A platform that
     /// guards the target against autopin's death keeps a decided pinning and undoes a probe.
     fn decision_in_force(&mut self, _yes: bool) {}

@@ -210,6 +210,9 @@ fn drive(
         // still runs: its pages follow its threads now, not after it has ended.
         let mut keep_going = |s: &Session| {
             platform.decision_in_force(s.is_decided());
+            if platform.stop_requested() {
+                return false;
+            }
             if migrate && s.report.decisions.len() > migrations.len() {
                 for d in &s.report.decisions[migrations.len()..] {
                     let rec =

@@ -40,11 +40,16 @@ pub fn run(args: Args) -> CmdResult {
             )));
         }
     }
-    execute(
+    let status = execute(
         &args.engine,
         TargetSpec::Attach {
             pid: args.pid,
             duration: args.duration,
         },
-    )
+    )?;
+    // Stopped by a signal: autopin detached in order, and says which signal as a shell would.
+    Ok(match autopin_os::process::signals::received() {
+        Some(sig) => 128 + sig,
+        None => status,
+    })
 }

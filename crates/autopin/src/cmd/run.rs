@@ -60,6 +60,9 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
     }
     let plan = a.plan(node.machine.clone(), target, Some(node.launch_plan()))?;
     let mut platform = LinuxPlatform::new(perf_sysfs())?;
+    if let Ok(exe) = std::env::current_exe() {
+        platform = platform.with_guardian(exe);
+    }
     let report = autopin_engine::run(
         &plan,
         &mut RunEnv {
