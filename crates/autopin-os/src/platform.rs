@@ -15,6 +15,15 @@ use autopin_perf::{CountingCost, EventSpec, HeartbeatChannel, Objective, Sysfs};
 use autopin_topology::{CpuSet, Machine};
 use std::time::Duration;
 
+/// The variables the preload library reads (crates/autopin-preload/c/preload.c).
+const PRELOAD_VARS: [&str; 5] = [
+    "AUTOPIN_CPUS",
+    "AUTOPIN_SKIP",
+    "AUTOPIN_REGISTRY",
+    "AUTOPIN_QUIET",
+    "AUTOPIN_HEARTBEAT",
+];
+
 pub struct LinuxPlatform {
     perf_sysfs: Sysfs,
     /// The heartbeat channel every launched program gets (AUTOPIN_HEARTBEAT); handed to the
@@ -113,6 +122,19 @@ impl LinuxPlatform {
             autopin_perf::heartbeat::ENV_VAR.into(),
             self.heartbeat_path.clone().into_os_string(),
         ));
+        // The preload library's variables are autopin's to set: one left in the user's
+        // environment (an `AUTOPIN_CPUS=1` from an earlier experiment) would pin behind the
+        // search's back. Those autopin does not set are emptied, and the user is told.
+        for var in PRELOAD_VARS {
+            let ours = spec.env.iter().any(|(k, _)| k == var);
+            if let (false, Some(v)) = (ours, std::env::var_os(var).filter(|v| !v.is_empty())) {
+                warnings.push(format!(
+                    "{var}={} in your environment is ignored: autopin run sets the preload library's variables itself (autopin pin -c pins by hand)",
+                    v.to_string_lossy()
+                ));
+                spec.env.push((var.into(), "".into()));
+            }
+        }
         // The mask the program starts with (it inherits ours) is what it gets back should
         // autopin die mid-search.
         let start_mask = autopin_topology::affinity::get(0).ok();

@@ -619,6 +619,26 @@ fn attach_refuses_init_kernel_threads_zombies_and_its_own_shell() {
     child.wait().unwrap();
 }
 
+/// This process's allowed CPUs as Linux lists them (`0-1`).
+fn own_cpus() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Cpus_allowed_list:"))
+        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .unwrap()
+}
+
+/// workloads/spin built for the tests: `spin SECONDS THREADS` keeps THREADS threads busy.
+fn spin_binary() -> PathBuf {
+    let include = format!(
+        "-I{}",
+        autopin_testkit::repo_root().join("include").display()
+    );
+    autopin_testkit::build_c_file(Path::new("workloads/spin.c"), &["-pthread", &include])
+        .expect("spin builds")
+}
+
 /// The threads' CPU masks as /proc shows them, by thread id.
 fn cpus_allowed(pid: u32) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -642,20 +662,9 @@ fn cpus_allowed(pid: u32) -> Vec<(String, String)> {
 #[test]
 fn killing_autopin_mid_search_gives_the_threads_their_cpus_back() {
     let _turn = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let mine = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("Cpus_allowed_list:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
-        .unwrap();
+    let mine = own_cpus();
     autopin_testkit::require!(mine.contains('-') || mine.contains(','), "one CPU allowed");
-    let include = format!(
-        "-I{}",
-        autopin_testkit::repo_root().join("include").display()
-    );
-    let spin =
-        autopin_testkit::build_c_file(Path::new("workloads/spin.c"), &["-pthread", &include])
-            .expect("spin builds");
+    let spin = spin_binary();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let first = mine.split([',', '-']).next().unwrap().to_string();
@@ -725,20 +734,9 @@ fn killing_autopin_mid_search_gives_the_threads_their_cpus_back() {
 #[test]
 fn a_signal_to_attach_detaches_in_order() {
     let _turn = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let mine = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("Cpus_allowed_list:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
-        .unwrap();
+    let mine = own_cpus();
     autopin_testkit::require!(mine.contains('-') || mine.contains(','), "one CPU allowed");
-    let include = format!(
-        "-I{}",
-        autopin_testkit::repo_root().join("include").display()
-    );
-    let spin =
-        autopin_testkit::build_c_file(Path::new("workloads/spin.c"), &["-pthread", &include])
-            .expect("spin builds");
+    let spin = spin_binary();
     let mut target = std::process::Command::new(&spin)
         .args(["8", "2"])
         .stdout(std::process::Stdio::null())
@@ -789,4 +787,25 @@ fn a_signal_to_attach_detaches_in_order() {
             .contains("detached"),
         "{r}"
     );
+}
+
+/// A user's own `AUTOPIN_CPUS` (left from an experiment with the preload library) does not
+/// pin the program behind the search's back: it is emptied for the program, and said.
+#[test]
+fn the_users_preload_variables_do_not_reach_the_program() {
+    let out = autopin()
+        .env("AUTOPIN_CPUS", "0")
+        .args([
+            "run",
+            "--objective",
+            "task-clock",
+            "--no-perturbation-estimate",
+        ])
+        .args(["--", "sh", "-c", "echo \"cpus=[$AUTOPIN_CPUS]\""])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "cpus=[]\n");
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("AUTOPIN_CPUS=0 in your environment is ignored"));
 }
