@@ -88,7 +88,7 @@ impl Default for RendezvousConfig {
 
 /// The start of every rendezvous directory's name of this user.
 fn directory_prefix() -> String {
-    format!("autopin-rdv-{}-", unsafe { libc::geteuid() })
+    format!("autopin-rdv-{}-", rustix::process::geteuid().as_raw())
 }
 
 /// The node-local directory for a step key: under /dev/shm when usable (memory, node-local by
@@ -195,8 +195,12 @@ pub fn sweep_stale(base: &Path, keep: &Path, min_age: Duration) -> Vec<PathBuf> 
 
 /// True while the process runs (a zombie, dead but not yet reaped by its launcher, is gone).
 fn process_exists(pid: u32) -> bool {
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    let exists = r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    let exists = rustix::process::Pid::from_raw(pid as i32).is_some_and(|p| {
+        match rustix::process::test_kill_process(p) {
+            Ok(()) => true,
+            Err(e) => e == rustix::io::Errno::PERM,
+        }
+    });
     exists
         && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
             s.rsplit_once(')')

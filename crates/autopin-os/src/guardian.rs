@@ -173,10 +173,10 @@ fn threads(task: &Path) -> Vec<i32> {
 /// Leaves autopin's session and process group, and ignores the signals that end a terminal
 /// job: only the pipe's end may end the guardian's watch.
 fn detach_from_autopin() {
-    // SAFETY: setsid and signal take no pointers; SIG_IGN is a valid disposition for each
-    // of these signals.
+    let _ = rustix::process::setsid();
+    // SAFETY: signal takes no pointers, and SIG_IGN is a valid disposition for each of
+    // these signals (no handler runs).
     unsafe {
-        libc::setsid();
         for s in [
             libc::SIGINT,
             libc::SIGTERM,

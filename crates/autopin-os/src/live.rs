@@ -542,7 +542,7 @@ mod tests {
     #[test]
     fn proc_cpu_meter_sees_our_own_busy_thread() {
         let m = ProcCpuMeter::new(None);
-        let tid = unsafe { libc::gettid() } as u32;
+        let tid = rustix::thread::gettid().as_raw_pid() as u32;
         let a = m.cpu_seconds(tid).expect("schedstat of our thread");
         let t = Instant::now();
         let mut x = 0u64;
@@ -569,7 +569,7 @@ mod tests {
             reason: "test".into(),
         });
         // Our own thread on CPU 0 gives the CPU's counter something to count.
-        let me = unsafe { libc::gettid() };
+        let me = rustix::thread::gettid().as_raw_pid();
         let before = autopin_topology::affinity::get(me).unwrap();
         autopin_topology::affinity::set(me, &autopin_topology::CpuSet::from_cpus([0])).unwrap();
         let r0 = m.read(&[me as u32]).unwrap();

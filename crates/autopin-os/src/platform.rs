@@ -175,8 +175,7 @@ impl LinuxPlatform {
                 "attach: no process with PID {pid}"
             )));
         }
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
+        let me = rustix::process::geteuid().as_raw();
         let ours = std::fs::metadata(&proc_dir)
             .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == me)
             .unwrap_or(false);

@@ -171,8 +171,7 @@ pub fn probe_with(sysfs: &Sysfs, ops: &dyn ProbeOps) -> Availability {
     // Generic events resolve without sysfs, so these cannot fail.
     let instr = EventSpec::parse_with("instructions:u", sysfs).expect("generic event");
     let clock = EventSpec::parse_with("task-clock", sysfs).expect("generic event");
-    // SAFETY: gettid has no preconditions.
-    let me = Target::Thread(unsafe { libc::gettid() });
+    let me = Target::Thread(rustix::thread::gettid().as_raw_pid());
     let hardware = if ctx.forbids_all() {
         Err(forbidden(&ctx, false))
     } else {

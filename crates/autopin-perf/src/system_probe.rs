@@ -14,8 +14,7 @@ pub struct RealProbeOps;
 
 impl ProbeOps for RealProbeOps {
     fn count_self(&self, spec: &EventSpec) -> io::Result<u64> {
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() };
+        let tid = rustix::thread::gettid().as_raw_pid();
         let mut c = open_single(spec, Target::Thread(tid))?;
         // A little user-space work so instructions:u has something to count.
         let mut x = 0u64;

@@ -39,7 +39,7 @@ mod tests {
     #[test]
     fn linux_pinner_round_trips_on_this_thread() {
         let p = LinuxPinner;
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        let tid = rustix::thread::gettid().as_raw_pid();
         let before = p.affinity(tid).unwrap();
         let one = CpuSet::from_cpus([before.first().unwrap()]);
         p.set_affinity(tid, &one).unwrap();

@@ -2,7 +2,9 @@
 //! process exits, so the driver's sleeps between ticks end with the program instead of up
 //! to a tick later (a 20 ms tick was 0.5% of a 4 s program's runtime).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::process::{pidfd_open, Pid, PidfdFlags};
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 /// A pidfd for one process.
@@ -13,31 +15,19 @@ pub struct ExitWatch {
 impl ExitWatch {
     /// None when the kernel has no pidfd_open (older than 5.3) or the process is gone.
     pub fn open(pid: i32) -> Option<Self> {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: the descriptor was just created and is owned by nobody else.
-        Some(ExitWatch {
-            fd: unsafe { OwnedFd::from_raw_fd(fd as i32) },
-        })
+        let fd = pidfd_open(Pid::from_raw(pid)?, PidfdFlags::empty()).ok()?;
+        Some(ExitWatch { fd })
     }
 
     /// Waits until the process ends or `timeout` passes; true when it has ended.
     pub fn wait(&self, timeout: Duration) -> bool {
-        let mut p = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
+        let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+        let ts = Timespec {
+            tv_sec: timeout.as_secs() as i64,
+            tv_nsec: timeout.subsec_nanos() as _,
         };
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
-        let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
-        r > 0 && p.revents & libc::POLLIN != 0
+        matches!(poll(&mut fds, Some(&ts)), Ok(n) if n > 0)
+            && fds[0].revents().contains(PollFlags::IN)
     }
 }
 
