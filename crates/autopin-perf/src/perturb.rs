@@ -10,6 +10,7 @@
 use crate::counters::{CounterOptions, CounterSource, Grouping, PerfCounterSource, Target};
 use crate::error::PerfError;
 use crate::event::EventSpec;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -74,19 +75,15 @@ impl CountingCost {
 }
 
 fn tid() -> i32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() }
+    rustix::thread::gettid().as_raw_pid()
 }
 
 fn pin_to(cpu: usize) {
     // Failure only makes the measurement noisier, so it is ignored.
-    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays within it for cpu < CPU_SETSIZE.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if cpu < libc::CPU_SETSIZE as usize {
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
+    if cpu < rustix::thread::CpuSet::MAX_CPU {
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(cpu);
+        let _ = rustix::thread::sched_setaffinity(None, &set);
     }
 }
 
@@ -96,48 +93,19 @@ fn thread_switches(t: i32) -> u64 {
         .unwrap_or(0)
 }
 
-struct Pipe {
-    r: i32,
-    w: i32,
+/// A pipe's read and write ends (close-on-exec).
+fn pipe() -> Result<(OwnedFd, OwnedFd), PerfError> {
+    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| PerfError::io("creating a pipe", e.into()))
 }
 
-impl Pipe {
-    fn new() -> Result<Pipe, PerfError> {
-        let mut fds = [0i32; 2];
-        // SAFETY: fds has room for the two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(PerfError::io(
-                "creating a pipe",
-                std::io::Error::last_os_error(),
-            ));
-        }
-        Ok(Pipe {
-            r: fds[0],
-            w: fds[1],
-        })
-    }
+fn send(fd: &OwnedFd) -> bool {
+    rustix::io::write(fd, &[1u8]).is_ok_and(|n| n == 1)
 }
 
-impl Drop for Pipe {
-    fn drop(&mut self) {
-        // SAFETY: we own both descriptors.
-        unsafe {
-            libc::close(self.r);
-            libc::close(self.w);
-        }
-    }
-}
-
-fn send(fd: i32) -> bool {
-    let b = [1u8];
-    // SAFETY: writing one byte from a valid buffer.
-    unsafe { libc::write(fd, b.as_ptr().cast(), 1) == 1 }
-}
-
-fn recv(fd: i32) -> bool {
+fn recv(fd: &OwnedFd) -> bool {
     let mut b = [0u8];
-    // SAFETY: reading one byte into a valid buffer.
-    unsafe { libc::read(fd, b.as_mut_ptr().cast(), 1) == 1 }
+    rustix::io::read(fd, &mut b).is_ok_and(|n| n == 1)
 }
 
 /// One ping-pong run of `trips` round trips; returns (ns per trip, switches per trip).
@@ -146,14 +114,14 @@ fn ping_pong(
     cpu: usize,
     events: Option<&[EventSpec]>,
 ) -> Result<(f64, f64), PerfError> {
-    let (ab, ba) = (Pipe::new()?, Pipe::new()?);
+    // a→b carries the pings, b→a the echoes; the echo thread owns the ends it uses.
+    let ((ab_r, ab_w), (ba_r, ba_w)) = (pipe()?, pipe()?);
     let (tx, rx) = mpsc::channel();
-    let (ab_r, ba_w) = (ab.r, ba.w);
     let echo = std::thread::spawn(move || {
         pin_to(cpu);
         let _ = tx.send(tid());
-        while recv(ab_r) {
-            if !send(ba_w) {
+        while recv(&ab_r) {
+            if !send(&ba_w) {
                 break;
             }
         }
@@ -180,13 +148,13 @@ fn ping_pong(
     };
     // Warm up so both threads sit on the CPU's run queue.
     for _ in 0..50 {
-        send(ab.w);
-        recv(ba.r);
+        send(&ab_w);
+        recv(&ba_r);
     }
     let sw0 = thread_switches(me) + thread_switches(other);
     let t0 = Instant::now();
     for _ in 0..trips {
-        if !send(ab.w) || !recv(ba.r) {
+        if !send(&ab_w) || !recv(&ba_r) {
             return Err(PerfError::io(
                 "ping-pong through a pipe",
                 std::io::Error::last_os_error(),
@@ -201,7 +169,7 @@ fn ping_pong(
         c.read(Target::Thread(me))?;
     }
     drop(counters);
-    drop(ab); // closes the write end: the echo thread's read returns 0 and it exits
+    drop(ab_w); // the echo thread's read returns 0 and it exits
     let _ = echo.join();
     Ok((ns, sw))
 }
@@ -230,8 +198,7 @@ fn measure_on_this_thread(
     events: &[EventSpec],
     budget: Duration,
 ) -> Result<CountingCost, PerfError> {
-    // SAFETY: sched_getcpu has no preconditions.
-    let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
+    let cpu = rustix::thread::sched_getcpu();
     const PAIRS: usize = 5;
     // Calibrate the trip count so that the runs fill the budget.
     let (probe_ns, _) = ping_pong(200, cpu, None)?;
