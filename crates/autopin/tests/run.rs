@@ -809,3 +809,29 @@ fn the_users_preload_variables_do_not_reach_the_program() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("AUTOPIN_CPUS=0 in your environment is ignored"));
 }
+
+/// A program whose environment binds its OpenMP threads is told, once, that autopin's
+/// pinnings override that binding.
+#[test]
+fn a_programs_own_openmp_binding_is_named() {
+    let out = autopin()
+        .env("OMP_PROC_BIND", "true")
+        .env("OMP_PLACES", "cores")
+        .args([
+            "run",
+            "--objective",
+            "task-clock",
+            "--no-perturbation-estimate",
+        ])
+        .args(["--", "sh", "-c", "exit 0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("binds its own OpenMP threads (OMP_PROC_BIND=true OMP_PLACES=cores)")
+            .count(),
+        1,
+        "{err}"
+    );
+}
