@@ -120,12 +120,29 @@ struct Estimate {
     n: usize,
 }
 
+/// What a candidate's own probes say, before the prior (see `Race::own`).
+struct Own {
+    /// Mean log rate.
+    mean: f64,
+    /// Probes.
+    n: usize,
+    /// Variance of one probe and its degrees of freedom.
+    var: Option<(f64, f64)>,
+}
+
 /// How a challenger was eliminated, for the decision's reason.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Why {
     Ticks,
     HalfTheLeader,
     Probes,
+}
+
+impl RaceParams {
+    /// The length of every first probe and of every probe that is not a close call.
+    fn base_probe(&self) -> f64 {
+        self.probe.clamp(self.min_probe, self.max_probe)
+    }
 }
 
 pub struct Race {
@@ -162,7 +179,7 @@ fn order_p(a: usize, b: usize) -> f64 {
 
 impl Race {
     pub fn new(p: RaceParams, candidates: usize) -> Self {
-        let base = p.probe.clamp(p.min_probe, p.max_probe);
+        let base = p.base_probe();
         Race {
             arms: vec![
                 Arm {
@@ -207,21 +224,16 @@ impl Race {
         }
     }
 
-    /// A candidate's log rates and the variance of one probe from its own data, with that
-    /// variance's degrees of freedom: the spread between its probes, or its ticks' spread
-    /// divided by their number, whichever is larger (one probe: the ticks' spread times
-    /// `one_probe_allowance`). None for the variance when neither exists.
-    #[allow(clippy::type_complexity)]
-    fn own(&self, c: usize, floor: f64) -> Option<(Vec<f64>, Option<(f64, f64)>)> {
+    /// A candidate's mean log rate, its probe count, and the variance of one probe from its
+    /// own data with that variance's degrees of freedom: the spread between its probes, or
+    /// its ticks' spread divided by their number, whichever is larger (one probe: the ticks'
+    /// spread times `one_probe_allowance`). None for the variance when neither exists.
+    fn own(&self, c: usize, floor: f64) -> Option<Own> {
         let a = &self.arms[c];
         let n = a.scores.len();
-        if n == 0 {
-            return None;
-        }
         let ys: Vec<f64> = a.scores.iter().map(|s| s.max(floor).ln()).collect();
-        let mean = ys.iter().sum::<f64>() / n as f64;
-        let between =
-            (n >= 2).then(|| ys.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (n - 1) as f64);
+        let mean = autopin_stats::mean(&ys)?;
+        let between = autopin_stats::variance(&ys);
         let within =
             (a.within_df > 0.0).then(|| a.within_ss / a.within_df / (a.ticks / a.tick_probes));
         let var = match (between, within) {
@@ -231,7 +243,7 @@ impl Race {
             (None, Some(w)) => Some((w * self.p.one_probe_allowance, a.within_df)),
             (None, None) => None,
         };
-        Some((ys, var))
+        Some(Own { mean, n, var })
     }
 
     /// Every candidate's estimate. A candidate's own variance, from a handful of probes, is
@@ -245,7 +257,7 @@ impl Race {
         let own: Vec<_> = (0..self.arms.len()).map(|c| self.own(c, floor)).collect();
         let mut vars: Vec<f64> = own
             .iter()
-            .filter_map(|o| o.as_ref().and_then(|(_, v)| v.map(|v| v.0)))
+            .filter_map(|o| o.as_ref().and_then(|o| o.var.map(|v| v.0)))
             .filter(|v| v.is_finite())
             .collect();
         vars.sort_by(f64::total_cmp);
@@ -253,9 +265,7 @@ impl Race {
         let floor_var = self.p.noise_floor.powi(2);
         own.into_iter()
             .map(|o| {
-                let (ys, var) = o?;
-                let n = ys.len();
-                let mean = ys.iter().sum::<f64>() / n as f64;
+                let Own { mean, n, var } = o?;
                 let (v, df) = match (var, prior) {
                     // One probe: only its own ticks speak for it, and only when there are
                     // enough of them to say anything.
@@ -392,9 +402,13 @@ impl Race {
             let ci = self.margin_ci(&est, l);
             return Some(self.decision(&est, l, ci, reason));
         }
+        // Before `min_rounds`, only eliminations (above) and the budget's end can end it.
+        if self.rounds < self.p.min_rounds && !budget_end {
+            return None;
+        }
         let le = est[l]?;
         let alpha = self.alpha();
-        // Per survivor: the upper end of the leader's advantage, on the log scale.
+        // Per survivor: the ends of the leader's advantage, on the log scale.
         let mut upper_adv: Vec<f64> = Vec::new();
         let mut lower_adv: Vec<f64> = Vec::new();
         for c in self.survivors() {
@@ -414,9 +428,6 @@ impl Race {
             }
         }
         let ci = self.margin_ci(&est, l);
-        if self.rounds < self.p.min_rounds && !budget_end {
-            return None;
-        }
         // No survivor can be better than the leader by more than the tolerance.
         if lower_adv
             .iter()
@@ -445,11 +456,10 @@ impl Race {
             ));
         }
         if budget_end {
-            // The leader stands only when it is confidently ahead of the candidate that would
-            // be kept otherwise (the OS placement, or the first survivor).
-            // The search has to answer now: the leader stands when it is more likely than
-            // not ahead by a clear margin (one-sided `end_error`), the expected loss being
-            // smallest on the likely best.
+            // The search has to answer now: the leader stands when it is ahead of the
+            // candidate kept otherwise (the OS placement, or the first survivor) at the
+            // one-sided `end_error` level, the expected loss being smallest on the likely
+            // best.
             let fallback = self.fallback(l);
             let ahead = fallback.is_none_or(|f| {
                 est[f].is_some_and(|fe| {
@@ -549,10 +559,7 @@ impl Race {
         ci: Option<f64>,
         reason: &str,
     ) -> Decision {
-        let mean_score = |i: usize| {
-            let s = &self.arms[i].scores;
-            (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64)
-        };
+        let mean_score = |i: usize| autopin_stats::mean(&self.arms[i].scores);
         let runner = self.runner_up(est, c);
         let score = mean_score(c);
         let rs = runner.and_then(mean_score);
@@ -573,7 +580,7 @@ impl Race {
     /// Probe lengths for the next round: close calls with noisy probes get longer ones, every
     /// other survivor keeps the base length (its probes are lost work).
     fn plan_lengths(&mut self, est: &[Option<Estimate>], l: Option<usize>) {
-        let base = self.p.probe.clamp(self.p.min_probe, self.p.max_probe);
+        let base = self.p.base_probe();
         let floor = (self.p.warmup * 2.0)
             .max(self.p.min_probe)
             .min(self.p.max_probe);
@@ -594,7 +601,7 @@ impl Race {
             a.probe_len = if grow {
                 (a.probe_len * 1.5).clamp(floor, self.p.max_probe)
             } else {
-                base.max(floor.min(base))
+                base
             };
         }
     }
