@@ -814,28 +814,25 @@ impl Session {
     /// decided one count negative (the search kept the OS placement over a pinning that
     /// looked a little faster). None when the decided candidate was never probed.
     fn search_cost(&self, decided: usize) -> Option<f64> {
-        let probes: Vec<&ProbeRecord> = self
+        // Per candidate of this search: its probes' scores and the time they took.
+        let mut per: BTreeMap<usize, (Vec<f64>, f64)> = BTreeMap::new();
+        for p in self
             .report
             .probes
             .iter()
             .filter(|p| p.search == self.search && p.duration > 0.0)
-            .collect();
-        let mean = |c: usize| {
-            let s: Vec<f64> = probes
-                .iter()
-                .filter(|p| p.candidate == c)
-                .map(|p| self.score(p.rate))
-                .collect();
-            (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64)
-        };
-        let best = mean(decided).filter(|b| *b > 0.0)?;
+        {
+            let e = per.entry(p.candidate).or_default();
+            e.0.push(self.score(p.rate));
+            e.1 += p.warmup + p.duration;
+        }
+        let best = per
+            .get(&decided)
+            .and_then(|(s, _)| autopin_stats::mean(s))
+            .filter(|b| *b > 0.0)?;
         Some(
-            probes
-                .iter()
-                .map(|p| {
-                    let m = mean(p.candidate).unwrap_or(best);
-                    (p.warmup + p.duration) * (1.0 - m / best)
-                })
+            per.values()
+                .filter_map(|(s, t)| autopin_stats::mean(s).map(|m| t * (1.0 - m / best)))
                 .sum(),
         )
     }
