@@ -110,9 +110,14 @@ impl Drop for Guardian {
 /// `input`: the pipe from autopin; `ready`: where to say that the masks are held.
 pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: impl Write) -> i32 {
     detach_from_autopin();
-    let task = PathBuf::from(format!("/proc/{pid}/task"));
+    let proc = crate::process::ProcFs::default();
+    let threads = || -> Vec<i32> {
+        proc.threads(pid)
+            .map(|ts| ts.iter().map(|t| t.tid).collect())
+            .unwrap_or_default()
+    };
     let mut original: HashMap<i32, CpuSet> = HashMap::new();
-    for tid in threads(&task) {
+    for tid in threads() {
         if let Ok(m) = autopin_topology::affinity::get(tid) {
             original.insert(tid, mask.clone().unwrap_or(m));
         }
@@ -145,7 +150,7 @@ pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: im
     }
     // autopin is gone without a word.
     if !decided {
-        for tid in threads(&task) {
+        for tid in threads() {
             if let Some(m) = original.get(&tid).or(process_mask.as_ref()) {
                 let _ = autopin_topology::affinity::set(tid, m);
             }
@@ -158,16 +163,6 @@ pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: im
         let _ = std::fs::remove_dir(d);
     }
     0
-}
-
-/// The thread ids below /proc/PID/task.
-fn threads(task: &Path) -> Vec<i32> {
-    std::fs::read_dir(task)
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Leaves autopin's session and process group, and ignores the signals that end a terminal

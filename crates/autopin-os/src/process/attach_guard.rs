@@ -16,11 +16,9 @@ pub struct ProcStat {
     pub flags: u64,
 }
 
-/// Parses /proc/PID/stat (the command name may contain spaces and parentheses: the fields
-/// start after its last `)`).
+/// The state, parent and flags of a /proc/PID/stat line.
 pub fn parse_stat(text: &str) -> Option<ProcStat> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
+    let (_, f) = super::proc_scan::split_stat(text)?;
     Some(ProcStat {
         state: f.first()?.chars().next()?,
         ppid: f.get(1)?.parse().ok()?,

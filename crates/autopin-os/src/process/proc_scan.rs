@@ -18,22 +18,27 @@ pub struct ProcThread {
     pub comm: String,
 }
 
-/// Parses the contents of a `/proc/PID/task/TID/stat` file into (comm, starttime). The
-/// name can contain spaces and parentheses, so fields are counted after the LAST ')'.
-pub fn parse_stat(stat: &str) -> Option<(String, u64)> {
+/// Splits a `/proc/PID[/task/TID]/stat` line into the name (`comm`) and the fields after
+/// it, from field 3 (state) on. The name can contain spaces and parentheses, so the fields
+/// start after the LAST ')'.
+pub fn split_stat(stat: &str) -> Option<(&str, Vec<&str>)> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     if close < open {
         return None;
     }
-    let comm = stat[open + 1..close].to_string();
-    // After ") " come fields 3 (state) onward; starttime is field 22, i.e. the 20th here.
-    let start = stat[close + 1..]
-        .split_ascii_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()?;
-    Some((comm, start))
+    Some((
+        &stat[open + 1..close],
+        stat[close + 1..].split_ascii_whitespace().collect(),
+    ))
+}
+
+/// Parses the contents of a `/proc/PID/task/TID/stat` file into (comm, starttime).
+pub fn parse_stat(stat: &str) -> Option<(String, u64)> {
+    let (comm, fields) = split_stat(stat)?;
+    // starttime is field 22, the 20th after the name.
+    let start = fields.get(19)?.parse().ok()?;
+    Some((comm.to_string(), start))
 }
 
 /// Where /proc lives; tests point it at a fake tree.
