@@ -18,7 +18,7 @@ git -C "$ROOT" worktree add -q --detach "$W/base" "$BASE"
 mkdir -p "$W/base/crates/autopin-engine/examples"
 cp "$ROOT/crates/autopin-engine/examples/search_sim.rs" "$W/base/crates/autopin-engine/examples/"
 echo "building the baseline ($BASE) and today's search..." >&2
-(cd "$W/base" && CARGO_TARGET_DIR="$W/target-base" cargo build -q --release -p autopin-engine --example search_sim)
+(cd "$W/base" && CARGO_TARGET_DIR="$W/target-base" RUSTFLAGS="--cfg old_race" cargo build -q --release -p autopin-engine --example search_sim)
 (cd "$ROOT" && cargo build -q --release -p autopin-engine --example search_sim)
 "$W/target-base/release/examples/search_sim" "$SEEDS" > "$W/base.tsv"
 "${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/search_sim" "$SEEDS" > "$W/new.tsv"

@@ -9,8 +9,13 @@
 //! candidate during the search, and the rest of the run on the decided pinning. A wrong
 //! decision is one more than 2% slower than the best candidate.
 //!
+//! Built with `--cfg old_race` (bench/search.sh does so for the baseline), it leaves out
+//! what older strategies lack (`Strategy::seen_enough`).
+//!
 //! Output: one tab-separated line per case with its averages over the seeds.
 //! usage: search_sim [SEEDS]   (default 200)
+
+#![allow(unexpected_cfgs)]
 
 use autopin_engine::stats::Rng;
 use autopin_engine::strategy::{Plan, ProbeOutcome, Race, RaceParams, Strategy};
@@ -173,6 +178,8 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 let warmup = if stays { 0.0 } else { warmup };
                 current = Some(c);
                 let loss = 1.0 - cands[c].rate / best;
+                // The warm-up costs its own length (the driver reads the counters when it
+                // ends); the candidate's state moves on by the ticks it spans.
                 let wticks = (warmup / TICK).round() as usize;
                 for _ in 0..wticks {
                     tick(&mut cands[c], &mut rng);
@@ -182,10 +189,20 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 let mut xs = Vec::with_capacity(mticks);
                 for _ in 0..mticks {
                     xs.push(load(t) * machine_tick(&mut rng) * tick(&mut cands[c], &mut rng));
+                    // A probe the strategy has seen enough of ends early (the session asks
+                    // after every tick); searches older than that hook never end one.
+                    #[cfg(not(old_race))]
+                    if xs.len() < mticks && race.seen_enough(c, &xs) {
+                        break;
+                    }
                 }
-                let spent = (wticks + mticks) as f64 * TICK;
+                let mticks = xs.len();
+                let spent = warmup + mticks as f64 * TICK;
                 lost += loss * spent;
                 t += spent;
+                if std::env::var_os("SIM_TRACE").is_some() {
+                    eprintln!("  probe {c} warm {warmup:.2} ticks {xs:.3?}");
+                }
                 let n = xs.len() as f64;
                 let mean = xs.iter().sum::<f64>() / n;
                 let cv = (xs.len() >= 2).then(|| {
@@ -199,13 +216,30 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                     score: mean,
                     duration: mticks as f64 * TICK,
                     interval_cv: cv,
-                    interval_range: (xs.len() >= 2).then_some((lo, hi)),
+                    // (older sessions gave a range only for two ticks or more)
+                    interval_range: (cfg!(not(old_race)) || xs.len() >= 2).then_some((lo, hi)),
                     intervals: xs.len(),
                 });
             }
             Plan::Decide(d) => {
+                if std::env::var_os("SIM_TRACE").is_some() {
+                    eprintln!("  decide {} at {t:.2}: {}", d.candidate, d.reason);
+                }
                 let r = cands[d.candidate.min(case.k - 1)].rate;
                 let search_lost = lost;
+                if std::env::var_os("SIM_WRONG").is_some() && r < best / 1.02 {
+                    let truth: Vec<String> =
+                        cands.iter().map(|c| format!("{:.2}", c.rate)).collect();
+                    eprintln!(
+                        "wrong: {} {} k={} chose {} of [{}] at {t:.1} s: {}",
+                        case.gaps,
+                        case.noise,
+                        case.k,
+                        d.candidate,
+                        truth.join(" "),
+                        d.reason
+                    );
+                }
                 lost += (1.0 - r / best) * (HORIZON - t).max(0.0);
                 return Outcome {
                     lost,
@@ -226,15 +260,59 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
     }
 }
 
+/// The race's parameters: the defaults, or as `SIM_PARAMS="probe=0.3 error=0.1"` says
+/// (for exploring today's race; the benchmark uses the defaults).
+#[cfg(old_race)]
+fn params() -> RaceParams {
+    RaceParams::default()
+}
+
+#[cfg(not(old_race))]
+fn params() -> RaceParams {
+    let mut p = RaceParams::default();
+    let spec = std::env::var("SIM_PARAMS").unwrap_or_default();
+    for kv in spec.split_whitespace() {
+        let (k, v) = kv.split_once('=').expect("SIM_PARAMS: name=value");
+        let x: f64 = v.parse().expect("SIM_PARAMS: a number");
+        match k {
+            "probe" => p.probe = x,
+            "min_probe" => p.min_probe = x,
+            "os_probes" => p.os_probes = x as usize,
+            "allowance" => p.one_probe_allowance = x,
+            "warmup" => p.warmup = x,
+            "error" => p.error = x,
+            "end_error" => p.end_error = x,
+            "close" => p.close = x,
+            "decisive_gap" => p.decisive_gap = x,
+            "target_cv" => p.target_cv = x,
+            "indistinct" => p.indistinct = x,
+            "min_rounds" => p.min_rounds = x as usize,
+            "budget" => p.budget = x,
+            _ => panic!("SIM_PARAMS: unknown {k}"),
+        }
+    }
+    p
+}
+
 fn main() {
     let seeds: u64 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(200);
     println!("gaps\tnoise\tk\tshift\tlost_s\tsearch_lost_s\twrong\tdecided_s");
-    for gaps in ["equal", "close", "medium", "far", "mixed"] {
-        for noise in ["quiet", "noisy", "heavy", "swing", "swing+noisy"] {
-            for k in [2, 3, 5, 8, 12] {
+    let only = |what: &str, v: &str| std::env::var(what).map_or(true, |o| o == v);
+    for gaps in ["equal", "close", "medium", "far", "mixed"]
+        .into_iter()
+        .filter(|g| only("SIM_GAPS", g))
+    {
+        for noise in ["quiet", "noisy", "heavy", "swing", "swing+noisy"]
+            .into_iter()
+            .filter(|n| only("SIM_NOISE", n))
+        {
+            for k in [2, 3, 5, 8, 12]
+                .into_iter()
+                .filter(|k| only("SIM_K", &k.to_string()))
+            {
                 for shift in [false, true] {
                     let case = Case {
                         gaps,
@@ -244,7 +322,7 @@ fn main() {
                     };
                     let (mut lost, mut search_lost, mut wrong, mut at) = (0.0, 0.0, 0.0, 0.0);
                     for s in 0..seeds {
-                        let o = simulate(&case, 1 + s * 7919, RaceParams::default());
+                        let o = simulate(&case, 1 + s * 7919, params());
                         lost += o.lost;
                         search_lost += o.search_lost;
                         wrong += f64::from(u8::from(o.wrong));

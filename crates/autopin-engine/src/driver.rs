@@ -66,6 +66,10 @@ pub struct Driver<'a> {
     pub keep_going: &'a mut dyn FnMut(&Session) -> bool,
 }
 
+/// The shortest interval the driver reads on its own account (a warm-up's end): shorter
+/// ones would be mostly the cost of reading.
+const MIN_INTERVAL: f64 = 0.005;
+
 fn target_cpus(c: &Pinning, index: usize, unpinned: &CpuSet) -> CpuSet {
     match c.cpu_for(index) {
         Some(cpu) => CpuSet::from_cpus([cpu]),
@@ -170,6 +174,10 @@ impl Driver<'_> {
         }
         self.pin_tracked(session, &snap, &mut pinned, cfg, &mut warnings)?;
         let mut counting = true;
+        // The tick grid: readings every `tick` from `grid_from`. A warm-up shorter than a
+        // tick ends with a reading of its own and the grid starts again from there, so a
+        // move costs its warm-up, not a whole tick.
+        let mut grid_from = ticks_from;
         let mut step = 0u64;
         loop {
             if let Some(status) = snap.ended {
@@ -185,14 +193,23 @@ impl Driver<'_> {
                 });
             }
             step += 1;
-            let next = step as f64 * cfg.tick;
-            // Sleep to the next tick, but wake when the program ends: autopin's exit then
+            let tick_at = grid_from + step as f64 * cfg.tick;
+            let warm_end = session
+                .warmup_ends()
+                .map(|t| t + t0)
+                .filter(|w| *w < tick_at - MIN_INTERVAL);
+            let wake = warm_end.unwrap_or(tick_at);
+            // Sleep to the next reading, but wake when the program ends: autopin's exit then
             // follows the program's at once.
-            let left = ticks_from + next - self.clock.now();
+            let left = wake - self.clock.now();
             if left > 0.0 && !self.threads.wait_for_end(left) {
-                self.clock.sleep_until(ticks_from + next);
+                self.clock.sleep_until(wake);
             }
             let now = self.clock.now() - t0;
+            if warm_end.is_some() {
+                grid_from = now + t0;
+                step = 0;
+            }
             snap = self.threads.poll().map_err(EngineError::Os)?;
             if snap.ended.is_some() {
                 continue;

@@ -31,6 +31,17 @@ use phases::{Parked, PhaseMemo};
 use probe::ProbeAccumulator;
 use std::collections::BTreeMap;
 
+/// A rate as a score, more being better (lower-is-better objectives are inverted).
+fn oriented(higher_is_better: bool, rate: f64) -> f64 {
+    if higher_is_better {
+        rate
+    } else if rate > 0.0 {
+        1.0 / rate
+    } else {
+        0.0
+    }
+}
+
 /// One sampling interval as the driver saw it.
 #[derive(Debug, Clone, Default)]
 pub struct Interval {
@@ -260,19 +271,23 @@ impl Session {
         !(self.is_decided() && self.watch.is_none() && !self.cfg.report_every.is_finite())
     }
 
+    /// When the warm-up in progress ends (session time), None outside a warm-up. A driver
+    /// that reads its counters at that moment, rather than at the next tick, makes a short
+    /// warm-up cost its own length.
+    pub fn warmup_ends(&self) -> Option<f64> {
+        match self.state {
+            State::Warmup { until, .. } => Some(until),
+            _ => None,
+        }
+    }
+
     /// True once a decision was taken and no search is running.
     pub fn is_decided(&self) -> bool {
         matches!(self.state, State::Decided { .. })
     }
 
     fn score(&self, rate: f64) -> f64 {
-        if self.cfg.higher_is_better {
-            rate
-        } else if rate > 0.0 {
-            1.0 / rate
-        } else {
-            0.0
-        }
+        oriented(self.cfg.higher_is_better, rate)
     }
 
     fn state_name(&self) -> &'static str {
@@ -354,7 +369,21 @@ impl Session {
                 let blind = self.grain.counts_units()
                     && acc.good_amount <= 0.0
                     && now - acc.start < Granularity::MAX_PROBE;
-                if blind && now >= acc.until - slack {
+                // The strategy may end a probe early once its ticks put the candidate out of
+                // the running (each further tick of it is lost work). Not on a coarse
+                // objective, whose ticks are mostly rounding.
+                let hib = self.cfg.higher_is_better;
+                let seen_enough = !blind
+                    && !self.grain.coarse()
+                    && now < acc.until - slack
+                    && self.strategy.as_ref().is_some_and(|s| {
+                        let ticks: Vec<f64> = acc.rates.iter().map(|r| oriented(hib, *r)).collect();
+                        !ticks.is_empty() && s.seen_enough(acc.cand, &ticks)
+                    });
+                if seen_enough {
+                    let acc = acc.clone();
+                    self.finish_probe(now, acc, &mut out);
+                } else if blind && now >= acc.until - slack {
                     acc.until = now + dt;
                 } else if now >= acc.until - slack {
                     let acc = acc.clone();
@@ -765,7 +794,7 @@ impl Session {
             }
         )));
         let cv = autopin_stats::cv(&acc.rates);
-        let range = (acc.rates.len() >= 2).then(|| {
+        let range = (!acc.rates.is_empty()).then(|| {
             acc.rates
                 .iter()
                 .map(|r| self.score(*r))
@@ -1200,6 +1229,28 @@ mod search_cost_tests {
             "cost {cost}, {on_0} s on CPU 0"
         );
         assert!((s.report.search_cost - cost).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_probe_far_below_the_leader_ends_after_one_tick() {
+        // Candidate 0 does 100/s and is probed first; candidate 1 does 20/s, below half of
+        // every tick of the leader after its first tick: the rest of its probe would be lost
+        // work, so it ends there and the search decides.
+        let s = run(|a| if a == Some(0) { 100.0 } else { 20.0 }, false, 20.0);
+        let p = &s.report.probes;
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!((p[0].candidate, p[0].intervals), (0, 2), "{p:?}");
+        assert_eq!((p[1].candidate, p[1].intervals), (1, 1), "{p:?}");
+        assert!((p[1].duration - 0.1).abs() < 1e-9, "{p:?}");
+        assert_eq!(s.report.decision.expect("decided").candidate_index, 0);
+    }
+
+    #[test]
+    fn a_probe_within_half_of_the_leader_runs_its_length() {
+        // At 60/s candidate 1 is not out after one tick: its probe runs its planned length.
+        let s = run(|a| if a == Some(0) { 100.0 } else { 60.0 }, false, 20.0);
+        let p = &s.report.probes;
+        assert_eq!((p[1].candidate, p[1].intervals), (1, 2), "{p:?}");
     }
 
     #[test]

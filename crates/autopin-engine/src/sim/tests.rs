@@ -70,6 +70,30 @@ fn run(sim: &Sim, strategy: &str, init: f64) -> Run {
 }
 
 #[test]
+fn a_warm_up_shorter_than_a_tick_costs_its_own_length() {
+    // The race warms up for 0.02 s after each move. The driver reads the counters when the
+    // warm-up ends and starts its tick grid again from there, so the gap between two probes
+    // is the warm-up, not the rest of a 0.1 s tick; every probe still measures whole ticks.
+    let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.02, 7, 1e9);
+    let r = run(&sim, "race", 0.5).report;
+    let warm = RaceParams::default().warmup;
+    assert!(warm < 0.1, "the default warm-up is {warm} s");
+    let mut moved = 0;
+    for w in r.probes.windows(2) {
+        let gap = w[1].start - (w[0].start + w[0].duration);
+        if w[1].warmup > 0.0 {
+            moved += 1;
+            assert!((gap - warm).abs() < 1e-6, "gap {gap} s: {:?}", w[1]);
+        } else {
+            assert!(gap.abs() < 1e-6, "gap {gap} s: {:?}", w[1]);
+        }
+        let ticks = w[1].duration / 0.1;
+        assert!((ticks - ticks.round()).abs() < 1e-6, "{:?}", w[1]);
+    }
+    assert!(moved >= 3, "{:?}", r.probes);
+}
+
+#[test]
 fn model_prefers_spreading_pairs_together() {
     let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.0, 1, 1e9);
     let cands = structured_candidates(&sim.topo(), 16);

@@ -22,7 +22,7 @@ pub struct ProbeOutcome {
     /// Relative spread of the sampling intervals inside the probe (noise estimate).
     pub interval_cv: Option<f64>,
     /// Lowest and highest score of the sampling intervals inside the probe (None when the
-    /// probe had fewer than two usable intervals).
+    /// probe had no usable interval).
     pub interval_range: Option<(f64, f64)>,
     /// Sampling intervals behind `interval_cv` (0 when unknown).
     pub intervals: usize,
@@ -82,6 +82,12 @@ pub trait Strategy {
     /// Which candidate is the OS's own placement (unpinned), if any: a search whose
     /// candidates cannot be told apart keeps it rather than pin for nothing.
     fn set_os_placement(&mut self, _candidate: usize) {}
+    /// Whether the probe of `candidate` in progress may end now, given the scores of its
+    /// sampling intervals so far: one far behind the leader need not be watched for the
+    /// whole probe (each further interval is work the program loses). Never, by default.
+    fn seen_enough(&self, _candidate: usize, _ticks: &[f64]) -> bool {
+        false
+    }
 }
 
 /// Per-candidate mean scores; None for candidates never probed.

@@ -68,18 +68,21 @@ pub struct RaceParams {
     pub one_probe_allowance: f64,
     /// Challengers within this relative distance of the leader are close calls.
     pub close: f64,
+    /// Probes of the OS placement before it can win or lose by anything but the
+    /// half-the-leader rule (its rate may swing from probe to probe).
+    pub os_probes: usize,
 }
 
 impl Default for RaceParams {
     fn default() -> Self {
         RaceParams {
-            warmup: 0.1,
+            warmup: 0.02,
             probe: 0.2,
             min_probe: 0.2,
             max_probe: 4.0,
             budget: 20.0,
             tolerance: 0.005,
-            error: 0.05,
+            error: 0.2,
             end_error: 0.2,
             target_cv: 0.02,
             min_rounds: 2,
@@ -87,7 +90,8 @@ impl Default for RaceParams {
             indistinct: 0.02,
             noise_floor: 0.01,
             one_probe_allowance: 4.0,
-            close: 0.1,
+            close: 0.05,
+            os_probes: 3,
         }
     }
 }
@@ -155,6 +159,9 @@ pub struct Race {
     /// Why each eliminated candidate went.
     eliminated: Vec<Option<Why>>,
 }
+
+/// The error level, before Bonferroni, of an elimination on one probe's ticks.
+const ONE_PROBE_ERROR: f64 = 0.05;
 
 /// One-sided Student-t quantile: the t with P(T > t) = alpha.
 fn t_quantile(alpha: f64, df: f64) -> f64 {
@@ -231,11 +238,22 @@ impl Race {
     fn own(&self, c: usize, floor: f64) -> Option<Own> {
         let a = &self.arms[c];
         let n = a.scores.len();
-        let ys: Vec<f64> = a.scores.iter().map(|s| s.max(floor).ln()).collect();
-        let mean = autopin_stats::mean(&ys)?;
-        let between = autopin_stats::variance(&ys);
-        let within =
-            (a.within_df > 0.0).then(|| a.within_ss / a.within_df / (a.ticks / a.tick_probes));
+        // A candidate is worth its mean rate (work is rate × time), not its geometric mean:
+        // one whose rate swings between 0.5× and 1.5× does the work of 1×. On the log
+        // scale that is the log of the mean, with the delta method's variance.
+        let xs: Vec<f64> = a.scores.iter().map(|s| s.max(floor)).collect();
+        let m = autopin_stats::mean(&xs)?;
+        let mean = m.ln();
+        let between = autopin_stats::variance(&xs).map(|v| v / (m * m));
+        // The ticks of one probe average out to 1/ticks of their variance only when they
+        // are independent. The OS placement's are not: the kernel keeps a thread on a busy
+        // CPU, or off it, for stretches as long as a probe, so its probe is worth one tick.
+        let per_probe = if self.os_placement == Some(c) {
+            1.0
+        } else {
+            a.ticks / a.tick_probes
+        };
+        let within = (a.within_df > 0.0).then(|| a.within_ss / a.within_df / per_probe);
         let var = match (between, within) {
             (Some(b), Some(w)) if b >= w => Some((b, (n - 1) as f64)),
             (Some(_), Some(w)) => Some((w, a.within_df)),
@@ -305,8 +323,13 @@ impl Race {
 
     /// Error level of one comparison with the leader.
     fn alpha(&self) -> f64 {
+        self.alpha_with(self.p.error)
+    }
+
+    /// `error` shared out over the comparisons with the leader (Bonferroni).
+    fn alpha_with(&self, error: f64) -> f64 {
         let k = self.survivors().len().saturating_sub(1).max(1);
-        self.p.error / k as f64
+        error / k as f64
     }
 
     /// (log gap leader − c, its standard error, the one-sided quantile) for the Welch test.
@@ -336,8 +359,15 @@ impl Race {
                 continue;
             }
             let Some(ce) = *ce else { continue };
+            // The OS placement is the one candidate whose threads the kernel moves: a few
+            // probes of it may all have caught one state (a thread on the busy CPU, or off
+            // it), so only the half-the-leader rule judges it before it has been probed
+            // `os_probes` times.
+            let unsettled = self.unsettled(l) || self.unsettled(c);
             let why = if self.below_half(l, c) {
                 Some(Why::HalfTheLeader)
+            } else if unsettled {
+                None
             } else if order_p(le.n, ce.n) <= alpha
                 && (1.0 + self.p.indistinct)
                     * self.arms[c]
@@ -353,8 +383,15 @@ impl Race {
                 // `indistinct` below every probe of the leader.
                 Some(Why::Probes)
             } else {
-                let (d, se, q) = self.welch(&le, &ce, alpha);
                 let one_probe = le.n == 1 || ce.n == 1;
+                // One probe's ticks say less than they seem (their noise is estimated from
+                // a handful of them): an elimination on them is held to the strict level.
+                let level = if one_probe {
+                    alpha.min(self.alpha_with(ONE_PROBE_ERROR))
+                } else {
+                    alpha
+                };
+                let (d, se, q) = self.welch(&le, &ce, level);
                 let gap_ok = !one_probe || 1.0 - (-d).exp() >= self.p.decisive_gap;
                 // A leader seen once does not outvote a candidate seen more often: its one
                 // probe may have been lucky (a swinging candidate in its high state). It is
@@ -371,6 +408,11 @@ impl Race {
                 self.eliminated[c] = Some(w);
             }
         }
+    }
+
+    /// The OS placement, while it has been probed fewer than `os_probes` times.
+    fn unsettled(&self, c: usize) -> bool {
+        self.os_placement == Some(c) && self.arms[c].scores.len() < self.p.os_probes
     }
 
     /// Every tick of `c` is below half of every tick of the leader `l` (a spinning barrier
@@ -428,10 +470,13 @@ impl Race {
             }
         }
         let ci = self.margin_ci(&est, l);
-        // No survivor can be better than the leader by more than the tolerance.
-        if lower_adv
-            .iter()
-            .all(|x| *x >= -(1.0 + self.p.tolerance).ln())
+        // No survivor can be better than the leader by more than the tolerance (said of an
+        // OS placement only once it has been probed enough to be known).
+        let os_unsettled = self.survivors().into_iter().any(|c| self.unsettled(c));
+        if !os_unsettled
+            && lower_adv
+                .iter()
+                .all(|x| *x >= -(1.0 + self.p.tolerance).ln())
         {
             return Some(self.decision(
                 &est,
@@ -665,6 +710,20 @@ impl Strategy for Race {
 
     fn set_os_placement(&mut self, candidate: usize) {
         self.os_placement = Some(candidate);
+    }
+
+    /// A probe ends early when every tick of it so far is below half of every tick of the
+    /// leader: the candidate is out (the "half the leader" rule), and each further tick of
+    /// it is lost work.
+    fn seen_enough(&self, c: usize, ticks: &[f64]) -> bool {
+        let est = self.estimates();
+        let Some(l) = self.leader(&est).filter(|&l| l != c) else {
+            return false;
+        };
+        let hi = ticks.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        self.arms[l]
+            .range
+            .is_some_and(|(l_lo, _)| l_lo > 0.0 && 2.0 * hi < l_lo)
     }
 
     fn record(&mut self, outcome: ProbeOutcome) {
