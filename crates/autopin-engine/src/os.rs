@@ -1,5 +1,7 @@
-//! The narrow OS-facing traits the driver needs besides `target::affinity::Pinner`:
-//! time, the target's threads, and the objective's counters.
+//! The narrow traits through which the driver reaches the OS, besides
+//! [`crate::pinner::Pinner`]: time, the target's threads, and the objective's counters. The
+//! engine implements only the clock (std's monotonic one); the Linux side (autopin-os) and
+//! the simulator ([`crate::sim`]) implement the rest.
 
 use std::collections::BTreeMap;
 

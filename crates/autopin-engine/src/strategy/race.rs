@@ -1,13 +1,16 @@
 //! `race`: successive elimination over interleaved short probes, judged to keep the work the
 //! program loses small (docs/search.md explains the choices and the alternatives rejected).
 //!
-//! - **Each candidate's noise is its own.** A candidate is described by the logarithms of its
-//!   probe rates: their mean, and the variance of one probe estimated from its own data —
-//!   the spread between its probes, or the spread of the sampling ticks inside its probes
-//!   divided by their number, whichever is larger (never below `noise_floor`). One candidate
-//!   whose rate swings (the OS placement beside a busy CPU) widens only its own interval.
+//! - **Each candidate's noise is its own.** A candidate is described by the logarithm of its
+//!   mean probe rate (its work; a geometric mean would undervalue a swinging candidate), and
+//!   the variance of one probe estimated from its own data — the spread between its probes,
+//!   or the spread of the sampling ticks inside its probes divided by their number, whichever
+//!   is larger (never below `noise_floor`). One candidate whose rate swings (the OS placement
+//!   beside a busy CPU) widens only its own interval; the OS placement's ticks are not taken
+//!   as independent, and it is judged by the half-the-leader rule alone until it has been
+//!   probed `os_probes` times.
 //! - **Elimination** of a challenger by the leader (the highest mean) when any of these holds,
-//!   each at the error level `error / (candidates − 1)`:
+//!   each at the level `error / (candidates − 1)` (one probe's ticks: `ONE_PROBE_ERROR`):
 //!   Welch's t-test on the log rates (per-candidate variances, Satterthwaite's degrees of
 //!   freedom); order dominance (every probe of the challenger below every probe of the
 //!   leader, p = 1 / C(n_leader + n_challenger, n_challenger)); or every sampling tick of the
@@ -19,7 +22,8 @@
 //! - **Allocation by cost.** Probes of a candidate far behind the leader are lost work: they
 //!   keep the base length. Only the leader and challengers within `close` of it, whose probes
 //!   are noisier than `target_cv`, get longer probes (×1.5 a round, after `min_rounds`) — a
-//!   close call costs little per second and needs slow fluctuations averaged out.
+//!   close call costs little per second and needs slow fluctuations averaged out. A probe
+//!   whose first ticks are below half of the leader's ends there (`seen_enough`).
 //! - **No decision without evidence.** Survivors confidently within `tolerance` of the leader
 //!   end the search with the leader; survivors confidently within `indistinct` of it, or a
 //!   budget that ends before the leader is confidently ahead, keep the OS's own placement when
@@ -30,9 +34,9 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RaceParams {
-    /// Warm-up after each re-pin before measuring (cache refill, migration), seconds. One
-    /// 0.1 s sampling tick by default: the interval holding the move is dropped whole, and
-    /// caches refill within milliseconds.
+    /// Warm-up after each re-pin before measuring (cache refill, migration), seconds. 0.02 s
+    /// by default: the driver reads the counters when it ends, `sched_setaffinity` has moved
+    /// the thread before it returns, and caches refill within milliseconds.
     pub warmup: f64,
     /// Base probe length, seconds: every first probe, and every probe of a candidate that is
     /// not a close call.

@@ -63,7 +63,7 @@ pub struct EngineArgs {
     /// Init time before the first probe, seconds (autopin1 default: w; race: 0.5)
     #[arg(short = 'i', long, value_name = "SEC", value_parser = seconds)]
     pub init: Option<f64>,
-    /// Warm-up after each re-pin, seconds (autopin1 default: t/2; race: 0.1, one sampling tick)
+    /// Warm-up after each re-pin, seconds (autopin1 default: t/2; race: 0.02; the counters are read when it ends)
     #[arg(short = 'w', long, value_name = "SEC", value_parser = seconds)]
     pub warmup: Option<f64>,
     /// Sample time per probe (autopin1, default 30) and period of the rate output after the
