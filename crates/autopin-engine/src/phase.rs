@@ -108,8 +108,8 @@ impl PhaseWatch {
             let since = *self.below_since.get_or_insert(now - dt);
             self.below_sum += rate * dt;
             self.below_time += dt;
-            if now - since >= self.p.duration - 1e-9 {
-                let observed = self.below_sum / self.below_time.max(1e-12);
+            let observed = self.below_sum / self.below_time.max(1e-12);
+            if now - since >= self.needed(1.0 - observed / reference) - 1e-9 {
                 return self.fire(Trigger::RateDrop {
                     reference,
                     observed,
@@ -121,6 +121,20 @@ impl PhaseWatch {
             self.below_time = 0.0;
         }
         None
+    }
+
+    /// How long a drop of relative `depth` must last before it fires: `duration` for a drop
+    /// just past the threshold, less for a deeper one (down to `DEEP_DROP_SHARE` of it). Each
+    /// second on a pinning that lost half its rate costs half a second of work, and a deep
+    /// drop is less likely to be noise.
+    fn needed(&self, depth: f64) -> f64 {
+        const DEEP_DROP_SHARE: f64 = 0.6;
+        let share = if depth > 0.0 {
+            (self.p.threshold / depth).clamp(DEEP_DROP_SHARE, 1.0)
+        } else {
+            1.0
+        };
+        self.p.duration * share
     }
 
     fn fire(&mut self, t: Trigger) -> Option<Trigger> {
@@ -166,6 +180,35 @@ mod tests {
         }
         assert!(matches!(fired, Some(Trigger::RateDrop { .. })));
         assert_eq!(w.researches(), 1);
+    }
+
+    #[test]
+    fn a_deep_drop_fires_sooner_than_a_shallow_one() {
+        // Default watch: 20% threshold, 3 s. A drop just past the threshold must last the
+        // 3 s, a drop to 75% 0.2/0.25 of it (2.4 s), a drop to 50% (a newcomer on the
+        // program's CPU) or deeper 60% of it (1.8 s).
+        let fires_after = |rate: f64| {
+            let mut w = PhaseWatch::new(WatchParams {
+                cooldown: 0.0,
+                ..Default::default()
+            });
+            w.decided(0.0, Some(100.0), None);
+            let mut t = 0.0;
+            while t < 10.0 {
+                t += 0.1;
+                if w.observe(t, 0.1, rate, None).is_some() {
+                    return t;
+                }
+            }
+            f64::INFINITY
+        };
+        for (rate, after) in [(79.9, 3.0), (75.0, 2.4), (50.0, 1.8), (10.0, 1.8)] {
+            let t = fires_after(rate);
+            assert!(
+                (t - after).abs() < 0.05,
+                "a drop to {rate}% fired after {t} s"
+            );
+        }
     }
 
     #[test]
