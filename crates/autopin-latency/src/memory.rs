@@ -38,59 +38,26 @@ pub struct Source {
 
 /// Anonymous memory, optionally bound to one NUMA node with `mbind` before first touch.
 pub struct Buffer {
-    ptr: *mut u8,
-    len: usize,
+    map: memmap2::MmapMut,
 }
-
-// SAFETY: the buffer is plain memory; threads use disjoint slices or only read.
-unsafe impl Send for Buffer {}
-unsafe impl Sync for Buffer {}
 
 impl Buffer {
     pub fn new(len: usize, node: Option<u32>) -> Result<Buffer> {
-        // SAFETY: a fresh private anonymous mapping; checked for MAP_FAILED.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(LatencyError::Measure(format!(
-                "cannot map {} MiB: {}",
-                len >> 20,
-                std::io::Error::last_os_error()
-            )));
-        }
-        let buf = Buffer {
-            ptr: ptr as *mut u8,
-            len,
-        };
+        let mut map = memmap2::MmapMut::map_anon(len)
+            .map_err(|e| LatencyError::Measure(format!("cannot map {} MiB: {e}", len >> 20)))?;
         // Huge pages where the kernel allows them, so the chase measures memory and not
         // mostly page walks. Advice only: failure is fine.
-        // SAFETY: the range is our mapping.
-        unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+        let _ = map.advise(memmap2::Advice::HugePage);
         if let Some(n) = node {
-            bind(ptr, len, n)?;
+            bind(map.as_mut_ptr().cast(), len, n)?;
         }
-        Ok(buf)
+        Ok(Buffer { map })
     }
 
     fn words(&mut self) -> &mut [u64] {
-        // SAFETY: the mapping is len bytes, page-aligned, and lives as long as self; the
-        // exclusive borrow of self makes this the only view of it.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u64, self.len / 8) }
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping once.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+        // A mapping is page-aligned; whole words only.
+        let whole = self.map.len() / 8 * 8;
+        bytemuck::cast_slice_mut(&mut self.map[..whole])
     }
 }
 

@@ -506,13 +506,8 @@ pub fn counters_for(
 
 /// Our own CPU time (user + sys), seconds.
 pub fn self_cpu_seconds() -> f64 {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes into the struct we pass.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0.0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 fn t_id(t: &Target) -> i32 {

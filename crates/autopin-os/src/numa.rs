@@ -132,11 +132,7 @@ pub fn migrate_to(
         .map_err(|e| format!("/proc/{pid}/maps: {e}"))?;
     let ranges = movable_ranges(&maps, opts.include_files);
     out.mappings = ranges.len();
-    // SAFETY: sysconf has no preconditions.
-    let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
-        p if p > 0 => p as u64,
-        _ => 4096,
-    };
+    let page = rustix::param::page_size() as u64;
     let batch = opts.batch.max(1).next_multiple_of(512);
     let mut next_target = 0usize;
     for (a, b) in ranges {

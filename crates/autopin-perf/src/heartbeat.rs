@@ -25,7 +25,7 @@
 //! library then counts nothing.
 
 use crate::error::PerfError;
-use memmap2::MmapRaw;
+use crate::shared_words::SharedWords;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -133,7 +133,7 @@ pub struct HeartbeatState {
 /// A mapping of the shared file, with atomic access to its fields.
 #[derive(Debug)]
 struct Mapping {
-    map: MmapRaw,
+    map: SharedWords,
 }
 
 impl Mapping {
@@ -148,7 +148,7 @@ impl Mapping {
                 msg: format!("heartbeat file is {len} bytes, expected at least {STRUCT_SIZE}"),
             });
         }
-        let map = MmapRaw::map_raw(file)
+        let map = SharedWords::map(file)
             .map_err(|e| PerfError::io(format!("mapping {}", path.display()), e))?;
         Ok(Mapping { map })
     }
@@ -158,21 +158,15 @@ impl Mapping {
     }
 
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off & 7 == 0 && off + 8 <= self.len());
-        // SAFETY: the mapping is at least STRUCT_SIZE bytes, page aligned, and lives as long
-        // as self; all access to shared words goes through atomics.
-        unsafe { &*(self.map.as_mut_ptr().add(off) as *const AtomicU64) }
+        self.map.at(off)
     }
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off & 3 == 0 && off + 4 <= self.len());
-        // SAFETY: as above; offsets are 4-aligned and inside the mapping.
-        unsafe { &*(self.map.as_mut_ptr().add(off) as *const AtomicU32) }
+        self.map.at(off)
     }
 
     fn byte_at(&self, off: usize) -> &AtomicU8 {
-        // SAFETY: as above.
-        unsafe { &*(self.map.as_mut_ptr().add(off) as *const AtomicU8) }
+        self.map.at(off)
     }
 }
 

@@ -41,6 +41,7 @@ pub mod perturb;
 pub mod probe;
 pub mod sampler;
 pub mod scope;
+pub mod shared_words;
 pub mod sysfs;
 pub mod system_probe;
 pub mod tracking;

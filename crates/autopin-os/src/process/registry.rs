@@ -19,10 +19,10 @@
 //!     +12 u32 reserved
 //! ```
 
+use autopin_perf::shared_words::SharedWords;
 use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
@@ -78,14 +78,9 @@ pub struct TrackedThread {
 pub struct Registry {
     _dir: tempfile::TempDir,
     path: PathBuf,
-    base: *mut u8,
-    len: usize,
+    words: SharedWords,
     capacity: u32,
 }
-
-// SAFETY: the mapping is only accessed through atomics, and it lives as long as the struct.
-unsafe impl Send for Registry {}
-unsafe impl Sync for Registry {}
 
 impl Registry {
     /// Creates a registry for up to `capacity` threads in a new private (0700) directory
@@ -121,26 +116,10 @@ impl Registry {
         header.extend_from_slice(&0u64.to_le_bytes());
         f.write_all(&header)?;
         f.set_len(len as u64)?;
-        // SAFETY: mapping a file we just sized to `len`; no other mapping aliases it mutably
-        // in this process, and all access goes through atomics.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
         Ok(Registry {
             _dir: dir,
             path,
-            base: base as *mut u8,
-            len,
+            words: SharedWords::map(&f)?,
             capacity,
         })
     }
@@ -162,9 +141,7 @@ impl Registry {
     }
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off & 3 == 0 && off + 4 <= self.len);
-        // SAFETY: in bounds, 4-aligned (mmap is page-aligned), valid while self lives.
-        unsafe { &*(self.base.add(off) as *const AtomicU32) }
+        self.words.at(off)
     }
 
     /// Threads recorded so far, counting those that did not fit.
@@ -179,8 +156,7 @@ impl Registry {
 
     /// The pid of the process that records, once one has claimed the registry.
     pub fn owner_pid(&self) -> Option<i32> {
-        // SAFETY: offset 16 is 8-aligned and in bounds.
-        let owner = unsafe { &*(self.base.add(16) as *const AtomicU64) }.load(Ordering::Acquire);
+        let owner = self.words.at::<AtomicU64>(16).load(Ordering::Acquire);
         (owner != 0).then_some(owner as i32)
     }
 
@@ -190,8 +166,7 @@ impl Registry {
         let mut out = Vec::with_capacity(used);
         for slot in 0..used {
             let off = HEADER + slot * SLOT;
-            // SAFETY: in bounds and 4-aligned.
-            let tid = unsafe { &*(self.base.add(off) as *const AtomicI32) }.load(Ordering::Acquire);
+            let tid = self.words.at::<AtomicI32>(off).load(Ordering::Acquire);
             if tid == 0 {
                 continue;
             }
@@ -213,13 +188,6 @@ impl Registry {
             .into_iter()
             .filter(|t| t.state.is_alive())
             .collect()
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly what create mapped; no references outlive self.
-        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
     }
 }
 
