@@ -36,7 +36,7 @@ enum Noise {
     Swing,
 }
 
-struct Cand {
+struct SimCandidate {
     rate: f64,
     noise: Noise,
     /// Slow drift of this candidate (AR(1) on the log rate, per tick).
@@ -92,7 +92,7 @@ fn noise_of(kind: &str, i: usize, os: usize) -> Noise {
 }
 
 /// One tick of candidate `c`: its measured rate.
-fn tick(c: &mut Cand, rng: &mut Rng) -> f64 {
+fn tick(c: &mut SimCandidate, rng: &mut Rng) -> f64 {
     let (sd, drift_sd) = match c.noise {
         Noise::Quiet | Noise::Swing => (0.02, 0.005),
         Noise::Noisy => (0.10, 0.025),
@@ -141,8 +141,8 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
         order.swap(i, j);
     }
     let os = 0;
-    let mut cands: Vec<Cand> = (0..case.k)
-        .map(|i| Cand {
+    let mut cands: Vec<SimCandidate> = (0..case.k)
+        .map(|i| SimCandidate {
             rate: truth[order[i]],
             noise: noise_of(case.noise, i, os),
             drift: 0.0,

@@ -202,7 +202,7 @@ fn median(v: Vec<f64>) -> f64 {
 }
 
 /// A level in index space while it is being decided.
-struct Cand {
+struct LevelDraft {
     groups: Vec<Vec<usize>>,
     latency: f64,
     gap: f64,
@@ -225,7 +225,7 @@ pub fn infer(m: &LatencyMatrix, hints: &Hints) -> Result<Inference> {
     }
     let merges = cluster::average_linkage(&m.values);
     let mut notes = Vec::new();
-    let mut accepted: Vec<Cand> = Vec::new();
+    let mut accepted: Vec<LevelDraft> = Vec::new();
     let mut prev: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
     for k in cluster::jumps(&merges, JUMP_RATIO) {
         let gap = if merges[k - 1].height > 0.0 {
@@ -244,10 +244,11 @@ pub fn infer(m: &LatencyMatrix, hints: &Hints) -> Result<Inference> {
                 // look like single-thread cores); when the next cut completes exactly that
                 // level, it replaces it.
                 let singles: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
-                let lonely = |c: &Cand| c.groups.iter().filter(|g| g.len() == 1).count();
+                let lonely = |c: &LevelDraft| c.groups.iter().filter(|g| g.len() == 1).count();
                 if accepted.len() == 1 && lonely(&accepted[0]) > 0 {
                     if let Ok(c) = accept(m, &singles, &hac, merges[k - 1].height, gap) {
-                        let grown = |c: &Cand| c.groups.iter().map(|g| g.len()).max().unwrap_or(1);
+                        let grown =
+                            |c: &LevelDraft| c.groups.iter().map(|g| g.len()).max().unwrap_or(1);
                         if lonely(&c) < lonely(&accepted[0]) && grown(&c) == grown(&accepted[0]) {
                             prev = c.groups.clone();
                             accepted[0] = c;
@@ -281,7 +282,7 @@ pub fn infer(m: &LatencyMatrix, hints: &Hints) -> Result<Inference> {
     if accepted.is_empty() && n <= 8 && matches!(hints.smt, Some((true, _))) {
         // Too few CPUs for contrast (a 2-CPU machine), but a live test found them sharing
         // a core: then they are one core's threads.
-        accepted.push(Cand {
+        accepted.push(LevelDraft {
             groups: vec![(0..n).collect()],
             latency: top_latency,
             gap: f64::INFINITY,
@@ -335,7 +336,7 @@ fn accept(
     hac: &[Vec<usize>],
     below: f64,
     gap: f64,
-) -> std::result::Result<Cand, String> {
+) -> std::result::Result<LevelDraft, String> {
     let n = m.len();
     // Coarsen `prev` along `hac` so levels nest even after a completion: each previous group
     // goes where most of its members went.
@@ -443,7 +444,7 @@ fn accept(
             }
         }
     }
-    Ok(Cand {
+    Ok(LevelDraft {
         groups,
         latency: median(joined),
         gap,
@@ -531,7 +532,7 @@ fn seen_alike(m: &LatencyMatrix, groups: &[Vec<usize>]) -> f64 {
 
 fn assign_roles(
     m: &LatencyMatrix,
-    levels: &[Cand],
+    levels: &[LevelDraft],
     top: f64,
     hints: &Hints,
     notes: &mut Vec<String>,

@@ -10,7 +10,7 @@
 //! - [`mempolicy`]: numactl-style memory policies set in a started program before `exec`.
 
 pub mod guardian;
-pub mod live;
+pub mod sources;
 pub use autopin_launch::mempolicy;
 pub mod numa;
 pub mod platform;

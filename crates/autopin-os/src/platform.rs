@@ -3,8 +3,8 @@
 //! the heartbeat channel, meters on perf_event, /proc schedstat or energy counters, and page
 //! migration.
 
-use crate::live::{self, Lifetime, PerfMeter, ProcCpuMeter, ProcThreads};
 use crate::process::{self, LaunchSpec, PinPlan};
+use crate::sources::{self, Lifetime, PerfMeter, ProcCpuMeter, ProcThreads};
 use autopin_engine::error::EngineError;
 use autopin_engine::os::Meter;
 use autopin_engine::report::MigrationOutcome;
@@ -310,7 +310,7 @@ impl Platform for LinuxPlatform {
                 forced: None,
             },
         );
-        let counters = live::counters_for(objective, &choice.mode)
+        let counters = sources::counters_for(objective, &choice.mode)
             .map_err(|e| EngineError::usage(e.to_string()))?;
         let energy =
             if objective.needs_energy() {
@@ -336,7 +336,7 @@ impl Platform for LinuxPlatform {
     }
 
     fn self_cpu_seconds(&mut self) -> f64 {
-        live::self_cpu_seconds()
+        sources::self_cpu_seconds()
     }
 
     fn stop_requested(&mut self) -> bool {

@@ -205,7 +205,7 @@ struct Parser<'a> {
 }
 
 /// Privilege filter parsed from a modifier suffix.
-struct Mods {
+struct Privileges {
     user: bool,
     kernel: bool,
 }
@@ -237,11 +237,11 @@ impl<'a> Parser<'a> {
     }
 
     /// Modifier suffix starting at byte `pos` (just after ':' or the closing '/').
-    fn parse_mods(&self, text: &str, pos: usize) -> Result<Option<Mods>, PerfError> {
+    fn parse_mods(&self, text: &str, pos: usize) -> Result<Option<Privileges>, PerfError> {
         if text.is_empty() {
             return Ok(None);
         }
-        let mut m = Mods {
+        let mut m = Privileges {
             user: false,
             kernel: false,
         };
@@ -324,7 +324,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Set the privilege filter and canonical text. `core`: counts CPU work, so user-only by default.
-    fn apply_mods(&self, spec: &mut EventSpec, mods: Option<Mods>, base: String, core: bool) {
+    fn apply_mods(&self, spec: &mut EventSpec, mods: Option<Privileges>, base: String, core: bool) {
         let (user, kernel) = match mods {
             Some(m) => (m.user, m.kernel),
             None if core => (true, false),

@@ -108,6 +108,15 @@ impl Machine {
             .collect()
     }
 
+    /// Online PUs we may not run on (outside our affinity mask or cgroup cpuset).
+    pub fn disallowed_cpuset(&self) -> CpuSet {
+        self.objects
+            .iter()
+            .filter(|o| o.pu.as_ref().is_some_and(|p| !p.allowed))
+            .filter_map(|o| o.os_index)
+            .collect()
+    }
+
     /// OS indexes of the NUMA nodes whose memory is local to this object (attached to it or
     /// to one of its ancestors).
     pub fn numa_of(&self, id: ObjId) -> Vec<u32> {

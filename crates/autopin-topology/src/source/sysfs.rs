@@ -41,7 +41,7 @@ pub type Fault<'a> = &'a dyn Fn(&Path) -> Option<std::io::Error>;
 
 /// Like [`read_with_affinity`], with injected access failures.
 pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> Result<Machine> {
-    let fs = Fs {
+    let fs = SysfsFiles {
         root: root.to_path_buf(),
         fault,
         warnings: RefCell::new(Vec::new()),
@@ -166,7 +166,7 @@ pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> 
             if matches!(*id_file, "die_id" | "cluster_id") && set.len() == 1 {
                 continue;
             }
-            let id = |fs: &Fs, c: u32| {
+            let id = |fs: &SysfsFiles, c: u32| {
                 fs.number(
                     &format!("sys/devices/system/cpu/cpu{c}/topology/{id_file}"),
                     "the id is taken as unknown",
@@ -240,7 +240,7 @@ pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> 
 /// The online CPUs: `cpu/online`, else each CPU's own `online` file (absent: cpu0, which
 /// cannot go offline). Like hwloc, an unusable global file falls back to the per-CPU files
 /// and an unusable per-CPU file means online.
-fn online_cpus(fs: &Fs, present: &[u32], present_set: &CpuSet) -> CpuSet {
+fn online_cpus(fs: &SysfsFiles, present: &[u32], present_set: &CpuSet) -> CpuSet {
     let global = fs
         .list(
             "sys/devices/system/cpu/online",
@@ -273,7 +273,7 @@ fn online_cpus(fs: &Fs, present: &[u32], present_set: &CpuSet) -> CpuSet {
 }
 
 fn read_caches(
-    fs: &Fs,
+    fs: &SysfsFiles,
     cpu: u32,
     online: &CpuSet,
     seen: &mut BTreeSet<(u8, String, u32, Option<u32>)>,
@@ -389,7 +389,7 @@ struct NodeRead {
 }
 
 fn read_numa(
-    fs: &Fs,
+    fs: &SysfsFiles,
     online: &CpuSet,
     allowed_mems: Option<&CpuSet>,
     power: bool,
@@ -586,7 +586,7 @@ fn read_numa(
 
 /// The `distance` rows of the listed nodes as a square matrix; `None` (with a warning) when a
 /// row is missing, short or not numbers, as hwloc then ignores distances altogether.
-fn node_distances(fs: &Fs, listed: &[u32]) -> Option<Vec<Vec<u32>>> {
+fn node_distances(fs: &SysfsFiles, listed: &[u32]) -> Option<Vec<Vec<u32>>> {
     let mut rows = Vec::new();
     for &n in listed {
         let rel = format!("sys/devices/system/node/node{n}/distance");
@@ -621,7 +621,7 @@ fn node_distances(fs: &Fs, listed: &[u32]) -> Option<Vec<Vec<u32>>> {
 /// NVIDIA GPU memory exposed as NUMA nodes (`/proc/driver/nvidia/gpus/BDF/numa_status`
 /// names the node): local to the GPU's PCI locality, or to the machine when that is
 /// unknown. hwloc hides them on POWER, where they would be mistaken for normal memory.
-fn gpu_memory_nodes(fs: &Fs, power: bool, nodes: &mut Vec<NodeRead>) {
+fn gpu_memory_nodes(fs: &SysfsFiles, power: bool, nodes: &mut Vec<NodeRead>) {
     let dir = fs.path("proc/driver/nvidia/gpus");
     if !dir.is_dir() {
         return;
@@ -664,7 +664,7 @@ fn gpu_memory_nodes(fs: &Fs, power: bool, nodes: &mut Vec<NodeRead>) {
 
 /// Node → kind for memory the kernel onlined from a DAX device (`kmem`): NVDIMMs are `NVM`,
 /// CXL-attached RAM `CXL-DRAM`, other specific-purpose memory (often HBM) `SPM`.
-fn dax_kinds(fs: &Fs) -> Vec<(u32, String)> {
+fn dax_kinds(fs: &SysfsFiles) -> Vec<(u32, String)> {
     let dir = fs.path("sys/bus/dax/devices");
     let mut out = Vec::new();
     let Ok(devices) = fs.dir_names(&dir) else {
@@ -700,7 +700,7 @@ fn dax_kinds(fs: &Fs) -> Vec<(u32, String)> {
 
 /// `nodeN/memory_side_cache/indexL/{size,line_size,indexing}`; hwloc skips an index whose
 /// files cannot all be read.
-fn memory_side_caches(fs: &Fs, node: u32) -> Vec<MemorySideCache> {
+fn memory_side_caches(fs: &SysfsFiles, node: u32) -> Vec<MemorySideCache> {
     let dir = fs.path(&format!(
         "sys/devices/system/node/node{node}/memory_side_cache"
     ));
@@ -738,7 +738,7 @@ fn memory_side_caches(fs: &Fs, node: u32) -> Vec<MemorySideCache> {
 }
 
 /// `/sys/devices/virtual/memory_tiering/memory_tierN/nodelist` → node → tier index.
-fn memory_tiers(fs: &Fs) -> BTreeMap<u32, u32> {
+fn memory_tiers(fs: &SysfsFiles) -> BTreeMap<u32, u32> {
     let dir = fs.path("sys/devices/virtual/memory_tiering");
     let mut out = BTreeMap::new();
     if !dir.is_dir() {
@@ -763,7 +763,7 @@ fn memory_tiers(fs: &Fs) -> BTreeMap<u32, u32> {
 
 /// Core kinds of hybrid CPUs: Intel's `cpu_atom`/`cpu_core` PMUs, else distinct
 /// `cpu_capacity` values (ARM big.LITTLE). Ordered from least to most performant.
-fn core_kinds(fs: &Fs, online: &CpuSet) -> Vec<CoreKind> {
+fn core_kinds(fs: &SysfsFiles, online: &CpuSet) -> Vec<CoreKind> {
     let mut kinds = Vec::new();
     for (name, dir, eff) in [
         ("IntelAtom", "sys/devices/cpu_atom/cpus", 0),
@@ -854,7 +854,7 @@ struct CpuInfo {
     power: bool,
 }
 
-fn cpu_info(fs: &Fs) -> CpuInfo {
+fn cpu_info(fs: &SysfsFiles) -> CpuInfo {
     let mut out = CpuInfo::default();
     let Some((text, _)) = fs.text("proc/cpuinfo", "CPU model names are unknown") else {
         return out;
@@ -893,7 +893,7 @@ fn cpu_info(fs: &Fs) -> CpuInfo {
 
 /// The cgroup cpuset (CPUs, memory nodes) this process is confined to, from /proc/self/cgroup
 /// (or the legacy /proc/self/cpuset) and the cpuset mount found in /proc/mounts.
-fn cgroup_cpuset(fs: &Fs) -> (Option<CpuSet>, Option<CpuSet>) {
+fn cgroup_cpuset(fs: &SysfsFiles) -> (Option<CpuSet>, Option<CpuSet>) {
     let no_cgroup = "no cgroup restriction is assumed";
     let Some((mounts, _)) = fs.text("proc/mounts", no_cgroup) else {
         return (None, None);
@@ -987,14 +987,14 @@ fn cgroup_cpuset(fs: &Fs) -> (Option<CpuSet>, Option<CpuSet>) {
 
 /// Files below the root. Absent files are `None` silently; files that exist but cannot be
 /// used are `None` with one warning naming the file and the fallback taken.
-struct Fs<'a> {
+struct SysfsFiles<'a> {
     root: PathBuf,
     fault: Fault<'a>,
     warnings: RefCell<Vec<String>>,
     warned: RefCell<BTreeSet<PathBuf>>,
 }
 
-impl Fs<'_> {
+impl SysfsFiles<'_> {
     fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
@@ -1060,7 +1060,7 @@ impl Fs<'_> {
         }
     }
 
-    /// Like [`Fs::text_or_empty`], an empty file being unusable too.
+    /// Like [`SysfsFiles::text_or_empty`], an empty file being unusable too.
     fn text(&self, rel: &str, fallback: &str) -> Option<(String, PathBuf)> {
         let (t, p) = self.text_or_empty(rel, fallback)?;
         if t.trim().is_empty() {

@@ -358,12 +358,7 @@ fn legend(m: &Machine, levels: &[u8]) -> Vec<String> {
     } else {
         out.push("No cache information for this machine.".to_string());
     }
-    let disallowed: crate::cpuset::CpuSet = m
-        .pus()
-        .into_iter()
-        .filter(|&p| m.obj(p).pu.as_ref().is_some_and(|a| !a.allowed))
-        .filter_map(|p| m.obj(p).os_index)
-        .collect();
+    let disallowed = m.disallowed_cpuset();
     if !disallowed.is_empty() {
         out.push(format!(
             "{DISALLOWED_MARK} = PU not allowed (outside this process's affinity mask or cgroup cpuset): {disallowed}"

@@ -268,12 +268,7 @@ fn caption_lines(m: &Machine) -> Vec<String> {
     if let Some(src) = m.info.get("source") {
         out.push(format!("Source: {src}"));
     }
-    let disallowed: crate::cpuset::CpuSet = m
-        .pus()
-        .into_iter()
-        .filter(|&p| m.obj(p).pu.as_ref().is_some_and(|a| !a.allowed))
-        .filter_map(|p| m.obj(p).os_index)
-        .collect();
+    let disallowed = m.disallowed_cpuset();
     if !disallowed.is_empty() {
         out.push(format!("Disallowed PUs (greyed): {disallowed}"));
     }
