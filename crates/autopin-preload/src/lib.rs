@@ -62,9 +62,79 @@ pub fn install() -> io::Result<PathBuf> {
                 format!("{OVERRIDE_ENV}={} is not a file", p.display()),
             ));
         }
+        // A file the dynamic loader cannot preload would put its error into the program's
+        // stderr and leave autopin blind to thread creation; say so here instead.
+        check_shared_library(&p).map_err(|why| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{OVERRIDE_ENV}={}: {why}", p.display()),
+            )
+        })?;
         return Ok(p);
     }
     install_into(&cache_dir(), PRELOAD_SO)
+}
+
+/// The ELF machine number of the architecture autopin was built for.
+const OWN_MACHINE: Option<u16> = if cfg!(target_arch = "x86_64") {
+    Some(62)
+} else if cfg!(target_arch = "aarch64") {
+    Some(183)
+} else if cfg!(target_arch = "riscv64") {
+    Some(243)
+} else if cfg!(target_arch = "powerpc64") {
+    Some(21)
+} else {
+    None
+};
+
+/// Checks that `path` is an ELF shared object of this machine's word size and architecture,
+/// as the dynamic loader requires of a preload library; says what it is otherwise.
+pub fn check_shared_library(path: &Path) -> Result<(), String> {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    let n = fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if n < head.len() || head[..4] != *b"\x7fELF" {
+        return Err(
+            "not an ELF file, so not a shared library the dynamic loader can preload".into(),
+        );
+    }
+    let class = if cfg!(target_pointer_width = "64") {
+        2
+    } else {
+        1
+    };
+    if head[4] != class {
+        return Err(format!(
+            "a {}-bit ELF file; this autopin is {}-bit",
+            if head[4] == 2 { 64 } else { 32 },
+            if class == 2 { 64 } else { 32 }
+        ));
+    }
+    let word = |i: usize| {
+        if head[5] == 2 {
+            u16::from_be_bytes([head[i], head[i + 1]])
+        } else {
+            u16::from_le_bytes([head[i], head[i + 1]])
+        }
+    };
+    const ET_DYN: u16 = 3;
+    if word(16) != ET_DYN {
+        return Err(format!(
+            "an ELF {} (type {}), not a shared library",
+            if word(16) == 2 { "executable" } else { "file" },
+            word(16)
+        ));
+    }
+    match OWN_MACHINE {
+        Some(m) if word(18) != m => Err(format!(
+            "a shared library for another architecture (ELF machine {}, this one is {m})",
+            word(18)
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Writes `bytes` as `dir/<cache_file_name>` unless an identical file is already there.
@@ -134,6 +204,24 @@ fn ensure_private_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_preload_override_must_be_a_shared_library_of_this_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedded = dir.path().join("ok.so");
+        fs::write(&embedded, PRELOAD_SO).unwrap();
+        assert_eq!(check_shared_library(&embedded), Ok(()));
+        let text = dir.path().join("notes.txt");
+        fs::write(&text, "LD_PRELOAD me\n".repeat(4)).unwrap();
+        let why = check_shared_library(&text).unwrap_err();
+        assert!(why.contains("not an ELF file"), "{why}");
+        let mut foreign = PRELOAD_SO.to_vec();
+        foreign[18] ^= 0x40;
+        let other = dir.path().join("other.so");
+        fs::write(&other, &foreign).unwrap();
+        let why = check_shared_library(&other).unwrap_err();
+        assert!(why.contains("another architecture"), "{why}");
+    }
 
     #[test]
     fn embedded_library_is_an_elf_shared_object() {

@@ -810,6 +810,35 @@ fn the_users_preload_variables_do_not_reach_the_program() {
         .contains("AUTOPIN_CPUS=0 in your environment is ignored"));
 }
 
+/// An `AUTOPIN_PRELOAD` that is no shared library is refused before the program starts,
+/// with a reason: no loader error lands in the program's stderr, and the program runs.
+#[test]
+fn a_preload_override_that_cannot_load_is_said_not_passed_to_the_loader() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("libnotes.so");
+    std::fs::write(&bad, "not a library\n").unwrap();
+    for cmd in [
+        &["run", "--objective", "task-clock"][..],
+        &["pin", "-c", "0"][..],
+    ] {
+        let out = autopin()
+            .env("AUTOPIN_PRELOAD", &bad)
+            .args(cmd)
+            .args(["--", "sh", "-c", "echo out; echo err >&2; exit 3"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{cmd:?}: {err}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+        assert!(
+            !err.contains("ld.so") && !err.contains("cannot be preloaded"),
+            "{err}"
+        );
+        assert!(err.contains("not an ELF file"), "{cmd:?}: {err}");
+        assert!(err.lines().any(|l| l == "err"), "{err}");
+    }
+}
+
 /// A program whose environment binds its OpenMP threads is told, once, that autopin's
 /// pinnings override that binding.
 #[test]
