@@ -65,6 +65,8 @@ pub struct LinuxPlatform {
     guardian: Option<crate::guardian::Guardian>,
     /// While attached: INT, TERM, HUP and QUIT are caught, and the run detaches in order.
     stop_signals: Option<process::signals::Forwarding>,
+    /// While attached: the per-process lock, and the mark of a pinning left in force.
+    attach_mark: Option<process::attach_mark::AttachMark>,
 }
 
 impl LinuxPlatform {
@@ -79,6 +81,7 @@ impl LinuxPlatform {
             guardian_exe: None,
             guardian: None,
             stop_signals: None,
+            attach_mark: None,
         })
     }
 
@@ -202,6 +205,41 @@ impl LinuxPlatform {
         })
     }
 
+    /// Takes the attach lock of `pid` (refusing when another autopin holds it) and returns
+    /// the pinning an earlier autopin left on it. Without the private directory, or the
+    /// process's start time, attaching goes on unmarked.
+    fn take_attach_mark(
+        &mut self,
+        pid: i32,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<process::attach_mark::LeftPinning>, EngineError> {
+        use process::attach_mark::{start_time, AttachMark, MarkError};
+        let dir = autopin_preload::cache_dir();
+        let Some(start) = start_time(std::path::Path::new("/proc"), pid) else {
+            return Ok(None);
+        };
+        if let Err(e) = autopin_preload::ensure_private_dir(&dir) {
+            warnings.push(format!(
+                "cannot keep autopin's attach marks ({e}): a second autopin could attach to process {pid} too"
+            ));
+            return Ok(None);
+        }
+        match AttachMark::take(&dir, std::path::Path::new("/proc"), pid, start) {
+            Ok((mark, left)) => {
+                self.attach_mark = Some(mark);
+                Ok(left)
+            }
+            Err(e @ MarkError::Held { .. }) => Err(EngineError::usage(format!("attach: {e}"))),
+            Err(MarkError::Io(e)) => {
+                warnings.push(format!(
+                    "cannot keep autopin's attach marks in {} ({e}): a second autopin could attach to process {pid} too",
+                    dir.display()
+                ));
+                Ok(None)
+            }
+        }
+    }
+
     fn attach(&mut self, pid: i32, opts: &LaunchOptions) -> Result<Started, EngineError> {
         let proc_dir = format!("/proc/{pid}");
         if pid <= 0 || !std::path::Path::new(&proc_dir).exists() {
@@ -229,10 +267,26 @@ impl LinuxPlatform {
                     .collect()
             })
             .unwrap_or_default();
+        let mut warnings = Vec::new();
+        // One autopin per process; a pinning an earlier autopin left in force is undone
+        // first, so the CPUs the process had are what it may use again.
+        let left = self.take_attach_mark(pid, &mut warnings)?.filter(|l| {
+            process::attach_mark::pinned_elsewhere(std::path::Path::new("/proc"), pid, &l.original)
+        });
+        if let Some(l) = &left {
+            let restored = restore_threads(pid, &l.original);
+            warnings.push(format!(
+                "process {pid} still had the pinning {} left in force; its {restored} thread(s) are back on the CPUs it had before ({}), and autopin searches again",
+                l.by.map_or("an earlier autopin".to_string(), |b| format!("autopin (PID {b})")),
+                l.original
+            ));
+        }
         // The process's own mask (taskset, cgroup): candidates stay inside it.
         let mask = autopin_topology::affinity::get(pid).ok();
+        if let (Some(mark), Some(m)) = (self.attach_mark.as_mut(), &mask) {
+            mark.set_original(m.clone());
+        }
         // Each thread's mask now is what it gets back should autopin die mid-search.
-        let mut warnings = Vec::new();
         self.guard(pid, None, &[], &[], &mut warnings);
         // Ctrl-C, kill, a closed terminal: detach in order (no process of ours to forward to).
         self.stop_signals = process::signals::Forwarding::begin().ok();
@@ -347,6 +401,9 @@ impl Platform for LinuxPlatform {
         if let Some(g) = self.guardian.as_mut() {
             g.decided(yes);
         }
+        if let Some(m) = self.attach_mark.as_mut() {
+            m.decision_in_force(yes);
+        }
     }
 
     fn unix_time(&mut self) -> Option<f64> {
@@ -443,6 +500,18 @@ impl BusyWatch for ProcBusyWatch {
             .filter(|c| self.allowed.contains(*c))
             .collect()
     }
+}
+
+/// Puts every thread of `pid` on `mask`; returns how many took it.
+fn restore_threads(pid: i32, mask: &CpuSet) -> usize {
+    process::ProcFs::default()
+        .threads(pid)
+        .map(|ts| {
+            ts.iter()
+                .filter(|t| autopin_topology::affinity::set(t.tid, mask).is_ok())
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -175,7 +175,9 @@ fn nanos() -> u128 {
         .unwrap_or(0)
 }
 
-fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+/// Creates `dir` (0700) if needed and checks that it is a real directory owned by this user
+/// and closed to others: what lies there is loaded into the user's programs or trusted.
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     match fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}

@@ -98,7 +98,28 @@ pub fn check_writable(path: &Path) -> Result<(), CliError> {
     {
         return fail(format!("directory {}: {}", dir.display(), reason(&e)));
     }
+    // A full file system accepts the empty trial file above and fails the report at the end.
+    if let Ok(st) = rustix::fs::statvfs(dir) {
+        if let Some(why) = too_little_room(st.f_bavail.saturating_mul(st.f_frsize)) {
+            return fail(why);
+        }
+    }
     Ok(())
+}
+
+/// Room an output needs on its file system: a report with a long run's timeline and every
+/// probe takes a few MiB.
+const MIN_FREE: u64 = 4 << 20;
+
+/// Why `free` bytes (what an unprivileged writer may use) are too few, if they are.
+fn too_little_room(free: u64) -> Option<String> {
+    (free < MIN_FREE).then(|| {
+        format!(
+            "only {} free on its file system, and autopin's outputs need up to {}",
+            autopin_human::lstopo_size(free),
+            autopin_human::lstopo_size(MIN_FREE)
+        )
+    })
 }
 
 /// [`check_writable`] for every output path given.
@@ -115,6 +136,16 @@ pub fn check_all_writable<'a>(
 mod tests {
     use super::*;
     use autopin_engine::report::{CandidateRecord, Report, TimelinePoint};
+
+    #[test]
+    fn a_nearly_full_file_system_is_refused_before_the_run() {
+        let why = too_little_room(100 << 10).expect("100 KiB is too little");
+        assert!(why.contains("free on its file system"), "{why}");
+        assert_eq!(too_little_room(1 << 30), None);
+        // This machine's temp dir has room: the real check passes there.
+        let dir = tempfile::tempdir().unwrap();
+        check_writable(&dir.path().join("r.json")).unwrap();
+    }
 
     #[test]
     fn atomic_write_replaces_the_file() {

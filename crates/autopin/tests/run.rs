@@ -864,3 +864,72 @@ fn a_programs_own_openmp_binding_is_named() {
         "{err}"
     );
 }
+
+/// One autopin per process: a second `attach` to a process another autopin is attached to
+/// exits 2 and names the first; once the first has gone, attaching works again.
+#[test]
+fn a_second_attach_to_one_process_is_refused() {
+    let _turn = CPU_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    let runtime = tempfile::tempdir().unwrap();
+    let marks = runtime.path().join("autopin");
+    let mut target = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = target.id().to_string();
+    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .args(["attach", "--duration", "20"])
+        .args(FAST)
+        .arg(&pid)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first holds the lock once its lock file is there.
+    let t = std::time::Instant::now();
+    let locked = || {
+        std::fs::read_dir(&marks).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".lock"))
+        })
+    };
+    while !locked() && t.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        locked(),
+        "the first attach took no lock in {}",
+        marks.display()
+    );
+    let out = autopin()
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .args(["attach", "--duration", "1"])
+        .args(FAST)
+        .arg(&pid)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "(PID {}) is already attached to process {pid}",
+            first.id()
+        )),
+        "{err}"
+    );
+    // SIGTERM detaches the first in order; then the process is free again.
+    std::process::Command::new("kill")
+        .args(["-TERM", &first.id().to_string()])
+        .status()
+        .unwrap();
+    first.wait().unwrap();
+    autopin()
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .args(["attach", "--duration", "0.5"])
+        .args(FAST)
+        .arg(&pid)
+        .assert()
+        .code(0);
+    target.kill().unwrap();
+    target.wait().unwrap();
+}

@@ -9,9 +9,11 @@
 //! - [`poll_pin`]: pinning by polling /proc where LD_PRELOAD cannot work.
 //! - [`signals`]: the signal forwarding used by `launch`.
 //! - [`exit_watch`]: waking up when the target ends.
+//! - [`attach_mark`]: one autopin per attached process, and the mark of a pinning it left.
 
 pub mod affinity;
 pub mod attach_guard;
+pub mod attach_mark;
 pub mod exit_watch;
 pub mod poll_pin;
 pub mod proc_scan;
