@@ -47,11 +47,8 @@ while [ "$i" -le "$ROUNDS" ]; do
   run_pin() { timed_with_arrival taskset -c 0 "$W/work" "$STEPS"; }
   run_os() { timed_with_arrival "$W/work" "$STEPS"; }
   run_ap() { timed_with_arrival "$AUTOPIN" run -q --report "$W/r$i.json" -- "$W/work" "$STEPS"; }
-  case $((i % 3)) in
-    1) a=$(run_pin); o=$(run_os); b=$(run_ap) ;;
-    2) b=$(run_ap); a=$(run_pin); o=$(run_os) ;;
-    0) o=$(run_os); b=$(run_ap); a=$(run_pin) ;;
-  esac
+  rotated3 "$i" run_pin run_os run_ap
+  a=$R1; o=$R2; b=$R3
   d=$(python3 -c "
 import json
 d = json.load(open('$W/r$i.json'))

@@ -26,11 +26,8 @@ while [ "$i" -le "$ROUNDS" ]; do
   run_best() { t taskset -c 1 "$W/work" "$STEPS"; }
   run_os() { t "$W/work" "$STEPS"; }
   run_ap() { t "$AUTOPIN" run -q --report "$W/r$i.json" -- "$W/work" "$STEPS"; }
-  case $((i % 3)) in
-    1) a=$(run_best); o=$(run_os); b=$(run_ap) ;;
-    2) b=$(run_ap); a=$(run_best); o=$(run_os) ;;
-    0) o=$(run_os); b=$(run_ap); a=$(run_best) ;;
-  esac
+  rotated3 "$i" run_best run_os run_ap
+  a=$R1; o=$R2; b=$R3
   d=$(python3 -c "import json;d=json.load(open('$W/r$i.json'));x=d.get('decision') or {};print(x.get('candidate','none').replace(' ','_'), '%.2f' % (x.get('at') or -1))")
   echo "$(calc "$b / $a")" >> "$W/r1"
   echo "$(calc "$b / $o")" >> "$W/ros"
