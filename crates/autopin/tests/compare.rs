@@ -523,17 +523,19 @@ fn one_cpu_ping_pong_is_significantly_slower() {
 /// for the program's single thread, and the strategy pins it there. Both start the same way
 /// (`autopin pin`, preload library, signal forwarding), so start-up costs cancel. A strict
 /// alpha and interleaved rounds keep outside load (2 cores shared with builds) from making a
-/// difference appear; only the verdict is asserted. (The program runs ~35 ms here: `pin -c`
-/// still starts ~0.4 ms slower than `pin --os-decides` in a debug build — measured with
-/// `/bin/true` as the program — which a ~20 ms program turned into a significant 1–2% at alpha 0.001.)
+/// difference appear; only the verdict is asserted. (`pin -c` still starts ~0.3–0.4 ms slower
+/// than `pin --os-decides` in a debug build — measured with `/bin/true` as the program. A
+/// ~20 ms program turned that into a significant 1–2% at alpha 0.001, and a ~60 ms one, on a
+/// slow day, into a significant 0.46% with a 0.3 ms spread; the program now does four times
+/// that work, ~150–250 ms, so the start-up stays far below what 20 runs can resolve.)
 #[test]
 fn none_against_the_os_placement_is_no_significant_difference() {
     let _turn = TIMING_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     use std::os::unix::process::CommandExt;
     let exe = autopin_testkit::build_c(
-        "work35ms",
+        "work200ms",
         "int main(void) { volatile unsigned long x = 0; \
-         for (unsigned long i = 0; i < 100000000UL; i++) x += i; return (int)(x & 0); }",
+         for (unsigned long i = 0; i < 400000000UL; i++) x += i; return (int)(x & 0); }",
         &["-O1"],
     )
     .unwrap_or_else(|e| panic!("{e}"));
