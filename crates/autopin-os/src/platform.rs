@@ -334,6 +334,10 @@ impl Platform for LinuxPlatform {
         self.heartbeat.as_ref().map_or(0, |h| h.read().beats)
     }
 
+    fn openmp_runtime_loaded(&mut self, pid: i32) -> Option<String> {
+        openmp_runtime_in_maps(&std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?)
+    }
+
     fn openmp_constructs(&mut self) -> u64 {
         self.heartbeat
             .as_ref()
@@ -500,6 +504,19 @@ impl BusyWatch for ProcBusyWatch {
             .filter(|c| self.allowed.contains(*c))
             .collect()
     }
+}
+
+/// The file name of an OpenMP runtime mapped into a process, from its /proc/PID/maps text.
+fn openmp_runtime_in_maps(maps: &str) -> Option<String> {
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter_map(|path| path.rsplit('/').next())
+        .find(|name| {
+            ["libgomp.so", "libomp.so", "libiomp5.so"]
+                .iter()
+                .any(|rt| name.starts_with(rt))
+        })
+        .map(str::to_string)
 }
 
 /// Puts every thread of `pid` on `mask`; returns how many took it.

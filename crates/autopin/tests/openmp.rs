@@ -281,3 +281,65 @@ fn shared_and_private_data_kernels_progress_ranks_as_runtime() {
         );
     }
 }
+
+/// An OpenMP runtime that comes with one of the program's libraries, not with the executable
+/// (GROMACS's libgomp comes with libgromacs): the executable's own dependencies name no
+/// runtime, yet the process loads one, and the preload library counts its work, so the
+/// progress objective is chosen all the same.
+#[test]
+fn an_openmp_runtime_loaded_by_a_library_gets_the_progress_objective() {
+    let _g = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("libompwork.so");
+    let exe = dir.path().join("main");
+    let cc = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("cc")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let src = autopin_testkit::repo_root().join("workloads/ompwork.c");
+    cc(&[
+        "-O2".as_ref(),
+        "-fopenmp".as_ref(),
+        "-fPIC".as_ref(),
+        "-shared".as_ref(),
+        "-Dmain=ompwork_main".as_ref(),
+        src.as_os_str(),
+        "-o".as_ref(),
+        lib.as_os_str(),
+    ]);
+    let main_c = dir.path().join("main.c");
+    std::fs::write(
+        &main_c,
+        "int ompwork_main(int, char **);\nint main(int c, char **v) { return ompwork_main(c, v); }\n",
+    )
+    .unwrap();
+    cc(&[
+        main_c.as_os_str(),
+        "-o".as_ref(),
+        exe.as_os_str(),
+        "-L".as_ref(),
+        dir.path().as_os_str(),
+        "-lompwork".as_ref(),
+        "-Wl,-rpath,$ORIGIN".as_ref(),
+    ]);
+    let needed = autopin_os::process::elf::needed_libraries(&exe).unwrap();
+    assert!(
+        autopin_perf::openmp_runtime(&needed).is_none(),
+        "the executable itself links no OpenMP runtime: {needed:?}"
+    );
+    let timed = ["-m", "shared", "-t", "2", "-w", "100000"];
+    let (r, _) = run_without_pmu(&exe, &timed, &["--schedule", "0,1;1,0", "-q"]);
+    assert_eq!(r["objective"]["unit"], "OpenMP constructs/s", "{r:#}");
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("libgomp"),
+        "the report names the runtime: {notes}"
+    );
+}

@@ -79,6 +79,12 @@ pub trait Platform {
     fn openmp_constructs(&mut self) -> u64 {
         0
     }
+    /// The OpenMP runtime the running process `pid` has loaded (its file name), found at
+    /// run time: a runtime that comes with one of the program's libraries rather than with
+    /// the executable itself is in the process all the same. None when there is none.
+    fn openmp_runtime_loaded(&mut self, _pid: i32) -> Option<String> {
+        None
+    }
     /// Opens the meter for the chosen source (`objective` for Requested and Heartbeat);
     /// `cpus` are the CPUs the target may run on (where per-CPU counting would count).
     fn open_meter(

@@ -58,6 +58,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     let mut init = plan.search.init;
     let mut init_waited = 0.0;
     let target = TargetFacts {
+        pid,
         openmp_runtime: openmp_runtime.as_deref(),
         preload_active,
     };

@@ -21,6 +21,8 @@ pub struct ObjectiveChoice {
 
 /// What the objective choice knows about a started target.
 pub(super) struct TargetFacts<'a> {
+    pub(super) pid: i32,
+    /// The OpenMP runtime the executable itself links (its DT_NEEDED).
     pub(super) openmp_runtime: Option<&'a str>,
     pub(super) preload_active: bool,
 }
@@ -38,6 +40,8 @@ pub(super) fn choose_objective(
     let requested = &plan.objective.requested;
     let launched = !plan.target.is_attach();
     let mut openmp_idle: Option<String> = None;
+    // An OpenMP runtime found in the process at run time (one of its libraries brought it).
+    let mut loaded_runtime: Option<String> = None;
     for source in &plan.objective.chain {
         let instead = match source {
             ObjectiveSource::Requested => {
@@ -78,44 +82,57 @@ pub(super) fn choose_objective(
                 }
                 format!("the program's heartbeat ({beats} beat(s) reported in the first {waited:.1} s; work units/s)")
             }
-            ObjectiveSource::OpenMpProgress => match target.openmp_runtime {
-                Some(rt) if launched && target.preload_active => {
-                    // Completed constructs are the progress: a program whose first moments
-                    // complete none (all its work in one long parallel region) would read
-                    // zero for as long as that region runs, so it is measured otherwise.
-                    let wait = init.clamp(0.3, 1.0);
-                    let (done, waited) =
-                        wait_for_progress(env, threads, wait, |p| p.openmp_constructs());
-                    *init = (*init - waited).max(0.0);
-                    *waited_total += waited;
-                    if done == 0 {
-                        openmp_idle = Some(format!(
+            ObjectiveSource::OpenMpProgress => {
+                // A runtime that one of the program's libraries brings (GROMACS's libgomp
+                // comes with libgromacs): the preload library counts its entry points all
+                // the same, since it comes first in symbol resolution.
+                if target.openmp_runtime.is_none() && launched && target.preload_active {
+                    loaded_runtime = env.platform.openmp_runtime_loaded(target.pid);
+                }
+                match target.openmp_runtime.or(loaded_runtime.as_deref()) {
+                    Some(rt) if launched && target.preload_active => {
+                        // Completed constructs are the progress: a program whose first moments
+                        // complete none (all its work in one long parallel region) would read
+                        // zero for as long as that region runs, so it is measured otherwise.
+                        let wait = init.clamp(0.3, 1.0);
+                        let (done, waited) =
+                            wait_for_progress(env, threads, wait, |p| p.openmp_constructs());
+                        *init = (*init - waited).max(0.0);
+                        *waited_total += waited;
+                        if done == 0 {
+                            openmp_idle = Some(format!(
                             "the program uses OpenMP ({rt}) but completed no OpenMP construct in its first {:.1} s, so OpenMP progress would read zero",
                             *waited_total
                         ));
-                        continue;
-                    }
-                    format!(
+                            continue;
+                        }
+                        format!(
                         "OpenMP progress: completed parallel regions, loop chunks, barriers and tasks per second, counted at the entry points of the program's OpenMP runtime ({rt})"
                     )
+                    }
+                    _ => continue,
                 }
-                _ => continue,
-            },
+            }
             ObjectiveSource::TaskClock => {
                 let why = match (target.openmp_runtime, &openmp_idle) {
                     (_, Some(idle)) => idle.clone(),
                     (Some(rt), None) => format!("the program uses OpenMP ({rt}) but the preload library cannot count its work (static binary or attached process)"),
+                (None, None) if launched && target.preload_active => "the program reports no heartbeat and loads no OpenMP runtime".into(),
                     (None, None) => "the program reports no heartbeat and is not an OpenMP program".into(),
                 };
                 format!("task-clock: each thread's CPU time per second from /proc/TID/schedstat ({why}; CPU share shows time lost to sharing a CPU, but not memory stalls or spin-waiting)")
             }
+        };
+        let facts = TargetFacts {
+            openmp_runtime: target.openmp_runtime.or(loaded_runtime.as_deref()),
+            ..*target
         };
         return fallback(
             plan,
             *source,
             &instead,
             refused,
-            target,
+            &facts,
             openmp_idle.as_deref(),
             &mut *env.sink,
         );
