@@ -55,8 +55,12 @@ fn run_with(
     if let Some(root) = perf_root {
         cmd.env("AUTOPIN_PERF_SYSFS_ROOT", root);
     }
+    // Waiting threads spin, as in `runtime`: with libgomp's default policy a waiting thread
+    // spins for a while and then sleeps, and its CPU time would depend on how long the
+    // master's section took on that probe's CPUs.
     let out = cmd
         .env("OMP_NUM_THREADS", "2")
+        .env("OMP_WAIT_POLICY", "active")
         .args(["run", "--no-watch", "--report"])
         .arg(&rep)
         .args(extra)
@@ -124,12 +128,13 @@ fn gcc_openmp_programs_get_the_progress_objective() {
 #[test]
 fn clang_libomp_programs_get_the_progress_objective() {
     autopin_testkit::require!(autopin_testkit::have("clang"), "clang is not installed");
+    // Compiling is CPU work too: it waits for the measuring tests like they wait for it.
+    let _g = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let exe = autopin_testkit::ok_or_skip!(autopin_testkit::build_c_file_with(
         "clang",
         Path::new("workloads/ompwork.c"),
         &["-fopenmp"]
     ));
-    let _g = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     assert_progress_objective(&exe, "libomp");
 }
 
@@ -184,8 +189,8 @@ fn barrier_spinners_task_clock_sees_no_difference_openmp_progress_ranks_as_runti
         autopin_testkit::allowed_cpus() >= 2,
         "needs two allowed CPUs"
     );
-    let exe = ompwork_gcc();
     let _g = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = ompwork_gcc();
     let busy = BusyNeighbour::on_cpu0();
     let short = ["-m", "imbalance", "-r", "100", "-w", "2000000"];
     // Master on the busy CPU (0,1) against master on the free CPU (1,0).
@@ -248,8 +253,8 @@ fn barrier_spinners_task_clock_sees_no_difference_openmp_progress_ranks_as_runti
 /// the runtimes do, for both kernels.
 #[test]
 fn shared_and_private_data_kernels_progress_ranks_as_runtime() {
-    let exe = ompwork_gcc();
     let _g = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = ompwork_gcc();
     for mode in ["shared", "private"] {
         let short = ["-m", mode, "-r", "100", "-w", "100000"];
         let t00 = runtime(&exe, "0,0", &short);
