@@ -16,7 +16,7 @@ fn busy_rate(event: &str) -> Result<f64, String> {
     let s = stop.clone();
     let (tx, rx) = mpsc::channel();
     let h = std::thread::spawn(move || {
-        let _ = tx.send(unsafe { libc::gettid() });
+        let _ = tx.send(rustix::thread::gettid().as_raw_pid());
         let mut x = 1u64;
         while !s.load(Ordering::Relaxed) {
             for i in 0..1000u64 {

@@ -25,7 +25,7 @@ impl Busy {
         let s = stop.clone();
         let (tx, rx) = mpsc::channel();
         let handle = std::thread::spawn(move || {
-            tx.send(unsafe { libc::gettid() }).unwrap();
+            tx.send(rustix::thread::gettid().as_raw_pid()).unwrap();
             let mut x = 1u64;
             while !s.load(Ordering::Relaxed) {
                 for i in 0..1000u64 {
@@ -171,7 +171,7 @@ fn many_events_are_multiplexed_and_scaled() {
             eprintln!("BRANCH fallback: {u}");
             let mut src = PerfCounterSource::new(specs, CounterOptions::default()).unwrap();
             let err = src
-                .open(Target::Thread(unsafe { libc::gettid() }))
+                .open(Target::Thread(rustix::thread::gettid().as_raw_pid()))
                 .unwrap_err();
             eprintln!("BRANCH fallback: opening 12 hardware events: {err}");
             assert!(err.fallback().is_some(), "{err}");

@@ -315,18 +315,12 @@ fn a_strategy_whose_runs_all_failed_is_shown_as_failed() {
     assert_eq!(st[1]["verdict"], "all 2 runs failed (exit status 4)");
 }
 
+/// The CPUs this test thread may use (what a child it starts inherits).
 fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        assert_eq!(
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
-            0
-        );
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
+    let set = rustix::thread::sched_getaffinity(None).unwrap();
+    (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
+        .collect()
 }
 
 use predicates::prelude::PredicateBooleanExt;
@@ -407,8 +401,11 @@ fn sigint_keeps_completed_runs_in_the_exports() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
     let start = Instant::now();
     let status = child.wait().unwrap();
     assert!(
@@ -531,7 +528,6 @@ fn one_cpu_ping_pong_is_significantly_slower() {
 #[test]
 fn none_against_the_os_placement_is_no_significant_difference() {
     let _turn = TIMING_TESTS.lock().unwrap_or_else(|p| p.into_inner());
-    use std::os::unix::process::CommandExt;
     let exe = autopin_testkit::build_c(
         "work200ms",
         "int main(void) { volatile unsigned long x = 0; \
@@ -540,17 +536,7 @@ fn none_against_the_os_placement_is_no_significant_difference() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     // The first CPU this test may use, which becomes the only one autopin may use.
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
-    let cpu = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        assert_eq!(
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
-            0
-        );
-        (0..libc::CPU_SETSIZE as usize)
-            .find(|&c| libc::CPU_ISSET(c, &set))
-            .unwrap()
-    };
+    let cpu = allowed_cpus()[0];
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"));
@@ -562,18 +548,15 @@ fn none_against_the_os_placement_is_no_significant_difference() {
         .arg("--")
         .arg(&exe)
         .stdout(Stdio::null());
-    // SAFETY: only sched_setaffinity (async-signal-safe) on a set built before fork.
-    unsafe {
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut one);
-        cmd.pre_exec(move || {
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
+    // A child inherits the affinity of the thread that starts it: narrow this test's thread
+    // for the start, then give it back its CPUs.
+    let before = rustix::thread::sched_getaffinity(None).unwrap();
+    let mut one = rustix::thread::CpuSet::new();
+    one.set(cpu);
+    rustix::thread::sched_setaffinity(None, &one).unwrap();
+    let child = cmd.stderr(Stdio::piped()).spawn();
+    rustix::thread::sched_setaffinity(None, &before).unwrap();
+    let out = child.unwrap().wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let v = read_json(&json);

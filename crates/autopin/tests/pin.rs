@@ -362,8 +362,11 @@ fn sigterm_to_autopin_reaches_the_program() {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "ready");
-    // SAFETY: kill has no memory preconditions; the pid is our live child.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
     let status = wait_timeout(&mut child, Duration::from_secs(10));
     assert_eq!(lines.next().unwrap().unwrap(), "got TERM");
     assert_eq!(status, Some(7));
