@@ -11,6 +11,8 @@
 //! - `decided` / `searching`: whether a decided pinning is in force;
 //! - `file PATH`: a file of autopin's to remove should autopin die (thread registry,
 //!   heartbeat channel); `dir PATH`: a directory of autopin's, removed once empty;
+//!   `lock PATH`: a lock file of autopin's (attach's one-per-process lock), removed only
+//!   while the guardian holds the lock itself, so a new autopin's lock is never taken away;
 //! - `done`: autopin ends in order (it restores or keeps what it should itself).
 //!
 //! The pipe closing without `done` means autopin died. While a search was running, every
@@ -28,6 +30,14 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 /// The hidden subcommand that runs [`serve`].
 pub const SUBCOMMAND: &str = "guard";
 
+/// What the guardian removes should autopin die: see the module's documentation.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Leftovers<'a> {
+    pub files: &'a [&'a Path],
+    pub dirs: &'a [&'a Path],
+    pub locks: &'a [&'a Path],
+}
+
 /// autopin's side: the running guardian and the pipe to it.
 pub struct Guardian {
     child: Child,
@@ -44,8 +54,7 @@ impl Guardian {
         exe: &Path,
         pid: i32,
         mask: Option<&CpuSet>,
-        files: &[&Path],
-        dirs: &[&Path],
+        leftovers: Leftovers,
     ) -> io::Result<Guardian> {
         let mut cmd = Command::new(exe);
         cmd.arg(SUBCOMMAND).arg(pid.to_string());
@@ -71,11 +80,14 @@ impl Guardian {
             child,
             decided: false,
         };
-        for f in files {
-            g.send(&format!("file {}", f.display()));
-        }
-        for d in dirs {
-            g.send(&format!("dir {}", d.display()));
+        for (kind, paths) in [
+            ("file", leftovers.files),
+            ("dir", leftovers.dirs),
+            ("lock", leftovers.locks),
+        ] {
+            for p in paths {
+                g.send(&format!("{kind} {}", p.display()));
+            }
         }
         Ok(g)
     }
@@ -133,6 +145,7 @@ pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: im
     let mut decided = false;
     let mut files: Vec<PathBuf> = Vec::new();
     let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut locks: Vec<PathBuf> = Vec::new();
     for line in BufReader::new(input).lines() {
         let Ok(line) = line else { break };
         match line.as_str() {
@@ -144,6 +157,8 @@ pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: im
                     files.push(PathBuf::from(p));
                 } else if let Some(p) = l.strip_prefix("dir ") {
                     dirs.push(PathBuf::from(p));
+                } else if let Some(p) = l.strip_prefix("lock ") {
+                    locks.push(PathBuf::from(p));
                 }
             }
         }
@@ -159,10 +174,32 @@ pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: im
     for f in files {
         let _ = std::fs::remove_file(f);
     }
+    for l in locks {
+        remove_unheld_lock(&l);
+    }
     for d in dirs {
         let _ = std::fs::remove_dir(d);
     }
     0
+}
+
+/// Removes lock file `path` if nobody holds its lock: taken here first, so an autopin that
+/// locked it in the meantime keeps it (and one that opened it but locks it later sees it was
+/// removed: [`crate::process::attach_mark`] checks that the path still names its file).
+/// A dying process closes its files one by one, so the pipe's end may be seen before the
+/// dead autopin's lock is released: a few tries over 200 ms.
+fn remove_unheld_lock(path: &Path) {
+    use rustix::fs::{flock, FlockOperation};
+    let Ok(file) = std::fs::OpenOptions::new().read(true).open(path) else {
+        return;
+    };
+    for _ in 0..20 {
+        if flock(&file, FlockOperation::NonBlockingLockExclusive).is_ok() {
+            let _ = std::fs::remove_file(path);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Leaves autopin's session and process group, and ignores the signals that end a terminal

@@ -97,14 +97,13 @@ impl LinuxPlatform {
         &mut self,
         pid: i32,
         mask: Option<&CpuSet>,
-        files: &[&std::path::Path],
-        dirs: &[&std::path::Path],
+        leftovers: crate::guardian::Leftovers,
         warnings: &mut Vec<String>,
     ) {
         let Some(exe) = self.guardian_exe.as_deref() else {
             return;
         };
-        match crate::guardian::Guardian::start(exe, pid, mask, files, dirs) {
+        match crate::guardian::Guardian::start(exe, pid, mask, leftovers) {
             Ok(g) => self.guardian = Some(g),
             Err(e) => warnings.push(format!(
                 "no guardian ({e}): should autopin be killed mid-search, the program keeps the probe's CPUs"
@@ -188,7 +187,12 @@ impl LinuxPlatform {
             .chain([heartbeat.as_path()])
             .collect();
         let dirs: Vec<&std::path::Path> = registry_path.iter().filter_map(|p| p.parent()).collect();
-        self.guard(pid, start_mask.as_ref(), &files, &dirs, &mut warnings);
+        let leftovers = crate::guardian::Leftovers {
+            files: &files,
+            dirs: &dirs,
+            locks: &[],
+        };
+        self.guard(pid, start_mask.as_ref(), leftovers, &mut warnings);
         let preload_active = preload_reaches && registry.is_some();
         let mut threads = ProcThreads::new(pid, opts.skip.clone(), Lifetime::Child(launched));
         if let Some(r) = registry {
@@ -287,7 +291,17 @@ impl LinuxPlatform {
             mark.set_original(m.clone());
         }
         // Each thread's mask now is what it gets back should autopin die mid-search.
-        self.guard(pid, None, &[], &[], &mut warnings);
+        let heartbeat = self.heartbeat_path.clone();
+        let lock = self
+            .attach_mark
+            .as_ref()
+            .map(|m| m.lock_path().to_path_buf());
+        let leftovers = crate::guardian::Leftovers {
+            files: &[heartbeat.as_path()],
+            dirs: &[],
+            locks: &lock.iter().map(|l| l.as_path()).collect::<Vec<_>>(),
+        };
+        self.guard(pid, None, leftovers, &mut warnings);
         // Ctrl-C, kill, a closed terminal: detach in order (no process of ours to forward to).
         self.stop_signals = process::signals::Forwarding::begin().ok();
         Ok(Started {

@@ -298,6 +298,45 @@ fn publish(tmp: &Path, dir: &Path) {
     }
 }
 
+/// This process's allowed CPUs as /proc writes them (`Cpus_allowed_list`, e.g. `0-1`): what
+/// a child starts with.
+pub fn own_cpu_list() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Cpus_allowed_list:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        })
+        .unwrap_or_default()
+}
+
+/// Every thread's allowed CPUs as /proc shows them, as (thread id, list); empty when the
+/// process is gone.
+pub fn thread_cpu_lists(pid: u32) -> Vec<(String, String)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in tasks.flatten() {
+        let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+        if let Some(l) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
+            out.push((
+                e.file_name().to_string_lossy().into_owned(),
+                l.split_whitespace().nth(1).unwrap_or("").to_string(),
+            ));
+        }
+    }
+    out
+}
+
+/// workloads/spin built for the tests: `spin SECONDS THREADS` keeps THREADS threads busy.
+pub fn spin_program() -> PathBuf {
+    let include = format!("-I{}", repo_root().join("include").display());
+    build_c_file(Path::new("workloads/spin.c"), &["-pthread", &include])
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

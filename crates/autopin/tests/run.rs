@@ -619,52 +619,14 @@ fn attach_refuses_init_kernel_threads_zombies_and_its_own_shell() {
     child.wait().unwrap();
 }
 
-/// This process's allowed CPUs as Linux lists them (`0-1`).
-fn own_cpus() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("Cpus_allowed_list:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
-        .unwrap()
-}
-
-/// workloads/spin built for the tests: `spin SECONDS THREADS` keeps THREADS threads busy.
-fn spin_binary() -> PathBuf {
-    let include = format!(
-        "-I{}",
-        autopin_testkit::repo_root().join("include").display()
-    );
-    autopin_testkit::build_c_file(Path::new("workloads/spin.c"), &["-pthread", &include])
-        .expect("spin builds")
-}
-
-/// The threads' CPU masks as /proc shows them, by thread id.
-fn cpus_allowed(pid: u32) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
-        let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
-        if let Some(l) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
-            out.push((
-                e.file_name().to_string_lossy().into_owned(),
-                l.split_whitespace().nth(1).unwrap_or("").to_string(),
-            ));
-        }
-    }
-    out
-}
-
 /// `kill -9` of autopin mid-probe: the guardian gives every thread of the program the CPUs
 /// it had before autopin touched it, within half a second, and removes autopin's files.
 #[test]
 fn killing_autopin_mid_search_gives_the_threads_their_cpus_back() {
     let _turn = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let mine = own_cpus();
+    let mine = autopin_testkit::own_cpu_list();
     autopin_testkit::require!(mine.contains('-') || mine.contains(','), "one CPU allowed");
-    let spin = spin_binary();
+    let spin = autopin_testkit::spin_program();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let first = mine.split([',', '-']).next().unwrap().to_string();
@@ -696,7 +658,7 @@ fn killing_autopin_mid_search_gives_the_threads_their_cpus_back() {
             .ok()
             .and_then(|s| s.trim().parse().ok())
         {
-            let masks = cpus_allowed(p);
+            let masks = autopin_testkit::thread_cpu_lists(p);
             if masks.len() >= 2 && masks.iter().all(|(_, m)| *m == first) {
                 break p;
             }
@@ -708,7 +670,7 @@ fn killing_autopin_mid_search_gives_the_threads_their_cpus_back() {
     autopin.kill().unwrap();
     autopin.wait().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let masks = cpus_allowed(pid);
+    let masks = autopin_testkit::thread_cpu_lists(pid);
     // The program runs on (orphaned), every thread with the CPUs it started with.
     assert!(!masks.is_empty(), "the program was stopped");
     assert!(
@@ -734,9 +696,9 @@ fn killing_autopin_mid_search_gives_the_threads_their_cpus_back() {
 #[test]
 fn a_signal_to_attach_detaches_in_order() {
     let _turn = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let mine = own_cpus();
+    let mine = autopin_testkit::own_cpu_list();
     autopin_testkit::require!(mine.contains('-') || mine.contains(','), "one CPU allowed");
-    let spin = spin_binary();
+    let spin = autopin_testkit::spin_program();
     let mut target = std::process::Command::new(&spin)
         .args(["8", "2"])
         .stdout(std::process::Stdio::null())
@@ -744,7 +706,7 @@ fn a_signal_to_attach_detaches_in_order() {
         .unwrap();
     let pid = target.id();
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let before = cpus_allowed(pid);
+    let before = autopin_testkit::thread_cpu_lists(pid);
     let first = before[0].1.split([',', '-']).next().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("r.json");
@@ -766,7 +728,10 @@ fn a_signal_to_attach_detaches_in_order() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !cpus_allowed(pid).iter().all(|(_, m)| *m == first) {
+    while !autopin_testkit::thread_cpu_lists(pid)
+        .iter()
+        .all(|(_, m)| *m == first)
+    {
         assert!(std::time::Instant::now() < deadline, "never saw the probe");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -774,7 +739,7 @@ fn a_signal_to_attach_detaches_in_order() {
         .args(["-TERM", &autopin.id().to_string()])
         .status();
     let status = autopin.wait().unwrap();
-    let after = cpus_allowed(pid);
+    let after = autopin_testkit::thread_cpu_lists(pid);
     let _ = target.kill();
     let _ = target.wait();
     assert_eq!(status.code(), Some(143));

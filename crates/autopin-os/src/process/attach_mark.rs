@@ -73,6 +73,37 @@ pub fn start_time(proc_root: &Path, pid: i32) -> Option<u64> {
     super::proc_scan::parse_stat(&stat).map(|(_, start)| start)
 }
 
+/// Opens and locks `path`. A lock taken on a file that was removed meanwhile (by a guardian
+/// cleaning up after a killed autopin, which removes only unheld locks) locks nothing anyone
+/// else will see: then the path is opened again.
+fn lock_file(path: &Path, pid: i32) -> Result<File, MarkError> {
+    use std::os::unix::fs::MetadataExt;
+    loop {
+        let mut lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(MarkError::Io)?;
+        if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_err() {
+            let mut text = String::new();
+            let _ = lock.read_to_string(&mut text);
+            return Err(MarkError::Held {
+                pid,
+                by: text.trim().parse().ok(),
+            });
+        }
+        let same = match (lock.metadata(), fs::metadata(path)) {
+            (Ok(held), Ok(named)) => held.ino() == named.ino() && held.dev() == named.dev(),
+            _ => false,
+        };
+        if same {
+            return Ok(lock);
+        }
+    }
+}
+
 fn file_stem(pid: i32, start: u64) -> String {
     format!("attach-{pid}-{start}")
 }
@@ -89,21 +120,7 @@ impl AttachMark {
         remove_marks_of_gone_processes(dir, proc_root);
         let stem = file_stem(pid, start);
         let lock_path = dir.join(format!("{stem}.lock"));
-        let mut lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(MarkError::Io)?;
-        if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_err() {
-            let mut text = String::new();
-            let _ = lock.read_to_string(&mut text);
-            return Err(MarkError::Held {
-                pid,
-                by: text.trim().parse().ok(),
-            });
-        }
+        let mut lock = lock_file(&lock_path, pid)?;
         let me = std::process::id();
         let _ = lock.set_len(0).and_then(|_| lock.rewind());
         let _ = writeln!(lock, "{me}");
@@ -123,6 +140,11 @@ impl AttachMark {
             },
             left,
         ))
+    }
+
+    /// The lock file (a guardian removes it should this autopin die).
+    pub fn lock_path(&self) -> &Path {
+        &self.lock_path
     }
 
     /// The mask the process had before autopin; kept in the mark once a decision is in force.

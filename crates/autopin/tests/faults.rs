@@ -1,0 +1,247 @@
+//! Fault injection: autopin is SIGKILLed at many moments of a search (launch, warm-up,
+//! measurement, the switch between candidates), under `run` and under `attach`. Every time
+//! the program must run on with the CPUs each thread had before autopin touched it within
+//! half a second, and autopin's files must be gone. The moments are pseudo-random from a fixed
+//! seed, so a failure names a moment that can be replayed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How many moments each mode is killed at.
+const MOMENTS: usize = 20;
+
+/// One mode at a time: two spinning programs would slow each other's restores.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The search the kills land in: six candidates probed in order (autopin1 strategy) for
+/// 0.25 s each after a 0.05 s warm-up, so no decision is in force before about 1.9 s and
+/// every kill below 1.6 s lands mid-search.
+fn search_args(mine: &str) -> Vec<String> {
+    let first = mine.split([',', '-']).next().unwrap();
+    let last = mine.rsplit([',', '-']).next().unwrap();
+    let schedule = [
+        format!("{first},{first},{first}"),
+        format!("{last},{last},{last}"),
+        format!("{first},{last},{first}"),
+        format!("{last},{first},{last}"),
+        first.to_string(),
+        last.to_string(),
+    ]
+    .join(";");
+    [
+        "-q",
+        "--no-perturbation-estimate",
+        "--strategy",
+        "autopin1",
+        "-i",
+        "0.05",
+        "-w",
+        "0.05",
+        "-t",
+        "0.25",
+        "--no-watch",
+        "--schedule",
+        &schedule,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Moments in [0.05, 1.6) s from a small linear congruential generator (fixed seed).
+fn moments(seed: u64) -> Vec<Duration> {
+    let mut x = seed;
+    (0..MOMENTS)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let unit = (x >> 11) as f64 / (1u64 << 53) as f64;
+            Duration::from_secs_f64(0.05 + 1.55 * unit)
+        })
+        .collect()
+}
+
+/// A private TMPDIR and XDG_RUNTIME_DIR for one autopin, so whatever it leaves is seen.
+struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    fn new() -> Self {
+        Scratch(tempfile::tempdir().unwrap())
+    }
+    fn apply(&self, cmd: &mut Command) {
+        cmd.env("TMPDIR", self.0.path())
+            .env("XDG_RUNTIME_DIR", self.0.path());
+    }
+    /// Files under the scratch directory other than the preload library autopin keeps on
+    /// purpose (extracted once, reused by every run).
+    fn left_behind(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        walk(self.0.path(), &mut out);
+        out.retain(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            !(name.starts_with("libautopin_preload-") && name.ends_with(".so"))
+        });
+        out
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// Waits until every thread of `pid` has `want` as its CPU list; the lists seen last on
+/// timeout.
+fn settle(pid: u32, want: &str, within: Duration) -> Result<(), Vec<(String, String)>> {
+    let deadline = Instant::now() + within;
+    loop {
+        let now = autopin_testkit::thread_cpu_lists(pid);
+        if !now.is_empty() && now.iter().all(|(_, m)| m == want) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(now);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn stop(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn kill_autopin(autopin: &mut Child) {
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(autopin),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    autopin.wait().unwrap();
+}
+
+fn two_cpus() -> Option<String> {
+    let mine = autopin_testkit::own_cpu_list();
+    (mine.contains('-') || mine.contains(',')).then_some(mine)
+}
+
+#[test]
+fn run_killed_at_twenty_moments_leaves_the_program_as_it_was() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let mine = autopin_testkit::ok_or_skip!(two_cpus().ok_or("one CPU allowed"));
+    let spin = autopin_testkit::spin_program();
+    let mut failures = Vec::new();
+    for (i, at) in moments(19).into_iter().enumerate() {
+        let scratch = Scratch::new();
+        let pidfile = scratch.0.path().join("pid");
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
+        scratch.apply(&mut cmd);
+        let mut autopin = cmd
+            .arg("run")
+            .args(search_args(&mine))
+            .args(["--", "sh", "-c"])
+            .arg(format!(
+                "echo $$ > '{}'; exec '{}' 30 2",
+                pidfile.display(),
+                spin.display()
+            ))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        std::thread::sleep(at);
+        kill_autopin(&mut autopin);
+        // The program may not have written its PID yet when the kill came early.
+        let pid = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        let outcome = match pid {
+            Some(pid) => {
+                let masks = settle(pid, &mine, Duration::from_millis(500));
+                let alive = !autopin_testkit::thread_cpu_lists(pid).is_empty();
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+                match (masks, alive) {
+                    (_, false) => Err("the program did not run on".to_string()),
+                    (Err(seen), _) => Err(format!("masks {seen:?}, started with {mine}")),
+                    (Ok(()), true) => Ok(()),
+                }
+            }
+            None => Ok(()),
+        };
+        // The guardian removes the files in the same half second.
+        std::thread::sleep(Duration::from_millis(100));
+        let left = scratch.left_behind();
+        let left: Vec<_> = left.into_iter().filter(|p| *p != pidfile).collect();
+        if let Err(e) = outcome {
+            failures.push(format!(
+                "moment {i} ({:.3} s): {e}",
+                started.elapsed().as_secs_f64().min(at.as_secs_f64())
+            ));
+        }
+        if !left.is_empty() {
+            failures.push(format!(
+                "moment {i} ({:.3} s): files left {left:?}",
+                at.as_secs_f64()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn attach_killed_at_twenty_moments_leaves_the_program_as_it_was() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let mine = autopin_testkit::ok_or_skip!(two_cpus().ok_or("one CPU allowed"));
+    let spin = autopin_testkit::spin_program();
+    let target = Command::new(&spin)
+        .args(["0", "2"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut failures = Vec::new();
+    for (i, at) in moments(23).into_iter().enumerate() {
+        let scratch = Scratch::new();
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
+        scratch.apply(&mut cmd);
+        let mut autopin = cmd
+            .arg("attach")
+            .args(search_args(&mine))
+            .arg(pid.to_string())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(at);
+        kill_autopin(&mut autopin);
+        if let Err(seen) = settle(pid, &mine, Duration::from_millis(500)) {
+            failures.push(format!(
+                "moment {i} ({:.3} s): masks {seen:?}, started with {mine}",
+                at.as_secs_f64()
+            ));
+            // The next moment starts from the CPUs the program had.
+            let _ = Command::new("taskset")
+                .args(["-a", "-p", "-c", &mine, &pid.to_string()])
+                .stdout(Stdio::null())
+                .status();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let left = scratch.left_behind();
+        if !left.is_empty() {
+            failures.push(format!(
+                "moment {i} ({:.3} s): files left {left:?}",
+                at.as_secs_f64()
+            ));
+        }
+    }
+    stop(target);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
