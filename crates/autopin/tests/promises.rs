@@ -1,0 +1,175 @@
+//! autopin's promises to the program it runs, checked while a search moves its threads:
+//! its input and output pass byte for byte, and no thread's CPUs ever go beyond what the
+//! program was started with. (Exit statuses, signals and restores on every exit have their
+//! own tests: README.md, "What autopin promises".)
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Deterministic bytes (every value 0..=255 appears, newlines included, no text structure).
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn input_and_output_pass_byte_for_byte_while_the_threads_move() {
+    let mine = autopin_testkit::own_cpu_list();
+    let first = mine.split([',', '-']).next().unwrap().to_string();
+    let last = mine.rsplit([',', '-']).next().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out_bytes = pattern(24 << 20, 1);
+    let err_bytes = pattern(8 << 20, 2);
+    let in_bytes = pattern(6 << 20, 3);
+    let out_file = dir.path().join("out.bin");
+    let err_file = dir.path().join("err.bin");
+    std::fs::write(&out_file, &out_bytes).unwrap();
+    std::fs::write(&err_file, &err_bytes).unwrap();
+    // The program writes its output in small pieces beside a search of short probes, then
+    // copies its input after it; `dd` writes what it reads as it reads it.
+    let script = format!(
+        "dd if='{o}' bs=4096 status=none; dd if='{e}' bs=1000 status=none >&2; cat",
+        o = out_file.display(),
+        e = err_file.display()
+    );
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["run", "-q", "--objective", "task-clock"])
+        .args(["--no-perturbation-estimate", "-i", "0", "-w", "0.01"])
+        .args(["--strategy", "autopin1", "-t", "0.02", "--schedule"])
+        .arg(format!("{first};{last};{first},{last}"))
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        for chunk in in_bytes.chunks(65536) {
+            stdin.write_all(chunk).unwrap();
+        }
+        in_bytes
+    });
+    let out = child.wait_with_output().unwrap();
+    let in_bytes = feeder.join().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let mut want_out = out_bytes;
+    want_out.extend_from_slice(&in_bytes);
+    assert!(
+        out.stdout == want_out,
+        "stdout: {} bytes, {} expected; first difference at {:?}",
+        out.stdout.len(),
+        want_out.len(),
+        out.stdout.iter().zip(&want_out).position(|(a, b)| a != b)
+    );
+    assert!(
+        out.stderr == err_bytes,
+        "stderr: {} bytes, {} expected (autopin -q writes nothing there); first difference at {:?}",
+        out.stderr.len(),
+        err_bytes.len(),
+        out.stderr.iter().zip(&err_bytes).position(|(a, b)| a != b)
+    );
+}
+
+/// Started on one CPU (taskset), the program's threads never get another, whatever
+/// autopin's candidates, while it searches and after it decides; sampled every 10 ms.
+#[test]
+fn a_thread_never_gets_a_cpu_the_program_was_not_given() {
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let mine = autopin_testkit::own_cpu_list();
+    autopin_testkit::require!(
+        mine.contains('-') || mine.contains(','),
+        "needs two allowed CPUs"
+    );
+    let last = mine.rsplit([',', '-']).next().unwrap().to_string();
+    let spin = autopin_testkit::spin_program();
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let pidfile = dir.path().join("pid");
+    let mut child = Command::new("taskset")
+        .args(["-c", &last])
+        .arg(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["run", "-q", "--objective", "task-clock", "--unpinned"])
+        .args(["--no-perturbation-estimate", "-w", "0.05", "--probe", "0.1"])
+        .arg("--report")
+        .arg(&report)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo $$ > '{}'; exec '{}' 2 3",
+            pidfile.display(),
+            spin.display()
+        ))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut samples = 0;
+    let mut wider = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+        {
+            for (tid, m) in autopin_testkit::thread_cpu_lists(pid) {
+                samples += 1;
+                if m != last {
+                    wider.push((tid, m));
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(samples > 20, "too few samples ({samples}) to say anything");
+    assert!(wider.is_empty(), "threads beyond CPU {last}: {wider:?}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    for c in r["candidates"].as_array().unwrap() {
+        for cpu in c["cpus"].as_array().into_iter().flatten() {
+            assert_eq!(cpu.to_string(), last, "candidate {c}");
+        }
+    }
+}
+
+/// SIGTERM to `autopin run` mid-search reaches the program, which decides what it means;
+/// its exit status is autopin's.
+#[test]
+fn a_signal_to_run_reaches_the_program_and_its_status_comes_back() {
+    use std::io::BufRead;
+    let mine = autopin_testkit::own_cpu_list();
+    let first = mine.split([',', '-']).next().unwrap().to_string();
+    let last = mine.rsplit([',', '-']).next().unwrap().to_string();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["run", "-q", "--objective", "task-clock"])
+        .args(["--no-perturbation-estimate", "--probe", "5", "--schedule"])
+        .arg(format!("{first};{last}"))
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "trap 'echo got TERM; exit 7' TERM; echo ready; while :; do sleep 0.05; done",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    std::thread::sleep(Duration::from_millis(300));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(lines.next().unwrap().unwrap(), "got TERM");
+    assert_eq!(status.code(), Some(7));
+}
