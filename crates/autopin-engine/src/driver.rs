@@ -70,6 +70,12 @@ pub struct Driver<'a> {
 /// ones would be mostly the cost of reading.
 const MIN_INTERVAL: f64 = 0.005;
 
+/// The driver's period once a decision is in force: newcomers join the decided pinning and
+/// the phase watch reads the rate at this pace. Every reading scans the program's threads and
+/// reads each thread's counters, which for a program of thousands of threads costs more than
+/// the watch needs (it acts on drops that last seconds).
+pub const DECIDED_TICK: f64 = 0.5;
+
 fn target_cpus(c: &Pinning, index: usize, unpinned: &CpuSet) -> CpuSet {
     match c.cpu_for(index) {
         Some(cpu) => CpuSet::from_cpus([cpu]),
@@ -179,6 +185,8 @@ impl Driver<'_> {
         // move costs its warm-up, not a whole tick.
         let mut grid_from = ticks_from;
         let mut step = 0u64;
+        let mut period = cfg.tick;
+        let mut last_wake = ticks_from;
         loop {
             if let Some(status) = snap.ended {
                 let now = self.clock.now() - t0;
@@ -192,8 +200,29 @@ impl Driver<'_> {
                     restored: 0,
                 });
             }
+            // A new pace (a decision came into force, or a search started again) counts
+            // from the last reading.
+            let pace = if session.is_decided() {
+                cfg.tick.max(DECIDED_TICK)
+            } else {
+                cfg.tick
+            };
+            if pace != period {
+                period = pace;
+                grid_from = last_wake;
+                step = 0;
+                if counting {
+                    self.meter.whole_program(session.is_decided());
+                    prev = self.meter.read(&snap.all).map_err(EngineError::Os)?;
+                    prev_t = self.clock.now() - t0;
+                }
+            }
             step += 1;
-            let tick_at = grid_from + step as f64 * cfg.tick;
+            let mut tick_at = grid_from + step as f64 * period;
+            if let Some(m) = cfg.max_time {
+                // Detach on time even at the slow pace.
+                tick_at = tick_at.min(t0 + m).max(last_wake + MIN_INTERVAL);
+            }
             let warm_end = session
                 .warmup_ends()
                 .map(|t| t + t0)
@@ -206,6 +235,7 @@ impl Driver<'_> {
                 self.clock.sleep_until(wake);
             }
             let now = self.clock.now() - t0;
+            last_wake = now + t0;
             if warm_end.is_some() {
                 grid_from = now + t0;
                 step = 0;

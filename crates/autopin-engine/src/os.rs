@@ -93,6 +93,11 @@ pub trait Meter {
     /// Stops counting (after a final decision with nothing left to watch), so counting no
     /// longer taxes the target.
     fn pause(&mut self) {}
+    /// Whether readings may carry only the whole program's amount (`total`), not each
+    /// thread's: once a decision is in force the phase watch needs the rate alone, and a
+    /// meter that can read the total at once saves a read per thread. The driver takes a
+    /// fresh reading after each change, so no interval spans two kinds of reading.
+    fn whole_program(&mut self, _yes: bool) {}
     /// Problems worth a line in the report (e.g. counters that could not be opened).
     fn notes(&self) -> Vec<String> {
         Vec::new()

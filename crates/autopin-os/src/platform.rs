@@ -67,6 +67,8 @@ pub struct LinuxPlatform {
     stop_signals: Option<process::signals::Forwarding>,
     /// While attached: the per-process lock, and the mark of a pinning left in force.
     attach_mark: Option<process::attach_mark::AttachMark>,
+    /// The program started or attached to (for meters that read the whole process).
+    target: Option<i32>,
 }
 
 impl LinuxPlatform {
@@ -82,6 +84,7 @@ impl LinuxPlatform {
             guardian: None,
             stop_signals: None,
             attach_mark: None,
+            target: None,
         })
     }
 
@@ -338,10 +341,12 @@ impl Platform for LinuxPlatform {
         target: &TargetSpec,
         launch: &LaunchOptions,
     ) -> Result<Started, EngineError> {
-        match target {
+        let started = match target {
             TargetSpec::Launch(argv) => self.launch(argv, launch),
             TargetSpec::Attach { pid, .. } => self.attach(*pid, launch),
-        }
+        }?;
+        self.target = Some(started.pid);
+        Ok(started)
     }
 
     fn heartbeats(&mut self) -> u64 {
@@ -366,7 +371,11 @@ impl Platform for LinuxPlatform {
         cpus: &CpuSet,
     ) -> Result<Box<dyn Meter>, EngineError> {
         if source == ObjectiveSource::TaskClock {
-            return Ok(Box::new(ProcCpuMeter::new(self.heartbeat.take())));
+            let mut meter = ProcCpuMeter::new(self.heartbeat.take());
+            if let Some(pid) = self.target {
+                meter = meter.of_process(pid);
+            }
+            return Ok(Box::new(meter));
         }
         // DESIGN's measuring rule: per-CPU counting (no cost on context switches) where it is
         // allowed and counts only the target; per thread otherwise. autopin does not yet know

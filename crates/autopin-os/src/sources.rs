@@ -3,13 +3,13 @@
 //! measured with autopin-perf's per-thread counters, heartbeat channel or energy source.
 
 use crate::process::exit_watch::ExitWatch;
-use crate::process::{Launched, ProcFs, Registry, SkipMask, ThreadOrder};
+use crate::process::{Launched, ProcFs, Registry, SkipMask, TaskScan, ThreadOrder};
 use autopin_engine::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
 use autopin_perf::{
     CountingMode, EnergySource, HeartbeatChannel, ModeChoice, Objective, PerfCounterSource, Sample,
     Sampler, Target,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 /// How autopin learns that the target ended.
@@ -23,7 +23,7 @@ pub enum Lifetime {
 /// Threads of a process found by scanning /proc/PID/task.
 pub struct ProcThreads {
     pid: i32,
-    proc: ProcFs,
+    tasks: TaskScan,
     order: ThreadOrder,
     skip: SkipMask,
     /// creation index → tracked index (None = skipped)
@@ -34,8 +34,8 @@ pub struct ProcThreads {
     registry: Option<Registry>,
     /// Whether the last poll used the registry (for the report).
     pub used_registry: bool,
-    /// When the target's context switches were last read (at most once a second).
-    switches_read: Option<Instant>,
+    /// When the target's context switches were first read, and when they are due again.
+    switches_read: Option<(Instant, f64)>,
     /// Wakes the driver when the target ends (None: the kernel has no pidfd).
     exit_watch: Option<ExitWatch>,
 }
@@ -44,7 +44,7 @@ impl ProcThreads {
     pub fn new(pid: i32, skip: SkipMask, lifetime: Lifetime) -> Self {
         ProcThreads {
             pid,
-            proc: ProcFs::at("/proc"),
+            tasks: TaskScan::new(ProcFs::at("/proc"), pid),
             order: ThreadOrder::new(pid),
             skip,
             tracked_index: HashMap::new(),
@@ -56,15 +56,15 @@ impl ProcThreads {
         }
     }
 
-    /// The target's context switches, read at most once a second (None in between).
+    /// The target's context switches (None between reads). Only their rate over the whole
+    /// run is used, so they are read at 0, 1, 2, 4, 8, ... s: each read opens every thread's
+    /// status file, and a program with thousands of threads should not pay that each second.
     fn context_switches(&mut self) -> Option<u64> {
-        if self
-            .switches_read
-            .is_some_and(|t| t.elapsed().as_secs_f64() < 1.0)
-        {
-            return None;
+        match self.switches_read {
+            Some((first, due)) if first.elapsed().as_secs_f64() < due => return None,
+            Some((first, due)) => self.switches_read = Some((first, due * 2.0)),
+            None => self.switches_read = Some((Instant::now(), 1.0)),
         }
-        self.switches_read = Some(Instant::now());
         autopin_perf::context_switches(std::path::Path::new("/proc"), self.pid).ok()
     }
 
@@ -161,13 +161,14 @@ impl ThreadSource for ProcThreads {
             });
         }
         // The process may vanish between the check and the scan: the next poll reaps it.
-        let scan = self.proc.threads(self.pid).unwrap_or_default();
+        let scan = self.tasks.scan().unwrap_or_default();
         if let Some(recorded) = self.registry_threads() {
             self.used_registry = true;
             let mut all: Vec<u32> = scan.iter().map(|t| t.tid as u32).collect();
+            let listed: HashSet<u32> = all.iter().copied().collect();
             let mut tracked = Vec::new();
             for (tid, creation) in recorded {
-                if !all.contains(&(tid as u32)) {
+                if !listed.contains(&(tid as u32)) {
                     // A thread of another process of the launched tree (the registry owner).
                     all.push(tid as u32);
                 }
@@ -188,8 +189,8 @@ impl ThreadSource for ProcThreads {
             self.tracked_index.insert(t.tid, idx);
         }
         let all: Vec<u32> = scan.iter().map(|t| t.tid as u32).collect();
-        self.tracked_index
-            .retain(|tid, _| all.contains(&(*tid as u32)));
+        let listed: HashSet<i32> = scan.iter().map(|t| t.tid).collect();
+        self.tracked_index.retain(|tid, _| listed.contains(tid));
         let mut tracked: Vec<(u32, usize)> = scan
             .iter()
             .filter_map(|t| {
@@ -432,6 +433,9 @@ pub struct ProcCpuMeter {
     proc_root: std::path::PathBuf,
     heartbeat: Option<HeartbeatChannel>,
     unreadable: Vec<String>,
+    /// The program, for its whole CPU time in one call (see [`Meter::whole_program`]).
+    process: Option<i32>,
+    whole_program: bool,
 }
 
 impl ProcCpuMeter {
@@ -440,7 +444,16 @@ impl ProcCpuMeter {
             proc_root: "/proc".into(),
             heartbeat,
             unreadable: Vec::new(),
+            process: None,
+            whole_program: false,
         }
+    }
+
+    /// The program whose threads are measured: once a decision is in force, its whole CPU
+    /// time is read in one call instead of each thread's.
+    pub fn of_process(mut self, pid: i32) -> Self {
+        self.process = Some(pid);
+        self
     }
 
     /// Reads /proc from another root (tests).
@@ -458,7 +471,25 @@ impl ProcCpuMeter {
 }
 
 impl Meter for ProcCpuMeter {
+    fn whole_program(&mut self, yes: bool) {
+        self.whole_program = yes;
+    }
+
     fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+        let hb = self.heartbeat.as_ref().map(|h| h.read());
+        let whole = self
+            .process
+            .filter(|_| self.whole_program)
+            .and_then(crate::process::cpu_clock::process_cpu_seconds);
+        if let Some(total) = whole {
+            return Ok(Reading {
+                total: Some(total),
+                per_thread: BTreeMap::new(),
+                phase: hb.as_ref().and_then(|b| b.phase.clone()),
+                phase_seq: hb.as_ref().map(|b| b.phase_seq),
+                progress: hb.as_ref().and_then(|b| own_progress(b, false, false)),
+            });
+        }
         let mut per_thread = BTreeMap::new();
         for t in threads {
             match self.cpu_seconds(*t) {
@@ -476,7 +507,6 @@ impl Meter for ProcCpuMeter {
                 }
             }
         }
-        let hb = self.heartbeat.as_ref().map(|h| h.read());
         Ok(Reading {
             total: None,
             per_thread,

@@ -752,11 +752,11 @@ fn representatives(m: &Machine, n: usize, opts: &CandidateOptions, busy: &[u32])
     }
     if n > v.pus.len() {
         // More threads than CPUs: only one sensible pinning, every CPU used, round robin in
-        // scatter order so the extra threads double up evenly.
+        // scatter order so the extra threads double up evenly. The list is the order once:
+        // thread i goes to cpus[i % len], and a label stays readable for 2000 threads.
         let order = v.oses(&v.scatter_order(0));
-        let cpus: Vec<u32> = (0..n).map(|i| order[i % order.len()]).collect();
         out.push(Pinning::described(
-            cpus,
+            order.clone(),
             format!(
                 "oversubscribed: {n} threads on {} CPUs, round robin",
                 order.len()

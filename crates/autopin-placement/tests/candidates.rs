@@ -145,6 +145,19 @@ fn more_threads_than_cpus_and_zero() {
     let m = synthetic("package:2 core:2 pu:1");
     let c = all(&m, 6);
     assert_eq!(c.len(), 1);
-    assert_eq!(c[0].cpus.len(), 6);
+    // Every CPU once in the list (a short label), threads round robin over it: six threads
+    // use all four CPUs, two of them twice.
+    assert_eq!(c[0].cpus.len(), 4);
+    let per_thread = c[0].cpus_for(6).unwrap();
+    let mut uses = std::collections::BTreeMap::new();
+    for cpu in &per_thread {
+        *uses.entry(*cpu).or_insert(0) += 1;
+    }
+    assert_eq!(uses.len(), 4, "{per_thread:?}");
+    assert_eq!(
+        uses.values().filter(|n| **n == 2).count(),
+        2,
+        "{per_thread:?}"
+    );
     assert!(all(&m, 0).is_empty());
 }

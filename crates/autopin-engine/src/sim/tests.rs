@@ -1,5 +1,6 @@
 use super::*;
-use crate::driver::{Driver, DriverConfig};
+use crate::driver::{Driver, DriverConfig, DECIDED_TICK};
+use crate::os::{Meter, Reading};
 use crate::session::{Session, SessionConfig};
 use crate::strategy::{Autopin1, Autopin1Params, Race, RaceParams, Strategy};
 use std::collections::BTreeMap;
@@ -91,6 +92,96 @@ fn a_warm_up_shorter_than_a_tick_costs_its_own_length() {
         assert!((ticks - ticks.round()).abs() < 1e-6, "{:?}", w[1]);
     }
     assert!(moved >= 3, "{:?}", r.probes);
+}
+
+/// The simulation's meter, recording when it was read and what it was told.
+struct RecordingMeter {
+    sim: Sim,
+    reads: Vec<f64>,
+    whole_program: Vec<(f64, bool)>,
+}
+
+impl Meter for RecordingMeter {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+        self.reads.push(self.sim.now());
+        self.sim.read(threads)
+    }
+    fn whole_program(&mut self, yes: bool) {
+        self.whole_program.push((self.sim.now(), yes));
+    }
+}
+
+#[test]
+fn once_decided_the_driver_reads_at_a_slower_pace_and_detaches_on_time() {
+    let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.02, 3, 1e9);
+    let topo = sim.topo();
+    let cands = structured_candidates(&topo, 16);
+    let mut session = Session::new(
+        SessionConfig {
+            init: 0.5,
+            watch: None,
+            ..SessionConfig::default()
+        },
+        Box::new(move |_| cands.clone().into()),
+        Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
+    );
+    let (mut clock, mut threads, pinner) = (sim.clone(), sim.clone(), sim.clone());
+    let mut meter = RecordingMeter {
+        sim: sim.clone(),
+        reads: Vec::new(),
+        whole_program: Vec::new(),
+    };
+    let mut quiet = |_: f64, _: &str| {};
+    let mut always = |_: &Session| true;
+    let mut d = Driver {
+        clock: &mut clock,
+        threads: &mut threads,
+        pinner: &pinner,
+        meter: &mut meter,
+        on_message: &mut quiet,
+        keep_going: &mut always,
+    };
+    let max_time = 40.2;
+    let out = d
+        .run(
+            &mut session,
+            &DriverConfig {
+                tick: 0.1,
+                allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
+                max_time: Some(max_time),
+                keep_masks: false,
+                started: 0.0,
+            },
+        )
+        .unwrap();
+    let decided = session.report.search_time + 0.5;
+    assert!(decided < 30.0, "no decision to test with: {decided} s");
+    assert!(
+        (out.elapsed - max_time).abs() < 1e-6,
+        "detached at {} s, asked for {max_time} s",
+        out.elapsed
+    );
+    // The meter is told once, when the decision comes into force.
+    assert_eq!(meter.whole_program.len(), 1, "{:?}", meter.whole_program);
+    assert!(meter.whole_program[0].1);
+    let switched = meter.whole_program[0].0;
+    assert!((switched - decided).abs() < 0.2, "{switched} vs {decided}");
+    for w in meter.reads.windows(2) {
+        let gap = w[1] - w[0];
+        if w[0] < switched - 1e-9 {
+            assert!(
+                gap <= 0.1 + 1e-6,
+                "a {gap} s gap while searching at {} s",
+                w[0]
+            );
+        } else if w[1] < max_time - 1e-9 && w[0] > switched + 1e-9 {
+            assert!(
+                (gap - DECIDED_TICK).abs() < 1e-6,
+                "a {gap} s gap at {} s",
+                w[0]
+            );
+        }
+    }
 }
 
 #[test]

@@ -14,6 +14,7 @@
 pub mod affinity;
 pub mod attach_guard;
 pub mod attach_mark;
+pub mod cpu_clock;
 pub mod exit_watch;
 pub mod poll_pin;
 pub mod proc_scan;
@@ -28,7 +29,7 @@ pub use autopin_engine::pinner::{PinError, Pinner, RecordingPinner};
 pub use autopin_launch::{exit_code, spawn, ExitStatus, LaunchError, LaunchSpec, Launched};
 pub use elf::Linkage;
 pub use poll_pin::{pin_by_polling, PinOutcome, PollPinner};
-pub use proc_scan::{ProcFs, ProcThread, ThreadOrder};
+pub use proc_scan::{ProcFs, ProcThread, TaskScan, ThreadOrder};
 pub use registry::{Registry, ThreadState, TrackedThread};
 
 /// The path of the preload library to pass as [`LaunchSpec::preload`]: `$AUTOPIN_PRELOAD`

@@ -3,7 +3,7 @@
 //! is approximated by start time (field 22 of /proc/PID/task/TID/stat, in clock ticks),
 //! ties broken by tid, which Linux hands out increasingly until it wraps at pid_max.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -83,6 +83,57 @@ impl ProcFs {
     }
 }
 
+/// The threads of one process, scanned again and again: each scan lists /proc/PID/task (one
+/// directory read) and reads `stat` only for threads it has not seen, so a program with
+/// thousands of threads costs a scan of names, not thousands of file reads. A thread id
+/// reused by a new thread between two scans would need the whole PID space to wrap within
+/// one interval; a thread missing from a listing is forgotten at once.
+#[derive(Debug)]
+pub struct TaskScan {
+    proc: ProcFs,
+    pid: i32,
+    known: HashMap<i32, ProcThread>,
+}
+
+impl TaskScan {
+    pub fn new(proc: ProcFs, pid: i32) -> Self {
+        TaskScan {
+            proc,
+            pid,
+            known: HashMap::new(),
+        }
+    }
+
+    /// The live threads, oldest first, as [`ProcFs::threads`] gives them.
+    pub fn scan(&mut self) -> io::Result<Vec<ProcThread>> {
+        let task = self.proc.root.join(self.pid.to_string()).join("task");
+        let mut listed: HashSet<i32> = HashSet::new();
+        for entry in fs::read_dir(&task)? {
+            let Ok(entry) = entry else { continue };
+            let Some(tid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            if let std::collections::hash_map::Entry::Vacant(slot) = self.known.entry(tid) {
+                match read_thread(&entry.path(), tid) {
+                    Some(t) => {
+                        slot.insert(t);
+                    }
+                    None => continue,
+                }
+            }
+            listed.insert(tid);
+        }
+        self.known.retain(|tid, _| listed.contains(tid));
+        let mut out: Vec<ProcThread> = self.known.values().cloned().collect();
+        out.sort_by_key(|t| (t.start_time, t.tid));
+        Ok(out)
+    }
+}
+
 fn read_thread(dir: &Path, tid: i32) -> Option<ProcThread> {
     let stat = fs::read_to_string(dir.join("stat")).ok()?;
     let (comm, start_time) = parse_stat(&stat)?;
@@ -115,8 +166,8 @@ impl ThreadOrder {
     /// Takes a scan (oldest first) and returns the threads not seen before as
     /// (index, thread), in index order. Threads missing from the scan are forgotten.
     pub fn observe(&mut self, scan: &[ProcThread]) -> Vec<(usize, ProcThread)> {
-        self.known
-            .retain(|tid, _| scan.iter().any(|t| t.tid == *tid));
+        let live: HashSet<i32> = scan.iter().map(|t| t.tid).collect();
+        self.known.retain(|tid, _| live.contains(tid));
         let mut fresh = Vec::new();
         for t in scan {
             match self.known.get(&t.tid) {
