@@ -700,6 +700,8 @@ pub struct SimPlatform {
     pub migration: Result<(), String>,
     /// Page migrations asked for: (simulated time, pid, CPUs, file-backed pages too).
     pub migrated: Vec<(f64, i32, Vec<u32>, bool)>,
+    /// The program's environment (a launch removes what `LaunchOptions::unset` names).
+    pub env: Vec<(String, String)>,
 }
 
 impl SimPlatform {
@@ -720,6 +722,7 @@ impl SimPlatform {
             epoch: None,
             migration: Ok(()),
             migrated: Vec::new(),
+            env: Vec::new(),
         }
     }
 }
@@ -754,7 +757,12 @@ impl crate::run::Platform for SimPlatform {
         Ok(crate::run::Started {
             pid: 1000,
             threads: Box::new(self.sim.clone()),
-            env: Vec::new(),
+            env: self
+                .env
+                .iter()
+                .filter(|(k, _)| attached || !launch.unset.contains(k))
+                .cloned()
+                .collect(),
             mask: if attached {
                 self.attach_mask.clone()
             } else {

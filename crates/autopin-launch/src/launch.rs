@@ -20,6 +20,8 @@ pub struct LaunchSpec {
     pub args: Vec<OsString>,
     /// Set (or override) these variables in the child's environment.
     pub env: Vec<(OsString, OsString)>,
+    /// Remove these variables from the child's environment.
+    pub unset: Vec<OsString>,
     /// Prepended to `LD_PRELOAD` (from `env` if set there, else from our environment).
     pub preload: Option<PathBuf>,
     /// Forward SIGINT/TERM/HUP/QUIT/USR1/USR2 sent to autopin to the child while it runs.
@@ -182,6 +184,9 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+    }
+    for k in &spec.unset {
+        cmd.env_remove(k);
     }
     for (k, v) in &spec.env {
         cmd.env(k, v);

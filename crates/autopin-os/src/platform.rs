@@ -24,35 +24,6 @@ const PRELOAD_VARS: [&str; 5] = [
     "AUTOPIN_HEARTBEAT",
 ];
 
-/// The OpenMP binding the program's environment asks for (`OMP_PROC_BIND=true`,
-/// `OMP_PLACES=cores`, `GOMP_CPU_AFFINITY`, `KMP_AFFINITY`), as `VAR=value` text; None when
-/// it asks for none (unset, empty, or switched off).
-fn own_binding(get: impl Fn(&str) -> Option<String>) -> Option<String> {
-    let mut said = Vec::new();
-    for var in [
-        "OMP_PROC_BIND",
-        "OMP_PLACES",
-        "GOMP_CPU_AFFINITY",
-        "KMP_AFFINITY",
-    ] {
-        let Some(v) = get(var).filter(|v| !v.trim().is_empty()) else {
-            continue;
-        };
-        let off = match var {
-            "OMP_PROC_BIND" => v.trim().eq_ignore_ascii_case("false"),
-            "KMP_AFFINITY" => {
-                let l = v.to_ascii_lowercase();
-                l.contains("disabled") || l.contains("none")
-            }
-            _ => false,
-        };
-        if !off {
-            said.push(format!("{var}={v}"));
-        }
-    }
-    (!said.is_empty()).then(|| said.join(" "))
-}
-
 pub struct LinuxPlatform {
     perf_sysfs: Sysfs,
     /// The heartbeat channel every launched program gets (AUTOPIN_HEARTBEAT); handed to the
@@ -156,11 +127,21 @@ impl LinuxPlatform {
             autopin_perf::heartbeat::ENV_VAR.into(),
             self.heartbeat_path.clone().into_os_string(),
         ));
-        if let Some(binding) = own_binding(|k| std::env::var(k).ok()) {
+        // --override-binding: the program's own OpenMP binding goes, so autopin's pinnings
+        // are the only ones.
+        let unset: Vec<String> = opts
+            .unset
+            .iter()
+            .filter(|v| std::env::var_os(v).is_some())
+            .cloned()
+            .collect();
+        if !unset.is_empty() {
             warnings.push(format!(
-                "the program binds its own OpenMP threads ({binding}): autopin's pinnings override that binding while it searches and after it decides; unset it to let autopin choose, or run the program without autopin to keep its own binding"
+                "{} unset for the program (--override-binding): autopin's pinnings decide",
+                unset.join(", ")
             ));
         }
+        spec.unset = opts.unset.iter().map(Into::into).collect();
         // The preload library's variables are autopin's to set: one left in the user's
         // environment (an `AUTOPIN_CPUS=1` from an earlier experiment) would pin behind the
         // search's back. Those autopin does not set are emptied, and the user is told.
@@ -204,7 +185,9 @@ impl LinuxPlatform {
         Ok(Started {
             pid,
             threads: Box::new(threads),
-            env: std::env::vars().collect(),
+            env: std::env::vars()
+                .filter(|(k, _)| !opts.unset.contains(k))
+                .collect(),
             mask: None,
             warnings,
             openmp_runtime,
@@ -552,32 +535,4 @@ fn restore_threads(pid: i32, mask: &CpuSet) -> usize {
                 .count()
         })
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::own_binding;
-
-    #[test]
-    fn the_programs_own_openmp_binding_is_recognized() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        assert_eq!(own_binding(env(&[])), None);
-        assert_eq!(own_binding(env(&[("OMP_PROC_BIND", "false")])), None);
-        assert_eq!(own_binding(env(&[("KMP_AFFINITY", "disabled")])), None);
-        assert_eq!(
-            own_binding(env(&[("OMP_PROC_BIND", "true"), ("OMP_PLACES", "cores")])),
-            Some("OMP_PROC_BIND=true OMP_PLACES=cores".into())
-        );
-        assert_eq!(
-            own_binding(env(&[("GOMP_CPU_AFFINITY", "0-3")])),
-            Some("GOMP_CPU_AFFINITY=0-3".into())
-        );
-    }
 }

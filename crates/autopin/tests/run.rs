@@ -804,30 +804,64 @@ fn a_preload_override_that_cannot_load_is_said_not_passed_to_the_loader() {
     }
 }
 
-/// A program whose environment binds its OpenMP threads is told, once, that autopin's
-/// pinnings override that binding.
+/// A program whose environment binds its OpenMP threads keeps that binding: autopin says
+/// so once, stands back (no probe, no pinning) and reports the program's own binding as the
+/// final pinning. With --override-binding the variables are gone from the program's
+/// environment and autopin searches.
 #[test]
-fn a_programs_own_openmp_binding_is_named() {
-    let out = autopin()
-        .env("OMP_PROC_BIND", "true")
-        .env("OMP_PLACES", "cores")
-        .args([
-            "run",
-            "--objective",
-            "task-clock",
-            "--no-perturbation-estimate",
-        ])
-        .args(["--", "sh", "-c", "exit 0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+fn a_programs_own_openmp_binding_is_left_in_force_unless_overridden() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let run = |extra: &[&str]| {
+        autopin()
+            .env("OMP_PROC_BIND", "true")
+            .env("OMP_PLACES", "cores")
+            .args(["run", "--report"])
+            .arg(&report)
+            .args(["--objective", "task-clock", "--no-perturbation-estimate"])
+            .args(["-i", "0", "-w", "0.02", "--probe", "0.1", "--schedule", "0;0"])
+            .args(extra)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "echo \"[$OMP_PROC_BIND $OMP_PLACES]\"; i=0; while [ $i -lt 500000 ]; do i=$((i+1)); done; exit 3",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[true cores]\n");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
-        err.matches("binds its own OpenMP threads (OMP_PROC_BIND=true OMP_PLACES=cores)")
+        err.matches("binds its own OpenMP threads (OMP_PROC_BIND=true OMP_PLACES=cores): autopin stands back")
             .count(),
         1,
         "{err}"
     );
+    assert!(
+        err.contains(
+            "final pinning: the program's own binding (OMP_PROC_BIND=true OMP_PLACES=cores)"
+        ),
+        "{err}"
+    );
+    let r = read_json(&report);
+    assert_eq!(r["probes"].as_array().map(Vec::len), Some(0), "{r}");
+    assert_eq!(r["own_binding"], "OMP_PROC_BIND=true OMP_PLACES=cores");
+    assert_eq!(r["exit_status"], 3);
+
+    let out = run(&["--override-binding"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[ ]\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("OMP_PROC_BIND, OMP_PLACES unset for the program (--override-binding)"),
+        "{err}"
+    );
+    let r = read_json(&report);
+    assert!(r.get("own_binding").is_none(), "{r}");
+    assert!(!r["probes"].as_array().unwrap().is_empty(), "{r}");
 }
 
 /// One autopin per process: a second `attach` to a process another autopin is attached to

@@ -192,6 +192,10 @@ pub struct Report {
     /// `--migrate-memory`: what page migration did after each decision.
     #[serde(default)]
     pub memory_migrations: Vec<MigrationRecord>,
+    /// The program's own binding (e.g. `OMP_PROC_BIND=true OMP_PLACES=cores`), left in
+    /// force: autopin stood back and this is the pinning the program ran with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_binding: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -277,7 +281,9 @@ impl Report {
                 d.candidate, d.reason
             ));
         }
-        if let Some(d) = &self.decision {
+        if let Some(b) = &self.own_binding {
+            out.push(format!("final pinning: the program's own binding ({b})"));
+        } else if let Some(d) = &self.decision {
             out.push(format!(
                 "final pinning: {}{}",
                 d.candidate,

@@ -32,6 +32,9 @@ pub struct LaunchOptions {
     pub skip: SkipMask,
     /// Memory policy the program gets before its first instruction (numactl's options).
     pub mem_policy: Option<MemPolicy>,
+    /// Remove these variables from a launched program's environment (OpenMP's binding,
+    /// with `--override-binding`).
+    pub unset: Vec<String>,
 }
 
 /// A started (or attached) target.

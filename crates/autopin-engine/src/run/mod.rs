@@ -10,6 +10,7 @@
 //! follow its threads at every decision while it still runs, [`memory`]) → finish the
 //! report (monitor cost, `estimate_perturbation`, notes).
 
+pub mod binding;
 pub mod env;
 pub mod memory;
 mod objective;
@@ -54,6 +55,19 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         preload_active,
         ..
     } = started;
+    if let Some(binding) = binding::own_binding(&target_env) {
+        if !plan.override_binding {
+            return stand_back(plan, env, &machine, threads, &binding);
+        }
+        // A launched program had the variables unset (so none are left); an attached one
+        // keeps them, and its runtime may bind again what autopin pins.
+        env.sink.message(
+            None,
+            &format!(
+                "warning: the program binds its own OpenMP threads ({binding}); with --override-binding autopin's pinnings override that binding"
+            ),
+        );
+    }
 
     let mut init = plan.search.init;
     let mut init_waited = 0.0;
@@ -153,6 +167,53 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         env.sink.message(None, note);
         report.notes.push(note.into());
     }
+    Ok(report)
+}
+
+/// The program binds its own threads and the plan leaves that binding in force: autopin
+/// pins nothing and searches nothing. A launched program is waited for (its exit status is
+/// autopin's); from an attached one autopin detaches at once. The report says why.
+fn stand_back(
+    plan: &RunPlan,
+    env: &mut RunEnv,
+    machine: &Machine,
+    mut threads: Box<dyn ThreadSource>,
+    binding: &str,
+) -> Result<Report, EngineError> {
+    let why = format!(
+        "the program binds its own OpenMP threads ({binding}): autopin stands back (no search, no pinning) and leaves that binding in force; --override-binding lets autopin choose"
+    );
+    env.sink.message(None, &why);
+    let mut report = Report {
+        tool: "autopin".into(),
+        command: match &plan.target {
+            TargetSpec::Launch(argv) => argv.clone(),
+            TargetSpec::Attach { pid, .. } => vec![format!("attach {pid}")],
+        },
+        machine: machine.summary_lines(),
+        strategy: "none (the program's own binding)".into(),
+        complete: true,
+        own_binding: Some(binding.to_string()),
+        ..Report::default()
+    };
+    report.notes.push(why);
+    let t0 = env.clock.now();
+    let attached = matches!(plan.target, TargetSpec::Attach { .. });
+    let mut seen = 0;
+    while !attached {
+        let snap = threads.poll().map_err(EngineError::Os)?;
+        seen = seen.max(snap.all.len());
+        if let Some(status) = snap.ended {
+            report.exit_status = status;
+            break;
+        }
+        if !threads.wait_for_end(0.5) {
+            let t = env.clock.now() + 0.5;
+            env.clock.sleep_until(t);
+        }
+    }
+    report.threads_seen = seen;
+    report.wall_time = env.clock.now() - t0;
     Ok(report)
 }
 
@@ -298,6 +359,14 @@ fn start(
         pin_at_birth,
         skip: plan.skip.clone(),
         mem_policy: plan.mem_policy.clone(),
+        unset: if plan.override_binding {
+            binding::BINDING_VARS
+                .iter()
+                .map(|v| v.to_string())
+                .collect()
+        } else {
+            Vec::new()
+        },
     };
     // CPUs other work keeps busy, watched from just before the launch to the first search
     // (the program's own time is not counted): topology candidates then keep off them.

@@ -164,6 +164,10 @@ pub struct RunPlan {
     pub estimate_perturbation: bool,
     /// Where this run stands in a Slurm/MPI launch (None: not recorded).
     pub launch: Option<LaunchPlan>,
+    /// A program whose environment binds its OpenMP threads: false (the default) leaves
+    /// that binding in force and autopin stands back; true unsets it for a launched program
+    /// (an attached one keeps its variables) and autopin's pinnings decide.
+    pub override_binding: bool,
 }
 
 /// A run inside a cluster launch: the record the report carries (the engine adds the Unix

@@ -13,6 +13,7 @@ fn small() -> Machine {
 
 fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan {
     RunPlan {
+        override_binding: false,
         machine: m.clone(),
         target,
         skip: SkipMask::none(),
@@ -836,5 +837,61 @@ fn the_run_says_what_it_is_doing_at_each_step() {
     assert!(
         probe.contains(" beats/s over ") && probe.ends_with(" ms"),
         "{probe}"
+    );
+}
+
+fn binding_env() -> Vec<(String, String)> {
+    vec![
+        ("OMP_PROC_BIND".into(), "true".into()),
+        ("OMP_PLACES".into(), "cores".into()),
+    ]
+}
+
+#[test]
+fn a_program_that_binds_its_own_threads_is_left_alone() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 4, 20.0).with_exit_code(5));
+    p.env = binding_env();
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(
+        r.own_binding.as_deref(),
+        Some("OMP_PROC_BIND=true OMP_PLACES=cores")
+    );
+    assert!(
+        r.probes.is_empty() && r.decision.is_none(),
+        "{:?}",
+        r.probes
+    );
+    assert_eq!(r.exit_status, Some(5));
+    assert!(r.complete);
+    assert!((r.wall_time - 20.0).abs() < 1.0, "waited {} s", r.wall_time);
+    assert!(
+        sink.messages.iter().any(|m| m.contains("stands back")),
+        "{:?}",
+        sink.messages
+    );
+    assert!(r.summary_lines().contains(
+        &"final pinning: the program's own binding (OMP_PROC_BIND=true OMP_PLACES=cores)"
+            .to_string()
+    ));
+    assert!(p.launched_with.unwrap().unset.is_empty());
+}
+
+#[test]
+fn override_binding_unsets_the_variables_and_searches() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 4, 60.0));
+    p.env = binding_env();
+    let mut pl = plan(&m, launch(), topology());
+    pl.override_binding = true;
+    let (r, _) = go(&pl, &mut p);
+    let r = r.unwrap();
+    assert_eq!(r.own_binding, None);
+    assert!(r.decision.is_some(), "{:?}", r.incomplete_reason);
+    let unset = p.launched_with.unwrap().unset;
+    assert!(
+        unset.contains(&"OMP_PROC_BIND".to_string()) && unset.contains(&"OMP_PLACES".to_string()),
+        "{unset:?}"
     );
 }

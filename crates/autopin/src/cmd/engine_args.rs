@@ -48,6 +48,12 @@ pub struct EngineArgs {
     /// Leave "unpinned (OS decides)" out of topology candidates
     #[arg(long)]
     pub no_unpinned: bool,
+    /// A program whose environment binds its OpenMP threads (OMP_PROC_BIND, OMP_PLACES,
+    /// GOMP_CPU_AFFINITY, KMP_AFFINITY): take over anyway. Without it autopin stands back and
+    /// leaves that binding in force; with it the variables are unset for a launched program
+    /// and autopin's pinnings decide
+    #[arg(long)]
+    pub override_binding: bool,
     /// At most this many topology candidates
     #[arg(long, value_name = "N", default_value_t = 12, value_parser = count_at_least::<1>)]
     pub max_candidates: usize,
@@ -184,6 +190,7 @@ impl EngineArgs {
             mem_policy,
             estimate_perturbation: !a.no_perturbation_estimate,
             launch,
+            override_binding: a.override_binding,
         })
     }
 }
