@@ -200,16 +200,18 @@ fn stand_back(
     let t0 = env.clock.now();
     let attached = matches!(plan.target, TargetSpec::Attach { .. });
     let mut seen = 0;
-    while !attached {
-        let snap = threads.poll().map_err(EngineError::Os)?;
-        seen = seen.max(snap.all.len());
-        if let Some(status) = snap.ended {
-            report.exit_status = status;
-            break;
-        }
-        if !threads.wait_for_end(0.5) {
-            let t = env.clock.now() + 0.5;
-            env.clock.sleep_until(t);
+    if !attached {
+        loop {
+            let snap = threads.poll().map_err(EngineError::Os)?;
+            seen = seen.max(snap.all.len());
+            if let Some(status) = snap.ended {
+                report.exit_status = status;
+                break;
+            }
+            if !threads.wait_for_end(0.5) {
+                let t = env.clock.now() + 0.5;
+                env.clock.sleep_until(t);
+            }
         }
     }
     report.threads_seen = seen;
