@@ -9,6 +9,8 @@
 # autopin ÷ pinned-at-start and autopin ÷ OS placement, and the decisions autopin took.
 # usage: bench/arrival.sh [ROUNDS] [MILLION_STEPS] [ARRIVE_S]   (default 5, 10000 ≈ 10 s alone, 5)
 set -eu
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 ROUNDS=${1:-5}
 STEPS=${2:-10000}
 ARRIVE=${3:-5}

@@ -7,6 +7,8 @@
 # the start) and what it was. On an idle machine (BUSY=0) the reference is the OS placement.
 # usage: bench/busy.sh [ROUNDS] [MILLION_STEPS]   (default 5 rounds, 4000 ≈ 4 s alone)
 set -eu
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 ROUNDS=${1:-5}
 STEPS=${2:-4000}
 . "$(cd "$(dirname "$0")" && pwd)/busy_common.sh"

@@ -14,6 +14,8 @@
 # usage: bench/cluster.sh [REPS]   (default 3; ITERS, WORK, AUTOPIN_ARGS override the rest)
 # Needs: Slurm, munge, MPICH (scripts/deps.sh), a release build of autopin.
 set -eu
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 REPS=${1:-3}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 AUTOPIN=${AUTOPIN:-$ROOT/target/release/autopin}

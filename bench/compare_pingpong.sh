@@ -4,6 +4,8 @@
 # Prints autopin compare's table and writes JSON / SVG next to it.
 # Usage: bench/compare_pingpong.sh [RUNS] [ITERS] [OUTDIR]
 set -euo pipefail
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 runs=${1:-10}
 iters=${2:-20000}
 out=${3:-$(mktemp -d /tmp/autopin-compare-bench.XXXXXX)}

@@ -5,6 +5,8 @@
 # program started, from the report), what it was and why; then the median. Goal: < 1.5 s.
 # usage: bench/decision.sh [RUNS]   (default 7)
 set -eu
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 RUNS=${1:-7}
 . "$(cd "$(dirname "$0")" && pwd)/busy_common.sh"
 busy_neighbour

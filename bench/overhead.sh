@@ -8,6 +8,8 @@
 # higher priority on a shared machine.
 # usage: bench/overhead.sh [PAIRS] [OBJECTIVE]   (default 5 pairs, objective heartbeat)
 set -eu
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 PAIRS=${1:-5}
 OBJ=${2:-heartbeat}
 . "$(cd "$(dirname "$0")" && pwd)/syncbench_common.sh"

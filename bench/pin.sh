@@ -8,6 +8,8 @@
 # Each cell is the median of REPS runs. Needs gcc with OpenMP and a built autopin
 # (AUTOPIN=path, default target/release/autopin or target/debug/autopin).
 set -euo pipefail
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 here=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${REPS:-5}
 THREADS=${THREADS:-5000}

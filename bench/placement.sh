@@ -4,6 +4,8 @@
 #  2. `autopin candidates -n N` on the big hwloc dumps: classes found and wall time.
 # Usage: bench/placement.sh [path/to/autopin]   (default: target/release/autopin)
 set -euo pipefail
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$here/target/release/autopin}
 [ -x "$bin" ] || { echo "build first: cargo build --release -p autopin (or pass the binary)"; exit 2; }

@@ -11,6 +11,8 @@
 # set BENCH_NICE=-10 to run every side (references and autopin alike) at a higher priority.
 # usage: bench/run.sh [PAIRS] [OBJECTIVE]   (default 3 pairs, objective heartbeat)
 set -eu
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 PAIRS=${1:-3}
 OBJ=${2:-heartbeat}
 . "$(cd "$(dirname "$0")" && pwd)/syncbench_common.sh"

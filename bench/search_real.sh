@@ -17,6 +17,8 @@
 # beat); PROGS="ompwork" picks programs (default: all three).
 # usage: bench/search_real.sh [ROUNDS] [SECONDS_SCALE]   (default 5 rounds, scale 1 ≈ 6–20 s a run)
 set -eu
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 ROUNDS=${1:-5}
 SCALE=${2:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -6,6 +6,8 @@
 # pinned). With AUTOPIN_OLD=<another autopin binary> the same for it, side by side.
 # usage: bench/threads.sh [THREADS] [SECONDS]   (default 2000 threads, 16 s)
 set -eu
+# Every round searches afresh: remembered decisions would turn later rounds into checks.
+export AUTOPIN_MEMORY=off
 N=${1:-2000}
 SECS=${2:-16}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

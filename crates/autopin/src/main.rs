@@ -6,6 +6,7 @@ mod messages;
 mod cluster;
 mod cmd;
 mod compare_progress;
+mod decision_memory;
 mod error;
 mod machine_args;
 mod mem_args;
@@ -52,6 +53,8 @@ enum Command {
     Measure(cmd::measure::Args),
     /// Run a program many times under several strategies and compare them statistically
     Compare(cmd::compare::Args),
+    /// Remembered decisions: list, show, forget, export, import
+    Memory(cmd::memory::Args),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     Completions(cmd::install::CompletionsArgs),
     /// Print the man page (roff)
@@ -80,6 +83,7 @@ fn main() {
         Command::Report(a) => cmd::report::run(a),
         Command::Measure(a) => cmd::measure::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Memory(a) => cmd::memory::run(a),
         Command::Completions(a) => cmd::install::completions(a, Cli::command()),
         Command::Man(a) => cmd::install::man(a, Cli::command()),
         Command::Guard(a) => cmd::guard::run(a),

@@ -196,6 +196,27 @@ pub struct Report {
     /// force: autopin stood back and this is the pinning the program ran with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_binding: Option<String>,
+    /// What the run did with remembered decisions (None: memory was not asked about).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryUse>,
+}
+
+/// The report's account of the decision store.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryUse {
+    /// The store's file.
+    pub path: String,
+    /// The decision's key id (`autopin memory show KEY`).
+    pub key: String,
+    /// Whether a remembered decision was found and applied at birth.
+    pub hit: bool,
+    /// The pinnings the check probed (on a hit).
+    pub checked: Vec<String>,
+    /// confirmed / overturned / new / disabled / error.
+    pub outcome: String,
+    /// Why the store could not be used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

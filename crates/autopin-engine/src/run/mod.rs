@@ -19,7 +19,7 @@ pub mod plan;
 pub use env::{BusyWatch, CountingCheck, LaunchOptions, Platform, RunEnv, RunSink, Started};
 pub use memory::describe_single_node;
 pub use plan::{
-    CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, RunPlan,
+    CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, Remembered, RunPlan,
     SearchParams, StrategyChoice, TargetSpec,
 };
 
@@ -41,9 +41,10 @@ use objective::{choose_objective, TargetFacts};
 pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     plan.validate()?;
     let counting = check_counting(plan, env)?;
-    let explicit = match &plan.candidates {
-        CandidateSource::Explicit(list) => Some(list.clone()),
-        CandidateSource::Topology { .. } => None,
+    let explicit = match (&plan.remembered, &plan.candidates) {
+        (Some(r), _) => Some(r.candidates()),
+        (None, CandidateSource::Explicit(list)) => Some(list.clone()),
+        (None, CandidateSource::Topology { .. }) => None,
     };
     let (started, machine, busy_watch) = start(plan, env, explicit.as_deref())?;
     let Started {
@@ -69,7 +70,10 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         );
     }
 
-    let mut init = plan.search.init;
+    let mut init = match plan.remembered {
+        Some(_) => plan.search.init.min(Remembered::INIT),
+        None => plan.search.init,
+    };
     let mut init_waited = 0.0;
     let target = TargetFacts {
         pid,
@@ -114,6 +118,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             watch: plan.search.watch,
             higher_is_better: choice.info.higher_is_better,
             unit: choice.info.unit.clone(),
+            check_first: plan.remembered.is_some(),
             ..SessionConfig::default()
         },
         candidate_factory(
@@ -122,7 +127,16 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             machine.clone(),
             busy_watch.map(|w| (w, pid)),
         ),
-        strategy_factory(plan.search.strategy, plan.launch.as_ref()),
+        strategy_factory(
+            match (plan.search.strategy, &plan.remembered) {
+                (StrategyChoice::Race(p), Some(_)) => StrategyChoice::Race(RaceParams {
+                    budget: p.budget.min(Remembered::CHECK_BUDGET),
+                    ..p
+                }),
+                (s, _) => s,
+            },
+            plan.launch.as_ref(),
+        ),
     );
     describe_run(
         plan,
@@ -353,10 +367,13 @@ fn start(
     env: &mut RunEnv,
     explicit: Option<&[Pinning]>,
 ) -> Result<(Started, Machine, Option<Watch>), EngineError> {
-    let pin_at_birth = explicit
-        .filter(|l| plan.search.strategy.pins_at_birth(l.len()))
-        .and_then(|l| l.first())
-        .and_then(|c| c.cpu_list().map(<[u32]>::to_vec));
+    let pin_at_birth = match &plan.remembered {
+        Some(r) => r.pinning.cpu_list().map(<[u32]>::to_vec),
+        None => explicit
+            .filter(|l| plan.search.strategy.pins_at_birth(l.len()))
+            .and_then(|l| l.first())
+            .and_then(|c| c.cpu_list().map(<[u32]>::to_vec)),
+    };
     let launch = LaunchOptions {
         pin_at_birth,
         skip: plan.skip.clone(),

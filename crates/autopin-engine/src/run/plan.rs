@@ -168,6 +168,44 @@ pub struct RunPlan {
     /// that binding in force and autopin stands back; true unsets it for a launched program
     /// (an attached one keeps its variables) and autopin's pinnings decide.
     pub override_binding: bool,
+    /// A decision remembered from an earlier run of this program here: applied at birth
+    /// and checked, instead of a search from scratch.
+    pub remembered: Option<Remembered>,
+}
+
+/// A remembered decision to check: its pinning is in force from the program's first
+/// instruction, and the check races it against the OS placement and the runner-up of the
+/// run that decided it. Should one of them win, that is the new decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remembered {
+    pub pinning: Pinning,
+    pub runner_up: Option<Pinning>,
+}
+
+impl Remembered {
+    /// How long a program whose threads start on the remembered CPUs runs before the check
+    /// (its threads must exist; nothing else needs to settle).
+    pub const INIT: f64 = 0.2;
+    /// The check's budget: a remembered pinning not shown worse within it stays.
+    pub const CHECK_BUDGET: f64 = 1.5;
+
+    /// What the check probes: the remembered pinning first, then the OS placement and the
+    /// runner-up (each once).
+    pub fn candidates(&self) -> Vec<Pinning> {
+        let mut out = vec![self.pinning.clone()];
+        for c in [Some(Pinning::unpinned()), self.runner_up.clone()]
+            .into_iter()
+            .flatten()
+        {
+            if !out
+                .iter()
+                .any(|o| o.cpus == c.cpus && o.is_unpinned() == c.is_unpinned())
+            {
+                out.push(c);
+            }
+        }
+        out
+    }
 }
 
 /// A run inside a cluster launch: the record the report carries (the engine adds the Unix

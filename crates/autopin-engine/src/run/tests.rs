@@ -14,6 +14,7 @@ fn small() -> Machine {
 fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan {
     RunPlan {
         override_binding: false,
+        remembered: None,
         machine: m.clone(),
         target,
         skip: SkipMask::none(),

@@ -116,6 +116,9 @@ pub struct SessionConfig {
     /// Seconds the program already ran before the session started (e.g. while autopin
     /// watched for a heartbeat to choose the objective); part of the init time, for messages.
     pub init_waited: f64,
+    /// The first search checks its first candidate, already in force (a remembered
+    /// decision): what it cannot show worse stays.
+    pub check_first: bool,
 }
 
 impl Default for SessionConfig {
@@ -129,6 +132,7 @@ impl Default for SessionConfig {
             max_phase_searches: 4,
             init_extra: 5.0,
             init_waited: 0.0,
+            check_first: false,
         }
     }
 }
@@ -582,6 +586,9 @@ impl Session {
         let mut strat = (self.make_strategy)(self.candidates.len(), self.search);
         if let Some(os) = self.candidates.iter().position(|c| c.is_unpinned()) {
             strat.set_os_placement(os);
+        }
+        if self.cfg.check_first && self.search == 0 {
+            strat.set_incumbent(0);
         }
         self.strategy_name = strat.name().to_string();
         self.report.strategy = self.strategy_name.clone();

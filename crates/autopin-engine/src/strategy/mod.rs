@@ -82,6 +82,9 @@ pub trait Strategy {
     /// Which candidate is the OS's own placement (unpinned), if any: a search whose
     /// candidates cannot be told apart keeps it rather than pin for nothing.
     fn set_os_placement(&mut self, _candidate: usize) {}
+    /// Which candidate is in force already and stays unless another is shown better (a
+    /// remembered decision being checked): it is what indistinguishable candidates keep.
+    fn set_incumbent(&mut self, _candidate: usize) {}
     /// Whether the probe of `candidate` in progress may end now, given the scores of its
     /// sampling intervals so far: one far behind the leader need not be watched for the
     /// whole probe (each further interval is work the program loses). Never, by default.

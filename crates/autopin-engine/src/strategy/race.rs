@@ -160,6 +160,8 @@ pub struct Race {
     rounds: usize,
     /// The OS's own placement among the candidates.
     os_placement: Option<usize>,
+    /// The pinning in force that a search checks (see [`Strategy::set_incumbent`]).
+    incumbent: Option<usize>,
     /// Why each eliminated candidate went.
     eliminated: Vec<Option<Why>>,
 }
@@ -209,6 +211,7 @@ impl Race {
             queue: Vec::new(),
             rounds: 0,
             os_placement: None,
+            incumbent: None,
             eliminated: vec![None; candidates],
         }
     }
@@ -542,6 +545,12 @@ impl Race {
     /// What stays when the leader cannot be shown better: the OS placement when it survives,
     /// else the first surviving candidate (None when that is the leader).
     fn fallback(&self, l: usize) -> Option<usize> {
+        if let Some(i) = self.incumbent.filter(|&i| i != l && self.arms[i].alive) {
+            return Some(i);
+        }
+        if self.incumbent == Some(l) {
+            return None;
+        }
         if self.os_alive_besides(l) {
             return self.os_placement;
         }
@@ -564,6 +573,14 @@ impl Race {
     ) -> Decision {
         let keep = self.fallback(l).or(self.os_placement.filter(|&o| o == l));
         match keep {
+            Some(i) if self.incumbent == Some(i) => self.decision(
+                est,
+                i,
+                ci,
+                &format!(
+                    "{why}: keeping the pinning in force, the leader gains nothing measurable"
+                ),
+            ),
             Some(o) if self.os_placement == Some(o) => self.decision(
                 est,
                 o,
@@ -710,6 +727,10 @@ impl Strategy for Race {
             warmup: self.p.warmup,
             measure,
         }
+    }
+
+    fn set_incumbent(&mut self, candidate: usize) {
+        self.incumbent = (candidate < self.arms.len()).then_some(candidate);
     }
 
     fn set_os_placement(&mut self, candidate: usize) {
@@ -1027,6 +1048,39 @@ mod faster_race_tests {
         assert_eq!(d.candidate, 2, "{}", d.reason);
         assert!(d.reason.contains("OS's own placement"), "{}", d.reason);
         assert!(t < 60.0 / 2.0, "stopped early: {t} s");
+    }
+
+    #[test]
+    fn a_checked_pinning_in_force_stays_unless_shown_worse() {
+        // A remembered pinning (#0) checked against the OS placement (#1) and a runner-up
+        // (#2): all equal, it stays; the runner-up 40% ahead, it is overturned.
+        let check = |runner_up: f64| {
+            let mut r = Race::new(
+                RaceParams {
+                    budget: 1.5,
+                    ..RaceParams::default()
+                },
+                3,
+            );
+            r.set_os_placement(1);
+            r.set_incumbent(0);
+            super::tests::drive_race(r, |candidate, k, measure| {
+                let j = [0.01, -0.01, 0.005, -0.005][(k + candidate) % 4];
+                let base = if candidate == 2 { runner_up } else { 100.0 };
+                ProbeOutcome {
+                    candidate,
+                    score: base * (1.0 + j),
+                    duration: measure,
+                    interval_cv: Some(0.01),
+                    interval_range: None,
+                    intervals: 5,
+                }
+            })
+            .0
+        };
+        let kept = check(100.0);
+        assert_eq!(kept.candidate, 0, "{}", kept.reason);
+        assert_eq!(check(140.0).candidate, 2);
     }
 
     #[test]

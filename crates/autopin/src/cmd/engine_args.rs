@@ -54,6 +54,19 @@ pub struct EngineArgs {
     /// and autopin's pinnings decide
     #[arg(long)]
     pub override_binding: bool,
+    /// The decision store: a remembered decision for this program, machine, CPUs, thread
+    /// count and objective is applied at birth and checked instead of searched (default:
+    /// $AUTOPIN_MEMORY, else $XDG_STATE_HOME/autopin/decisions.db; AUTOPIN_MEMORY=off turns
+    /// it off). See `autopin memory`
+    #[arg(long = "memory", value_name = "PATH")]
+    pub memory_store: Option<PathBuf>,
+    /// Neither use nor keep remembered decisions in this run
+    #[arg(long, conflicts_with = "memory_store")]
+    pub no_memory: bool,
+    /// What a remembered decision is kept for: the program (default), or the program with
+    /// these exact arguments
+    #[arg(long, value_name = "program|args", default_value = "program", value_parser = ["program", "args"])]
+    pub memory_key: String,
     /// At most this many topology candidates
     #[arg(long, value_name = "N", default_value_t = 12, value_parser = count_at_least::<1>)]
     pub max_candidates: usize,
@@ -191,6 +204,7 @@ impl EngineArgs {
             estimate_perturbation: !a.no_perturbation_estimate,
             launch,
             override_binding: a.override_binding,
+            remembered: None,
         })
     }
 }

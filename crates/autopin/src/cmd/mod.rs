@@ -8,6 +8,7 @@ pub mod engine_args;
 pub mod guard;
 pub mod install;
 pub mod measure;
+pub mod memory;
 pub mod pin;
 pub mod place;
 pub mod report;

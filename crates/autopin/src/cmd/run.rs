@@ -58,12 +58,14 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
             sink.message(None, l);
         }
     }
-    let plan = a.plan(node.machine.clone(), target, Some(node.launch_plan()))?;
+    let mut plan = a.plan(node.machine.clone(), target, Some(node.launch_plan()))?;
+    let memory = crate::decision_memory::RunMemory::open(a, &plan, &mut sink);
+    memory.apply(&mut plan, &mut sink);
     let mut platform = LinuxPlatform::new(perf_sysfs())?;
     if let Ok(exe) = std::env::current_exe() {
         platform = platform.with_guardian(exe);
     }
-    let report = autopin_engine::run(
+    let mut report = autopin_engine::run(
         &plan,
         &mut RunEnv {
             clock: &mut SystemClock::default(),
@@ -72,6 +74,7 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
             sink: &mut sink,
         },
     )?;
+    memory.finish(&mut report, &mut sink);
     let mut failed = sink.write(&report, false);
     for line in report.summary_lines() {
         sink.message(None, &line);

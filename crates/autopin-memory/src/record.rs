@@ -1,0 +1,55 @@
+//! What is remembered of a decision, and what became of it.
+
+use crate::key::DecisionKey;
+use serde::{Deserialize, Serialize};
+
+/// A pinning as the store keeps it: its label and its CPU list in thread order (None: the
+/// OS decides).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RememberedPinning {
+    pub label: String,
+    pub cpus: Option<Vec<u32>>,
+}
+
+/// What a run did with the memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The check kept the remembered pinning.
+    Confirmed,
+    /// The check found another pinning better today; the record now holds that one.
+    Overturned,
+    /// No record yet: the run searched and its decision is now remembered.
+    New,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Confirmed => "confirmed",
+            Outcome::Overturned => "overturned",
+            Outcome::New => "new",
+        }
+    }
+}
+
+/// One remembered decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// [`DecisionKey::id`] of `key`.
+    pub id: String,
+    pub key: DecisionKey,
+    pub pinning: RememberedPinning,
+    /// The next best candidate when it was decided (checked against it next time).
+    pub runner_up: Option<RememberedPinning>,
+    /// The decided pinning's rate, in `unit`.
+    pub rate: Option<f64>,
+    pub unit: String,
+    /// What the last run did with it.
+    pub outcome: Outcome,
+    /// How many runs have used (or made) it.
+    pub uses: u64,
+    /// Unix times, seconds.
+    pub created: f64,
+    pub updated: f64,
+}

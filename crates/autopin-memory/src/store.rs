@@ -1,0 +1,363 @@
+//! The SQLite file. One table of records, each kept as JSON beside its key id and program
+//! (inspectable with any SQLite client, exportable as is). The schema's version is SQLite's
+//! `user_version`; each version's migration runs once, in a transaction. The file is
+//! private (0600) in a private directory, in WAL mode with a busy timeout, so the ranks of a
+//! node can read and write it at once.
+
+use crate::key::DecisionKey;
+use crate::record::Record;
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The schema this build writes; a file of a newer one is left alone.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The migration to each version, in order (index 0 takes an empty file to version 1).
+const MIGRATIONS: [&str; 1] = ["CREATE TABLE decisions (
+        id      TEXT PRIMARY KEY,
+        program TEXT NOT NULL,
+        record  TEXT NOT NULL,
+        updated REAL NOT NULL
+     );
+     CREATE INDEX decisions_program ON decisions(program);"];
+
+/// How long a locked database is waited for before autopin goes on without it.
+const BUSY_WAIT: Duration = Duration::from_millis(1500);
+
+/// Why the store cannot be used (the run goes on without it).
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error("{path}: locked by another process for more than {secs:.1} s", secs = BUSY_WAIT.as_secs_f64())]
+    Busy { path: String },
+    #[error("{path}: read-only")]
+    ReadOnly { path: String },
+    #[error("{path}: the file system is full")]
+    Full { path: String },
+    #[error("{path}: not a decision store or damaged ({detail}); delete it to start afresh")]
+    Corrupt { path: String, detail: String },
+    #[error("{path}: written by a newer autopin (schema {found}, this one knows up to {SCHEMA_VERSION})")]
+    NewerSchema { path: String, found: i64 },
+    #[error("{path}: {detail}")]
+    Other { path: String, detail: String },
+}
+
+impl MemoryError {
+    /// The report's short name of the fault.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MemoryError::Busy { .. } => "locked",
+            MemoryError::ReadOnly { .. } => "read-only",
+            MemoryError::Full { .. } => "full",
+            MemoryError::Corrupt { .. } => "corrupt",
+            MemoryError::NewerSchema { .. } => "newer schema",
+            MemoryError::Other { .. } => "error",
+        }
+    }
+}
+
+/// The default file: `$AUTOPIN_MEMORY`, else `$XDG_STATE_HOME/autopin/decisions.db`, else
+/// `~/.local/state/autopin/decisions.db`. None without a home directory, or when
+/// `AUTOPIN_MEMORY=off` (an admin's or a test suite's way to turn memory off).
+pub fn default_path() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(p) = var("AUTOPIN_MEMORY") {
+        return (p.as_os_str() != "off").then_some(p);
+    }
+    let state = var("XDG_STATE_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| var("HOME").map(|h| h.join(".local/state")))?;
+    Some(state.join("autopin").join("decisions.db"))
+}
+
+pub struct Store {
+    conn: Connection,
+    path: String,
+}
+
+impl Store {
+    /// Opens (creating when missing) the store at `path`, migrating an older schema.
+    pub fn open(path: &Path) -> Result<Store, MemoryError> {
+        let shown = path.display().to_string();
+        let other = |detail: String| MemoryError::Other {
+            path: shown.clone(),
+            detail,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.exists() {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|e| other(format!("cannot create {}: {e}", dir.display())))?;
+            }
+        }
+        let existed = path.exists();
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| classify(&shown, e))?;
+        if !existed {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        }
+        conn.busy_timeout(BUSY_WAIT)
+            .map_err(|e| classify(&shown, e))?;
+        let store = Store { conn, path: shown };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn err(&self, e: rusqlite::Error) -> MemoryError {
+        classify(&self.path, e)
+    }
+
+    fn migrate(&self) -> Result<(), MemoryError> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        if version > SCHEMA_VERSION {
+            return Err(MemoryError::NewerSchema {
+                path: self.path.clone(),
+                found: version,
+            });
+        }
+        if version == SCHEMA_VERSION {
+            return Ok(());
+        }
+        // WAL: readers never wait for a writer, and many ranks can share the file.
+        let _ = self
+            .conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0));
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let to = i as i64 + 1;
+            self.conn
+                .execute_batch(&format!(
+                    "BEGIN IMMEDIATE; {sql}; PRAGMA user_version = {to}; COMMIT;"
+                ))
+                .map_err(|e| {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    self.err(e)
+                })?;
+        }
+        Ok(())
+    }
+
+    /// The record for `key`, if one is kept.
+    pub fn lookup(&self, key: &DecisionKey) -> Result<Option<Record>, MemoryError> {
+        let text: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT record FROM decisions WHERE id = ?1",
+                params![key.id()],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(text
+            .and_then(|t| serde_json::from_str::<Record>(&t).ok())
+            .filter(|r| r.key == *key))
+    }
+
+    /// Keeps `record` (replacing the one of the same key).
+    pub fn put(&self, record: &Record) -> Result<(), MemoryError> {
+        let text = serde_json::to_string(record).map_err(|e| MemoryError::Other {
+            path: self.path.clone(),
+            detail: e.to_string(),
+        })?;
+        self.conn
+            .execute(
+                "INSERT INTO decisions (id, program, record, updated) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(id) DO UPDATE SET program = ?2, record = ?3, updated = ?4",
+                params![record.id, record.key.program, text, record.updated],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Every record, most recently updated first (records this build cannot read are
+    /// skipped).
+    pub fn list(&self) -> Result<Vec<Record>, MemoryError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT record FROM decisions ORDER BY updated DESC, id")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let text = row.map_err(|e| self.err(e))?;
+            if let Ok(r) = serde_json::from_str(&text) {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Forgets the records whose id or program path is `what` (a program may also be named
+    /// by its file name alone); returns how many.
+    pub fn forget(&self, what: &str) -> Result<usize, MemoryError> {
+        let suffix = format!("%/{what}");
+        self.conn
+            .execute(
+                "DELETE FROM decisions WHERE id = ?1 OR program = ?1 OR program LIKE ?2",
+                params![what, suffix],
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// Forgets every record; returns how many.
+    pub fn forget_all(&self) -> Result<usize, MemoryError> {
+        self.conn
+            .execute("DELETE FROM decisions", [])
+            .map_err(|e| self.err(e))
+    }
+
+    /// Keeps each of `records` (an export from another store), in one transaction.
+    pub fn import(&mut self, records: &[Record]) -> Result<usize, MemoryError> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| classify(&path, e))?;
+        for r in records {
+            let text = serde_json::to_string(r).unwrap_or_default();
+            tx.execute(
+                "INSERT INTO decisions (id, program, record, updated) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(id) DO UPDATE SET program = ?2, record = ?3, updated = ?4",
+                params![r.key.id(), r.key.program, text, r.updated],
+            )
+            .map_err(|e| classify(&path, e))?;
+        }
+        tx.commit().map_err(|e| classify(&path, e))?;
+        Ok(records.len())
+    }
+}
+
+fn classify(path: &str, e: rusqlite::Error) -> MemoryError {
+    let path = path.to_string();
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => MemoryError::Busy { path },
+        Some(ErrorCode::ReadOnly) => MemoryError::ReadOnly { path },
+        Some(ErrorCode::DiskFull) => MemoryError::Full { path },
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => MemoryError::Corrupt {
+            path,
+            detail: e.to_string(),
+        },
+        _ => MemoryError::Other {
+            path,
+            detail: e.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Outcome, RememberedPinning};
+
+    fn key(cpus: &str) -> DecisionKey {
+        DecisionKey {
+            program: "/opt/app/bin/solver".into(),
+            program_id: "0123".into(),
+            args: None,
+            machine: "m1".into(),
+            cpus: cpus.into(),
+            threads: "2".into(),
+            objective: "default".into(),
+            share: None,
+        }
+    }
+
+    fn record(cpus: &str, at: f64) -> Record {
+        let key = key(cpus);
+        Record {
+            id: key.id(),
+            key,
+            pinning: RememberedPinning {
+                label: "0,1".into(),
+                cpus: Some(vec![0, 1]),
+            },
+            runner_up: Some(RememberedPinning {
+                label: "unpinned (OS decides)".into(),
+                cpus: None,
+            }),
+            rate: Some(2.0e9),
+            unit: "instructions/s".into(),
+            outcome: Outcome::New,
+            uses: 1,
+            created: at,
+            updated: at,
+        }
+    }
+
+    #[test]
+    fn records_are_kept_found_listed_and_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/autopin/decisions.db");
+        let s = Store::open(&path).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(s.lookup(&key("0-1")).unwrap(), None);
+        s.put(&record("0-1", 1.0)).unwrap();
+        s.put(&record("0-3", 2.0)).unwrap();
+        assert_eq!(s.lookup(&key("0-1")).unwrap(), Some(record("0-1", 1.0)));
+        let mut again = record("0-1", 3.0);
+        again.outcome = Outcome::Confirmed;
+        again.uses = 2;
+        s.put(&again).unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        let all = s.list().unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0], again, "most recent first");
+        assert_eq!(s.forget("solver").unwrap(), 2);
+        assert!(s.list().unwrap().is_empty());
+    }
+
+    #[test]
+    fn faults_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join("junk.db");
+        std::fs::write(&junk, vec![0x5a; 8192]).unwrap();
+        assert!(matches!(
+            Store::open(&junk),
+            Err(MemoryError::Corrupt { .. })
+        ));
+        let newer = dir.path().join("newer.db");
+        {
+            let c = Connection::open(&newer).unwrap();
+            c.execute_batch("PRAGMA user_version = 99;").unwrap();
+        }
+        let e = Store::open(&newer).err().unwrap();
+        assert!(
+            matches!(e, MemoryError::NewerSchema { found: 99, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("newer autopin"), "{e}");
+    }
+
+    #[test]
+    fn an_export_imports_into_another_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Store::open(&dir.path().join("a.db")).unwrap();
+        a.put(&record("0-1", 1.0)).unwrap();
+        let exported = serde_json::to_string(&a.list().unwrap()).unwrap();
+        let mut b = Store::open(&dir.path().join("b.db")).unwrap();
+        let records: Vec<Record> = serde_json::from_str(&exported).unwrap();
+        assert_eq!(b.import(&records).unwrap(), 1);
+        assert_eq!(b.lookup(&key("0-1")).unwrap(), Some(record("0-1", 1.0)));
+    }
+}

@@ -1,0 +1,260 @@
+//! A run's use of the decision store (autopin-memory): before the run, the key of this
+//! program here and the remembered decision, if any (which the plan then checks instead of
+//! searching); after it, what the check or the search decided, written back, and the
+//! report's `memory` object. Any fault of the store is said once and the run goes on
+//! without it.
+
+use crate::cmd::engine_args::EngineArgs;
+use autopin_engine::report::{MemoryUse, Report};
+use autopin_engine::run::{Remembered, RunPlan, RunSink, TargetSpec};
+use autopin_memory::{
+    fingerprint, program_identity, DecisionKey, MemoryError, Outcome, Record, RememberedPinning,
+    Store,
+};
+use autopin_placement::Pinning;
+use std::path::PathBuf;
+
+pub struct RunMemory {
+    store: Option<Store>,
+    path: String,
+    key: Option<DecisionKey>,
+    found: Option<Record>,
+    /// Why memory is not used: ("disabled", reason) or ("error", the fault).
+    off: Option<(&'static str, String)>,
+}
+
+/// The store's file for these options: `--memory`, else the default (None: turned off by
+/// `--no-memory` or `AUTOPIN_MEMORY=off`, or no home directory).
+pub fn store_path(a: &EngineArgs) -> Result<PathBuf, String> {
+    if a.no_memory {
+        return Err("--no-memory".into());
+    }
+    if let Some(p) = &a.memory_store {
+        return Ok(p.clone());
+    }
+    if std::env::var("AUTOPIN_MEMORY").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
+        return Err("AUTOPIN_MEMORY=off".into());
+    }
+    autopin_memory::default_path().ok_or_else(|| "no home directory for the store".into())
+}
+
+impl RunMemory {
+    /// Opens the store and looks this run up.
+    pub fn open(a: &EngineArgs, plan: &RunPlan, sink: &mut dyn RunSink) -> RunMemory {
+        let mut m = RunMemory {
+            store: None,
+            path: String::new(),
+            key: None,
+            found: None,
+            off: None,
+        };
+        let path = match store_path(a) {
+            Ok(p) => p,
+            Err(why) => {
+                m.off = Some(("disabled", why));
+                return m;
+            }
+        };
+        m.path = path.display().to_string();
+        let key = match key_for(a, plan) {
+            Ok(k) => k,
+            Err(why) => {
+                m.off = Some(("disabled", why));
+                return m;
+            }
+        };
+        match Store::open(&path).and_then(|s| s.lookup(&key).map(|r| (s, r))) {
+            Ok((store, found)) => {
+                m.store = Some(store);
+                m.found = found;
+            }
+            Err(e) => m.fail(e, sink),
+        }
+        m.key = Some(key);
+        m
+    }
+
+    fn fail(&mut self, e: MemoryError, sink: &mut dyn RunSink) {
+        sink.message(
+            None,
+            &format!(
+                "warning: remembered decisions unavailable ({e}); this run goes on without them"
+            ),
+        );
+        self.off = Some(("error", format!("{} ({})", e, e.kind())));
+        self.store = None;
+    }
+
+    /// A remembered decision becomes the plan's check.
+    pub fn apply(&self, plan: &mut RunPlan, sink: &mut dyn RunSink) {
+        let Some(r) = &self.found else { return };
+        sink.message(
+            None,
+            &format!(
+                "remembered: {} (decided {} time(s) before, last {}); applied at birth and checked against the OS placement{}",
+                r.pinning.label,
+                r.uses,
+                r.outcome.as_str(),
+                r.runner_up
+                    .as_ref()
+                    .map(|u| format!(" and {}", u.label))
+                    .unwrap_or_default()
+            ),
+        );
+        plan.remembered = Some(Remembered {
+            pinning: to_pinning(&r.pinning),
+            runner_up: r.runner_up.as_ref().map(to_pinning),
+        });
+    }
+
+    /// Writes what the run decided back, and says in the report what memory did.
+    pub fn finish(mut self, report: &mut Report, sink: &mut dyn RunSink) {
+        let mut use_ = MemoryUse {
+            path: self.path.clone(),
+            key: self.key.as_ref().map(DecisionKey::id).unwrap_or_default(),
+            hit: self.found.is_some(),
+            ..MemoryUse::default()
+        };
+        if let Some((outcome, why)) = &self.off {
+            use_.outcome = outcome.to_string();
+            use_.error = Some(why.clone());
+            report.memory = Some(use_);
+            return;
+        }
+        if use_.hit {
+            let mut seen = Vec::new();
+            for p in &report.probes {
+                if !seen.contains(&p.label) {
+                    seen.push(p.label.clone());
+                }
+            }
+            use_.checked = seen;
+        }
+        let (Some(key), Some(decision)) = (self.key.clone(), report.decision.clone()) else {
+            // No decision (the program ended first, or autopin stood back): the record stays.
+            use_.outcome = if use_.hit { "unchecked" } else { "none" }.into();
+            report.memory = Some(use_);
+            return;
+        };
+        let pinning = RememberedPinning {
+            label: decision.candidate.clone(),
+            cpus: decision.cpus.clone(),
+        };
+        let runner_up = decision.runner_up.as_ref().map(|label| RememberedPinning {
+            label: label.clone(),
+            cpus: report
+                .candidates
+                .iter()
+                .find(|c| &c.label == label)
+                .and_then(|c| c.cpus.clone()),
+        });
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let outcome = match &self.found {
+            Some(r) if r.pinning.cpus == pinning.cpus => Outcome::Confirmed,
+            Some(_) => Outcome::Overturned,
+            None => Outcome::New,
+        };
+        let record = Record {
+            id: key.id(),
+            key,
+            pinning,
+            runner_up,
+            rate: decision.rate,
+            unit: report.objective.unit.clone(),
+            outcome,
+            uses: self.found.as_ref().map_or(1, |r| r.uses + 1),
+            created: self.found.as_ref().map_or(now, |r| r.created),
+            updated: now,
+        };
+        if let Some(d) = report.decision.as_mut() {
+            match outcome {
+                Outcome::Confirmed => {
+                    d.reason = format!("remembered from an earlier run and confirmed: {}", d.reason)
+                }
+                Outcome::Overturned => {
+                    d.reason = format!(
+                        "the remembered {} was overturned: {}",
+                        self.found.as_ref().map_or("", |r| r.pinning.label.as_str()),
+                        d.reason
+                    )
+                }
+                Outcome::New => {}
+            }
+        }
+        use_.outcome = outcome.as_str().into();
+        if let Some(store) = &self.store {
+            if let Err(e) = store.put(&record) {
+                self.fail(e, sink);
+                use_.outcome = "error".into();
+                use_.error = self.off.as_ref().map(|(_, w)| w.clone());
+            }
+        }
+        report.memory = Some(use_);
+    }
+}
+
+fn to_pinning(p: &RememberedPinning) -> Pinning {
+    match &p.cpus {
+        Some(cpus) => Pinning::pinned(p.label.clone(), cpus.clone()),
+        None => Pinning::unpinned(),
+    }
+}
+
+/// The key of this run: what makes a decision valid for it.
+fn key_for(a: &EngineArgs, plan: &RunPlan) -> Result<DecisionKey, String> {
+    let (program, args) = match &plan.target {
+        TargetSpec::Launch(argv) => {
+            let path = std::env::var_os("PATH");
+            let p = autopin_os::process::elf::resolve_program(argv[0].as_ref(), path.as_deref())
+                .map_err(|e| format!("{}: {e}", argv[0]))?;
+            (p, argv[1..].to_vec())
+        }
+        TargetSpec::Attach { pid, .. } => {
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+                .map_err(|e| format!("/proc/{pid}/exe: {e}"))?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args = cmdline
+                .split(|b| *b == 0)
+                .skip(1)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            (exe, args)
+        }
+    };
+    let program = program.canonicalize().unwrap_or(program);
+    let program_id =
+        program_identity(&program).map_err(|e| format!("{}: {e}", program.display()))?;
+    let threads = a
+        .threads
+        .map(|n| n.to_string())
+        .or_else(|| {
+            std::env::var("OMP_NUM_THREADS")
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
+        .unwrap_or_else(|| "auto".into());
+    let objective = a
+        .objective
+        .clone()
+        .or_else(|| a.event.clone())
+        .unwrap_or_else(|| "default".into());
+    let share = plan
+        .launch
+        .as_ref()
+        .map(|l| &l.record)
+        .filter(|r| r.local_size > 1)
+        .map(|r| format!("rank {} of {} on the node", r.local_rank, r.local_size));
+    Ok(DecisionKey {
+        program: program.display().to_string(),
+        program_id,
+        args: (a.memory_key == "args").then_some(args),
+        machine: fingerprint(&plan.machine.summary_lines()),
+        cpus: plan.machine.allowed_cpuset().to_string(),
+        threads,
+        objective,
+        share,
+    })
+}

@@ -1,0 +1,273 @@
+//! Remembered decisions end to end: a second run of a program starts on the pinning the
+//! first decided and checks it; every fault of the store (corrupt, newer schema, locked,
+//! read-only) leaves the program's run and output as they would be without memory; eight
+//! runs writing one store at once lose nothing.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The program: says which CPUs its main thread starts on, works ~0.4 s, exits 4.
+const SCRIPT: &str = "grep Cpus_allowed_list: /proc/self/status; i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; echo done; exit 4";
+/// The same, working long enough (~2 s) for a check to finish.
+const LONG_SCRIPT: &str = "grep Cpus_allowed_list: /proc/self/status; i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done; echo done; exit 4";
+
+fn autopin_run(store: &Path, report: &Path, extra: &[&str], script: &str) -> Output {
+    Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["run", "--memory"])
+        .arg(store)
+        .arg("--report")
+        .arg(report)
+        .args(["--objective", "task-clock", "--no-perturbation-estimate"])
+        .args(["-i", "0.05", "-w", "0.02", "--probe", "0.05"])
+        .args(extra)
+        .args(["--", "sh", "-c", script])
+        .output()
+        .unwrap()
+}
+
+fn read_json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// The program's own output and status, as without autopin.
+fn assert_untouched(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("Cpus_allowed_list:"), "{stdout}");
+    assert!(stdout.ends_with("done\n"), "{stdout}");
+}
+
+#[test]
+fn a_second_run_starts_on_the_remembered_pinning_and_checks_it() {
+    let mine = autopin_testkit::own_cpu_list();
+    autopin_testkit::require!(
+        mine.contains('-') || mine.contains(','),
+        "needs two allowed CPUs"
+    );
+    let last = mine.rsplit([',', '-']).next().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("state/decisions.db");
+    let report = dir.path().join("r.json");
+    // First run: the decision (a fixed pinning here, so it is known) is remembered.
+    let out = autopin_run(
+        &store,
+        &report,
+        &["--strategy", "fixed", "--schedule", &last],
+        SCRIPT,
+    );
+    assert_untouched(&out);
+    let r = read_json(&report);
+    assert_eq!(r["memory"]["hit"], false, "{}", r["memory"]);
+    assert_eq!(r["memory"]["outcome"], "new", "{}", r["memory"]);
+    // Second run, a plain search: the remembered pinning is in force from the first
+    // instruction, and the check probes it against the OS placement.
+    let out = autopin_run(&store, &report, &[], LONG_SCRIPT);
+    assert_untouched(&out);
+    let first_line = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        first_line.split_whitespace().nth(1),
+        Some(last.as_str()),
+        "the main thread starts on the remembered CPU"
+    );
+    let r = read_json(&report);
+    let m = &r["memory"];
+    assert_eq!(m["hit"], true, "{m}");
+    let checked: Vec<&str> = m["checked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert!(checked.contains(&"unpinned (OS decides)"), "{m}");
+    let outcome = m["outcome"].as_str().unwrap();
+    assert!(["confirmed", "overturned"].contains(&outcome), "{m}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("remembered: "), "{err}");
+    // The store says what happened, and the CLI shows it.
+    let list = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["memory", "--memory"])
+        .arg(&store)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(list.status.code(), Some(0));
+    let records: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let rec = &records.as_array().unwrap()[0];
+    assert_eq!(rec["outcome"], outcome, "{rec}");
+    assert_eq!(rec["uses"], 2, "{rec}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&store).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the store is private");
+}
+
+/// A store that cannot be used is said once, in stderr and the report; the program runs
+/// as it would without memory.
+fn assert_runs_without_memory(store: &Path, fault: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    // A run that decides at once, so it has something to write back.
+    let out = autopin_run(
+        store,
+        &report,
+        &["--strategy", "fixed", "--schedule", "0"],
+        SCRIPT,
+    );
+    assert_untouched(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("remembered decisions unavailable").count(),
+        1,
+        "{err}"
+    );
+    let r = read_json(&report);
+    assert_eq!(r["memory"]["outcome"], "error", "{}", r["memory"]);
+    assert!(
+        r["memory"]["error"].as_str().unwrap().contains(fault),
+        "{} should name {fault}",
+        r["memory"]
+    );
+}
+
+#[test]
+fn a_corrupt_store_or_one_of_a_newer_schema_is_said_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, vec![0x42u8; 4096]).unwrap();
+    assert_runs_without_memory(&junk, "corrupt");
+    assert_eq!(
+        std::fs::read(&junk).unwrap(),
+        vec![0x42u8; 4096],
+        "left as it was"
+    );
+    let newer = dir.path().join("newer.db");
+    rusqlite::Connection::open(&newer)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 7;")
+        .unwrap();
+    assert_runs_without_memory(&newer, "newer schema");
+}
+
+#[test]
+fn a_store_locked_by_another_process_is_waited_for_briefly_then_done_without() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.db");
+    // Created by autopin, then held by a writer that does not let go (in WAL mode readers
+    // still read: the lookup works, the write-back waits and gives up).
+    let out = autopin_run(&store, &dir.path().join("r0.json"), &[], SCRIPT);
+    assert_untouched(&out);
+    let holder = rusqlite::Connection::open(&store).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE;").unwrap();
+    let t = std::time::Instant::now();
+    assert_runs_without_memory(&store, "locked");
+    assert!(t.elapsed().as_secs_f64() < 10.0, "{:?}", t.elapsed());
+    holder.execute_batch("ROLLBACK;").unwrap();
+}
+
+#[test]
+fn a_read_only_store_is_used_but_not_written() {
+    autopin_testkit::require!(
+        !rustix::process::geteuid().is_root(),
+        "root writes read-only files"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.db");
+    let out = autopin_run(&store, &dir.path().join("r0.json"), &[], SCRIPT);
+    assert_untouched(&out);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o400)).unwrap();
+    assert_runs_without_memory(&store, "read-only");
+}
+
+#[test]
+fn eight_runs_writing_one_store_at_once_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.db");
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+                .args(["run", "-q", "--memory"])
+                .arg(&store)
+                .args(["--memory-key", "args", "--objective", "task-clock"])
+                .args([
+                    "--no-perturbation-estimate",
+                    "--strategy",
+                    "fixed",
+                    "-i",
+                    "0",
+                ])
+                .args([
+                    "--schedule",
+                    "0",
+                    "--",
+                    "sh",
+                    "-c",
+                    "echo $0; i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done",
+                    &i.to_string(),
+                ])
+                .output()
+                .unwrap()
+        })
+        .collect();
+    for (i, out) in children.iter().enumerate() {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{i}\n"));
+    }
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+                    .args(["run", "--memory"])
+                    .arg(&store)
+                    .args(["--memory-key", "args", "--objective", "task-clock"])
+                    .args([
+                        "--no-perturbation-estimate",
+                        "--strategy",
+                        "fixed",
+                        "-i",
+                        "0",
+                    ])
+                    .args([
+                        "--schedule",
+                        "0",
+                        "--",
+                        "sh",
+                        "-c",
+                        "echo $0; i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done",
+                        &format!("p{i}"),
+                    ])
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        let out = h.join().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("p{i}\n"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("unavailable"), "{err}");
+    }
+    let list = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["memory", "--memory"])
+        .arg(&store)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    let records: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(records.as_array().unwrap().len(), 16, "{records}");
+}
