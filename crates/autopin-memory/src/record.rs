@@ -21,6 +21,9 @@ pub enum Outcome {
     Overturned,
     /// No record yet: the run searched and its decision is now remembered.
     New,
+    /// The program ended before the search decided: the best pinning so far is kept, for
+    /// the next run to start on and check (a short program then still gains from autopin).
+    Unfinished,
 }
 
 impl Outcome {
@@ -29,6 +32,7 @@ impl Outcome {
             Outcome::Confirmed => "confirmed",
             Outcome::Overturned => "overturned",
             Outcome::New => "new",
+            Outcome::Unfinished => "unfinished",
         }
     }
 }

@@ -130,28 +130,45 @@ impl RunMemory {
             }
             use_.checked = seen;
         }
-        let (Some(key), Some(decision)) = (self.key.clone(), report.decision.clone()) else {
-            // No decision (the program ended first, or autopin stood back): the record stays.
+        let Some(key) = self.key.clone() else {
+            return;
+        };
+        let cpus_of = |label: &str| {
+            report
+                .candidates
+                .iter()
+                .find(|c| c.label == label)
+                .and_then(|c| c.cpus.clone())
+        };
+        // What to remember: the decision; or, when the program ended during a first search
+        // of its own (no remembered pinning was being checked), the best so far.
+        let chosen = match (&report.decision, &self.found) {
+            (Some(d), _) => Some((d.candidate.clone(), d.runner_up.clone(), d.rate, false)),
+            (None, None) if report.own_binding.is_none() => {
+                best_so_far(report).map(|(best, next, rate)| (best, next, Some(rate), true))
+            }
+            (None, _) => None,
+        };
+        let Some((label, runner_up_label, rate, unfinished)) = chosen else {
+            // Nothing to remember (no probe, autopin stood back, or a check the program's
+            // end cut short): the record stays as it was.
             use_.outcome = if use_.hit { "unchecked" } else { "none" }.into();
             report.memory = Some(use_);
             return;
         };
         let pinning = RememberedPinning {
-            label: decision.candidate.clone(),
-            cpus: decision.cpus.clone(),
+            cpus: cpus_of(&label),
+            label,
         };
-        let runner_up = decision.runner_up.as_ref().map(|label| RememberedPinning {
-            label: label.clone(),
-            cpus: report
-                .candidates
-                .iter()
-                .find(|c| &c.label == label)
-                .and_then(|c| c.cpus.clone()),
+        let runner_up = runner_up_label.map(|label| RememberedPinning {
+            cpus: cpus_of(&label),
+            label,
         });
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         let outcome = match &self.found {
+            _ if unfinished => Outcome::Unfinished,
             Some(r) if r.pinning.cpus == pinning.cpus => Outcome::Confirmed,
             Some(_) => Outcome::Overturned,
             None => Outcome::New,
@@ -161,7 +178,7 @@ impl RunMemory {
             key,
             pinning,
             runner_up,
-            rate: decision.rate,
+            rate,
             unit: report.objective.unit.clone(),
             outcome,
             uses: self.found.as_ref().map_or(1, |r| r.uses + 1),
@@ -180,7 +197,7 @@ impl RunMemory {
                         d.reason
                     )
                 }
-                Outcome::New => {}
+                Outcome::New | Outcome::Unfinished => {}
             }
         }
         use_.outcome = outcome.as_str().into();
@@ -193,6 +210,35 @@ impl RunMemory {
         }
         report.memory = Some(use_);
     }
+}
+
+/// The best and the next best candidate of the probes so far by mean rate, with the best's
+/// mean: what an unfinished search would have leaned to. None before two candidates were
+/// probed.
+fn best_so_far(report: &Report) -> Option<(String, Option<String>, f64)> {
+    let mut sums: Vec<(String, f64, f64)> = Vec::new();
+    for p in &report.probes {
+        match sums.iter_mut().find(|(l, _, _)| *l == p.label) {
+            Some(e) => {
+                e.1 += p.rate;
+                e.2 += 1.0;
+            }
+            None => sums.push((p.label.clone(), p.rate, 1.0)),
+        }
+    }
+    if sums.len() < 2 {
+        return None;
+    }
+    let sign = if report.objective.higher_is_better {
+        1.0
+    } else {
+        -1.0
+    };
+    let mut means: Vec<(String, f64)> = sums.into_iter().map(|(l, s, n)| (l, s / n)).collect();
+    means.sort_by(|a, b| (sign * b.1).total_cmp(&(sign * a.1)));
+    let mut it = means.into_iter();
+    let (best, rate) = it.next()?;
+    Some((best, it.next().map(|(l, _)| l), rate))
 }
 
 fn to_pinning(p: &RememberedPinning) -> Pinning {

@@ -271,3 +271,43 @@ fn eight_runs_writing_one_store_at_once_lose_nothing() {
     let records: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(records.as_array().unwrap().len(), 16, "{records}");
 }
+
+/// A remembered decision that became wrong — the program was pinned to CPU 0, and now a
+/// busy loop holds CPU 0 — is overturned by the check within 3 s, and the record follows.
+#[test]
+fn a_remembered_pinning_that_became_wrong_is_overturned() {
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let mine = autopin_testkit::own_cpu_list();
+    autopin_testkit::require!(
+        mine.contains('-') || mine.contains(','),
+        "needs two allowed CPUs"
+    );
+    let first = mine.split([',', '-']).next().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.db");
+    let report = dir.path().join("r.json");
+    let out = autopin_run(
+        &store,
+        &report,
+        &["--strategy", "fixed", "--schedule", &first],
+        SCRIPT,
+    );
+    assert_untouched(&out);
+    let mut busy = Command::new("taskset")
+        .args(["-c", &first, "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let out = autopin_run(&store, &report, &[], LONG_SCRIPT);
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert_untouched(&out);
+    let r = read_json(&report);
+    assert_eq!(r["memory"]["outcome"], "overturned", "{}", r["memory"]);
+    let d = &r["decision"];
+    assert!(d["at"].as_f64().unwrap() < 3.0, "{d}");
+    assert_ne!(d["candidate"].as_str(), Some(first.as_str()), "{d}");
+    assert!(
+        d["reason"].as_str().unwrap().contains("was overturned"),
+        "{d}"
+    );
+}

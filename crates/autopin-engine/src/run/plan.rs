@@ -185,9 +185,9 @@ pub struct Remembered {
 impl Remembered {
     /// How long a program whose threads start on the remembered CPUs runs before the check
     /// (its threads must exist; nothing else needs to settle).
-    pub const INIT: f64 = 0.2;
+    pub const INIT: f64 = 0.1;
     /// The check's budget: a remembered pinning not shown worse within it stays.
-    pub const CHECK_BUDGET: f64 = 1.5;
+    pub const CHECK_BUDGET: f64 = 1.0;
 
     /// What the check probes: the remembered pinning first, then the OS placement and the
     /// runner-up (each once).
