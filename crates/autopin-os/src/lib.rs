@@ -3,14 +3,17 @@
 //!
 //! - [`process`]: starting programs (preload library, registry, signal forwarding, shell
 //!   exit codes), attaching through /proc, thread creation order, pinning by polling.
-//! - [`live`]: the target's threads and the objective measured for real (perf_event,
+//! - [`sources`]: the target's threads and the objective measured for real (perf_event,
 //!   /proc schedstat, heartbeat, energy).
+//! - [`stat_source`]: what `autopin stat` samples (per-thread scheduling figures, the
+//!   other processes, cgroup throttling).
 //! - [`platform`]: [`LinuxPlatform`], the engine's `Platform` on Linux.
 //! - [`numa`]: moving a process's pages after its threads.
 //! - [`mempolicy`]: numactl-style memory policies set in a started program before `exec`.
 
 pub mod guardian;
 pub mod sources;
+pub mod stat_source;
 pub use autopin_launch::mempolicy;
 pub mod numa;
 pub mod platform;

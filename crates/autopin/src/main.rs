@@ -53,6 +53,8 @@ enum Command {
     Measure(cmd::measure::Args),
     /// Run a program many times under several strategies and compare them statistically
     Compare(cmd::compare::Args),
+    /// Why a program is slow where it runs: per-thread CPU share, waiting, CPUs, verdicts
+    Stat(cmd::stat::Args),
     /// Remembered decisions: list, show, forget, export, import
     Memory(cmd::memory::Args),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
@@ -84,6 +86,7 @@ fn main() {
         Command::Measure(a) => cmd::measure::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Memory(a) => cmd::memory::run(a),
+        Command::Stat(a) => cmd::stat::run(a),
         Command::Completions(a) => cmd::install::completions(a, Cli::command()),
         Command::Man(a) => cmd::install::man(a, Cli::command()),
         Command::Guard(a) => cmd::guard::run(a),

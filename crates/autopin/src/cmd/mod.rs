@@ -14,4 +14,5 @@ pub mod place;
 pub mod report;
 pub mod report_merge;
 pub mod run;
+pub mod stat;
 pub mod topology;

@@ -1,0 +1,12 @@
+//! `autopin stat`'s analysis: from two samples of what Linux keeps per thread (time on a
+//! CPU, time waiting for one, the CPU it last ran on, migrations, context switches) and of
+//! the machine around the program (other processes' CPU time, cgroup throttling), the
+//! per-thread figures and the verdicts that say why the program is slow where it runs, each
+//! with its evidence and a command to try. Pure: the samples come from autopin-os.
+
+pub mod sample;
+pub mod table;
+pub mod verdict;
+
+pub use sample::{Neighbour, Snapshot, ThreadSample, Throttling};
+pub use verdict::{analyze, Context, StatReport, ThreadStat, Verdict};

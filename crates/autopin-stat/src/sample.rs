@@ -1,0 +1,48 @@
+//! What one look at the program and its surroundings records.
+
+use serde::{Deserialize, Serialize};
+
+/// One thread at one moment (cumulative counters since it started).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadSample {
+    pub tid: i32,
+    pub name: String,
+    /// Nanoseconds on a CPU (schedstat).
+    pub cpu_ns: u64,
+    /// Nanoseconds runnable but waiting for a CPU (schedstat run delay).
+    pub wait_ns: u64,
+    /// The CPU it last ran on.
+    pub cpu: u32,
+    /// Migrations between CPUs (None where the kernel does not say).
+    pub migrations: Option<u64>,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+}
+
+/// Another process at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Neighbour {
+    pub pid: i32,
+    pub name: String,
+    /// Its CPU time so far, nanoseconds (all threads).
+    pub cpu_ns: u64,
+    /// The CPUs its threads last ran on.
+    pub cpus: Vec<u32>,
+}
+
+/// The program's cgroup CPU quota counters.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Throttling {
+    pub periods: u64,
+    pub throttled_periods: u64,
+    pub throttled_ns: u64,
+}
+
+/// Everything one look saw, `t` seconds after the first.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub t: f64,
+    pub threads: Vec<ThreadSample>,
+    pub neighbours: Vec<Neighbour>,
+    pub throttling: Option<Throttling>,
+}

@@ -1,0 +1,221 @@
+//! `autopin stat`: why a program is slow where it runs. Runs a program (or watches a running
+//! one) without moving any thread, samples what Linux keeps per thread (autopin-os
+//! `stat_source`), and prints the per-thread table and verdicts (autopin-stat) on stderr,
+//! as `perf stat` does, so the program's own output stays alone on stdout.
+
+use crate::error::{CliError, CmdResult};
+use crate::number_args::positive_seconds;
+use autopin_os::stat_source::{neighbours, thread_samples, throttling};
+use autopin_stat::{analyze, Context, Snapshot};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+autopin stat -- ./solver input\n  \
+autopin stat -p 4242 --duration 10\n  \
+autopin stat --interval 1 --csv samples.csv --json stat.json -- ./omp_app")]
+pub struct Args {
+    /// Watch this running process instead of starting one
+    #[arg(short = 'p', long, value_name = "PID")]
+    pub pid: Option<i32>,
+    /// How long to watch (default: until the program ends; 5 s for -p)
+    #[arg(long, value_name = "SEC", value_parser = positive_seconds)]
+    pub duration: Option<f64>,
+    /// Also print a table every SEC seconds (like perf stat -I)
+    #[arg(short = 'I', long, value_name = "SEC", value_parser = positive_seconds)]
+    pub interval: Option<f64>,
+    /// Write the final figures and verdicts as JSON
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write every sample (time, thread, CPU, CPU time, wait time) as CSV
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// The program and its arguments
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROGRAM"
+    )]
+    pub command: Vec<String>,
+}
+
+/// How often threads are looked at: which CPUs they run on is only seen at a look.
+const LOOK: f64 = 0.1;
+
+pub fn run(args: Args) -> CmdResult {
+    for p in [&args.json, &args.csv].into_iter().flatten() {
+        crate::output::check_writable(p)?;
+    }
+    let (pid, mut child, program) = match (&args.pid, args.command.is_empty()) {
+        (Some(_), false) => {
+            return Err(CliError::usage(
+                "give a program to start or -p PID to watch, not both",
+            ))
+        }
+        (None, true) => {
+            return Err(CliError::usage(
+                "nothing to watch: give a program (autopin stat -- PROGRAM) or -p PID",
+            ))
+        }
+        (Some(pid), true) => {
+            if *pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                return Err(CliError::usage(format!("-p {pid}: no such process")));
+            }
+            (*pid, None, format!("-p {pid}"))
+        }
+        (None, false) => {
+            let mut spec =
+                autopin_os::process::LaunchSpec::new(&args.command[0], &args.command[1..]);
+            spec.forward_signals = true;
+            let launched = match autopin_os::process::spawn(&spec) {
+                Ok(l) => l,
+                Err(e) => {
+                    // As a shell would: 127 not found, 126 not runnable.
+                    say!("autopin: error: {e}");
+                    return Ok(e.exit_code());
+                }
+            };
+            (launched.pid(), Some(launched), args.command.join(" "))
+        }
+    };
+    let duration = args.duration.or(child.is_none().then_some(5.0));
+    let machine = autopin_topology::source::sysfs::read(std::path::Path::new("/")).ok();
+    let allowed: Vec<u32> = autopin_topology::affinity::get(pid)
+        .map(|m| m.iter().collect())
+        .or_else(|_| {
+            machine
+                .as_ref()
+                .map(|m| m.allowed_cpuset().iter().collect())
+                .ok_or(())
+        })
+        .unwrap_or_default();
+    let core_of: BTreeMap<u32, usize> = machine
+        .as_ref()
+        .map(|m| {
+            m.flat_pus()
+                .into_iter()
+                .filter_map(|p| Some((p.os, p.core?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let ctx = Context {
+        allowed,
+        core_of,
+        program,
+    };
+    let me = std::process::id() as i32;
+    let start = Instant::now();
+    let look = |with_neighbours: bool| -> Option<Snapshot> {
+        let threads = thread_samples(pid).ok().filter(|t| !t.is_empty())?;
+        Some(Snapshot {
+            t: start.elapsed().as_secs_f64(),
+            threads,
+            neighbours: if with_neighbours {
+                neighbours(&[pid, me])
+            } else {
+                Vec::new()
+            },
+            throttling: throttling(pid),
+        })
+    };
+    let Some(first) = look(true) else {
+        return finish_without_samples(child.as_mut(), pid);
+    };
+    let mut seen: BTreeMap<i32, BTreeSet<u32>> = BTreeMap::new();
+    let mut csv = String::from("t,tid,name,cpu,cpu_seconds,wait_seconds\n");
+    let mut record = |s: &Snapshot, seen: &mut BTreeMap<i32, BTreeSet<u32>>| {
+        for t in &s.threads {
+            seen.entry(t.tid).or_default().insert(t.cpu);
+            csv.push_str(&format!(
+                "{:.3},{},{},{},{:.6},{:.6}\n",
+                s.t,
+                t.tid,
+                t.name.replace(',', " "),
+                t.cpu,
+                t.cpu_ns as f64 * 1e-9,
+                t.wait_ns as f64 * 1e-9
+            ));
+        }
+    };
+    record(&first, &mut seen);
+    let mut last = first.clone();
+    let mut interval_from = first.clone();
+    let mut status = None;
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs_f64(LOOK));
+        if let Some(c) = child.as_mut() {
+            if let Ok(Some(code)) = c.try_wait() {
+                status = Some(code);
+                break;
+            }
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let due = args
+            .interval
+            .is_some_and(|i| elapsed - interval_from.t >= i - 1e-9);
+        let ending = duration.is_some_and(|d| elapsed >= d);
+        let Some(mut s) = look(false) else { break };
+        if due || ending {
+            s.neighbours = neighbours(&[pid, me]);
+        }
+        record(&s, &mut seen);
+        last = s;
+        if due {
+            eprint!(
+                "autopin stat: {:.1}–{:.1} s\n{}",
+                interval_from.t,
+                last.t,
+                autopin_stat::table::render(&analyze(&interval_from, &last, &seen, &ctx))
+            );
+            interval_from = last.clone();
+        }
+        if ending {
+            break;
+        }
+    }
+    if last.neighbours.is_empty() && last.t > first.t {
+        // The program ended between looks: the neighbours are taken now, their time
+        // since the first look still tells who was busy.
+        last.neighbours = neighbours(&[pid, me]);
+        last.t = start.elapsed().as_secs_f64();
+    }
+    let report = analyze(&first, &last, &seen, &ctx);
+    eprint!("{}", autopin_stat::table::render(&report));
+    if let Some(p) = &args.json {
+        let text =
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::internal(e.to_string()))?;
+        crate::output::write_atomically(p, text.as_bytes())?;
+    }
+    if let Some(p) = &args.csv {
+        crate::output::write_atomically(p, csv.as_bytes())?;
+    }
+    match (status, child.as_mut()) {
+        (Some(code), _) => Ok(code),
+        // Watched for --duration: the program goes on; a watched process is not ours.
+        (None, Some(c)) if duration.is_some() => {
+            let code = c.wait().map_err(|e| CliError::internal(e.to_string()))?;
+            Ok(code)
+        }
+        (None, Some(c)) => Ok(c.wait().unwrap_or(1)),
+        (None, None) => Ok(0),
+    }
+}
+
+/// The program ended (or the process vanished) before the first look.
+fn finish_without_samples(
+    child: Option<&mut autopin_os::process::Launched>,
+    pid: i32,
+) -> CmdResult {
+    match child {
+        Some(c) => {
+            let code = c.wait().map_err(|e| CliError::internal(e.to_string()))?;
+            eprintln!("autopin stat: the program ended before its threads could be looked at");
+            Ok(code)
+        }
+        None => Err(CliError::usage(format!(
+            "-p {pid}: the process ended before it could be looked at"
+        ))),
+    }
+}

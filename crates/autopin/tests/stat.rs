@@ -1,0 +1,176 @@
+//! `autopin stat` on real programs: two busy threads on one CPU wait half the time
+//! (contention), spread over two CPUs they do not, a busy neighbour on the program's CPU is
+//! named by its PID, and bad input is a usage error. The program's exit status and stdout
+//! pass through; the table goes to stderr.
+
+use std::process::{Command, Stdio};
+
+/// These tests measure CPU time: one at a time.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn autopin() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+}
+
+fn stat_json(args: &[&str]) -> (serde_json::Value, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("s.json");
+    let out = autopin()
+        .arg("stat")
+        .arg("--json")
+        .arg(&json)
+        .args(args)
+        .output()
+        .unwrap();
+    let v = serde_json::from_str(
+        &std::fs::read_to_string(&json)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr))),
+    )
+    .unwrap();
+    (v, out)
+}
+
+fn kinds(v: &serde_json::Value) -> Vec<String> {
+    v["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn two_cpus() -> Option<(String, String)> {
+    let mine = autopin_testkit::own_cpu_list();
+    (mine.contains('-') || mine.contains(',')).then(|| {
+        (
+            mine.split([',', '-']).next().unwrap().to_string(),
+            mine.rsplit([',', '-']).next().unwrap().to_string(),
+        )
+    })
+}
+
+#[test]
+fn two_busy_threads_on_one_cpu_are_contention_spread_they_are_not() {
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = autopin_testkit::spin_program();
+    let spin = spin.to_str().unwrap();
+    let (first, _) = autopin_testkit::ok_or_skip!(two_cpus().ok_or("needs two allowed CPUs"));
+    let (v, out) = stat_json(&["--", "taskset", "-c", &first, spin, "1.5", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        kinds(&v).contains(&"contention".to_string()),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let working: Vec<&serde_json::Value> = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["cpu_share"].as_f64().unwrap() > 0.2)
+        .collect();
+    assert_eq!(working.len(), 2, "{v}");
+    for t in working {
+        let wait = t["run_delay_fraction"].as_f64().unwrap();
+        assert!(
+            (0.3..0.7).contains(&wait),
+            "about half the time waiting: {t}"
+        );
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("verdict contention"), "{err}");
+    // Spread over the two CPUs: nobody waits.
+    let (v, out) = stat_json(&["--", spin, "1.5", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !kinds(&v).contains(&"contention".to_string()),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_busy_neighbour_on_the_programs_cpu_is_named() {
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = autopin_testkit::spin_program();
+    let (first, _) = autopin_testkit::ok_or_skip!(two_cpus().ok_or("needs two allowed CPUs"));
+    let mut busy = Command::new("taskset")
+        .args(["-c", &first])
+        .arg(&spin)
+        .args(["0", "1"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (v, out) = stat_json(&[
+        "--",
+        "taskset",
+        "-c",
+        &first,
+        spin.to_str().unwrap(),
+        "1.5",
+        "1",
+    ]);
+    let busy_pid = busy.id();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert_eq!(out.status.code(), Some(0));
+    let verdict = v["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "busy_neighbour")
+        .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(
+        verdict["text"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("PID {busy_pid} ")),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn the_programs_status_and_stdout_pass_through_and_a_watched_process_may_end() {
+    let out = autopin()
+        .args(["stat", "--", "sh", "-c", "echo out; sleep 0.3; exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TID"));
+    // A watched process that ends during the watch still gets its table.
+    let mut sleeper = Command::new("sleep").arg("0.5").spawn().unwrap();
+    let out = autopin()
+        .args(["stat", "--duration", "3", "-p", &sleeper.id().to_string()])
+        .output()
+        .unwrap();
+    let _ = sleeper.wait();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TID"));
+}
+
+#[test]
+fn bad_input_is_a_usage_error_with_the_reason() {
+    for (args, says) in [
+        (vec!["stat", "-p", "999999999"], "no such process"),
+        (vec!["stat", "--interval", "0", "--", "true"], "interval"),
+        (vec!["stat"], "nothing to watch"),
+        (vec!["stat", "-p", "1", "--", "true"], "not both"),
+    ] {
+        let out = autopin().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let out = autopin()
+        .args(["stat", "--", "/no/such/program"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+}
