@@ -176,10 +176,16 @@ pub fn analyze(
                         )
                     })
                     .collect(),
-                suggestion: if free.is_empty() {
+                suggestion: if ctx.allowed.len() < working.len() {
                     format!(
-                        "fewer threads than the {} CPUs it may use, or `autopin run -- {}` to find the placement that suffers least",
+                        "it may use {} CPU(s) for {} working threads: as many threads as CPUs (e.g. OMP_NUM_THREADS={}), or more CPUs (taskset, the job's cgroup)",
                         ctx.allowed.len(),
+                        working.len(),
+                        ctx.allowed.len()
+                    )
+                } else if free.is_empty() {
+                    format!(
+                        "`autopin run -- {}` finds the placement that suffers least",
                         ctx.program
                     )
                 } else {
