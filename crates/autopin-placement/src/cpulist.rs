@@ -83,6 +83,30 @@ fn parse_number(whole: &str, s: &str, pos: usize, what: &str) -> Result<u32, Pla
             "",
         ));
     }
+    if let Some(mask) = whole
+        .strip_prefix("0x")
+        .or_else(|| whole.strip_prefix("0X"))
+        .and_then(|h| u128::from_str_radix(h, 16).ok())
+    {
+        // taskset's hexadecimal mask: say which CPUs it names, in the form wanted here.
+        let cpus: Vec<String> = (0..128)
+            .filter(|b| mask >> b & 1 == 1)
+            .map(|b| b.to_string())
+            .collect();
+        return Err(PlacementError::expr(
+            whole,
+            1,
+            format!(
+                "'{whole}' is a taskset-style CPU mask; here CPUs are listed: write {}",
+                if cpus.is_empty() {
+                    "a CPU list such as 0,1".to_string()
+                } else {
+                    cpus.join(",")
+                }
+            ),
+            "",
+        ));
+    }
     if let Some(bad) = s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         return Err(PlacementError::expr(
             whole,

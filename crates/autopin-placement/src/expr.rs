@@ -165,8 +165,18 @@ impl<'a> Ctx<'a> {
     }
 
     fn domain(&self, f: Field) -> Result<&Domain, PlacementError> {
-        let d = find(&self.ds, f.text)
-            .ok_or_else(|| self.err(f.pos, format!("unknown domain '{}'", f.text), false))?;
+        let d = find(&self.ds, f.text).ok_or_else(|| {
+            // A domain type without its number before a policy that was misspelt
+            // (`M:scater`): say what was probably meant.
+            let rest = self.expr[f.pos + f.text.len()..].trim_start_matches(':');
+            let policy = rest.split(':').next().unwrap_or("");
+            let hint = ["scatter"]
+                .into_iter()
+                .find(|p| policy != *p && !policy.is_empty() && strsim::levenshtein(policy, p) <= 2)
+                .map(|p| format!(" (did you mean '{}:{p}'?)", f.text))
+                .unwrap_or_default();
+            self.err(f.pos, format!("unknown domain '{}'{hint}", f.text), false)
+        })?;
         if d.cpus.is_empty() {
             return Err(self.err(
                 f.pos,

@@ -70,6 +70,15 @@ fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
+            // A program named without `--` before it (`autopin pin -c 0,1 ./app`): say where
+            // it goes, with the user's own words.
+            if e.kind() == clap::error::ErrorKind::UnknownArgument {
+                if let Some(tip) = program_without_separator(&e) {
+                    let _ = e.print();
+                    eprintln!("\n{tip}");
+                    std::process::exit(2);
+                }
+            }
             // clap prints help/version with exit 0 and usage errors with exit 2.
             e.exit();
         }
@@ -98,4 +107,28 @@ fn main() {
             std::process::exit(e.exit_code());
         }
     }
+}
+
+/// The tip for an unexpected argument that is a program given without `--` before it.
+fn program_without_separator(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    if arg.starts_with('-') {
+        return None;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let at = args.iter().position(|a| a == arg)?;
+    let sub = args.first()?;
+    if !["pin", "run", "compare", "stat"].contains(&sub.as_str()) {
+        return None;
+    }
+    let mut fixed = args[..at].to_vec();
+    fixed.push("--".into());
+    fixed.extend(args[at..].iter().cloned());
+    Some(format!(
+        "tip: the program goes after '--': autopin {}",
+        fixed.join(" ")
+    ))
 }

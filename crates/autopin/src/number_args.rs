@@ -10,10 +10,30 @@ fn float(text: &str, valid: &str) -> Result<f64, String> {
     }
 }
 
+/// Seconds, also written with a unit as people do (`5s`, `500ms`, `2min`).
+fn duration(text: &str, valid: &str) -> Result<f64, String> {
+    let t = text.trim();
+    for (unit, scale) in [("ms", 1e-3), ("min", 60.0), ("s", 1.0)] {
+        if let Some(n) = t.strip_suffix(unit) {
+            if let Ok(x) = n.trim().parse::<f64>() {
+                return if x.is_finite() {
+                    Ok(x * scale)
+                } else {
+                    Err(format!("not a finite number; {valid}"))
+                };
+            }
+        }
+    }
+    float(
+        t,
+        &format!("{valid} (a plain number, or with ms, s or min)"),
+    )
+}
+
 /// Seconds where zero is meaningful (an init or warm-up time, a timeout): finite and ≥ 0.
 pub fn seconds(text: &str) -> Result<f64, String> {
     const VALID: &str = "valid: a number of seconds ≥ 0";
-    match float(text, VALID)? {
+    match duration(text, VALID)? {
         x if x >= 0.0 => Ok(x),
         _ => Err(VALID.into()),
     }
@@ -22,7 +42,7 @@ pub fn seconds(text: &str) -> Result<f64, String> {
 /// Seconds where zero means nothing (a probe, a budget, a sampling period): finite and > 0.
 pub fn positive_seconds(text: &str) -> Result<f64, String> {
     const VALID: &str = "valid: a number of seconds > 0";
-    match float(text, VALID)? {
+    match duration(text, VALID)? {
         x if x > 0.0 => Ok(x),
         _ => Err(VALID.into()),
     }

@@ -271,3 +271,44 @@ fn measure_says_what_it_does_unless_quiet() {
         .success();
     assert!(out.get_output().stderr.is_empty());
 }
+
+/// Errors that say what was probably meant: a misspelt policy after a domain type, a
+/// taskset mask where a CPU list goes, a unit on seconds, a misspelt objective, a program
+/// without `--` before it.
+#[test]
+fn likely_mistakes_get_the_form_that_was_meant() {
+    let err = |args: &[&str]| {
+        let out = autopin().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(err(&["cpus", "M:scater"]).contains("did you mean 'M:scatter'?"));
+    let e = err(&["cpus", "0x3"]);
+    assert!(
+        e.contains("taskset-style CPU mask") && e.contains("write 0,1"),
+        "{e}"
+    );
+    let e = err(&["run", "--objective", "heartbeatt", "--", "true"]);
+    assert!(e.contains("did you mean 'heartbeat'?"), "{e}");
+    assert!(e.contains("named objectives: heartbeat, openmp"), "{e}");
+    let e = err(&["run", "--budget", "5x", "--", "true"]);
+    assert!(e.contains("with ms, s or min"), "{e}");
+    let e = err(&["pin", "-c", "0", "./prog", "-x"]);
+    assert!(
+        e.contains("tip: the program goes after '--': autopin pin -c 0 -- ./prog -x"),
+        "{e}"
+    );
+    // Seconds with a unit are taken as such.
+    autopin()
+        .args([
+            "run",
+            "-q",
+            "--objective",
+            "task-clock",
+            "--budget",
+            "500ms",
+        ])
+        .args(["-w", "20ms", "--", "true"])
+        .assert()
+        .code(0);
+}

@@ -76,7 +76,8 @@ pub struct EngineArgs {
     /// Event whose rate is the objective (default instructions:u)
     #[arg(short = 'e', long, value_name = "EVENT")]
     pub event: Option<String>,
-    /// Objective: an event rate, a ratio/expression of events, heartbeat, energy or power
+    /// Objective: heartbeat, openmp (OpenMP constructs the preload library counts),
+    /// task-clock, energy, power, an event rate, or a ratio/expression of events
     #[arg(long, value_name = "OBJ")]
     pub objective: Option<String>,
     /// Init time before the first probe, seconds (autopin1 default: w; race: 0.5)
@@ -230,8 +231,20 @@ fn objective(a: &EngineArgs) -> Result<ObjectivePlan, CliError> {
         (None, Some(e)) => e.clone(),
         (None, None) => "instructions:u".to_string(),
     };
-    let o = Objective::parse_with(&text, &perf_sysfs())
-        .map_err(|e| CliError::usage(format!("objective {text:?}: {e}")))?;
+    let o = Objective::parse_with(&text, &perf_sysfs()).map_err(|e| {
+        // The named objectives first: the parser's list is the perf events.
+        const NAMED: [&str; 5] = ["heartbeat", "openmp", "task-clock", "energy", "power"];
+        let word = text.trim().to_ascii_lowercase();
+        let hint = NAMED
+            .iter()
+            .find(|n| !word.is_empty() && strsim::levenshtein(&word, n) <= 2)
+            .map(|n| format!("did you mean '{n}'? "))
+            .unwrap_or_default();
+        CliError::usage(format!(
+            "objective {text:?}: {hint}named objectives: {}; or an event rate or expression: {e}",
+            NAMED.join(", ")
+        ))
+    })?;
     Ok(if a.objective.is_some() || a.event.is_some() {
         ObjectivePlan::explicit(o)
     } else {
