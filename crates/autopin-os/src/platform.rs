@@ -301,7 +301,10 @@ impl LinuxPlatform {
             mask,
             warnings,
             // An attached process has no preload library: its OpenMP work is not counted.
-            openmp_runtime: None,
+            // The runtime the process has loaded (its own or a library's).
+            openmp_runtime: std::fs::read_to_string(format!("/proc/{pid}/maps"))
+                .ok()
+                .and_then(|m| openmp_runtime_in_maps(&m)),
             preload_active: false,
         })
     }

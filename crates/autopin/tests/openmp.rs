@@ -348,3 +348,33 @@ fn an_openmp_runtime_loaded_by_a_library_gets_the_progress_objective() {
         "the report names the runtime: {notes}"
     );
 }
+
+/// Attached to an OpenMP program, autopin cannot count its constructs (the preload library
+/// is not in it) and says that, not that the program is no OpenMP program.
+#[test]
+fn attaching_to_an_openmp_program_says_why_its_progress_is_not_counted() {
+    let _g = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = ompwork_gcc();
+    let mut target = std::process::Command::new(&exe)
+        .env("OMP_NUM_THREADS", "2")
+        .args(["-m", "imbalance", "-t", "3", "-w", "2000000"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let root = autopin_testkit::no_perf_root();
+    let out = autopin()
+        .env("AUTOPIN_PERF_SYSFS_ROOT", root.path())
+        .args(["attach", "--no-memory", "--duration", "1"])
+        .arg(target.id().to_string())
+        .output()
+        .unwrap();
+    let _ = target.kill();
+    let _ = target.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the program uses OpenMP (libgomp")
+            && err.contains("only in programs that `autopin run` or `autopin pin` start"),
+        "{err}"
+    );
+}

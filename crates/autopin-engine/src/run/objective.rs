@@ -116,7 +116,8 @@ pub(super) fn choose_objective(
             ObjectiveSource::TaskClock => {
                 let why = match (target.openmp_runtime, &openmp_idle) {
                     (_, Some(idle)) => idle.clone(),
-                    (Some(rt), None) => format!("the program uses OpenMP ({rt}) but the preload library cannot count its work (static binary or attached process)"),
+                    (Some(rt), None) if !launched => format!("the program uses OpenMP ({rt}), but its work is counted by the preload library, which is only in programs that `autopin run` or `autopin pin` start"),
+                    (Some(rt), None) => format!("the program uses OpenMP ({rt}) but the preload library cannot count its work (a static binary)"),
                 (None, None) if launched && target.preload_active => "the program reports no heartbeat and loads no OpenMP runtime".into(),
                     (None, None) => "the program reports no heartbeat and is not an OpenMP program".into(),
                 };
