@@ -302,6 +302,12 @@ impl Report {
                 d.candidate, d.reason
             ));
         }
+        if let Some(c) = &self.objective_check {
+            out.push(format!(
+                "objective check against the program's {} over {} probes: {}",
+                c.progress, c.tracking.probes, c.tracking.verdict
+            ));
+        }
         if let Some(b) = &self.own_binding {
             out.push(format!("final pinning: the program's own binding ({b})"));
         } else if let Some(d) = &self.decision {
@@ -317,5 +323,30 @@ impl Report {
             out.push(format!("search incomplete: {reason}"));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_objective_check_is_in_the_summary() {
+        let r = Report {
+            objective_check: Some(ObjectiveCheck {
+                progress: "heartbeat".into(),
+                tracking: autopin_perf::tracking(&[(1.0, 10.0), (2.0, 21.0), (3.0, 29.0)], true)
+                    .unwrap(),
+            }),
+            ..Report::default()
+        };
+        let lines = r.summary_lines();
+        let line = lines
+            .iter()
+            .find(|l| {
+                l.starts_with("objective check against the program's heartbeat over 3 probes: ")
+            })
+            .unwrap_or_else(|| panic!("{lines:?}"));
+        assert!(line.len() > 70, "{line}");
     }
 }
