@@ -626,4 +626,17 @@ fn report_merge_of_a_two_node_job() {
     assert_eq!(table.lines().count(), 5, "{table}");
     let s = std::fs::read_to_string(&svg).unwrap();
     assert!(s.starts_with("<svg") && s.contains("rank 3 (node2)"), "{s}");
+    // The job report reads back: `autopin report job.json` shows the same table.
+    let shown = Command::new(autopin())
+        .arg("report")
+        .arg(&job)
+        .output()
+        .unwrap();
+    assert_eq!(
+        shown.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&shown.stdout), table);
 }

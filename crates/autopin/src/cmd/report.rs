@@ -38,9 +38,21 @@ pub fn run(args: Args) -> CmdResult {
     let file = &file;
     let text = std::fs::read_to_string(file)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", file.display())))?;
+    // A job report (`--merge -o job.json`) is shown as the merge showed it.
+    if let Ok(job) = serde_json::from_str::<autopin_engine::job_report::JobReport>(&text) {
+        match &args.svg {
+            Some(out) => crate::output::write_atomically(out, job.svg().as_bytes())?,
+            None => {
+                for l in job.table() {
+                    println!("{l}");
+                }
+            }
+        }
+        return Ok(0);
+    }
     let r = Report::from_json(&text).map_err(|e| {
         CliError::usage(format!(
-            "{}:{}:{}: not an autopin report: {e}",
+            "{}:{}:{}: not an autopin report (nor a job report of `autopin report --merge`): {e}",
             file.display(),
             e.line(),
             e.column()
