@@ -29,6 +29,8 @@ if [ "$need" = test ]; then
     have tar || need_pkgs+=(tar)
     have bzip2 || need_pkgs+=(bzip2)
     have lstopo-no-graphics || need_pkgs+=(hwloc)
+    # The load scripts/test-under-load.sh runs the suite beside.
+    have stress-ng || need_pkgs+=(stress-ng)
     # clang with LLVM's OpenMP runtime: the OpenMP progress tests build the workload with
     # both compilers (libgomp and libomp count through different entry points).
     have clang || need_pkgs+=(clang)

@@ -25,6 +25,12 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Everything the tests create in a temporary directory (their files, the built C test
+# programs, autopin's own runtime directory) lands here and goes with it: a run leaves
+# nothing in /tmp. What else appears in /tmp or /dev/shm meanwhile is listed at the end.
+mkdir -p "$work/tmp"
+export TMPDIR="$work/tmp"
+ls -A /tmp /dev/shm 2>/dev/null | sort -u >"$work/before"
 export AUTOPIN_SKIP_LOG="$work/skipped"
 : >"$AUTOPIN_SKIP_LOG"
 echo "== tests" >&2
@@ -52,5 +58,8 @@ if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
     failed=1
     echo "cargo test exited $status without a failing test count (build error or crash?)"
 fi
+ls -A /tmp /dev/shm 2>/dev/null | sort -u >"$work/after"
+left=$(comm -13 "$work/before" "$work/after" | grep -v -e '^autopin-slurm$' -e '^/' -e '^$' || true)
+[ -z "$left" ] || echo "left in /tmp or /dev/shm during the run (by the tests or by other work): $(echo $left)"
 echo "summary: $((passed - skipped)) passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$status" -eq 0 ]

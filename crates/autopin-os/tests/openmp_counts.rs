@@ -69,7 +69,8 @@ fn check(exe: &Path, runtime: OmpRuntime, compiler: &str) {
 
 /// The program built with `compiler`.
 fn build(compiler: &str) -> Result<std::path::PathBuf, String> {
-    let src = std::env::temp_dir().join(format!("autopin-omp-counts-{compiler}.c"));
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join(format!("omp-counts-{compiler}.c"));
     std::fs::write(&src, PROGRAM).unwrap();
     autopin_testkit::build_c_file_with(compiler, &src, &["-fopenmp", "-O1"])
 }

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 const MARGIN: f64 = 40.0;
 
 fn out_dir() -> PathBuf {
-    let d = std::env::temp_dir().join("autopin-svg-check");
+    // Kept for a look after the run, inside the build directory, not in /tmp.
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("svg-check");
     std::fs::create_dir_all(&d).unwrap();
     d
 }
