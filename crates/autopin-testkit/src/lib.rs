@@ -337,6 +337,58 @@ pub fn spin_program() -> PathBuf {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// CPU time other work took while a test ran: the machine's busy time (/proc/stat) minus
+/// this test process's own and its waited-for children's (/proc/self/stat), in CPUs. A
+/// timing claim that cannot hold beside heavy outside load is skipped (and counted) when
+/// this says the machine was shared.
+pub struct OutsideLoad {
+    busy: u64,
+    ours: u64,
+    at: std::time::Instant,
+}
+
+impl OutsideLoad {
+    fn busy_ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let cpu = stat.lines().next().unwrap_or("");
+        // user nice system idle iowait irq softirq steal: all but idle and iowait.
+        cpu.split_whitespace()
+            .skip(1)
+            .take(8)
+            .enumerate()
+            .filter(|(i, _)| *i != 3 && *i != 4)
+            .filter_map(|(_, v)| v.parse::<u64>().ok())
+            .sum()
+    }
+
+    fn own_ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        // utime stime cutime cstime: fields 14-17, the 12th to 15th after the name.
+        after
+            .split_whitespace()
+            .skip(11)
+            .take(4)
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum()
+    }
+
+    pub fn start() -> Self {
+        OutsideLoad {
+            busy: Self::busy_ticks(),
+            ours: Self::own_ticks(),
+            at: std::time::Instant::now(),
+        }
+    }
+
+    /// CPUs' worth of time others used since [`OutsideLoad::start`] (100 ticks a second).
+    pub fn cpus(&self) -> f64 {
+        let busy = Self::busy_ticks().saturating_sub(self.busy);
+        let ours = Self::own_ticks().saturating_sub(self.ours);
+        busy.saturating_sub(ours) as f64 / 100.0 / self.at.elapsed().as_secs_f64().max(1e-3)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

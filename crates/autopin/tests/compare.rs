@@ -448,6 +448,7 @@ fn one_cpu_ping_pong_is_significantly_slower() {
         .unwrap_or_else(|e| panic!("{e}"));
     let json = dir.path().join("r.json");
     let svg = dir.path().join("r.svg");
+    let load = autopin_testkit::OutsideLoad::start();
     autopin()
         .args([
             "compare",
@@ -476,6 +477,17 @@ fn one_cpu_ping_pong_is_significantly_slower() {
     let st = v["strategies"].as_array().unwrap();
     let one_cpu = st.iter().find(|s| s["strategy"] == "0,0").unwrap();
     assert_eq!(v["baseline"], "0,1");
+    // Beside heavy outside load (both CPUs shared) a token passed between two CPUs waits for
+    // each CPU's turn, and one CPU is no longer slower: then there is no claim to check.
+    let outside = load.cpus();
+    let slower = one_cpu["verdict"].as_str().unwrap().starts_with("slower")
+        && one_cpu["p_value_mwu"].as_f64().unwrap() < 0.01
+        && one_cpu["p_value_welch"].as_f64().unwrap() < 0.05;
+    autopin_testkit::require!(
+        slower || outside < 0.5,
+        "other work used {outside:.1} CPUs during the runs: {}",
+        one_cpu["verdict"]
+    );
     assert!(
         one_cpu["verdict"].as_str().unwrap().starts_with("slower"),
         "{}",
