@@ -476,22 +476,12 @@ impl Meter for ProcCpuMeter {
     }
 
     fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
-        let hb = self.heartbeat.as_ref().map(|h| h.read());
-        let whole = self
+        let total = self
             .process
             .filter(|_| self.whole_program)
             .and_then(crate::process::cpu_clock::process_cpu_seconds);
-        if let Some(total) = whole {
-            return Ok(Reading {
-                total: Some(total),
-                per_thread: BTreeMap::new(),
-                phase: hb.as_ref().and_then(|b| b.phase.clone()),
-                phase_seq: hb.as_ref().map(|b| b.phase_seq),
-                progress: hb.as_ref().and_then(|b| own_progress(b, false, false)),
-            });
-        }
         let mut per_thread = BTreeMap::new();
-        for t in threads {
+        for t in threads.iter().filter(|_| total.is_none()) {
             match self.cpu_seconds(*t) {
                 Some(v) => {
                     per_thread.insert(*t, v);
@@ -507,8 +497,9 @@ impl Meter for ProcCpuMeter {
                 }
             }
         }
+        let hb = self.heartbeat.as_ref().map(|h| h.read());
         Ok(Reading {
-            total: None,
+            total,
             per_thread,
             phase: hb.as_ref().and_then(|b| b.phase.clone()),
             phase_seq: hb.as_ref().map(|b| b.phase_seq),

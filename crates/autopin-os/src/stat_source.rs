@@ -5,23 +5,18 @@
 
 use crate::process::proc_scan::split_stat;
 use autopin_stat::{Neighbour, ThreadSample, Throttling};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Clock ticks per second of /proc's CPU times (USER_HZ, 100 on every Linux port).
 const USER_HZ: u64 = 100;
 
 /// Every thread of `pid` now; an error when the process is gone.
 pub fn thread_samples(pid: i32) -> std::io::Result<Vec<ThreadSample>> {
-    let task = PathBuf::from(format!("/proc/{pid}/task"));
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(&task)?.flatten() {
-        let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        if let Some(t) = thread_sample(&e.path(), tid) {
-            out.push(t);
-        }
-    }
+    let mut out: Vec<ThreadSample> = crate::process::ProcFs::default()
+        .task_dirs(pid)?
+        .into_iter()
+        .filter_map(|(tid, dir)| thread_sample(&dir, tid))
+        .collect();
     out.sort_by_key(|t| t.tid);
     Ok(out)
 }

@@ -311,6 +311,19 @@ pub fn own_cpu_list() -> String {
         .unwrap_or_default()
 }
 
+/// The first and the last CPU of a CPU list as /proc writes it (`0-3` → `0` and `3`).
+pub fn first_and_last_cpu(list: &str) -> (String, String) {
+    let first = list.split([',', '-']).next().unwrap_or("").to_string();
+    let last = list.rsplit([',', '-']).next().unwrap_or("").to_string();
+    (first, last)
+}
+
+/// This process's first and last allowed CPU, when it may use more than one.
+pub fn two_allowed_cpus() -> Option<(String, String)> {
+    let mine = own_cpu_list();
+    (mine.contains('-') || mine.contains(',')).then(|| first_and_last_cpu(&mine))
+}
+
 /// Every thread's allowed CPUs as /proc shows them, as (thread id, list); empty when the
 /// process is gone.
 pub fn thread_cpu_lists(pid: u32) -> Vec<(String, String)> {

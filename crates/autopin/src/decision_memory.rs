@@ -212,31 +212,20 @@ impl RunMemory {
     }
 }
 
-/// The best and the next best candidate of the probes so far by mean rate, with the best's
-/// mean: what an unfinished search would have leaned to. None before two candidates were
-/// probed.
+/// The best and the next best candidate of the search the program's end cut short, by mean
+/// probe rate, with the best's mean: what it would have leaned to. None before two
+/// candidates were probed.
 fn best_so_far(report: &Report) -> Option<(String, Option<String>, f64)> {
-    let mut sums: Vec<(String, f64, f64)> = Vec::new();
-    for p in &report.probes {
-        match sums.iter_mut().find(|(l, _, _)| *l == p.label) {
-            Some(e) => {
-                e.1 += p.rate;
-                e.2 += 1.0;
-            }
-            None => sums.push((p.label.clone(), p.rate, 1.0)),
-        }
-    }
-    if sums.len() < 2 {
+    let search = report.probes.last()?.search;
+    let ranked = autopin_engine::report::ranked_by_mean(
+        &report.probes,
+        search,
+        report.objective.higher_is_better,
+    );
+    if ranked.len() < 2 {
         return None;
     }
-    let sign = if report.objective.higher_is_better {
-        1.0
-    } else {
-        -1.0
-    };
-    let mut means: Vec<(String, f64)> = sums.into_iter().map(|(l, s, n)| (l, s / n)).collect();
-    means.sort_by(|a, b| (sign * b.1).total_cmp(&(sign * a.1)));
-    let mut it = means.into_iter();
+    let mut it = ranked.into_iter();
     let (best, rate) = it.next()?;
     Some((best, it.next().map(|(l, _)| l), rate))
 }

@@ -18,15 +18,14 @@ static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// 0.25 s each after a 0.05 s warm-up, so no decision is in force before about 1.9 s and
 /// every kill below 1.6 s lands mid-search.
 fn search_args(mine: &str) -> Vec<String> {
-    let first = mine.split([',', '-']).next().unwrap();
-    let last = mine.rsplit([',', '-']).next().unwrap();
+    let (first, last) = autopin_testkit::first_and_last_cpu(mine);
     let schedule = [
         format!("{first},{first},{first}"),
         format!("{last},{last},{last}"),
         format!("{first},{last},{first}"),
         format!("{last},{first},{last}"),
-        first.to_string(),
-        last.to_string(),
+        first.clone(),
+        last.clone(),
     ]
     .join(";");
     [
@@ -128,15 +127,14 @@ fn kill_autopin(autopin: &mut Child) {
     autopin.wait().unwrap();
 }
 
-fn two_cpus() -> Option<String> {
-    let mine = autopin_testkit::own_cpu_list();
-    (mine.contains('-') || mine.contains(',')).then_some(mine)
-}
-
 #[test]
 fn run_killed_at_twenty_moments_leaves_the_program_as_it_was() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let mine = autopin_testkit::ok_or_skip!(two_cpus().ok_or("one CPU allowed"));
+    autopin_testkit::require!(
+        autopin_testkit::two_allowed_cpus().is_some(),
+        "one CPU allowed"
+    );
+    let mine = autopin_testkit::own_cpu_list();
     let spin = autopin_testkit::spin_program();
     let mut failures = Vec::new();
     for (i, at) in moments(19).into_iter().enumerate() {
@@ -199,7 +197,11 @@ fn run_killed_at_twenty_moments_leaves_the_program_as_it_was() {
 #[test]
 fn attach_killed_at_twenty_moments_leaves_the_program_as_it_was() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let mine = autopin_testkit::ok_or_skip!(two_cpus().ok_or("one CPU allowed"));
+    autopin_testkit::require!(
+        autopin_testkit::two_allowed_cpus().is_some(),
+        "one CPU allowed"
+    );
+    let mine = autopin_testkit::own_cpu_list();
     let spin = autopin_testkit::spin_program();
     let target = Command::new(&spin)
         .args(["0", "2"])

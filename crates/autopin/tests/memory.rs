@@ -29,6 +29,18 @@ fn read_json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
+/// Every record of the store, through `autopin memory list --json`.
+fn records(store: &Path) -> serde_json::Value {
+    let list = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["memory", "--memory"])
+        .arg(store)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(list.status.code(), Some(0));
+    serde_json::from_slice(&list.stdout).unwrap()
+}
+
 /// The program's own output and status, as without autopin.
 fn assert_untouched(out: &Output) {
     assert_eq!(
@@ -44,12 +56,9 @@ fn assert_untouched(out: &Output) {
 
 #[test]
 fn a_second_run_starts_on_the_remembered_pinning_and_checks_it() {
-    let mine = autopin_testkit::own_cpu_list();
-    autopin_testkit::require!(
-        mine.contains('-') || mine.contains(','),
-        "needs two allowed CPUs"
+    let (_, last) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
     );
-    let last = mine.rsplit([',', '-']).next().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("state/decisions.db");
     let report = dir.path().join("r.json");
@@ -93,14 +102,7 @@ fn a_second_run_starts_on_the_remembered_pinning_and_checks_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("remembered: "), "{err}");
     // The store says what happened, and the CLI shows it.
-    let list = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
-        .args(["memory", "--memory"])
-        .arg(&store)
-        .args(["list", "--json"])
-        .output()
-        .unwrap();
-    assert_eq!(list.status.code(), Some(0));
-    let records: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let records = records(&store);
     let rec = &records.as_array().unwrap()[0];
     assert_eq!(rec["outcome"], outcome, "{rec}");
     assert_eq!(rec["uses"], 2, "{rec}");
@@ -191,33 +193,27 @@ fn a_read_only_store_is_used_but_not_written() {
 fn eight_runs_writing_one_store_at_once_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("d.db");
-    let children: Vec<_> = (0..8)
-        .map(|i| {
-            Command::new(assert_cmd::cargo::cargo_bin("autopin"))
-                .args(["run", "-q", "--memory"])
-                .arg(&store)
-                .args(["--memory-key", "args", "--objective", "task-clock"])
-                .args([
-                    "--no-perturbation-estimate",
-                    "--strategy",
-                    "fixed",
-                    "-i",
-                    "0",
-                ])
-                .args([
-                    "--schedule",
-                    "0",
-                    "--",
-                    "sh",
-                    "-c",
-                    "echo $0; i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done",
-                    &i.to_string(),
-                ])
-                .output()
-                .unwrap()
-        })
-        .collect();
-    for (i, out) in children.iter().enumerate() {
+    // One record per word (kept per argument list): eight one after another, eight at once.
+    let remembering_run = |store: &Path, word: &str| {
+        Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+            .args(["run", "--memory"])
+            .arg(store)
+            .args(["--memory-key", "args", "--objective", "task-clock"])
+            .args([
+                "--no-perturbation-estimate",
+                "--strategy",
+                "fixed",
+                "-i",
+                "0",
+            ])
+            .args(["--schedule", "0", "--", "sh", "-c"])
+            .arg("echo $0; i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done")
+            .arg(word)
+            .output()
+            .unwrap()
+    };
+    for i in 0..8 {
+        let out = remembering_run(&store, &i.to_string());
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -226,50 +222,22 @@ fn eight_runs_writing_one_store_at_once_lose_nothing() {
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{i}\n"));
     }
-    let handles: Vec<_> = (0..8)
-        .map(|i| {
-            let store = store.clone();
-            std::thread::spawn(move || {
-                Command::new(assert_cmd::cargo::cargo_bin("autopin"))
-                    .args(["run", "--memory"])
-                    .arg(&store)
-                    .args(["--memory-key", "args", "--objective", "task-clock"])
-                    .args([
-                        "--no-perturbation-estimate",
-                        "--strategy",
-                        "fixed",
-                        "-i",
-                        "0",
-                    ])
-                    .args([
-                        "--schedule",
-                        "0",
-                        "--",
-                        "sh",
-                        "-c",
-                        "echo $0; i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done",
-                        &format!("p{i}"),
-                    ])
-                    .output()
-                    .unwrap()
+    let outs: Vec<Output> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let store = &store;
+                s.spawn(move || remembering_run(store, &format!("p{i}")))
             })
-        })
-        .collect();
-    for (i, h) in handles.into_iter().enumerate() {
-        let out = h.join().unwrap();
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, out) in outs.iter().enumerate() {
         assert_eq!(out.status.code(), Some(0));
         assert_eq!(String::from_utf8_lossy(&out.stdout), format!("p{i}\n"));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("unavailable"), "{err}");
     }
-    let list = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
-        .args(["memory", "--memory"])
-        .arg(&store)
-        .args(["list", "--json"])
-        .output()
-        .unwrap();
-    let records: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
-    assert_eq!(records.as_array().unwrap().len(), 16, "{records}");
+    assert_eq!(records(&store).as_array().unwrap().len(), 16);
 }
 
 /// A remembered decision that became wrong — the program was pinned to CPU 0, and now a
@@ -277,12 +245,9 @@ fn eight_runs_writing_one_store_at_once_lose_nothing() {
 #[test]
 fn a_remembered_pinning_that_became_wrong_is_overturned() {
     autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
-    let mine = autopin_testkit::own_cpu_list();
-    autopin_testkit::require!(
-        mine.contains('-') || mine.contains(','),
-        "needs two allowed CPUs"
+    let (first, _) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
     );
-    let first = mine.split([',', '-']).next().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("d.db");
     let report = dir.path().join("r.json");

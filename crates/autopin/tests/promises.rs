@@ -22,9 +22,7 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
 
 #[test]
 fn input_and_output_pass_byte_for_byte_while_the_threads_move() {
-    let mine = autopin_testkit::own_cpu_list();
-    let first = mine.split([',', '-']).next().unwrap().to_string();
-    let last = mine.rsplit([',', '-']).next().unwrap().to_string();
+    let (first, last) = autopin_testkit::first_and_last_cpu(&autopin_testkit::own_cpu_list());
     let dir = tempfile::tempdir().unwrap();
     let out_bytes = pattern(24 << 20, 1);
     let err_bytes = pattern(8 << 20, 2);
@@ -84,12 +82,9 @@ fn input_and_output_pass_byte_for_byte_while_the_threads_move() {
 #[test]
 fn a_thread_never_gets_a_cpu_the_program_was_not_given() {
     autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
-    let mine = autopin_testkit::own_cpu_list();
-    autopin_testkit::require!(
-        mine.contains('-') || mine.contains(','),
-        "needs two allowed CPUs"
+    let (_, last) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
     );
-    let last = mine.rsplit([',', '-']).next().unwrap().to_string();
     let spin = autopin_testkit::spin_program();
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("r.json");
@@ -145,9 +140,7 @@ fn a_thread_never_gets_a_cpu_the_program_was_not_given() {
 #[test]
 fn a_signal_to_run_reaches_the_program_and_its_status_comes_back() {
     use std::io::BufRead;
-    let mine = autopin_testkit::own_cpu_list();
-    let first = mine.split([',', '-']).next().unwrap().to_string();
-    let last = mine.rsplit([',', '-']).next().unwrap().to_string();
+    let (first, last) = autopin_testkit::first_and_last_cpu(&autopin_testkit::own_cpu_list());
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
         .args(["run", "-q", "--objective", "task-clock"])
         .args(["--no-perturbation-estimate", "--probe", "5", "--schedule"])

@@ -39,23 +39,15 @@ fn kinds(v: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-fn two_cpus() -> Option<(String, String)> {
-    let mine = autopin_testkit::own_cpu_list();
-    (mine.contains('-') || mine.contains(',')).then(|| {
-        (
-            mine.split([',', '-']).next().unwrap().to_string(),
-            mine.rsplit([',', '-']).next().unwrap().to_string(),
-        )
-    })
-}
-
 #[test]
 fn two_busy_threads_on_one_cpu_are_contention_spread_they_are_not() {
     autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let spin = autopin_testkit::spin_program();
     let spin = spin.to_str().unwrap();
-    let (first, _) = autopin_testkit::ok_or_skip!(two_cpus().ok_or("needs two allowed CPUs"));
+    let (first, _) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
     let (v, out) = stat_json(&["--", "taskset", "-c", &first, spin, "1.5", "2"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(
@@ -100,7 +92,9 @@ fn a_busy_neighbour_on_the_programs_cpu_is_named() {
     autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let spin = autopin_testkit::spin_program();
-    let (first, _) = autopin_testkit::ok_or_skip!(two_cpus().ok_or("needs two allowed CPUs"));
+    let (first, _) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
     let mut busy = Command::new("taskset")
         .args(["-c", &first])
         .arg(&spin)

@@ -201,6 +201,30 @@ pub struct Report {
     pub memory: Option<MemoryUse>,
 }
 
+/// The candidates probed in search `search`, by their mean probe rate, best first (`higher`:
+/// more is better); equal means keep the later label first.
+pub fn ranked_by_mean(probes: &[ProbeRecord], search: usize, higher: bool) -> Vec<(String, f64)> {
+    let mut sums: std::collections::BTreeMap<&str, (f64, f64)> = Default::default();
+    for p in probes.iter().filter(|p| p.search == search) {
+        let e = sums.entry(p.label.as_str()).or_default();
+        e.0 += p.rate;
+        e.1 += 1.0;
+    }
+    let mut ranked: Vec<(String, f64)> = sums
+        .into_iter()
+        .rev()
+        .map(|(l, (s, n))| (l.to_string(), s / n))
+        .collect();
+    ranked.sort_by(|a, b| {
+        if higher {
+            b.1.total_cmp(&a.1)
+        } else {
+            a.1.total_cmp(&b.1)
+        }
+    });
+    ranked
+}
+
 /// The report's account of the decision store.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemoryUse {

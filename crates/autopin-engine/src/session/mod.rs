@@ -951,27 +951,9 @@ impl Session {
     /// The candidate with the best mean probe rate in the current search, for a search the
     /// program's end cut short.
     fn best_so_far(&self) -> Option<String> {
-        let mut sums: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
-        for p in self
-            .report
-            .probes
-            .iter()
-            .filter(|p| p.search == self.search)
-        {
-            let e = sums.entry(p.label.as_str()).or_default();
-            e.0 += p.rate;
-            e.1 += 1.0;
-        }
-        let higher = self.cfg.higher_is_better;
-        sums.into_iter()
-            .map(|(l, (s, n))| (l, s / n))
-            .max_by(|a, b| {
-                if higher {
-                    a.1.total_cmp(&b.1)
-                } else {
-                    b.1.total_cmp(&a.1)
-                }
-            })
+        crate::report::ranked_by_mean(&self.report.probes, self.search, self.cfg.higher_is_better)
+            .into_iter()
+            .next()
             .map(|(l, r)| format!("{l} ({})", quantity(r, &self.cfg.unit)))
     }
 

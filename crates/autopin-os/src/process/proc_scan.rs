@@ -63,23 +63,20 @@ impl ProcFs {
     /// The live threads of `pid`, oldest first. A thread that exits during the scan is left
     /// out; the process itself being gone is an error (`NotFound`).
     pub fn threads(&self, pid: i32) -> io::Result<Vec<ProcThread>> {
+        TaskScan::new(self.clone(), pid).scan()
+    }
+
+    /// The thread ids of `pid` listed in /proc/PID/task, each with its directory; the
+    /// process being gone is an error (`NotFound`).
+    pub fn task_dirs(&self, pid: i32) -> io::Result<Vec<(i32, PathBuf)>> {
         let task = self.root.join(pid.to_string()).join("task");
-        let mut out = Vec::new();
-        for entry in fs::read_dir(&task)? {
-            let Ok(entry) = entry else { continue };
-            let Some(tid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            if let Some(t) = read_thread(&entry.path(), tid) {
-                out.push(t);
-            }
-        }
-        out.sort_by_key(|t| (t.start_time, t.tid));
-        Ok(out)
+        Ok(fs::read_dir(&task)?
+            .flatten()
+            .filter_map(|e| {
+                let tid = e.file_name().to_str()?.parse::<i32>().ok()?;
+                Some((tid, e.path()))
+            })
+            .collect())
     }
 }
 
@@ -106,19 +103,10 @@ impl TaskScan {
 
     /// The live threads, oldest first, as [`ProcFs::threads`] gives them.
     pub fn scan(&mut self) -> io::Result<Vec<ProcThread>> {
-        let task = self.proc.root.join(self.pid.to_string()).join("task");
         let mut listed: HashSet<i32> = HashSet::new();
-        for entry in fs::read_dir(&task)? {
-            let Ok(entry) = entry else { continue };
-            let Some(tid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
+        for (tid, dir) in self.proc.task_dirs(self.pid)? {
             if let std::collections::hash_map::Entry::Vacant(slot) = self.known.entry(tid) {
-                match read_thread(&entry.path(), tid) {
+                match read_thread(&dir, tid) {
                     Some(t) => {
                         slot.insert(t);
                     }
