@@ -176,10 +176,9 @@ pub fn run(args: Args) -> CmdResult {
         }
     }
     if last.neighbours.is_empty() && last.t > first.t {
-        // The program ended between looks: the neighbours are taken now, their time
-        // since the first look still tells who was busy.
+        // The program ended between looks: the neighbours are taken now (up to one look
+        // later than the threads, so their share is overstated by at most that much).
         last.neighbours = neighbours(&[pid, me]);
-        last.t = start.elapsed().as_secs_f64();
     }
     let report = analyze(&first, &last, &seen, &ctx);
     eprint!("{}", autopin_stat::table::render(&report));
@@ -193,12 +192,10 @@ pub fn run(args: Args) -> CmdResult {
     }
     match (status, child.as_mut()) {
         (Some(code), _) => Ok(code),
-        // Watched for --duration: the program goes on; a watched process is not ours.
-        (None, Some(c)) if duration.is_some() => {
-            let code = c.wait().map_err(|e| CliError::internal(e.to_string()))?;
-            Ok(code)
-        }
-        (None, Some(c)) => Ok(c.wait().unwrap_or(1)),
+        // Watched for --duration (or its threads are gone): the program goes on to its
+        // end, and its status is the result.
+        (None, Some(c)) => c.wait().map_err(|e| CliError::internal(e.to_string())),
+        // A watched process is not ours.
         (None, None) => Ok(0),
     }
 }
