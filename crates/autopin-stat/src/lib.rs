@@ -8,5 +8,5 @@ pub mod sample;
 pub mod table;
 pub mod verdict;
 
-pub use sample::{Neighbour, Snapshot, ThreadSample, Throttling};
+pub use sample::{CpusSeen, Neighbour, Snapshot, ThreadSample, Throttling};
 pub use verdict::{analyze, Context, StatReport, ThreadStat, Verdict};

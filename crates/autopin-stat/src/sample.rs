@@ -46,3 +46,29 @@ pub struct Snapshot {
     pub neighbours: Vec<Neighbour>,
     pub throttling: Option<Throttling>,
 }
+
+/// The CPUs each thread ran on, as the looks saw them. A look's CPU counts only when the
+/// thread ran since the previous look (its CPU time grew): a thread not yet run, or asleep,
+/// shows a CPU it merely sits on — a new thread can show its parent's CPU before the kernel
+/// moves it inside its affinity, and that CPU is not one it uses.
+#[derive(Debug, Clone, Default)]
+pub struct CpusSeen {
+    ran_on: std::collections::BTreeMap<i32, std::collections::BTreeSet<u32>>,
+    cpu_ns: std::collections::BTreeMap<i32, u64>,
+}
+
+impl CpusSeen {
+    pub fn record(&mut self, look: &Snapshot) {
+        for t in &look.threads {
+            let before = self.cpu_ns.insert(t.tid, t.cpu_ns).unwrap_or(0);
+            if t.cpu_ns > before {
+                self.ran_on.entry(t.tid).or_default().insert(t.cpu);
+            }
+        }
+    }
+
+    /// The CPUs `tid` ran on; empty when it never ran between looks.
+    pub fn of(&self, tid: i32) -> std::collections::BTreeSet<u32> {
+        self.ran_on.get(&tid).cloned().unwrap_or_default()
+    }
+}

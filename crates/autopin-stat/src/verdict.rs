@@ -1,6 +1,6 @@
 //! From two snapshots to per-thread figures and verdicts.
 
-use crate::sample::{Snapshot, ThreadSample};
+use crate::sample::{CpusSeen, Snapshot, ThreadSample};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -75,14 +75,9 @@ fn list(cpus: &[u32]) -> String {
         .join(",")
 }
 
-/// The figures and verdicts between `first` and `last`; `seen` holds every CPU each thread
-/// was seen on in the samples between them.
-pub fn analyze(
-    first: &Snapshot,
-    last: &Snapshot,
-    seen: &BTreeMap<i32, BTreeSet<u32>>,
-    ctx: &Context,
-) -> StatReport {
+/// The figures and verdicts between `first` and `last`; `seen` holds the CPUs each thread
+/// ran on in the looks between them.
+pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context) -> StatReport {
     let wall = (last.t - first.t).max(1e-9);
     let before: BTreeMap<i32, &ThreadSample> = first.threads.iter().map(|t| (t.tid, t)).collect();
     let threads: Vec<ThreadStat> = last
@@ -94,8 +89,11 @@ pub fn analyze(
             let d = |now: u64, then: fn(&ThreadSample) -> u64| {
                 now.saturating_sub(b.map_or(0, |b| then(b)))
             };
-            let mut cpus: BTreeSet<u32> = seen.get(&t.tid).cloned().unwrap_or_default();
-            cpus.insert(t.cpu);
+            let mut cpus = seen.of(t.tid);
+            if cpus.is_empty() {
+                // Never caught running: where it sits is all there is to say.
+                cpus.insert(t.cpu);
+            }
             ThreadStat {
                 tid: t.tid,
                 name: t.name.clone(),
@@ -404,6 +402,14 @@ mod tests {
         r.verdicts.iter().map(|v| v.kind).collect()
     }
 
+    fn looked(looks: &[&Snapshot]) -> CpusSeen {
+        let mut seen = CpusSeen::default();
+        for l in looks {
+            seen.record(l);
+        }
+        seen
+    }
+
     fn snap(t: f64, threads: Vec<ThreadSample>) -> Snapshot {
         Snapshot {
             t,
@@ -416,7 +422,7 @@ mod tests {
     fn two_threads_on_one_cpu_are_contention_with_half_the_time_waiting() {
         let a = snap(0.0, vec![thread(1, 0, 0, 0), thread(2, 0, 0, 0)]);
         let b = snap(1.0, vec![thread(1, 0, 500, 500), thread(2, 0, 500, 500)]);
-        let r = analyze(&a, &b, &BTreeMap::new(), &ctx());
+        let r = analyze(&a, &b, &looked(&[&a, &b]), &ctx());
         assert_eq!(kinds(&r), vec!["contention"]);
         assert!((r.threads[0].run_delay_fraction - 0.5).abs() < 1e-9);
         assert!(
@@ -427,10 +433,21 @@ mod tests {
     }
 
     #[test]
+    fn a_cpu_a_new_thread_sat_on_before_it_ran_is_not_one_it_uses() {
+        // Thread 2 first seen on CPU 1 with no CPU time (its parent's CPU, before the kernel
+        // placed it): both ran on CPU 0 only, and that is contention.
+        let a = snap(0.0, vec![thread(1, 0, 10, 0), thread(2, 1, 0, 0)]);
+        let b = snap(1.0, vec![thread(1, 0, 500, 500), thread(2, 0, 500, 500)]);
+        let r = analyze(&a, &b, &looked(&[&a, &b]), &ctx());
+        assert_eq!(r.threads[1].cpus, vec![0]);
+        assert_eq!(kinds(&r), vec!["contention"]);
+    }
+
+    #[test]
     fn two_threads_on_two_cpus_have_no_verdict() {
         let a = snap(0.0, vec![thread(1, 0, 0, 0), thread(2, 1, 0, 0)]);
         let b = snap(1.0, vec![thread(1, 0, 990, 2), thread(2, 1, 990, 3)]);
-        let r = analyze(&a, &b, &BTreeMap::new(), &ctx());
+        let r = analyze(&a, &b, &looked(&[&a, &b]), &ctx());
         assert!(r.verdicts.is_empty(), "{:?}", r.verdicts);
     }
 
@@ -446,7 +463,7 @@ mod tests {
         a.neighbours.push(n(0));
         let mut b = snap(1.0, vec![thread(1, 0, 500, 500)]);
         b.neighbours.push(n(500));
-        let r = analyze(&a, &b, &BTreeMap::new(), &ctx());
+        let r = analyze(&a, &b, &looked(&[&a, &b]), &ctx());
         assert_eq!(kinds(&r), vec!["busy_neighbour"]);
         assert!(
             r.verdicts[0].text.contains("PID 77 (spin)"),
@@ -467,7 +484,7 @@ mod tests {
             throttled_periods: 3,
             throttled_ns: 200_000_000,
         });
-        let r = analyze(&a, &b, &BTreeMap::new(), &ctx());
+        let r = analyze(&a, &b, &looked(&[&a, &b]), &ctx());
         assert_eq!(kinds(&r), vec!["migrations", "imbalance", "throttled"]);
     }
 }

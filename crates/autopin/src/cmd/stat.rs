@@ -6,8 +6,8 @@
 use crate::error::{CliError, CmdResult};
 use crate::number_args::positive_seconds;
 use autopin_os::stat_source::{neighbours, thread_samples, throttling};
-use autopin_stat::{analyze, Context, Snapshot};
-use std::collections::{BTreeMap, BTreeSet};
+use autopin_stat::{analyze, Context, CpusSeen, Snapshot};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -123,11 +123,11 @@ pub fn run(args: Args) -> CmdResult {
     let Some(first) = look(true) else {
         return finish_without_samples(child.as_mut(), pid);
     };
-    let mut seen: BTreeMap<i32, BTreeSet<u32>> = BTreeMap::new();
+    let mut seen = CpusSeen::default();
     let mut csv = String::from("t,tid,name,cpu,cpu_seconds,wait_seconds\n");
-    let mut record = |s: &Snapshot, seen: &mut BTreeMap<i32, BTreeSet<u32>>| {
+    let mut record = |s: &Snapshot, seen: &mut CpusSeen| {
+        seen.record(s);
         for t in &s.threads {
-            seen.entry(t.tid).or_default().insert(t.cpu);
             csv.push_str(&format!(
                 "{:.3},{},{},{},{:.6},{:.6}\n",
                 s.t,
