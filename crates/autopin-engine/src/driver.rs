@@ -27,6 +27,9 @@ pub struct DriverConfig {
     /// Seconds the target has already run when the driver starts (e.g. waiting for its
     /// heartbeat): every time in the report counts from the target's start.
     pub started: f64,
+    /// A thread whose CPU mask someone else changed since autopin set it makes autopin
+    /// stand back (false with `--override-binding`: autopin pins it again).
+    pub respect_own_binding: bool,
 }
 
 /// What the driver has done to the target's threads.
@@ -36,7 +39,18 @@ struct Pinned {
     with: HashMap<u32, String>,
     /// tid → CPU mask before autopin first touched it (attached targets only).
     original: HashMap<u32, CpuSet>,
+    /// tid → its mask as the kernel reported it right after autopin set it: a thread whose
+    /// mask differs later was bound by someone else (the program itself, or a tool).
+    set: HashMap<u32, CpuSet>,
+    /// Where the next periodic look at those masks starts (they are looked at a few at a
+    /// time, so thousands of threads cost a few system calls a second).
+    check_from: usize,
 }
+
+/// Threads whose mask is compared with what autopin set, per periodic look.
+const MASK_CHECKS: usize = 16;
+/// Seconds between periodic looks at the masks autopin set.
+const MASK_CHECK_PERIOD: f64 = 1.0;
 
 /// How the driver loop ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,12 +144,17 @@ impl Driver<'_> {
         pinned: &mut Pinned,
         cfg: &DriverConfig,
         warnings: &mut Vec<String>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<Option<String>, EngineError> {
         let Some(c) = session.applied().cloned() else {
-            return Ok(());
+            return Ok(None);
         };
         for (tid, index) in &snap.tracked {
             if pinned.with.get(tid) != Some(&c.label) {
+                if cfg.respect_own_binding {
+                    if let Some(what) = self.bound_by_someone_else(*tid, pinned) {
+                        return Ok(Some(what));
+                    }
+                }
                 if cfg.keep_masks && !pinned.original.contains_key(tid) {
                     if let Ok(mask) = self.pinner.affinity(*tid as i32) {
                         pinned.original.insert(*tid, mask);
@@ -144,11 +163,57 @@ impl Driver<'_> {
                 let unpinned = pinned.original.get(tid).unwrap_or(&cfg.allowed);
                 self.pin(*tid, &target_cpus(&c, *index, unpinned), warnings)?;
                 pinned.with.insert(*tid, c.label.clone());
+                if cfg.respect_own_binding {
+                    if let Ok(mask) = self.pinner.affinity(*tid as i32) {
+                        pinned.set.insert(*tid, mask);
+                    }
+                }
             }
         }
         let live: BTreeSet<u32> = snap.tracked.iter().map(|t| t.0).collect();
         pinned.with.retain(|t, _| live.contains(t));
-        Ok(())
+        pinned.set.retain(|t, _| live.contains(t));
+        Ok(None)
+    }
+
+    /// Says how, when `tid`'s CPU mask is no longer the one autopin set.
+    fn bound_by_someone_else(&self, tid: u32, pinned: &Pinned) -> Option<String> {
+        let ours = pinned.set.get(&tid)?;
+        let now = self.pinner.affinity(tid as i32).ok()?;
+        (now != *ours).then(|| {
+            format!(
+                "thread {tid}'s CPUs became {} after autopin set {}",
+                now.to_list(),
+                ours.to_list()
+            )
+        })
+    }
+
+    /// A few of the masks autopin set, compared with the threads' masks now (round robin).
+    fn look_at_masks(&self, pinned: &mut Pinned) -> Option<String> {
+        let tids: Vec<u32> = pinned.set.keys().copied().collect();
+        if tids.is_empty() {
+            return None;
+        }
+        let from = pinned.check_from % tids.len();
+        pinned.check_from = from + MASK_CHECKS;
+        tids.iter()
+            .cycle()
+            .skip(from)
+            .take(MASK_CHECKS.min(tids.len()))
+            .find_map(|t| self.bound_by_someone_else(*t, pinned))
+    }
+
+    /// The program binds its own threads: autopin stands back and forgets its own masks
+    /// (nothing of the program's binding is undone at the end).
+    fn stand_back(&mut self, session: &mut Session, now: f64, what: &str, pinned: &mut Pinned) {
+        for a in session.stand_back(now, what) {
+            if let Action::Message(m) = a {
+                (self.on_message)(now, &m);
+            }
+        }
+        pinned.original.clear();
+        pinned.set.clear();
     }
 
     /// Runs until the target ends (or `max_time`, or `keep_going` says stop).
@@ -178,8 +243,11 @@ impl Driver<'_> {
                 (self.on_message)(cfg.started, &m);
             }
         }
-        self.pin_tracked(session, &snap, &mut pinned, cfg, &mut warnings)?;
+        if let Some(what) = self.pin_tracked(session, &snap, &mut pinned, cfg, &mut warnings)? {
+            self.stand_back(session, cfg.started, &what, &mut pinned);
+        }
         let mut counting = true;
+        let mut next_mask_check = cfg.started + MASK_CHECK_PERIOD;
         // The tick grid: readings every `tick` from `grid_from`. A warm-up shorter than a
         // tick ends with a reading of its own and the grid starts again from there, so a
         // move costs its warm-up, not a whole tick.
@@ -202,7 +270,7 @@ impl Driver<'_> {
             }
             // A new pace (a decision came into force, or a search started again) counts
             // from the last reading.
-            let pace = if session.is_decided() {
+            let pace = if session.is_decided() || session.stood_back() {
                 cfg.tick.max(DECIDED_TICK)
             } else {
                 cfg.tick
@@ -259,7 +327,14 @@ impl Driver<'_> {
                     Action::Apply(_) => pinned.with.clear(),
                 }
             }
-            self.pin_tracked(session, &snap, &mut pinned, cfg, &mut warnings)?;
+            let mut own = self.pin_tracked(session, &snap, &mut pinned, cfg, &mut warnings)?;
+            if own.is_none() && cfg.respect_own_binding && now >= next_mask_check {
+                next_mask_check = now + MASK_CHECK_PERIOD;
+                own = self.look_at_masks(&mut pinned);
+            }
+            if let Some(what) = own {
+                self.stand_back(session, now, &what, &mut pinned);
+            }
             if counting && !session.wants_counting() {
                 self.meter.pause();
                 counting = false;

@@ -295,6 +295,8 @@ struct SimState {
     memory: SimMemory,
     /// Thread index → its pages by node OS index.
     pages: Vec<BTreeMap<u32, u64>>,
+    /// The program binds its first thread itself at this time, to this mask.
+    binds_itself: Option<(f64, CpuSet)>,
 }
 
 impl SimState {
@@ -480,6 +482,7 @@ impl Sim {
                 masks: HashMap::new(),
                 memory: SimMemory::default(),
                 pages: Vec::new(),
+                binds_itself: None,
             })),
             threads,
             ends_at,
@@ -548,6 +551,13 @@ impl Sim {
         self
     }
 
+    /// At `at` seconds the program sets its first thread's CPU mask itself (as
+    /// `pthread_setaffinity_np` would), whatever autopin set before.
+    pub fn binding_itself_at(self, at: f64, mask: &CpuSet) -> Self {
+        self.lock().binds_itself = Some((at, mask.clone()));
+        self
+    }
+
     /// Each thread's current CPU mask, by tid.
     pub fn masks(&self) -> BTreeMap<u32, CpuSet> {
         let s = self.lock();
@@ -592,6 +602,23 @@ impl Clock for Sim {
         let mut s = self.lock();
         if t > s.now {
             s.now = t;
+        }
+        if let Some((at, mask)) = s.binds_itself.clone() {
+            if s.now >= at {
+                s.binds_itself = None;
+                let first = s
+                    .placement
+                    .iter()
+                    .min_by_key(|(_, (i, _))| *i)
+                    .map(|(t, _)| *t);
+                if let Some(tid) = first {
+                    let cpu = mask.first().filter(|_| mask.len() == 1);
+                    if let Some(e) = s.placement.get_mut(&tid) {
+                        e.1 = cpu;
+                    }
+                    s.masks.insert(tid, mask);
+                }
+            }
         }
     }
 }

@@ -864,6 +864,51 @@ fn a_programs_own_openmp_binding_is_left_in_force_unless_overridden() {
     assert!(!r["probes"].as_array().unwrap().is_empty(), "{r}");
 }
 
+/// A program that changes its own CPU mask while autopin searches (here a script calling
+/// `taskset` on itself, as `pthread_setaffinity_np` would) is noticed: autopin says so once,
+/// stands back, and its binding is still in force when it ends; the report names it.
+#[test]
+fn a_program_that_sets_its_own_cpus_mid_search_keeps_them() {
+    let _turn = CPU_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let (first, last) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let script = format!(
+        "spin() {{ i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; }}; spin; taskset -pc {first},{last} $$ >/dev/null; spin; spin; taskset -pc $$ | sed 's/.*: //'; exit 3"
+    );
+    let out = autopin()
+        .args(["run", "--report"])
+        .arg(&report)
+        .args(["--objective", "task-clock", "--no-perturbation-estimate"])
+        .args(["-i", "0", "-w", "0.02", "--probe", "0.3"])
+        .args(["--schedule", &format!("{first};{last}")])
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("{first},{last}"),
+        "the program's own mask is in force at its end: {err}"
+    );
+    assert_eq!(err.matches("so autopin stands back").count(), 1, "{err}");
+    let r = read_json(&report);
+    let own = r["own_binding"].as_str().unwrap_or_default();
+    assert!(
+        own.contains(&format!("became {first},{last}"))
+            || own.contains(&format!("became {first}-{last}")),
+        "{r}"
+    );
+    assert!(
+        err.contains("final pinning: the program's own binding"),
+        "{err}"
+    );
+}
+
 /// One autopin per process: a second `attach` to a process another autopin is attached to
 /// exits 2 and names the first; once the first has gone, attaching works again.
 #[test]

@@ -263,6 +263,7 @@ fn drive(
         },
         keep_masks: plan.target.is_attach(),
         started: p.init_waited,
+        respect_own_binding: !plan.override_binding,
     };
     // One machine, no migration: say so once instead of at every decision.
     let migrate = plan.migrate_memory && {
@@ -287,7 +288,7 @@ fn drive(
         // The driver has pinned the decided candidate when this runs, and the target
         // still runs: its pages follow its threads now, not after it has ended.
         let mut keep_going = |s: &Session| {
-            platform.decision_in_force(s.is_decided());
+            platform.decision_in_force(s.is_decided() || s.stood_back());
             if platform.stop_requested() {
                 return false;
             }

@@ -183,6 +183,8 @@ pub struct Session {
     said_no_progress: bool,
     /// How coarse the objective is, learned during start-up.
     grain: Granularity,
+    /// The program set its own threads' CPUs while autopin ran: autopin stands back.
+    stood_back: bool,
     pub report: Report,
 }
 
@@ -215,6 +217,7 @@ impl Session {
             progress_source: None,
             said_no_progress: false,
             grain: Granularity::default(),
+            stood_back: false,
             report: Report {
                 tool: "autopin".into(),
                 ..Default::default()
@@ -264,15 +267,45 @@ impl Session {
         &self.candidates
     }
 
-    /// The candidate currently applied (None before the first probe).
+    /// The candidate currently applied (None before the first probe, and once autopin
+    /// stood back from a program that pins itself).
     pub fn applied(&self) -> Option<&Pinning> {
+        if self.stood_back {
+            return None;
+        }
         self.applied.and_then(|i| self.candidates.get(i))
     }
 
     /// False once nothing needs the counters any more: decided, no PhaseWatch and no
-    /// periodic rate output. The driver then stops counting so it no longer taxes the target.
+    /// periodic rate output, or stood back. The driver then stops counting so it no longer
+    /// taxes the target.
     pub fn wants_counting(&self) -> bool {
-        !(self.is_decided() && self.watch.is_none() && !self.cfg.report_every.is_finite())
+        !(self.stood_back
+            || self.is_decided() && self.watch.is_none() && !self.cfg.report_every.is_finite())
+    }
+
+    /// The program changed its own threads' CPUs (`what` says how) at `now`: its binding is
+    /// deliberate, and fighting it would label probes with pinnings that were never in
+    /// force. The search ends, nothing is pinned any more, and the report names the
+    /// program's own binding as the final pinning. `--override-binding` keeps the search.
+    pub fn stand_back(&mut self, now: f64, what: &str) -> Vec<Action> {
+        if self.stood_back {
+            return Vec::new();
+        }
+        self.close_open_search(now);
+        self.stood_back = true;
+        self.report.decision = None;
+        self.report.own_binding = Some(what.to_string());
+        let msg = format!(
+            "{what}: the program binds its own threads, so autopin stands back (no more probes or pinning) and leaves that binding in force; --override-binding lets autopin choose"
+        );
+        self.report.notes.push(msg.clone());
+        vec![Action::Message(msg)]
+    }
+
+    /// True once autopin stood back from a program that pins itself.
+    pub fn stood_back(&self) -> bool {
+        self.stood_back
     }
 
     /// When the warm-up in progress ends (session time), None outside a warm-up. A driver
@@ -830,7 +863,7 @@ impl Session {
     /// decision for the phase the program was in, not the last decision taken (which may
     /// be another phase's).
     fn settle_decision_in_force(&mut self) {
-        if self.phase.is_none() {
+        if self.phase.is_none() || self.stood_back {
             return;
         }
         if let Some(d) = self
@@ -892,9 +925,11 @@ impl Session {
         self.settle_decision_in_force();
         self.report.wall_time = now;
         self.report.exit_status = exit_status;
-        self.report.complete = self.decided_once;
+        self.report.complete = self.decided_once || self.stood_back;
         self.report.objective_check = self.objective_check();
-        if !self.decided_once {
+        if self.stood_back {
+            // The program's own binding is the answer; the report says so.
+        } else if !self.decided_once {
             let total_init = self.cfg.init + self.cfg.init_waited;
             self.report.incomplete_reason = Some(match self.state {
                 State::Init { until } if self.said_no_progress && now > until => format!(
@@ -932,8 +967,10 @@ impl Session {
         self.settle_decision_in_force();
         self.report.wall_time = now;
         self.report.exit_status = None;
-        self.report.complete = self.decided_once;
-        if !self.decided_once {
+        self.report.complete = self.decided_once || self.stood_back;
+        if self.stood_back {
+            // The program's own binding stays; the report says so.
+        } else if !self.decided_once {
             self.report.incomplete_reason = Some(format!(
                 "autopin detached after {now:.1} s while the program was still running, during the {} phase and before a decision ({} probe(s) taken); {restored} thread(s) got their original CPU mask back",
                 self.state_name(),

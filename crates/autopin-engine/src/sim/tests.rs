@@ -59,6 +59,7 @@ fn run(sim: &Sim, strategy: &str, init: f64) -> Run {
         max_time: None,
         keep_masks: false,
         started: 0.0,
+        respect_own_binding: true,
     };
     d.run(&mut session, &cfg).unwrap();
     let report = session.report.clone();
@@ -151,6 +152,7 @@ fn once_decided_the_driver_reads_at_a_slower_pace_and_detaches_on_time() {
                 max_time: Some(max_time),
                 keep_masks: false,
                 started: 0.0,
+                respect_own_binding: true,
             },
         )
         .unwrap();
@@ -319,6 +321,7 @@ fn near_ties_end_within_budget() {
         max_time: None,
         keep_masks: false,
         started: 0.0,
+        respect_own_binding: true,
     };
     d.run(&mut session, &cfg).unwrap();
     let dec = session.report.decision.clone().unwrap();
@@ -361,6 +364,7 @@ fn program_ending_mid_search_gives_incomplete_report() {
         max_time: None,
         keep_masks: false,
         started: 0.0,
+        respect_own_binding: true,
     };
     let out = d.run(&mut session, &cfg).unwrap();
     assert_eq!(out.exit_status, Some(0));
@@ -426,6 +430,7 @@ fn phase_change_triggers_a_new_search() {
         max_time: None,
         keep_masks: false,
         started: 0.0,
+        respect_own_binding: true,
     };
     d.run(&mut session, &cfg).unwrap();
     let r = &session.report;
@@ -511,6 +516,7 @@ fn phased_run(seed: u64) -> crate::report::Report {
         max_time: None,
         keep_masks: false,
         started: 0.0,
+        respect_own_binding: true,
     };
     d.run(&mut session, &cfg).unwrap();
     session.report.clone()
@@ -722,6 +728,7 @@ fn race_over(sim: &Sim, cands: Vec<Pinning>) -> crate::report::Report {
         max_time: None,
         keep_masks: false,
         started: 0.0,
+        respect_own_binding: true,
     };
     d.run(&mut session, &cfg).unwrap();
     session.report.clone()
@@ -750,4 +757,89 @@ fn without_migration_the_race_keeps_a_memory_bound_program_near_its_data() {
         assert_eq!(decided(2.0).candidate, "node 0", "seed {seed}");
         assert_eq!(decided(0.0).candidate, "spread", "seed {seed}");
     }
+}
+
+/// Runs a program that binds its first thread to CPU 5 one second in, in the middle of a
+/// search, with autopin respecting its own binding or not.
+fn run_binding_itself(respect: bool) -> (crate::report::Report, Sim) {
+    let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 4, 0.02, 3, 6.0)
+        .binding_itself_at(1.0, &CpuSet::from_cpus([5]));
+    let topo = sim.topo();
+    let cands = structured_candidates(&topo, 4);
+    let cfg = SessionConfig {
+        init: 0.5,
+        watch: None,
+        ..SessionConfig::default()
+    };
+    let mut session = Session::new(
+        cfg,
+        Box::new(move |_| cands.clone().into()),
+        Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
+    );
+    let (mut clock, mut threads, pinner, mut meter) =
+        (sim.clone(), sim.clone(), sim.clone(), sim.clone());
+    let mut quiet = |_: f64, _: &str| {};
+    let mut on = |_: &Session| true;
+    let mut d = Driver {
+        clock: &mut clock,
+        threads: &mut threads,
+        pinner: &pinner,
+        meter: &mut meter,
+        on_message: &mut quiet,
+        keep_going: &mut on,
+    };
+    let cfg = DriverConfig {
+        tick: 0.1,
+        allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
+        max_time: None,
+        keep_masks: false,
+        started: 0.0,
+        respect_own_binding: respect,
+    };
+    let out = d.run(&mut session, &cfg).unwrap();
+    assert_eq!(out.exit_status, Some(0));
+    (session.report.clone(), sim)
+}
+
+#[test]
+fn a_program_that_binds_its_own_thread_mid_search_is_left_to_its_binding() {
+    let (r, sim) = run_binding_itself(true);
+    let own = r
+        .own_binding
+        .clone()
+        .expect("the program's own binding is reported");
+    assert!(
+        own.contains("thread 1000") && own.contains("became 5"),
+        "{own}"
+    );
+    assert!(r.decision.is_none() && r.complete, "{r:?}");
+    // Seen within a second and a tick of the change, and nothing probed after that.
+    let last = r.probes.last().expect("probes before the change");
+    assert!(last.start < 2.1, "{:?}", r.probes);
+    assert!(
+        r.notes.iter().any(|n| n.contains("stands back")),
+        "{:?}",
+        r.notes
+    );
+    assert_eq!(
+        sim.masks()[&1000],
+        CpuSet::from_cpus([5]),
+        "its binding stays"
+    );
+    assert!(r
+        .summary_lines()
+        .iter()
+        .any(|l| l.contains("the program's own binding")));
+}
+
+#[test]
+fn override_binding_keeps_searching_over_a_program_that_binds_itself() {
+    let (r, sim) = run_binding_itself(false);
+    assert!(r.own_binding.is_none(), "{:?}", r.own_binding);
+    assert!(r.probes.iter().any(|p| p.start > 2.1), "{:?}", r.probes);
+    assert_ne!(
+        sim.masks()[&1000],
+        CpuSet::from_cpus([5]),
+        "autopin pinned it again"
+    );
 }
