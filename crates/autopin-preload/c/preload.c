@@ -45,7 +45,10 @@
  * main thread, whose tid survives exec). Every other process ignores the registry.
  * Pinning from AUTOPIN_CPUS applies in every process (like likwid-pin, which pins the
  * shell too): each process image numbers its own threads from 0, and a fork()ed child
- * restarts the numbering at 1 for the threads it creates (pthread_atfork).
+ * restarts the numbering at 1 for the threads it creates (pthread_atfork). With a
+ * registry (`autopin run`) it applies only up to the owner: a process the owner forks,
+ * and whatever that execs, gets the mask the program started with and pins nothing, so
+ * no child keeps a probe's CPU for life.
  *
  * OpenMP progress (mirrored in crates/autopin-perf/src/heartbeat.rs): the heartbeat file
  * continues after its 128-byte heartbeat part with
@@ -844,6 +847,14 @@ static void after_fork_child(void)
         pthread_setspecific(exit_key, NULL); /* the forking thread's slot is the parent's */
     my_slot = NULL; /* the parent's thread owns that OpenMP slot; take our own */
     my_slot_shared = 0;
+    /* A child of the process autopin searches is not managed by it: it would keep the
+     * forking thread's probe CPU for life (and pass it on through exec). It gets the mask
+     * the program started with instead, and pins none of its own threads. */
+    if (reg && reg_mine < 0 && __atomic_load_n(reg_u64(16), __ATOMIC_ACQUIRE) != 0) {
+        __atomic_store_n(&ncpus, 0, __ATOMIC_RELAXED);
+        if (have_initial_mask)
+            (void)sched_setaffinity(0, sizeof initial_mask, &initial_mask);
+    }
 }
 
 __attribute__((constructor)) static void autopin_preload_init(void)
@@ -864,11 +875,19 @@ __attribute__((constructor)) static void autopin_preload_init(void)
         parse_skip(s);
     if (r && *r)
         map_registry(r);
+    if (reg) {
+        /* A process started by the program autopin searches (a child that exec'd): autopin
+         * manages the program, not this one, which keeps the mask it was started with. */
+        uint64_t owner = __atomic_load_n(reg_u64(16), __ATOMIC_ACQUIRE);
+        if (owner != 0 && owner != (uint64_t)getpid())
+            ncpus = 0;
+    }
     exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
     pthread_atfork(NULL, NULL, after_fork_child);
-    if (ncpus) {
-        have_initial_mask = sched_getaffinity(0, sizeof initial_mask, &initial_mask) == 0;
+    /* The mask the program started with: "unpinned" for skipped threads, and what a
+     * forked child of a searched program gets back. */
+    have_initial_mask = sched_getaffinity(0, sizeof initial_mask, &initial_mask) == 0;
+    if (ncpus)
         pin_self(cpus[0]);
-    }
     active = 1;
 }

@@ -166,3 +166,94 @@ fn a_signal_to_run_reaches_the_program_and_its_status_comes_back() {
     assert_eq!(lines.next().unwrap().unwrap(), "got TERM");
     assert_eq!(status.code(), Some(7));
 }
+
+/// A program forking while a probe holds its thread on one CPU: before, the child kept
+/// that CPU for life and passed it on through exec. autopin manages the program it runs,
+/// not its children: a child gets the mask the program started with, and so does what it
+/// execs.
+const FORKS_MID_PROBE: &str = r#"
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static void *idle(void *a) { (void)a; sleep(2); return NULL; }
+static void spin(double s)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do {
+        for (volatile int i = 0; i < 100000; i++)
+            ;
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while ((b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec) < s);
+}
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, idle, NULL);
+    spin(0.8);
+    cpu_set_t m;
+    sched_getaffinity(0, sizeof m, &m);
+    printf("parent %d\n", CPU_COUNT(&m));
+    fflush(stdout);
+    pid_t c = fork();
+    if (c == 0) {
+        sched_getaffinity(0, sizeof m, &m);
+        printf("child %d\n", CPU_COUNT(&m));
+        fflush(stdout);
+        execlp("sh", "sh", "-c", "taskset -pc $$ | sed 's/.*: /exec /'", (char *)NULL);
+        _exit(1);
+    }
+    int st;
+    waitpid(c, &st, 0);
+    pthread_join(t, NULL);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_child_forked_mid_probe_gets_the_programs_cpus_back() {
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let mine = autopin_testkit::own_cpu_list();
+    let (first, last) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
+    let exe = autopin_testkit::build_c("forks_mid_probe", FORKS_MID_PROBE, &["-pthread"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args([
+            "run",
+            "--objective",
+            "task-clock",
+            "--no-perturbation-estimate",
+        ])
+        .args(["-i", "0", "-w", "0.02", "--probe", "3"])
+        .args(["--schedule", &format!("{first};{last}")])
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let expanded = |list: &str| autopin_topology::CpuSet::parse_list(list).unwrap();
+    let allowed = expanded(&mine).len();
+    assert!(
+        text.contains("parent 1\n"),
+        "the probe held the parent on one CPU: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let child: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("child "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert_eq!(child, allowed, "{text}");
+    let exec = text
+        .lines()
+        .find_map(|l| l.strip_prefix("exec "))
+        .unwrap_or("");
+    assert_eq!(expanded(exec), expanded(&mine), "{text}");
+}
