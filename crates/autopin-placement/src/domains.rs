@@ -1,6 +1,10 @@
 //! likwid-pin's affinity domains: `N` (the node), `S<i>` (packages), `D<i>` (dies), `C<i>`
 //! (last-level-cache groups), `M<i>` (NUMA nodes with CPUs). Each lists its allowed PUs in
 //! logical order (threads of a core adjacent), as `likwid-pin -p` prints them.
+//!
+//! Beyond likwid, the CPUs local to an I/O device: `G<i>` (GPUs, numbered in PCI bus-id
+//! order, CUDA's order under `CUDA_DEVICE_ORDER=PCI_BUS_ID`), `P:<busid>` (any PCI device
+//! the model lists) and `IF:<name>` (a device by its OS name: `ib0`, `eth0`, `mlx5_0`).
 
 use autopin_topology::{Machine, ObjId, ObjType};
 use serde::Serialize;
@@ -11,7 +15,7 @@ use crate::view::View;
 pub struct Domain {
     /// `N`, `S0`, `D1`, `C3`, `M0`, ...
     pub tag: String,
-    /// The domain type letter: N, S, D, C or M.
+    /// The domain type letter: N, S, D, C, M, G (GPU), P (PCI device) or I (device by name).
     pub kind: char,
     /// Allowed OS CPU ids in logical order (threads of a core adjacent).
     pub cpus: Vec<u32>,
@@ -91,13 +95,48 @@ pub(crate) fn domains_of(v: &View) -> Vec<Domain> {
     for (i, pus) in nodes.into_iter().enumerate() {
         push('M', Some(i), pus);
     }
+    let near = |d: &autopin_topology::PciDevice| v.pus_in_set(&d.local_cpus);
+    for (i, d) in m.gpus().into_iter().enumerate() {
+        push('G', Some(i), near(d));
+    }
+    for d in &m.io {
+        let pus = near(d);
+        out.push(Domain {
+            tag: format!("P:{}", d.busid),
+            kind: 'P',
+            cpus: v.oses(&pus),
+            cores_first: v.oses(&v.cores_first(&pus)),
+            pus,
+        });
+        for os in &d.os_devices {
+            let pus = near(d);
+            out.push(Domain {
+                tag: format!("IF:{}", os.name),
+                kind: 'I',
+                cpus: v.oses(&pus),
+                cores_first: v.oses(&v.cores_first(&pus)),
+                pus,
+            });
+        }
+    }
     out
 }
 
-/// What `likwid-pin -p` prints: every domain and its CPUs in logical order.
+/// What `likwid-pin -p` prints: every domain and its CPUs in logical order (likwid's
+/// domains only; [`device_domains_listing`] has the ones near I/O devices).
 pub fn domains_listing(m: &Machine) -> String {
+    listing(domains(m).into_iter().filter(|d| "NSDCM".contains(d.kind)))
+}
+
+/// The domains near I/O devices (`G<i>`, `P:<busid>`, `IF:<name>`), as [`domains_listing`]
+/// prints the others; empty when the machine lists no device.
+pub fn device_domains_listing(m: &Machine) -> String {
+    listing(domains(m).into_iter().filter(|d| "GPI".contains(d.kind)))
+}
+
+fn listing(ds: impl Iterator<Item = Domain>) -> String {
     let mut s = String::new();
-    for d in domains(m) {
+    for d in ds {
         s.push_str(&format!("Domain {}:\n", d.tag));
         if d.cpus.is_empty() {
             s.push_str("\t(no allowed CPUs)\n\n");
@@ -112,7 +151,7 @@ pub fn domains_listing(m: &Machine) -> String {
 /// "valid domains on this machine: N, S0-S3, D0-D3, C0-C3, M0" for error messages.
 pub(crate) fn valid_domains(ds: &[Domain]) -> String {
     let mut parts: Vec<String> = Vec::new();
-    for kind in ['N', 'S', 'D', 'C', 'M'] {
+    for kind in ['N', 'S', 'D', 'C', 'M', 'G'] {
         let of: Vec<&Domain> = ds.iter().filter(|d| d.kind == kind).collect();
         match of.len() {
             0 => {}
@@ -125,6 +164,9 @@ pub(crate) fn valid_domains(ds: &[Domain]) -> String {
         .filter(|d| d.cpus.is_empty())
         .map(|d| d.tag.as_str())
         .collect();
+    if ds.iter().any(|d| d.kind == 'P') {
+        parts.push("P:<PCI bus id>, IF:<device name> (`autopin cpus --domains` lists them)".into());
+    }
     let mut s = format!("valid domains on this machine: {}", parts.join(", "));
     if !empty.is_empty() {
         s.push_str(&format!(" ({} have no allowed CPUs)", empty.join(", ")));

@@ -10,7 +10,9 @@
 //! - `M:scatter[:n]` — round robin over all domains of a type (`N`, `S`, `D`, `C`, `M`), cores
 //!   first inside each; `scatter` alone means `S:scatter`;
 //! - `S:balanced[:n]` — n threads split evenly into consecutive blocks per domain, compactly
-//!   (SMT siblings together) inside each; `cbalanced` fills cores first inside each domain.
+//!   (SMT siblings together) inside each; `cbalanced` fills cores first inside each domain;
+//! - `G0:0-3`, `P:0000:3b:00.0:0-3`, `IF:ib0:0-3` — the CPUs local to a GPU (bus-id order),
+//!   a PCI device or a device by its OS name, as a domain like the others.
 //!
 //! Unlike likwid-pin, a selection never wraps around: an index or count beyond a domain's
 //! allowed CPUs is an error pointing at that number.
@@ -23,7 +25,7 @@ use crate::error::PlacementError;
 use crate::view::{interleave, View};
 
 const FORMS: &str = "valid forms: 0-3,8 (physical CPUs) | DOM | DOM:0-3 | L:DOM:0-3 | E:DOM:n[:chunk:stride] \
-| T:scatter[:n] | T:balanced[:n] | T:cbalanced[:n], joined with @; DOM is N, S<i>, D<i>, C<i> or M<i>, T a domain type letter";
+| T:scatter[:n] | T:balanced[:n] | T:cbalanced[:n], joined with @; DOM is N, S<i>, D<i>, C<i>, M<i>, G<i> (GPU), P:<bus id> or IF:<device>, T a domain type letter";
 
 struct Ctx<'a> {
     expr: &'a str,
@@ -122,6 +124,9 @@ impl<'a> Ctx<'a> {
                 return self.method(head, &kw, fields.get(2).copied());
             }
         }
+        if head.text.eq_ignore_ascii_case("P") || head.text.eq_ignore_ascii_case("IF") {
+            return self.device(head, &fields);
+        }
         if head.text.eq_ignore_ascii_case("E") {
             return self.e_expr(&fields);
         }
@@ -175,6 +180,14 @@ impl<'a> Ctx<'a> {
                 .find(|p| policy != *p && !policy.is_empty() && strsim::levenshtein(policy, p) <= 2)
                 .map(|p| format!(" (did you mean '{}:{p}'?)", f.text))
                 .unwrap_or_default();
+            let gpu = f.text.len() > 1
+                && f.text.starts_with(['G', 'g'])
+                && f.text[1..].bytes().all(|b| b.is_ascii_digit());
+            let hint = match (gpu, self.view.m.gpus().len()) {
+                (true, 0) => " (this machine description lists no GPU)".to_string(),
+                (true, n) => format!(" (this machine has {n} GPU(s): G0-G{})", n - 1),
+                _ => hint,
+            };
             self.err(f.pos, format!("unknown domain '{}'{hint}", f.text), false)
         })?;
         if d.cpus.is_empty() {
@@ -185,6 +198,72 @@ impl<'a> Ctx<'a> {
             ));
         }
         Ok(d)
+    }
+
+    /// `P:busid[:list]` and `IF:name[:list]`: the CPUs local to one I/O device. A bus id
+    /// holds ':' itself (`domain:bus:device.function`, or `bus:device.function`).
+    fn device(&self, head: Field, fields: &[Field]) -> Result<Vec<u32>, PlacementError> {
+        let is_if = head.text.eq_ignore_ascii_case("IF");
+        let Some(first) = fields.get(1) else {
+            let what = if is_if {
+                "a device name after 'IF' (e.g. IF:ib0)"
+            } else {
+                "a PCI bus id after 'P' (e.g. P:0000:3b:00.0)"
+            };
+            return Err(self.err(
+                head.pos + head.text.len(),
+                format!("expected ':' and {what}"),
+                false,
+            ));
+        };
+        let (tag, used) = if is_if {
+            (format!("IF:{}", first.text), 1)
+        } else {
+            let joined = |n: usize| {
+                fields
+                    .get(1..1 + n)
+                    .map(|f| f.iter().map(|x| x.text).collect::<Vec<_>>().join(":"))
+            };
+            let found = [3, 2].into_iter().find_map(|n| {
+                joined(n)
+                    .and_then(|t| autopin_topology::io::parse_busid(&t))
+                    .map(|b| (format!("P:{b}"), n))
+            });
+            found.ok_or_else(|| {
+                self.err(
+                    first.pos,
+                    "expected a PCI bus id (domain:bus:device.function in hex, e.g. 0000:3b:00.0, or bus:device.function)",
+                    false,
+                )
+            })?
+        };
+        if let Some(extra) = fields.get(2 + used) {
+            return Err(self.err(
+                extra.pos - 1,
+                format!("too many fields; expected {}:list", tag),
+                false,
+            ));
+        }
+        let d = find(&self.ds, &tag).ok_or_else(|| {
+            let names = self.view.m.io_names();
+            let there = if names.is_empty() {
+                "this machine description has no I/O devices (synthetic machines have none; sysfs and hwloc XML do)".to_string()
+            } else {
+                format!("the devices here: {}", names.join("; "))
+            };
+            self.err(first.pos, format!("no device {tag} on this machine; {there}"), false)
+        })?;
+        if d.cpus.is_empty() {
+            return Err(self.err(
+                first.pos,
+                format!("the CPUs local to {} are none of the allowed ones", d.tag),
+                false,
+            ));
+        }
+        match fields.get(1 + used) {
+            None => Ok(d.cpus.clone()),
+            Some(list) => self.logical_in(d, *list),
+        }
     }
 
     fn number(&self, f: Field, what: &str) -> Result<usize, PlacementError> {
@@ -207,7 +286,10 @@ impl<'a> Ctx<'a> {
     }
 
     fn logical(&self, dom: Field, list: Field) -> Result<Vec<u32>, PlacementError> {
-        let d = self.domain(dom)?;
+        self.logical_in(self.domain(dom)?, list)
+    }
+
+    fn logical_in(&self, d: &Domain, list: Field) -> Result<Vec<u32>, PlacementError> {
         let items = parse_items(self.expr, list.text, list.pos, "index")?;
         let n = d.cores_first.len();
         let mut out = Vec::new();

@@ -32,7 +32,7 @@ pub use candidates::{
     EXACT_LIMIT,
 };
 pub use cpulist::CpuList;
-pub use domains::{domains, domains_listing, Domain};
+pub use domains::{device_domains_listing, domains, domains_listing, Domain};
 pub use error::PlacementError;
 pub use expr::pin_expression;
 pub use mempolicy::{mem_policy, node_list, MemPolicy, MemPolicyMode};

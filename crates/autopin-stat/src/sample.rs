@@ -49,26 +49,45 @@ pub struct Snapshot {
 
 /// The CPUs each thread ran on, as the looks saw them. A look's CPU counts only when the
 /// thread ran since the previous look (its CPU time grew): a thread not yet run, or asleep,
-/// shows a CPU it merely sits on — a new thread can show its parent's CPU before the kernel
-/// moves it inside its affinity, and that CPU is not one it uses.
+/// shows a CPU it merely sits on. And a CPU counts only when the thread was seen running
+/// there in at least a fifth of its looks: a thread caught once on another CPU (placed
+/// there at its birth, moved at once) does not use that CPU, and counting it would hide
+/// two threads crowding one CPU.
 #[derive(Debug, Clone, Default)]
 pub struct CpusSeen {
-    ran_on: std::collections::BTreeMap<i32, std::collections::BTreeSet<u32>>,
+    /// tid → CPU → looks that saw it running there.
+    ran_on: std::collections::BTreeMap<i32, std::collections::BTreeMap<u32, u32>>,
     cpu_ns: std::collections::BTreeMap<i32, u64>,
 }
+
+/// The share of a thread's running looks a CPU needs to count as one it uses.
+const USED: f64 = 0.2;
 
 impl CpusSeen {
     pub fn record(&mut self, look: &Snapshot) {
         for t in &look.threads {
             let before = self.cpu_ns.insert(t.tid, t.cpu_ns).unwrap_or(0);
             if t.cpu_ns > before {
-                self.ran_on.entry(t.tid).or_default().insert(t.cpu);
+                *self
+                    .ran_on
+                    .entry(t.tid)
+                    .or_default()
+                    .entry(t.cpu)
+                    .or_default() += 1;
             }
         }
     }
 
     /// The CPUs `tid` ran on; empty when it never ran between looks.
     pub fn of(&self, tid: i32) -> std::collections::BTreeSet<u32> {
-        self.ran_on.get(&tid).cloned().unwrap_or_default()
+        let Some(counts) = self.ran_on.get(&tid) else {
+            return Default::default();
+        };
+        let looks: u32 = counts.values().sum();
+        counts
+            .iter()
+            .filter(|(_, n)| f64::from(**n) >= USED * f64::from(looks))
+            .map(|(c, _)| *c)
+            .collect()
     }
 }

@@ -444,6 +444,25 @@ mod tests {
     }
 
     #[test]
+    fn a_cpu_a_thread_was_caught_on_once_is_not_one_it_uses() {
+        // Thread 2 ran on CPU 1 in one look of ten, on CPU 0 in the others.
+        let mut looks = vec![snap(0.0, vec![thread(1, 0, 0, 0), thread(2, 1, 50, 0)])];
+        for i in 1..10u64 {
+            looks.push(snap(
+                i as f64 * 0.1,
+                vec![
+                    thread(1, 0, 50 * i, 50 * i),
+                    thread(2, 0, 50 + 50 * i, 50 * i),
+                ],
+            ));
+        }
+        let refs: Vec<&Snapshot> = looks.iter().collect();
+        let r = analyze(&looks[0], &looks[9], &looked(&refs), &ctx());
+        assert_eq!(r.threads[1].cpus, vec![0]);
+        assert_eq!(kinds(&r), vec!["contention"]);
+    }
+
+    #[test]
     fn two_threads_on_two_cpus_have_no_verdict() {
         let a = snap(0.0, vec![thread(1, 0, 0, 0), thread(2, 1, 0, 0)]);
         let b = snap(1.0, vec![thread(1, 0, 990, 2), thread(2, 1, 990, 3)]);

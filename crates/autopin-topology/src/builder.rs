@@ -192,6 +192,7 @@ impl Builder {
                 .collect()
         });
         let mut m = Machine {
+            io: Vec::new(),
             objects: tree,
             numa_nodes,
             numa_distances,

@@ -7,6 +7,7 @@ pub mod affinity;
 pub mod builder;
 pub mod cpuset;
 pub mod error;
+pub mod io;
 pub mod machine;
 pub mod model;
 pub mod source;
@@ -14,5 +15,6 @@ pub mod view;
 
 pub use cpuset::{CpuListError, CpuSet};
 pub use error::{Result, TopologyError};
+pub use io::{OsDevice, OsDeviceKind, PciDevice};
 pub use machine::FlatPu;
 pub use model::*;

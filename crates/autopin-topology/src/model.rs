@@ -287,4 +287,8 @@ pub struct Machine {
     /// contradictory NUMA table that was repaired), one line each, naming the file.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// PCI devices (GPUs, network adapters, disks...) and where they hang; empty when the
+    /// source knows none (synthetic machines).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub io: Vec<crate::io::PciDevice>,
 }

@@ -90,6 +90,29 @@ fn every_dump_matches_lstopo() {
                 "{name}: NUMA nodes hang from other objects: lstopo {theirs:?}, ours {ours:?}"
             ));
         }
+        // Every PCI device lstopo lists, with the same bus id, under the same CPU-side
+        // object, with the same OS device names.
+        let theirs = pci_from_console(&console);
+        let ours: std::collections::BTreeMap<String, (String, Vec<String>)> = machine
+            .io
+            .iter()
+            .map(|d| {
+                let o = machine.obj(d.attached_to);
+                let at = if d.attached_to == 0 {
+                    "Machine".to_string()
+                } else {
+                    format!("{} L#{}", kind_word(&o.type_label()), o.logical_index)
+                };
+                let mut names: Vec<String> = d.os_devices.iter().map(|x| x.name.clone()).collect();
+                names.sort();
+                (d.busid.clone(), (at, names))
+            })
+            .collect();
+        if theirs != ours {
+            failures.push(format!(
+                "{name}: PCI devices differ: lstopo {theirs:?}, ours {ours:?}"
+            ));
+        }
         if !out.status.success() || !text.trim_end().ends_with("OK") {
             failures.push(format!("{name}:\n{text}"));
         } else {
@@ -196,6 +219,62 @@ fn numa_parents_from_console(console: &str) -> std::collections::BTreeMap<u32, S
             continue;
         }
         stack.push((indent, text.to_string()));
+    }
+    out
+}
+
+/// Bus id → (the CPU-side object lstopo lists the device under, as `Machine` or
+/// `Package L#1`; the names of its OS devices) for every `PCI` line of the console.
+fn pci_from_console(console: &str) -> std::collections::BTreeMap<String, (String, Vec<String>)> {
+    let mut out: std::collections::BTreeMap<String, (String, Vec<String>)> = Default::default();
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut last_pci: Option<(usize, String)> = None;
+    for line in console.lines() {
+        if line.trim().is_empty() || !line.starts_with([' ', 'M']) {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let text = line.trim_start();
+        while stack.last().is_some_and(|(i, _)| *i >= indent) {
+            stack.pop();
+        }
+        let last = text.split(" + ").last().unwrap_or(text);
+        if last.starts_with("PCI L#") {
+            let busid = last
+                .split("busid=")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .unwrap_or("")
+                .to_string();
+            let parent = stack
+                .iter()
+                .rev()
+                .map(|(_, l)| l.split(" + ").last().unwrap_or(l))
+                .find(|l| !l.starts_with("HostBridge") && !l.starts_with("PCI"))
+                .map(|l| {
+                    let mut w = l.split_whitespace();
+                    let ty = w.next().unwrap_or("");
+                    match w.next().filter(|x| x.starts_with("L#")) {
+                        Some(li) if ty != "Machine" => format!("{} {li}", kind_word(ty)),
+                        _ => "Machine".to_string(),
+                    }
+                })
+                .unwrap_or_default();
+            out.insert(busid.clone(), (parent, Vec::new()));
+            last_pci = Some((indent, busid));
+        } else if last.starts_with("OSDev") {
+            if let Some((pi, busid)) = &last_pci {
+                if indent > *pi {
+                    if let Some(name) = last.rsplit('"').nth(1) {
+                        out.get_mut(busid).unwrap().1.push(name.to_string());
+                    }
+                }
+            }
+        }
+        stack.push((indent, text.to_string()));
+    }
+    for v in out.values_mut() {
+        v.1.sort();
     }
     out
 }

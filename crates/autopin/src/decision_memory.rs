@@ -104,6 +104,7 @@ impl RunMemory {
         plan.remembered = Some(Remembered {
             pinning: to_pinning(&r.pinning),
             runner_up: r.runner_up.as_ref().map(to_pinning),
+            settled: r.outcome != Outcome::Unfinished,
         });
     }
 

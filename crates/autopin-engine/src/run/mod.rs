@@ -118,7 +118,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             watch: plan.search.watch,
             higher_is_better: choice.info.higher_is_better,
             unit: choice.info.unit.clone(),
-            check_first: plan.remembered.is_some(),
+            check_first: plan.remembered.as_ref().is_some_and(|r| r.settled),
             ..SessionConfig::default()
         },
         candidate_factory(

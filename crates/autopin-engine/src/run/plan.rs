@@ -176,10 +176,16 @@ pub struct RunPlan {
 /// A remembered decision to check: its pinning is in force from the program's first
 /// instruction, and the check races it against the OS placement and the runner-up of the
 /// run that decided it. Should one of them win, that is the new decision.
+///
+/// A settled decision (a search decided it, or a check confirmed it) is the incumbent: the
+/// check keeps it unless another candidate is shown better. An unsettled one (the best so
+/// far of a program that ended mid-search) is only where the threads start: the check
+/// judges it like any candidate, so a wrong guess is not confirmed run after run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Remembered {
     pub pinning: Pinning,
     pub runner_up: Option<Pinning>,
+    pub settled: bool,
 }
 
 impl Remembered {

@@ -2,6 +2,7 @@
 
 pub mod hwloc_xml;
 pub mod json;
+pub mod pci;
 pub mod synthetic;
 pub mod sysfs;
 

@@ -234,6 +234,8 @@ pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> 
     b.warnings = fs.warnings.take();
     let mut m = b.build();
     m.warnings.dedup();
+    m.io = super::pci::read(root);
+    m.attach_io();
     Ok(m)
 }
 

@@ -3,7 +3,7 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
-use autopin_placement::{domains_listing, pin_expression, CpuList};
+use autopin_placement::{device_domains_listing, domains_listing, pin_expression, CpuList};
 
 #[derive(clap::Args)]
 #[command(
@@ -13,7 +13,7 @@ pub struct Args {
     /// Pin expression: 0-3,8 | S1:0-3 | E:N:8:1:2 | M:scatter | S0:0-1@S1:0-1 | ...
     #[arg(value_name = "EXPR", required_unless_present = "domains")]
     pub expr: Option<String>,
-    /// Print the affinity domains (N, S<i>, D<i>, C<i>, M<i>) and their CPUs, like `likwid-pin -p`
+    /// Print the affinity domains (N, S<i>, D<i>, C<i>, M<i>) and their CPUs, like `likwid-pin -p`, then those near I/O devices (G<i>, P:<busid>, IF:<name>)
     #[arg(short = 'p', long)]
     pub domains: bool,
     /// Separator between CPUs (default: the compressed list form 0-3,8)
@@ -26,7 +26,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let m = args.machine.load()?;
     let Some(expr) = args.expr else {
-        print!("{}", domains_listing(&m));
+        print!("{}{}", domains_listing(&m), device_domains_listing(&m));
         return Ok(0);
     };
     let cpus = pin_expression(&m, &expr).map_err(|e| CliError::usage(e.to_string()))?;

@@ -1,0 +1,240 @@
+//! I/O devices in the machine model, as hwloc's I/O objects: PCI devices with their locality
+//! and what the OS made of them (GPUs, network and InfiniBand adapters, disks, DMA engines,
+//! accelerators). The list is flat; each device names the CPU-side object it hangs from:
+//! the object nearest the root whose CPUs are exactly the device's local CPUs (else the
+//! smallest one that holds them), which is where lstopo draws its host bridge.
+
+use crate::cpuset::CpuSet;
+use crate::model::{Machine, ObjId, ObjType};
+use serde::{Deserialize, Serialize};
+
+/// One PCI device (bridges are not kept: they carry no locality of their own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PciDevice {
+    /// `domain:bus:device.function`, e.g. `0000:3b:00.0` (domains of 16 or 32 bits).
+    pub busid: String,
+    pub vendor: u16,
+    pub device: u16,
+    /// Base class and subclass, e.g. `0x0302` (3D controller), `0x0200` (Ethernet).
+    pub class: u16,
+    /// The CPUs local to the device (the machine's CPUs when Linux does not say).
+    pub local_cpus: CpuSet,
+    /// The NUMA node Linux attaches it to, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<u32>,
+    /// What the OS made of it: `eth0`, `mlx5_0`, `card0`, `sda`, ...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub os_devices: Vec<OsDevice>,
+    /// The CPU-side object it hangs from (set by [`Machine::attach_io`]).
+    #[serde(default)]
+    pub attached_to: ObjId,
+}
+
+/// A device as the OS names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OsDevice {
+    pub name: String,
+    pub kind: OsDeviceKind,
+}
+
+/// hwloc's kinds of OS device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum OsDeviceKind {
+    /// A display or compute GPU (`card0`, `renderD128`, `cuda0`, `nvml0`).
+    Gpu,
+    /// A network interface (`eth0`, `ib0`).
+    Network,
+    /// An InfiniBand / OpenFabrics adapter (`mlx5_0`, `hfi1_0`).
+    OpenFabrics,
+    /// A block device (`sda`, `nvme0n1`).
+    Storage,
+    /// A DMA engine channel (`dma0chan0`).
+    Dma,
+    /// A co-processor or accelerator (`ve0`, `opencl0d0`).
+    CoProcessor,
+}
+
+impl OsDeviceKind {
+    /// The name lstopo gives the kind (`OSDev[GPU]`, `OSDev[Network]`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            OsDeviceKind::Gpu => "GPU",
+            OsDeviceKind::Network => "Network",
+            OsDeviceKind::OpenFabrics => "OpenFabrics",
+            OsDeviceKind::Storage => "Storage",
+            OsDeviceKind::Dma => "DMA",
+            OsDeviceKind::CoProcessor => "CoProc",
+        }
+    }
+}
+
+impl PciDevice {
+    /// What the class code says, as lstopo prints it (`RAID`, `Ethernet`, `3D`, ...).
+    pub fn class_name(&self) -> &'static str {
+        match self.class {
+            0x0100 => "SCSI",
+            0x0101 => "IDE",
+            0x0104 => "RAID",
+            0x0106 => "SATA",
+            0x0107 => "SAS",
+            0x0108 => "NVMExp",
+            0x0200 => "Ethernet",
+            0x0207 => "InfiniBand",
+            0x0280 => "Network",
+            0x0300 => "VGA",
+            0x0302 => "3D",
+            0x0380 => "Display",
+            0x0600 => "HostBridge",
+            0x0604 => "PCIBridge",
+            0x0880 => "SystemPeripheral",
+            0x0b40 => "CoProcessor",
+            0x0c03 => "USB",
+            0x1200 => "ProcessingAccelerator",
+            c if c >> 8 == 0x01 => "Storage",
+            c if c >> 8 == 0x02 => "Network",
+            c if c >> 8 == 0x03 => "Display",
+            c if c >> 8 == 0x12 => "ProcessingAccelerator",
+            _ => "Other",
+        }
+    }
+
+    /// A GPU: a display controller, a processing accelerator, or a device the OS calls a
+    /// GPU. These are what `G0`, `G1`, ... number.
+    pub fn is_gpu(&self) -> bool {
+        matches!(self.class >> 8, 0x03 | 0x12)
+            || self.os_devices.iter().any(|o| o.kind == OsDeviceKind::Gpu)
+    }
+
+    /// The lstopo-like line: `PCI 0000:01:00.0 (RAID, 1000:0079) "sda"`.
+    pub fn label(&self) -> String {
+        let names: Vec<String> = self
+            .os_devices
+            .iter()
+            .map(|o| format!("{} \"{}\"", o.kind.name(), o.name))
+            .collect();
+        format!(
+            "PCI {} ({}, {:04x}:{:04x}){}",
+            self.busid,
+            self.class_name(),
+            self.vendor,
+            self.device,
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", names.join(", "))
+            }
+        )
+    }
+}
+
+/// Reads a PCI bus id `[domain:]bus:device.function` (hex; a missing domain is 0000) into
+/// its canonical form `dddd:bb:dd.f`; None when it does not parse.
+pub fn parse_busid(text: &str) -> Option<String> {
+    let parts: Vec<&str> = text.trim().split(':').collect();
+    let (domain, bus, rest) = match parts.as_slice() {
+        [d, b, r] => (*d, *b, *r),
+        [b, r] => ("0", *b, *r),
+        _ => return None,
+    };
+    let (dev, func) = rest.split_once('.')?;
+    let hex = |s: &str, max: u64| {
+        (!s.is_empty() && s.len() <= 8)
+            .then(|| u64::from_str_radix(s, 16).ok())
+            .flatten()
+            .filter(|v| *v <= max)
+    };
+    let domain = hex(domain, 0xffff_ffff)?;
+    let bus = hex(bus, 0xff)?;
+    let dev = hex(dev, 0x1f)?;
+    let func = hex(func, 0x7)?;
+    Some(format!("{domain:04x}:{bus:02x}:{dev:02x}.{func:x}"))
+}
+
+impl Machine {
+    /// Hangs every I/O device from its CPU-side object (see the module header), and orders
+    /// the devices by bus id.
+    pub fn attach_io(&mut self) {
+        let all = self.root().cpuset.clone();
+        let mut io = std::mem::take(&mut self.io);
+        io.sort_by(|a, b| a.busid.cmp(&b.busid));
+        for d in &mut io {
+            if d.local_cpus.is_empty() {
+                d.local_cpus = all.clone();
+            }
+            d.attached_to = self.io_parent(&d.local_cpus);
+        }
+        self.io = io;
+    }
+
+    fn io_parent(&self, cpus: &CpuSet) -> ObjId {
+        let candidates = || {
+            self.dfs_order()
+                .into_iter()
+                .filter(|&i| !matches!(self.objects[i].ty, ObjType::Pu))
+        };
+        if let Some(i) = candidates().find(|&i| self.objects[i].cpuset == *cpus) {
+            return i;
+        }
+        candidates()
+            .filter(|&i| cpus.is_subset(&self.objects[i].cpuset))
+            .min_by_key(|&i| self.objects[i].cpuset.len())
+            .unwrap_or(0)
+    }
+
+    /// The GPUs in bus-id order: `G0` is the first. This is CUDA's order under
+    /// `CUDA_DEVICE_ORDER=PCI_BUS_ID` (what nvidia-smi shows) and ROCm's enumeration order.
+    pub fn gpus(&self) -> Vec<&PciDevice> {
+        self.io.iter().filter(|d| d.is_gpu()).collect()
+    }
+
+    /// The device a user names: a bus id (`0000:3b:00.0`, `3b:00.0`) or an OS device name
+    /// (`ib0`, `mlx5_0`, `card0`, `sda`).
+    pub fn io_device(&self, name: &str) -> Option<&PciDevice> {
+        let busid = parse_busid(name);
+        self.io.iter().find(|d| {
+            busid.as_deref() == Some(d.busid.as_str())
+                || d.os_devices.iter().any(|o| o.name == name)
+        })
+    }
+
+    /// Every name a device can be called by here, for error messages.
+    pub fn io_names(&self) -> Vec<String> {
+        self.io
+            .iter()
+            .map(|d| {
+                let os: Vec<&str> = d.os_devices.iter().map(|o| o.name.as_str()).collect();
+                if os.is_empty() {
+                    d.busid.clone()
+                } else {
+                    format!("{} ({})", d.busid, os.join(", "))
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_ids_parse_with_and_without_domain() {
+        assert_eq!(parse_busid("0000:3b:00.0").as_deref(), Some("0000:3b:00.0"));
+        assert_eq!(parse_busid("3B:00.1").as_deref(), Some("0000:3b:00.1"));
+        assert_eq!(
+            parse_busid("10000:01:00.0").as_deref(),
+            Some("10000:01:00.0")
+        );
+        for bad in [
+            "",
+            "3b",
+            "3b:00",
+            "zz:00.0",
+            "0000:100:00.0",
+            "00:20.0",
+            "00:00.8",
+        ] {
+            assert_eq!(parse_busid(bad), None, "{bad}");
+        }
+    }
+}
