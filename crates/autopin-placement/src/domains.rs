@@ -34,11 +34,7 @@ pub fn domains(m: &Machine) -> Vec<Domain> {
 pub(crate) fn domains_of(v: &View) -> Vec<Domain> {
     let m = v.m;
     let mut out = Vec::new();
-    let mut push = |kind: char, index: Option<usize>, pus: Vec<ObjId>| {
-        let tag = match index {
-            Some(i) => format!("{kind}{i}"),
-            None => kind.to_string(),
-        };
+    let mut push = |tag: String, kind: char, pus: Vec<ObjId>| {
         out.push(Domain {
             tag,
             kind,
@@ -47,7 +43,7 @@ pub(crate) fn domains_of(v: &View) -> Vec<Domain> {
             pus,
         });
     };
-    push('N', None, v.pus.clone());
+    push("N".into(), 'N', v.pus.clone());
     let packages = m.objects_of(ObjType::Package);
     let per_object = |objs: &[ObjId]| -> Vec<Vec<ObjId>> {
         if objs.is_empty() {
@@ -57,7 +53,7 @@ pub(crate) fn domains_of(v: &View) -> Vec<Domain> {
         }
     };
     for (i, pus) in per_object(&packages).into_iter().enumerate() {
-        push('S', Some(i), pus);
+        push(format!("S{i}"), 'S', pus);
     }
     // Without die objects a package is one die, as likwid reports it.
     let dies = m.objects_of(ObjType::Die);
@@ -67,7 +63,7 @@ pub(crate) fn domains_of(v: &View) -> Vec<Domain> {
         dies
     };
     for (i, pus) in per_object(&dies).into_iter().enumerate() {
-        push('D', Some(i), pus);
+        push(format!("D{i}"), 'D', pus);
     }
     let llcs = m
         .llc_level()
@@ -79,7 +75,7 @@ pub(crate) fn domains_of(v: &View) -> Vec<Domain> {
         llcs
     };
     for (i, pus) in per_object(&llcs).into_iter().enumerate() {
-        push('C', Some(i), pus);
+        push(format!("C{i}"), 'C', pus);
     }
     let nodes: Vec<Vec<ObjId>> = m
         .numa_nodes
@@ -93,30 +89,16 @@ pub(crate) fn domains_of(v: &View) -> Vec<Domain> {
         nodes
     };
     for (i, pus) in nodes.into_iter().enumerate() {
-        push('M', Some(i), pus);
+        push(format!("M{i}"), 'M', pus);
     }
     let near = |d: &autopin_topology::PciDevice| v.pus_in_set(&d.local_cpus);
     for (i, d) in m.gpus().into_iter().enumerate() {
-        push('G', Some(i), near(d));
+        push(format!("G{i}"), 'G', near(d));
     }
     for d in &m.io {
-        let pus = near(d);
-        out.push(Domain {
-            tag: format!("P:{}", d.busid),
-            kind: 'P',
-            cpus: v.oses(&pus),
-            cores_first: v.oses(&v.cores_first(&pus)),
-            pus,
-        });
+        push(format!("P:{}", d.busid), 'P', near(d));
         for os in &d.os_devices {
-            let pus = near(d);
-            out.push(Domain {
-                tag: format!("IF:{}", os.name),
-                kind: 'I',
-                cpus: v.oses(&pus),
-                cores_first: v.oses(&v.cores_first(&pus)),
-                pus,
-            });
+            push(format!("IF:{}", os.name), 'I', near(d));
         }
     }
     out
@@ -165,7 +147,7 @@ pub(crate) fn valid_domains(ds: &[Domain]) -> String {
         .map(|d| d.tag.as_str())
         .collect();
     if ds.iter().any(|d| d.kind == 'P') {
-        parts.push("P:<PCI bus id>, IF:<device name> (`autopin cpus --domains` lists them)".into());
+        parts.push("P:<PCI bus id>, IF:<device name> (`autopin cpus --devices` lists them)".into());
     }
     let mut s = format!("valid domains on this machine: {}", parts.join(", "));
     if !empty.is_empty() {

@@ -89,6 +89,8 @@ impl PciDevice {
             0x0880 => "SystemPeripheral",
             0x0b40 => "CoProcessor",
             0x0c03 => "USB",
+            0x0c04 => "FibreChannel",
+            0x0c06 => "InfiniBand",
             0x1200 => "ProcessingAccelerator",
             c if c >> 8 == 0x01 => "Storage",
             c if c >> 8 == 0x02 => "Network",
@@ -98,11 +100,20 @@ impl PciDevice {
         }
     }
 
-    /// A GPU: a display controller, a processing accelerator, or a device the OS calls a
-    /// GPU. These are what `G0`, `G1`, ... number.
+    /// A GPU that computes, what `G0`, `G1`, ... number: a 3D controller (`0x0302`, data
+    /// centre GPUs), another display controller (`0x0380`, AMD Instinct), a processing
+    /// accelerator (`0x12xx`), an NVIDIA VGA controller, or a device with a compute OS device
+    /// (`cuda*`, `nvml*`, `opencl*`, `rsmi*`). Other VGA controllers are left out: they are
+    /// mostly a server's management console (ASPEED, Matrox, ATI ES1000), which no job runs on.
     pub fn is_gpu(&self) -> bool {
-        matches!(self.class >> 8, 0x03 | 0x12)
-            || self.os_devices.iter().any(|o| o.kind == OsDeviceKind::Gpu)
+        matches!(self.class, 0x0302 | 0x0380)
+            || self.class >> 8 == 0x12
+            || (self.class == 0x0300 && self.vendor == 0x10de)
+            || self.os_devices.iter().any(|o| {
+                ["cuda", "nvml", "opencl", "rsmi"]
+                    .iter()
+                    .any(|p| o.name.starts_with(p))
+            })
     }
 
     /// The lstopo-like line: `PCI 0000:01:00.0 (RAID, 1000:0079) "sda"`.
@@ -152,7 +163,7 @@ pub fn parse_busid(text: &str) -> Option<String> {
 
 impl Machine {
     /// Hangs every I/O device from its CPU-side object (see the module header), and orders
-    /// the devices by bus id.
+    /// the devices by bus id and each one's OS devices by kind and name.
     pub fn attach_io(&mut self) {
         let all = self.root().cpuset.clone();
         let mut io = std::mem::take(&mut self.io);
@@ -162,6 +173,8 @@ impl Machine {
                 d.local_cpus = all.clone();
             }
             d.attached_to = self.io_parent(&d.local_cpus);
+            d.os_devices
+                .sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
         }
         self.io = io;
     }

@@ -82,6 +82,29 @@ fn only_split_data_cache_differs(m: &Machine, checker: &str) -> bool {
         && mismatches.iter().all(|l| l.starts_with("MISMATCH L2:"))
 }
 
+/// Each PCI device: bus id, class, the object it hangs from, its OS devices by kind.
+fn io_summary(m: &Machine) -> Vec<String> {
+    m.io.iter()
+        .map(|d| {
+            let o = m.obj(d.attached_to);
+            let mut os: Vec<String> = d
+                .os_devices
+                .iter()
+                .map(|x| format!("{}:{}", x.kind.name(), x.name))
+                .collect();
+            os.sort();
+            format!(
+                "{} {:04x} at {} L#{} [{}]",
+                d.busid,
+                d.class,
+                o.type_label(),
+                o.logical_index,
+                os.join(" ")
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn every_real_dump_imports_like_lstopo_sees_it() {
     autopin_testkit::require!(
@@ -113,6 +136,13 @@ fn every_real_dump_imports_like_lstopo_sees_it() {
                                 Ok(m) => m,
                                 Err(e) => return (name, false, format!("import failed: {e}")),
                             };
+                            // The PCI devices hwloc exported are those read from sysfs,
+                            // under the same objects, with the same OS devices.
+                            let read = autopin_topology::source::sysfs::read_with_affinity(&root, None)
+                                .expect("the dump reads");
+                            if io_summary(&m) != io_summary(&read) {
+                                return (name, false, format!("I/O differs: lstopo's XML {:?}, sysfs {:?}", io_summary(&m), io_summary(&read)));
+                            }
                             let ours = dir.join("ours.json");
                             std::fs::write(&ours, flat_json(&m)).expect("write json");
                             let (ok, text) = console_check(&autopin_testkit::data(&format!("hwloc-linux/{name}.console")), &ours);
@@ -615,4 +645,51 @@ fn have_dot() -> bool {
         .arg("-V")
         .output()
         .is_ok_and(|o| o.status.success())
+}
+
+/// hwloc's own test machine with I/O (hwloc 3 XML, `tests/data/hwloc-xml`): two packages,
+/// network, InfiniBand and SATA near package 0, GPUs near both, and a management VGA.
+#[test]
+fn pci_devices_from_hwloc_xml_hang_where_hwloc_put_them() {
+    let text = std::fs::read_to_string(autopin_testkit::data("hwloc-xml/24em64t-2n6c2t-pci.xml"))
+        .expect("the XML is in the repository");
+    let m = hwloc_xml::from_str(&text).expect("imports");
+    let at = |busid: &str| {
+        let d =
+            m.io.iter()
+                .find(|d| d.busid == busid)
+                .unwrap_or_else(|| panic!("{busid} is listed: {:?}", io_summary(&m)));
+        let o = m.obj(d.attached_to);
+        format!("{} L#{}", o.type_label(), o.logical_index)
+    };
+    assert_eq!(m.io.len(), 9, "{:?}", io_summary(&m));
+    for b in [
+        "0000:04:00.0",
+        "0000:04:00.1",
+        "0000:05:00.0",
+        "0000:06:00.0",
+        "0000:01:03.0",
+        "0000:00:1f.2",
+        "0000:00:1f.5",
+    ] {
+        assert_eq!(at(b), "Package L#0", "{b}");
+    }
+    for b in ["0000:11:00.0", "0000:14:00.0"] {
+        assert_eq!(at(b), "Package L#1", "{b}");
+    }
+    let ib = m.io_device("ib0").expect("ib0");
+    assert_eq!(ib.busid, "0000:05:00.0");
+    assert_eq!(ib.class_name(), "InfiniBand");
+    let kinds: Vec<String> = ib
+        .os_devices
+        .iter()
+        .map(|o| format!("{}:{}", o.kind.name(), o.name))
+        .collect();
+    assert_eq!(kinds, ["Network:eth2", "Network:ib0", "OpenFabrics:mlx4_0"]);
+    assert_eq!(m.io_device("sda").unwrap().busid, "0000:00:1f.2");
+    // The 3D controllers count as GPUs in bus-id order; the ATI ES1000 console does not.
+    let gpus: Vec<&str> = m.gpus().iter().map(|d| d.busid.as_str()).collect();
+    assert_eq!(gpus, ["0000:06:00.0", "0000:11:00.0", "0000:14:00.0"]);
+    let pkg1 = m.obj(m.objects_of(ObjType::Package)[1]).cpuset.clone();
+    assert_eq!(m.gpus()[2].local_cpus, pkg1);
 }

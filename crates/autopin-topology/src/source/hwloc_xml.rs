@@ -2,8 +2,10 @@
 //!
 //! Only what says which objects exist and which CPUs each covers is read; nesting, NUMA
 //! attachment and numbering are left to [`Builder`], exactly as for sysfs, so an imported
-//! machine looks the same as one read live. I/O objects (bridges, PCI and OS devices) and
-//! `Misc` objects are skipped; memory-side caches are skipped but their NUMA nodes kept.
+//! machine looks the same as one read live. PCI devices (`PCIDev`) and their OS devices
+//! (`OSDev`) become the model's I/O list, local to the CPUs of the nearest object above
+//! them that has a cpuset; bridges and `Misc` objects are skipped; memory-side caches are
+//! skipped but their NUMA nodes kept.
 //!
 //! Sets used (attributes of the `Machine` object):
 //! - `cpuset`: PUs present in the topology; `complete_cpuset`: all PUs that exist. A PU in
@@ -48,6 +50,13 @@ pub fn from_str(text: &str) -> Res<Machine> {
         numa_logical: Vec::new(),
         seen_pus: BTreeMap::new(),
         hidden_numa: Vec::new(),
+        io: Vec::new(),
+        near: Vec::new(),
+        osdev_bits: root
+            .attribute("version")
+            .and_then(|v| v.split('.').next())
+            .and_then(|v| v.parse::<u32>().ok())
+            .is_some_and(|major| major >= 3),
         depth: 0,
     };
     r.b.info.insert("source".into(), "hwloc XML".into());
@@ -95,9 +104,11 @@ pub fn from_str(text: &str) -> Res<Machine> {
             .insert("numa_without_cpus".into(), r.hidden_numa.join(", "));
     }
 
-    let m = r.b.build();
+    let mut m = r.b.build();
     m.validate()
         .map_err(|e| format!("the objects in the XML do not form a valid tree: {e}"))?;
+    m.io = std::mem::take(&mut r.io);
+    m.attach_io();
     Ok(m)
 }
 
@@ -183,6 +194,13 @@ struct Reader<'a, 'input> {
     seen_pus: BTreeMap<u32, String>,
     /// NUMA nodes left out because none of their CPUs is in the XML.
     hidden_numa: Vec<String>,
+    /// PCI devices read so far.
+    io: Vec<crate::io::PciDevice>,
+    /// The cpusets of the objects above the one being read (I/O objects have none: they
+    /// are local to the nearest one).
+    near: Vec<CpuSet>,
+    /// hwloc 3 writes OS device types as bit masks, hwloc 2 as numbers.
+    osdev_bits: bool,
     /// Current nesting depth of `<object>`s, bounded so hostile input cannot blow the stack.
     depth: usize,
 }
@@ -223,6 +241,8 @@ impl Reader<'_, '_> {
             None => None,
         };
         let infos = infos(n);
+        // What the I/O objects below are local to.
+        let local = n.attribute("cpuset").map(|_| cpuset.clone());
         match ty {
             "Machine" if self.machine.is_none() => {
                 let complete = match n.attribute("complete_cpuset") {
@@ -324,6 +344,10 @@ impl Reader<'_, '_> {
                     tier,
                 });
             }
+            "PCIDev" => {
+                let d = pci_device(doc, n, self.near.last(), self.osdev_bits)?;
+                self.io.push(d);
+            }
             _ => {
                 if let Some(attr) = cache_attr(doc, n, ty)? {
                     let mut o = Object::new(ObjType::Cache, None, cpuset);
@@ -335,7 +359,15 @@ impl Reader<'_, '_> {
                 // part of the CPU tree; its children are still read (a MemCache holds NUMA nodes).
             }
         }
-        self.children(n, in_core, ty, dist_v1)
+        let pushed = local.is_some();
+        if let Some(set) = local {
+            self.near.push(set);
+        }
+        let read = self.children(n, in_core, ty, dist_v1);
+        if pushed {
+            self.near.pop();
+        }
+        read
     }
 
     fn children<'a, 'i>(
@@ -638,4 +670,84 @@ fn numa_distances_v1(
         return Ok(Some(map));
     }
     Ok(None)
+}
+
+/// A `PCIDev` object and the `OSDev` objects below it. `pci_type` reads
+/// `CCCC [VVVV:DDDD] [subvendor:subdevice] revision` (class and subclass first).
+fn pci_device(
+    doc: &Document,
+    n: Node,
+    near: Option<&CpuSet>,
+    osdev_bits: bool,
+) -> Res<crate::io::PciDevice> {
+    use crate::io::{OsDevice, OsDeviceKind};
+    let busid_text = n
+        .attribute("pci_busid")
+        .ok_or_else(|| format!("{}: a PCIDev object without pci_busid", at(doc, n)))?;
+    let busid = crate::io::parse_busid(busid_text).ok_or_else(|| {
+        format!(
+            "{}: pci_busid '{busid_text}' is not a PCI bus id (domain:bus:device.function)",
+            at(doc, n)
+        )
+    })?;
+    let ty = n.attribute("pci_type").unwrap_or("");
+    let mut words = ty.split_whitespace();
+    let class = words.next().and_then(|c| u16::from_str_radix(c, 16).ok());
+    let ids = words
+        .next()
+        .map(|w| w.trim_matches(['[', ']']))
+        .and_then(|w| w.split_once(':'))
+        .and_then(|(v, d)| {
+            Some((
+                u16::from_str_radix(v, 16).ok()?,
+                u16::from_str_radix(d, 16).ok()?,
+            ))
+        });
+    let (Some(class), Some((vendor, device))) = (class, ids) else {
+        return Err(format!(
+            "{}: pci_type '{ty}' of PCI device {busid} is not 'CLASS [VENDOR:DEVICE] ...' in hex",
+            at(doc, n)
+        ));
+    };
+    let os_devices = n
+        .children()
+        .filter(|c| c.has_tag_name("object") && c.attribute("type") == Some("OSDev"))
+        .filter_map(|c| {
+            let name = c.attribute("name")?.to_string();
+            let t: u32 = c.attribute("osdev_type")?.trim().parse().ok()?;
+            let kind = if osdev_bits {
+                // hwloc 3: storage 1, memory 2, GPU 4, co-processor 8, network 16,
+                // OpenFabrics 32, DMA 64 (a GPU that computes is GPU|co-processor).
+                match t {
+                    t if t & 4 != 0 => OsDeviceKind::Gpu,
+                    t if t & 8 != 0 => OsDeviceKind::CoProcessor,
+                    t if t & 32 != 0 => OsDeviceKind::OpenFabrics,
+                    t if t & 16 != 0 => OsDeviceKind::Network,
+                    t if t & 64 != 0 => OsDeviceKind::Dma,
+                    _ => OsDeviceKind::Storage,
+                }
+            } else {
+                // hwloc 2: block 0, GPU 1, network 2, OpenFabrics 3, DMA 4, co-processor 5.
+                match t {
+                    0 => OsDeviceKind::Storage,
+                    1 => OsDeviceKind::Gpu,
+                    2 => OsDeviceKind::Network,
+                    3 => OsDeviceKind::OpenFabrics,
+                    4 => OsDeviceKind::Dma,
+                    _ => OsDeviceKind::CoProcessor,
+                }
+            };
+            Some(OsDevice { name, kind })
+        })
+        .collect();
+    Ok(crate::io::PciDevice {
+        busid,
+        vendor,
+        device,
+        class,
+        local_cpus: near.cloned().unwrap_or_default(),
+        numa_node: None,
+        os_devices,
+        attached_to: 0,
+    })
 }

@@ -26,10 +26,6 @@ pub fn read(root: &Path) -> Vec<PciDevice> {
             d.os_devices.push(os);
         }
     }
-    for d in &mut out {
-        d.os_devices
-            .sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
-    }
     out
 }
 

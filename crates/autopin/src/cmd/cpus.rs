@@ -1,5 +1,6 @@
 //! `autopin cpus`: print the CPU list a likwid-style pin expression selects, in thread order;
-//! `--domains` prints the affinity domains as `likwid-pin -p` does.
+//! `--domains` prints the affinity domains as `likwid-pin -p` does, `--devices` the domains
+//! near I/O devices (`G<i>`, `P:<busid>`, `IF:<name>`).
 
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
@@ -11,11 +12,14 @@ use autopin_placement::{device_domains_listing, domains_listing, pin_expression,
 )]
 pub struct Args {
     /// Pin expression: 0-3,8 | S1:0-3 | E:N:8:1:2 | M:scatter | S0:0-1@S1:0-1 | ...
-    #[arg(value_name = "EXPR", required_unless_present = "domains")]
+    #[arg(value_name = "EXPR", required_unless_present_any = ["domains", "devices"])]
     pub expr: Option<String>,
-    /// Print the affinity domains (N, S<i>, D<i>, C<i>, M<i>) and their CPUs, like `likwid-pin -p`, then those near I/O devices (G<i>, P:<busid>, IF:<name>)
+    /// Print the affinity domains (N, S<i>, D<i>, C<i>, M<i>) and their CPUs, like `likwid-pin -p`
     #[arg(short = 'p', long)]
     pub domains: bool,
+    /// Print the domains near I/O devices (G<i> GPUs in bus-id order, P:<busid>, IF:<name>) and their CPUs
+    #[arg(long, conflicts_with = "domains")]
+    pub devices: bool,
     /// Separator between CPUs (default: the compressed list form 0-3,8)
     #[arg(short = 'd', long, value_name = "SEP")]
     pub delimiter: Option<String>,
@@ -26,7 +30,17 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let m = args.machine.load()?;
     let Some(expr) = args.expr else {
-        print!("{}{}", domains_listing(&m), device_domains_listing(&m));
+        if args.devices {
+            let listing = device_domains_listing(&m);
+            if listing.is_empty() {
+                return Err(CliError::usage(
+                    "this machine description lists no I/O devices (synthetic machines have none; sysfs, hwloc dumps and hwloc XML do)",
+                ));
+            }
+            print!("{listing}");
+        } else {
+            print!("{}", domains_listing(&m));
+        }
         return Ok(0);
     };
     let cpus = pin_expression(&m, &expr).map_err(|e| CliError::usage(e.to_string()))?;
