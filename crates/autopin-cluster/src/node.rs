@@ -74,10 +74,41 @@ impl From<&Launch> for LaunchRecord {
     }
 }
 
+/// The GPU (`G<i>`) this local rank works with, as the GPU variables of its environment
+/// say (`autopin_placement::gpus_of_ranks`); None without them. Why they could not be
+/// used goes into `lines`.
+fn gpu_of_this_rank(
+    machine: &Machine,
+    launch: &Launch,
+    env: Env,
+    lines: &mut Vec<String>,
+) -> Option<usize> {
+    match autopin_placement::gpus_of_ranks(machine, launch.local_size, env) {
+        Ok(None) => None,
+        Ok(Some(g)) => {
+            let mine = g.get(launch.local_rank).copied();
+            if let (Some(i), Some(d)) = (mine, mine.and_then(|i| machine.gpus().get(i).copied())) {
+                lines.push(format!(
+                    "node: this rank works with GPU G{i} ({}); its share lies next to it where the split allows",
+                    d.busid
+                ));
+            }
+            mine
+        }
+        Err(why) => {
+            lines.push(format!("node: GPUs not used for the split: {why}"));
+            None
+        }
+    }
+}
+
 /// Detects the launcher from this process's environment and prepares the node.
 pub fn prepare(opts: &NodeOptions, machine: Machine) -> Result<NodeShare, NodeError> {
     prepare_for(opts, machine, launcher::from_process())
 }
+
+/// Reads one environment variable (the process's, or a test's).
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// Prepares the node for `launch`: with several local ranks, meets them, splits the node
 /// and sets this process's affinity to its share.
@@ -85,6 +116,15 @@ pub fn prepare_for(
     opts: &NodeOptions,
     machine: Machine,
     launch: Launch,
+) -> Result<NodeShare, NodeError> {
+    prepare_with_env(opts, machine, launch, &|k: &str| std::env::var(k).ok())
+}
+
+fn prepare_with_env(
+    opts: &NodeOptions,
+    machine: Machine,
+    launch: Launch,
+    env: Env,
 ) -> Result<NodeShare, NodeError> {
     let mut lines = vec![format!("launcher: {launch}")];
     lines.extend(
@@ -114,12 +154,13 @@ pub fn prepare_for(
         ..RendezvousConfig::default()
     };
     let dir = rendezvous::directory_for(&launch.step_key(&launcher::parent_key()));
+    let my_gpu = gpu_of_this_rank(&machine, &launch, env, &mut lines);
     let (rv, joined) = Rendezvous::join(
         &dir,
         launch.local_rank,
         launch.local_size,
         cfg,
-        serde_json::json!({ "allowed": allowed.to_string() }),
+        serde_json::json!({ "allowed": allowed.to_string(), "gpu": my_gpu }),
     )
     .map_err(|e| NodeError::Rendezvous {
         dir: dir.clone(),
@@ -137,8 +178,19 @@ pub fn prepare_for(
     // see the same CPUs split them along the topology, by local rank, so the shares do not
     // depend on who arrived in time.
     let share: CpuSet = if masks.iter().all(|m| *m == allowed.to_string()) {
-        let s = autopin_placement::rank_share(&machine, launch.local_size, launch.local_rank)
-            .map_err(|e| NodeError::Usage(format!("splitting the node: {e}")))?;
+        // Each rank said which GPU it works with (its own environment may name only its
+        // own GPU): every rank sees the same list and computes the same shares.
+        let mut near: Vec<Option<CpuSet>> = vec![None; launch.local_size];
+        let gpus = machine.gpus();
+        for j in &joined {
+            let g = j.body["gpu"].as_u64().map(|g| g as usize);
+            if let (Some(slot), Some(d)) = (near.get_mut(j.rank), g.and_then(|g| gpus.get(g))) {
+                *slot = Some(d.local_cpus.clone());
+            }
+        }
+        let s = autopin_placement::split_node_near(&machine, launch.local_size, &near)
+            .map_err(|e| NodeError::Usage(format!("splitting the node: {e}")))?
+            .swap_remove(launch.local_rank);
         lines.push(format!(
             "node: {} local ranks share CPUs {allowed}; this rank's share: {s}",
             launch.local_size
@@ -218,6 +270,67 @@ mod tests {
             combine: Combine::Min,
             coordinate: true,
             rendezvous_timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// hwloc's 24em64t-2n6c2t-pci machine (tests/data/hwloc-xml): GPU G0 next to package 0
+    /// (even CPUs), G1 next to package 1 (odd CPUs).
+    fn gpu_machine() -> Machine {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/hwloc-xml/24em64t-2n6c2t-pci.xml"
+        );
+        autopin_topology::source::load_file(Path::new(path)).unwrap()
+    }
+
+    /// Two local ranks whose environments each name only their own GPU (Slurm's per-task
+    /// binding): they tell each other when they meet, and each gets its GPU's package.
+    #[test]
+    fn ranks_that_each_see_one_gpu_get_the_package_of_their_gpu() {
+        let own = crate::launcher::parent_key();
+        let shares: Vec<(usize, String, Vec<String>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..2usize)
+                .map(|r| {
+                    let own = own.clone();
+                    s.spawn(move || {
+                        let mut l = Launch::plain();
+                        l.kind = LauncherKind::Slurm;
+                        l.job = Some(format!("gpu-test-{}-{own}", std::process::id()));
+                        l.step = Some("0".into());
+                        l.local_rank = r;
+                        l.local_size = 2;
+                        l.rank = r;
+                        l.size = 2;
+                        // Rank 0 drives G1 (package 1), rank 1 drives G0 (package 0).
+                        let gpu = if r == 0 { "1" } else { "0" };
+                        let env =
+                            move |k: &str| (k == "CUDA_VISIBLE_DEVICES").then(|| gpu.to_string());
+                        let plan = prepare_with_env(&opts(), gpu_machine(), l, &env).unwrap();
+                        (r, plan.record.share.clone(), plan.lines.clone())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let even = "0,2,4,6,8,10,12,14,16,18,20,22";
+        let odd = "1,3,5,7,9,11,13,15,17,19,21,23";
+        for (r, share, lines) in shares {
+            assert_eq!(
+                share,
+                if r == 0 { odd } else { even },
+                "rank {r}: {lines:?}"
+            );
+            let g = if r == 0 {
+                "G1 (0000:11:00.0)"
+            } else {
+                "G0 (0000:06:00.0)"
+            };
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.contains(&format!("this rank works with GPU {g}"))),
+                "{lines:?}"
+            );
         }
     }
 

@@ -39,5 +39,8 @@ pub use mempolicy::{mem_policy, node_list, MemPolicy, MemPolicyMode};
 pub use pinning::{cpu_text, Pinning, UNPINNED_LABEL};
 pub use policy::{policy_pinning, POLICY_NAMES};
 pub use sharing::{place_with_matrix, sharing_pinning, SharingMatrix, SHARING_STRATEGIES};
-pub use split::{rank_share, restrict_to, split_node, SplitError};
+pub use split::{
+    gpus_of_ranks, rank_share, rank_share_near_gpus, restrict_to, split_node, split_node_near,
+    SplitError,
+};
 pub use summary::{summarize, PlacementSummary};

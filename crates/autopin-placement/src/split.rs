@@ -216,6 +216,130 @@ pub fn rank_share(m: &Machine, ranks: usize, rank: usize) -> Result<CpuSet, Spli
     Ok(split_node(m, ranks)?.swap_remove(rank))
 }
 
+/// The shares when local rank i works with a device local to `near[i]` (its GPU; None: no
+/// device): the node is cut as [`split_node`] cuts it, and the shares go to the ranks that
+/// overlap them most — pairs of (rank, share) taken by the CPUs they share near the
+/// device, most first, ties to the lower rank and share — so a rank's share lies next to
+/// its GPU whenever the cut allows it. Deterministic, as `split_node`.
+pub fn split_node_near(
+    m: &Machine,
+    ranks: usize,
+    near: &[Option<CpuSet>],
+) -> Result<Vec<CpuSet>, SplitError> {
+    let shares = split_node(m, ranks)?;
+    let overlap = |r: usize, s: usize| {
+        near.get(r)
+            .and_then(Option::as_ref)
+            .map_or(0, |n| shares[s].intersection(n).len())
+    };
+    let mut pairs: Vec<(usize, usize, usize)> = (0..ranks)
+        .flat_map(|r| (0..ranks).map(move |s| (r, s)))
+        .map(|(r, s)| (overlap(r, s), r, s))
+        .collect();
+    pairs.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut share_of: Vec<Option<usize>> = vec![None; ranks];
+    let mut taken = vec![false; ranks];
+    for (_, r, s) in pairs {
+        if share_of[r].is_none() && !taken[s] {
+            share_of[r] = Some(s);
+            taken[s] = true;
+        }
+    }
+    Ok(share_of
+        .into_iter()
+        .map(|s| shares[s.expect("every rank gets a share")].clone())
+        .collect())
+}
+
+/// Which GPU (an index into [`Machine::gpus`], `G<i>`) each of `ranks` local ranks works
+/// with, from the variables that say which GPUs a job step or process may use:
+/// `SLURM_STEP_GPUS`, `SLURM_JOB_GPUS`, `CUDA_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES`,
+/// `HIP_VISIBLE_DEVICES` (the first one set; numbers only, as Slurm and the runtimes number
+/// GPUs in bus-id order). Rank r of `ranks` gets entry `r * len / ranks` of that list (one
+/// GPU each with as many GPUs as ranks, consecutive ranks sharing one otherwise). None
+/// when no such variable is set; an error (the reason) when the machine lists no GPU or
+/// the variable names GPUs otherwise (UUIDs) or ones this machine does not list.
+pub fn gpus_of_ranks(
+    m: &Machine,
+    ranks: usize,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Vec<usize>>, String> {
+    let vars = [
+        "SLURM_STEP_GPUS",
+        "SLURM_JOB_GPUS",
+        "CUDA_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+    ];
+    let Some((var, text)) = vars
+        .iter()
+        .find_map(|v| env(v).filter(|x| !x.trim().is_empty()).map(|x| (*v, x)))
+    else {
+        return Ok(None);
+    };
+    let count = m.gpus().len();
+    if count == 0 {
+        return Err(format!(
+            "{var}={text} names GPUs, but this machine description lists none"
+        ));
+    }
+    let mut list = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        let i: usize = item.parse().map_err(|_| {
+            format!("{var}={text}: '{item}' is not a GPU number (UUIDs cannot be matched to PCI devices here)")
+        })?;
+        if i >= count {
+            return Err(format!(
+                "{var}={text}: GPU {i} is not on this machine, which lists {count} GPU(s) (G0-G{})",
+                count - 1
+            ));
+        }
+        list.push(i);
+    }
+    Ok(Some(
+        (0..ranks)
+            .map(|r| list[r * list.len() / ranks.max(1)])
+            .collect(),
+    ))
+}
+
+/// One rank's share, next to its GPU when the environment names the GPUs (see
+/// [`gpus_of_ranks`]), with a line that says which GPU and why, or why the GPUs were not
+/// used (the plain split then applies).
+pub fn rank_share_near_gpus(
+    m: &Machine,
+    ranks: usize,
+    rank: usize,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(CpuSet, Option<String>), SplitError> {
+    if ranks > 0 && rank >= ranks {
+        return Err(SplitError::RankOutOfRange { rank, ranks });
+    }
+    match gpus_of_ranks(m, ranks, env) {
+        Ok(None) => Ok((rank_share(m, ranks, rank)?, None)),
+        Err(why) => Ok((
+            rank_share(m, ranks, rank)?,
+            Some(format!("GPUs not used for the split: {why}")),
+        )),
+        Ok(Some(gpus)) => {
+            let all = m.gpus();
+            let near: Vec<Option<CpuSet>> = gpus
+                .iter()
+                .map(|&g| Some(all[g].local_cpus.clone()))
+                .collect();
+            let share = split_node_near(m, ranks, &near)?.swap_remove(rank);
+            let g = gpus[rank];
+            Ok((
+                share,
+                Some(format!(
+                    "rank {rank} works with GPU G{g} ({}); its share lies next to it where the split allows",
+                    all[g].busid
+                )),
+            ))
+        }
+    }
+}
+
 /// The same machine with only `share` allowed, so that candidates and policies planned on it
 /// stay inside the share. Only narrows: CPUs outside the current allowed set stay out.
 pub fn restrict_to(m: &Machine, share: &CpuSet) -> Machine {

@@ -120,3 +120,85 @@ fn devices_that_are_not_there_say_which_are() {
         .to_string();
     assert!(e.contains("has no I/O devices"), "{e}");
 }
+
+fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    move |k: &str| {
+        pairs
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+#[test]
+fn the_gpu_variables_say_which_gpu_each_rank_works_with() {
+    use autopin_placement::gpus_of_ranks;
+    let (_d, m) = gpu_machine();
+    assert_eq!(gpus_of_ranks(&m, 2, &env_of(&[])).unwrap(), None);
+    assert_eq!(
+        gpus_of_ranks(&m, 2, &env_of(&[("SLURM_STEP_GPUS", "1,0")])).unwrap(),
+        Some(vec![1, 0])
+    );
+    // Slurm's step list wins over the runtime's renumbered view.
+    assert_eq!(
+        gpus_of_ranks(
+            &m,
+            2,
+            &env_of(&[("CUDA_VISIBLE_DEVICES", "0"), ("SLURM_STEP_GPUS", "1,0")])
+        )
+        .unwrap(),
+        Some(vec![1, 0])
+    );
+    // Four ranks on two GPUs: two consecutive ranks a GPU.
+    assert_eq!(
+        gpus_of_ranks(&m, 4, &env_of(&[("CUDA_VISIBLE_DEVICES", "0,1")])).unwrap(),
+        Some(vec![0, 0, 1, 1])
+    );
+    let e = gpus_of_ranks(&m, 2, &env_of(&[("CUDA_VISIBLE_DEVICES", "GPU-3f2a")])).unwrap_err();
+    assert!(e.contains("UUIDs"), "{e}");
+    let e = gpus_of_ranks(&m, 2, &env_of(&[("ROCR_VISIBLE_DEVICES", "0,7")])).unwrap_err();
+    assert!(
+        e.contains("GPU 7 is not on this machine") && e.contains("G0-G1"),
+        "{e}"
+    );
+    let synthetic = autopin_topology::source::synthetic::parse("package:2 core:2 pu:1").unwrap();
+    let e = gpus_of_ranks(&synthetic, 2, &env_of(&[("CUDA_VISIBLE_DEVICES", "0")])).unwrap_err();
+    assert!(e.contains("lists none"), "{e}");
+}
+
+#[test]
+fn each_rank_gets_the_package_of_its_gpu() {
+    use autopin_placement::{rank_share_near_gpus, split_node, split_node_near};
+    let (_d, m) = gpu_machine();
+    let pkg =
+        |p: u32| -> autopin_topology::CpuSet { (0..16).filter(|c| (c % 8) / 4 == p).collect() };
+    // The plain split gives rank 0 package 0.
+    assert_eq!(split_node(&m, 2).unwrap(), vec![pkg(0), pkg(1)]);
+    // Rank 0 drives the GPU near package 1, rank 1 the one near package 0.
+    let near = vec![Some(pkg(1)), Some(pkg(0))];
+    assert_eq!(split_node_near(&m, 2, &near).unwrap(), vec![pkg(1), pkg(0)]);
+    // A rank without a GPU takes what is left.
+    assert_eq!(
+        split_node_near(&m, 2, &[None, Some(pkg(0))]).unwrap(),
+        vec![pkg(1), pkg(0)]
+    );
+    for (vars, rank0) in [
+        (&[("SLURM_STEP_GPUS", "1,0")][..], 1),
+        (&[("CUDA_VISIBLE_DEVICES", "1,0")][..], 1),
+        (&[("SLURM_JOB_GPUS", "0,1")][..], 0),
+    ] {
+        let vars: &'static [(&str, &str)] = Box::leak(vars.to_vec().into_boxed_slice());
+        let (s0, line) = rank_share_near_gpus(&m, 2, 0, &env_of(vars)).unwrap();
+        let (s1, _) = rank_share_near_gpus(&m, 2, 1, &env_of(vars)).unwrap();
+        assert_eq!(s0, pkg(rank0), "{vars:?}");
+        assert_eq!(s1, pkg(1 - rank0), "{vars:?}");
+        assert!(line.unwrap().contains("works with GPU"));
+    }
+    // Four ranks, two GPUs: both ranks of a GPU share its package.
+    let vars: &'static [(&str, &str)] = &[("CUDA_VISIBLE_DEVICES", "1,0")];
+    let shares: Vec<_> = (0..4)
+        .map(|r| rank_share_near_gpus(&m, 4, r, &env_of(vars)).unwrap().0)
+        .collect();
+    assert!(shares[0].union(&shares[1]) == pkg(1), "{shares:?}");
+    assert!(shares[2].union(&shares[3]) == pkg(0), "{shares:?}");
+}

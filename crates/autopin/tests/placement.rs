@@ -259,3 +259,69 @@ fn candidates_counts_and_json() {
         .assert()
         .code(2);
 }
+
+/// hwloc's 24em64t-2n6c2t-pci machine: GPU G0 next to package 0 (even CPUs), G1 and G2
+/// next to package 1 (odd CPUs). A rank whose GPU the environment names gets that GPU's
+/// package; device expressions select the CPUs next to a device.
+#[test]
+fn ranks_and_expressions_follow_the_gpus() {
+    let xml = autopin_testkit::data("hwloc-xml/24em64t-2n6c2t-pci.xml");
+    let xml = xml.to_str().unwrap();
+    let share = |vars: &[(&str, &str)], rank: &str| {
+        let mut c = autopin();
+        c.env_remove("SLURM_STEP_GPUS")
+            .env_remove("SLURM_JOB_GPUS")
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .env_remove("ROCR_VISIBLE_DEVICES")
+            .env_remove("HIP_VISIBLE_DEVICES");
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let out = c
+            .args(["place", "--ranks", "2", "--rank", rank, "--load", xml])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let even = "rank 0 of 2: CPUs 0,2,4,6,8,10,12,14,16,18,20,22";
+    let odd = "rank 0 of 2: CPUs 1,3,5,7,9,11,13,15,17,19,21,23";
+    let even1 = "rank 1 of 2: CPUs 0,2,4,6,8,10,12,14,16,18,20,22";
+    assert_eq!(share(&[], "0").0, even, "no GPU variable: the plain split");
+    let (s, err) = share(&[("CUDA_VISIBLE_DEVICES", "2,0")], "0");
+    assert_eq!(s, odd);
+    assert!(
+        err.contains("rank 0 works with GPU G2 (0000:14:00.0)"),
+        "{err}"
+    );
+    assert_eq!(share(&[("CUDA_VISIBLE_DEVICES", "2,0")], "1").0, even1);
+    assert_eq!(share(&[("SLURM_STEP_GPUS", "1,0")], "0").0, odd);
+    assert_eq!(share(&[("SLURM_STEP_GPUS", "1,0")], "1").0, even1);
+    let (s, err) = share(&[("CUDA_VISIBLE_DEVICES", "GPU-9a1b")], "0");
+    assert_eq!(s, even);
+    assert!(err.contains("GPUs not used for the split"), "{err}");
+    autopin()
+        .args(["cpus", "--load", xml, "IF:ib0:0-1@G2:0"])
+        .assert()
+        .success()
+        .stdout("0,2,1\n");
+    autopin()
+        .args(["cpus", "--load", xml, "IF:ib9"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "the devices here: 0000:00:1f.2 (sda)",
+        ));
+    autopin()
+        .args(["cpus", "--synthetic", CLOVERTOWN, "--devices"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("lists no I/O devices"));
+}

@@ -67,8 +67,12 @@ struct ShareOutput {
 pub fn run(args: Args) -> CmdResult {
     let mut m = args.machine.load()?;
     if let (Some(ranks), Some(rank)) = (args.ranks, args.rank) {
-        let share = autopin_placement::rank_share(&m, ranks, rank)
+        let env = |k: &str| std::env::var(k).ok();
+        let (share, gpu_line) = autopin_placement::rank_share_near_gpus(&m, ranks, rank, &env)
             .map_err(|e| CliError::usage(e.to_string()))?;
+        if let Some(line) = gpu_line {
+            eprintln!("autopin: {line}");
+        }
         if args.policy.is_none() && args.sharing.is_none() {
             match args.format {
                 Format::Json => {
