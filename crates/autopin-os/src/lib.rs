@@ -12,6 +12,7 @@
 //! - [`mempolicy`]: numactl-style memory policies set in a started program before `exec`.
 
 pub mod guardian;
+pub mod show_source;
 pub mod sources;
 pub mod stat_source;
 pub use autopin_launch::mempolicy;

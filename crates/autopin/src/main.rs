@@ -55,6 +55,8 @@ enum Command {
     Compare(cmd::compare::Args),
     /// Why a program is slow where it runs: per-thread CPU share, waiting, CPUs, verdicts
     Stat(cmd::stat::Args),
+    /// Where each thread of a running program is now: CPU, mask, core, package, NUMA node
+    Show(cmd::show::Args),
     /// Remembered decisions: list, show, forget, export, import
     Memory(cmd::memory::Args),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
@@ -96,6 +98,7 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Memory(a) => cmd::memory::run(a),
         Command::Stat(a) => cmd::stat::run(a),
+        Command::Show(a) => cmd::show::run(a),
         Command::Completions(a) => cmd::install::completions(a, Cli::command()),
         Command::Man(a) => cmd::install::man(a, Cli::command()),
         Command::Guard(a) => cmd::guard::run(a),

@@ -14,5 +14,6 @@ pub mod place;
 pub mod report;
 pub mod report_merge;
 pub mod run;
+pub mod show;
 pub mod stat;
 pub mod topology;
