@@ -7,6 +7,7 @@ mod cluster;
 mod cmd;
 mod compare_progress;
 mod decision_memory;
+mod doctor_checks;
 mod error;
 mod machine_args;
 mod mem_args;
@@ -57,6 +58,8 @@ enum Command {
     Stat(cmd::stat::Args),
     /// Where each thread of a running program is now: CPU, mask, core, package, NUMA node
     Show(cmd::show::Args),
+    /// What works here and what does not (counters, RAPL, NUMA, cgroups, Slurm...), with fixes
+    Doctor(cmd::doctor::Args),
     /// Remembered decisions: list, show, forget, export, import
     Memory(cmd::memory::Args),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
@@ -99,6 +102,7 @@ fn main() {
         Command::Memory(a) => cmd::memory::run(a),
         Command::Stat(a) => cmd::stat::run(a),
         Command::Show(a) => cmd::show::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
         Command::Completions(a) => cmd::install::completions(a, Cli::command()),
         Command::Man(a) => cmd::install::man(a, Cli::command()),
         Command::Guard(a) => cmd::guard::run(a),

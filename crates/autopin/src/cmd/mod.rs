@@ -4,6 +4,7 @@ pub mod attach;
 pub mod candidates;
 pub mod compare;
 pub mod cpus;
+pub mod doctor;
 pub mod engine_args;
 pub mod guard;
 pub mod install;
