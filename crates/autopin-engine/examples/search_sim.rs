@@ -288,6 +288,7 @@ fn params() -> RaceParams {
             "indistinct" => p.indistinct = x,
             "min_rounds" => p.min_rounds = x as usize,
             "budget" => p.budget = x,
+            "cut" => p.cut_below = x,
             _ => panic!("SIM_PARAMS: unknown {k}"),
         }
     }

@@ -729,6 +729,8 @@ pub struct SimPlatform {
     pub migrated: Vec<(f64, i32, Vec<u32>, bool)>,
     /// The program's environment (a launch removes what `LaunchOptions::unset` names).
     pub env: Vec<(String, String)>,
+    /// Bus ids of the GPUs the program has open.
+    pub opened_gpus: Vec<String>,
 }
 
 impl SimPlatform {
@@ -750,11 +752,20 @@ impl SimPlatform {
             migration: Ok(()),
             migrated: Vec::new(),
             env: Vec::new(),
+            opened_gpus: Vec::new(),
         }
     }
 }
 
 /// The simulated machine's busy CPUs: other work that stays put for the whole run.
+struct FixedDevices(Vec<String>);
+
+impl crate::run::DeviceWatch for FixedDevices {
+    fn opened_gpus(&mut self, _pid: i32) -> Vec<String> {
+        self.0.clone()
+    }
+}
+
 struct FixedBusy(Vec<u32>);
 
 impl crate::run::BusyWatch for FixedBusy {
@@ -818,6 +829,10 @@ impl crate::run::Platform for SimPlatform {
             .filter(|c| allowed.contains(*c))
             .collect();
         Some(Box::new(FixedBusy(busy)))
+    }
+
+    fn device_watch(&mut self) -> Option<Box<dyn crate::run::DeviceWatch>> {
+        Some(Box::new(FixedDevices(self.opened_gpus.clone())))
     }
 
     fn heartbeats(&mut self) -> u64 {

@@ -13,6 +13,7 @@
 
 pub mod doctor_facts;
 pub mod guardian;
+pub mod opened_gpus;
 pub mod show_source;
 pub mod sources;
 pub mod stat_source;

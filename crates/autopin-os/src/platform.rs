@@ -393,6 +393,10 @@ impl Platform for LinuxPlatform {
         ))
     }
 
+    fn device_watch(&mut self) -> Option<Box<dyn autopin_engine::run::DeviceWatch>> {
+        Some(Box::new(FdDeviceWatch))
+    }
+
     fn busy_watch(&mut self, allowed: &CpuSet) -> Option<Box<dyn BusyWatch>> {
         ProcBusyWatch::begin(std::path::Path::new("/proc"), allowed.clone())
             .map(|w| Box::new(w) as Box<dyn BusyWatch>)
@@ -538,4 +542,13 @@ fn restore_threads(pid: i32, mask: &CpuSet) -> usize {
                 .count()
         })
         .unwrap_or(0)
+}
+
+/// The GPUs a process has open, from its file descriptors.
+struct FdDeviceWatch;
+
+impl autopin_engine::run::DeviceWatch for FdDeviceWatch {
+    fn opened_gpus(&mut self, pid: i32) -> Vec<String> {
+        crate::opened_gpus::opened_gpus(pid)
+    }
 }

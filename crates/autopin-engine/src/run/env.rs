@@ -64,6 +64,12 @@ pub trait BusyWatch {
     fn busy_cpus(&mut self, pid: i32) -> Vec<u32>;
 }
 
+/// Which GPUs the target has open, looked at when a search starts.
+pub trait DeviceWatch {
+    /// The PCI bus ids of the GPUs process `pid` has open now.
+    fn opened_gpus(&mut self, pid: i32) -> Vec<String>;
+}
+
 /// The OS side of a run, apart from the clock and the pinner.
 pub trait Platform {
     /// Can perf count these events here?
@@ -104,6 +110,11 @@ pub trait Platform {
     /// launch and read when the first search starts, so measuring never delays the
     /// program. Default: nothing watched.
     fn busy_watch(&mut self, _allowed: &CpuSet) -> Option<Box<dyn BusyWatch>> {
+        None
+    }
+    /// Looks at which GPUs the target opened, so that a candidate can keep its threads next
+    /// to one. Default: nothing looked at.
+    fn device_watch(&mut self) -> Option<Box<dyn DeviceWatch>> {
         None
     }
     /// A signal asked autopin to stop watching an attached process: the run detaches as at

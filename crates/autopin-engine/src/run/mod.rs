@@ -16,7 +16,9 @@ pub mod memory;
 mod objective;
 pub mod plan;
 
-pub use env::{BusyWatch, CountingCheck, LaunchOptions, Platform, RunEnv, RunSink, Started};
+pub use env::{
+    BusyWatch, CountingCheck, DeviceWatch, LaunchOptions, Platform, RunEnv, RunSink, Started,
+};
 pub use memory::describe_single_node;
 pub use plan::{
     CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, Remembered, RunPlan,
@@ -125,7 +127,14 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             plan,
             explicit,
             machine.clone(),
-            busy_watch.map(|w| (w, pid)),
+            Surroundings {
+                busy: busy_watch,
+                // Only a machine that lists GPUs has a GPU to be near.
+                devices: (!machine.gpus().is_empty())
+                    .then(|| env.platform.device_watch())
+                    .flatten(),
+                pid,
+            },
         ),
         strategy_factory(
             match (plan.search.strategy, &plan.remembered) {
@@ -494,11 +503,18 @@ fn within(machine: &Machine, mask: &CpuSet) -> Machine {
 /// threads seen (or the planned thread count).
 /// The candidates of each search. Topology candidates keep off the CPUs `busy` finds busy
 /// with other work when the search starts (it looks at process `pid`'s surroundings).
+/// What the candidate factory looks at around the target when a search starts.
+struct Surroundings {
+    busy: Option<Box<dyn BusyWatch>>,
+    devices: Option<Box<dyn DeviceWatch>>,
+    pid: i32,
+}
+
 fn candidate_factory(
     plan: &RunPlan,
     explicit: Option<Vec<Pinning>>,
     machine: Machine,
-    mut busy: Option<(Box<dyn BusyWatch>, i32)>,
+    mut around: Surroundings,
 ) -> CandidateFactory {
     let source = plan.candidates.clone();
     Box::new(move |n| match (&explicit, &source) {
@@ -511,31 +527,68 @@ fn candidate_factory(
                 threads,
             },
         ) => {
-            let busy = busy
+            let pid = around.pid;
+            let busy = around
+                .busy
                 .as_mut()
-                .map(|(w, pid)| w.busy_cpus(*pid))
+                .map(|w| w.busy_cpus(pid))
                 .unwrap_or_default();
             let allowed = machine.allowed_cpuset();
-            let note =
-                (!busy.is_empty() && allowed.iter().any(|c| !busy.contains(&c))).then(|| {
-                    format!(
-                        "CPU(s) {} busy with other work: candidates keep off them where they can",
-                        cpu_text(&busy)
-                    )
-                });
+            let mut notes = Vec::new();
+            if !busy.is_empty() && allowed.iter().any(|c| !busy.contains(&c)) {
+                notes.push(format!(
+                    "CPU(s) {} busy with other work: candidates keep off them where they can",
+                    cpu_text(&busy)
+                ));
+            }
+            let n = threads.unwrap_or(n);
+            let mut pinnings = topology_candidates(&machine, n, *max, *include_unpinned, &busy);
+            let opened = around
+                .devices
+                .as_mut()
+                .map(|w| w.opened_gpus(pid))
+                .unwrap_or_default();
+            for (at, near) in near_gpu_candidates(&machine, n, &opened)
+                .into_iter()
+                .enumerate()
+            {
+                notes.push(format!(
+                    "the program has {} open: candidate {} keeps its threads next to it",
+                    near.description, near.label
+                ));
+                pinnings.retain(|p| p.cpus != near.cpus);
+                // Probed early: after the OS placement, before the topology's own.
+                let first = usize::from(pinnings.first().is_some_and(|p| p.is_unpinned()));
+                pinnings.insert((first + at).min(pinnings.len()), near);
+            }
             CandidateList {
-                pinnings: topology_candidates(
-                    &machine,
-                    threads.unwrap_or(n),
-                    *max,
-                    *include_unpinned,
-                    &busy,
-                ),
-                note,
+                pinnings,
+                note: (!notes.is_empty()).then(|| notes.join("; ")),
             }
         }
         (None, CandidateSource::Explicit(list)) => list.clone().into(),
     })
+}
+
+/// For each opened GPU whose local CPUs are fewer than those allowed: the n threads placed
+/// compactly on the allowed CPUs next to it (a data loader, a rank driving the GPU).
+fn near_gpu_candidates(m: &Machine, n: usize, opened: &[String]) -> Vec<Pinning> {
+    let allowed = m.allowed_cpuset();
+    let gpus = m.gpus();
+    opened
+        .iter()
+        .filter_map(|busid| {
+            let (i, d) = gpus.iter().enumerate().find(|(_, d)| d.busid == *busid)?;
+            let local = d.local_cpus.intersection(&allowed);
+            if local.is_empty() || local.len() >= allowed.len() {
+                return None;
+            }
+            let near = autopin_placement::restrict_to(m, &local);
+            let cpus =
+                autopin_placement::policy_pinning(&near, "compact", n.min(local.len())).ok()?;
+            Some(Pinning::described(cpus, format!("GPU G{i} {busid}")))
+        })
+        .collect()
 }
 
 /// Topology candidates for n threads from autopin-placement, "unpinned" kept (or left

@@ -896,3 +896,53 @@ fn override_binding_unsets_the_variables_and_searches() {
         "{unset:?}"
     );
 }
+
+/// hwloc's 24em64t-2n6c2t-pci machine: GPUs G1 and G2 next to package 1 (odd CPUs).
+fn gpu_machine() -> Machine {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/hwloc-xml/24em64t-2n6c2t-pci.xml"
+    );
+    autopin_topology::source::load_file(std::path::Path::new(path)).unwrap()
+}
+
+#[test]
+fn a_program_with_a_gpu_open_gets_a_candidate_next_to_it() {
+    let m = gpu_machine();
+    let mut p = SimPlatform::new(sim(&m, 4, 60.0));
+    p.opened_gpus = vec!["0000:14:00.0".into()];
+    let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    let near = r
+        .candidates
+        .iter()
+        .find(|c| c.label.contains("GPU G2 0000:14:00.0"))
+        .unwrap_or_else(|| panic!("{:?}", r.candidates));
+    let cpus = near.cpus.clone().expect("a pinning");
+    assert_eq!(cpus.len(), 4);
+    assert!(
+        cpus.iter().all(|c| c % 2 == 1),
+        "next to package 1: {cpus:?}"
+    );
+    // Probed early: right after the OS placement.
+    assert!(
+        r.candidates.iter().position(|c| c.label == near.label) <= Some(1),
+        "{:?}",
+        r.candidates
+    );
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("the program has GPU G2 0000:14:00.0 open")),
+        "{:?}",
+        r.notes
+    );
+    // Without an open GPU, no such candidate.
+    let mut p = SimPlatform::new(sim(&m, 4, 60.0));
+    let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
+    assert!(!r
+        .unwrap()
+        .candidates
+        .iter()
+        .any(|c| c.label.contains("GPU")));
+}

@@ -75,6 +75,9 @@ pub struct RaceParams {
     /// Probes of the OS placement before it can win or lose by anything but the
     /// half-the-leader rule (its rate may swing from probe to probe).
     pub os_probes: usize,
+    /// A probe ends early once every tick so far is below this share of the leader's
+    /// lowest tick (it is far behind; more ticks would only cost).
+    pub cut_below: f64,
 }
 
 impl Default for RaceParams {
@@ -96,6 +99,7 @@ impl Default for RaceParams {
             one_probe_allowance: 4.0,
             close: 0.05,
             os_probes: 3,
+            cut_below: 0.5,
         }
     }
 }
@@ -748,7 +752,7 @@ impl Strategy for Race {
         let hi = ticks.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         self.arms[l]
             .range
-            .is_some_and(|(l_lo, _)| l_lo > 0.0 && 2.0 * hi < l_lo)
+            .is_some_and(|(l_lo, _)| l_lo > 0.0 && hi < self.p.cut_below * l_lo)
     }
 
     fn record(&mut self, outcome: ProbeOutcome) {
