@@ -1272,11 +1272,17 @@ mod search_cost_tests {
     }
 
     #[test]
-    fn a_probe_within_half_of_the_leader_runs_its_length() {
-        // At 60/s candidate 1 is not out after one tick: its probe runs its planned length.
-        let s = run(|a| if a == Some(0) { 100.0 } else { 60.0 }, false, 20.0);
+    fn a_probe_close_to_the_leader_runs_its_length_one_well_behind_ends_early() {
+        // At 85/s candidate 1 is within the cut (0.8 of the leader's lowest tick): its probe
+        // runs its planned length. At 60/s its first tick already says it is well behind,
+        // so the rest of the probe is not spent on it (it is still judged on that tick).
+        let s = run(|a| if a == Some(0) { 100.0 } else { 85.0 }, false, 20.0);
         let p = &s.report.probes;
         assert_eq!((p[1].candidate, p[1].intervals), (1, 2), "{p:?}");
+        let s = run(|a| if a == Some(0) { 100.0 } else { 60.0 }, false, 20.0);
+        let p = &s.report.probes;
+        assert_eq!((p[1].candidate, p[1].intervals), (1, 1), "{p:?}");
+        assert_eq!(s.report.decision.expect("decided").candidate_index, 0);
     }
 
     #[test]

@@ -99,7 +99,7 @@ impl Default for RaceParams {
             one_probe_allowance: 4.0,
             close: 0.05,
             os_probes: 3,
-            cut_below: 0.5,
+            cut_below: 0.8,
         }
     }
 }
@@ -741,9 +741,9 @@ impl Strategy for Race {
         self.os_placement = Some(candidate);
     }
 
-    /// A probe ends early when every tick of it so far is below half of every tick of the
-    /// leader: the candidate is out (the "half the leader" rule), and each further tick of
-    /// it is lost work.
+    /// A probe ends early when every tick of it so far is below `cut_below` of the leader's
+    /// lowest tick: the candidate is well behind, and each further tick of it is lost work.
+    /// It is judged on the ticks it had (ending a probe eliminates nothing).
     fn seen_enough(&self, c: usize, ticks: &[f64]) -> bool {
         let est = self.estimates();
         let Some(l) = self.leader(&est).filter(|&l| l != c) else {
