@@ -116,25 +116,24 @@ impl PciDevice {
             })
     }
 
-    /// The lstopo-like line: `PCI 0000:01:00.0 (RAID, 1000:0079) "sda"`.
+    /// The device's line: `PCI 0000:01:00.0 (RAID 1000:0079)`.
     pub fn label(&self) -> String {
-        let names: Vec<String> = self
-            .os_devices
-            .iter()
-            .map(|o| format!("{} \"{}\"", o.kind.name(), o.name))
-            .collect();
         format!(
-            "PCI {} ({}, {:04x}:{:04x}){}",
+            "PCI {} ({} {:04x}:{:04x})",
             self.busid,
             self.class_name(),
             self.vendor,
-            self.device,
-            if names.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", names.join(", "))
-            }
+            self.device
         )
+    }
+
+    /// The device with its OS devices: `PCI 0000:01:00.0 (RAID 1000:0079) Storage "sda"`.
+    pub fn label_with_os_devices(&self) -> String {
+        let mut s = self.label();
+        for o in &self.os_devices {
+            s.push_str(&format!(" {} \"{}\"", o.kind.name(), o.name));
+        }
+        s
     }
 }
 

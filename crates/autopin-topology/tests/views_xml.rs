@@ -692,4 +692,18 @@ fn pci_devices_from_hwloc_xml_hang_where_hwloc_put_them() {
     assert_eq!(gpus, ["0000:06:00.0", "0000:11:00.0", "0000:14:00.0"]);
     let pkg1 = m.obj(m.objects_of(ObjType::Package)[1]).cpuset.clone();
     assert_eq!(m.gpus()[2].local_cpus, pkg1);
+    // Every view shows the devices where they hang.
+    let b = boxes::render(&m);
+    assert!(
+        b.contains("PCI 0000:14:00.0 (3D 10de:06d2) near socket 1\n"),
+        "{b}"
+    );
+    assert!(b.contains("PCI 0000:05:00.0 (InfiniBand 15b3:6746) Network \"eth2\" Network \"ib0\" OpenFabrics \"mlx4_0\" near socket 0"), "{b}");
+    let d = dot::render(&m);
+    assert_eq!(d.matches("shape=component").count(), 9, "{d}");
+    let tree = autopin_topology::view::tree::render(&m);
+    assert!(
+        tree.contains("    PCI 0000:11:00.0 (3D 10de:06d2)\n"),
+        "{tree}"
+    );
 }

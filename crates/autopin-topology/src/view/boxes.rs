@@ -64,6 +64,16 @@ pub fn render(m: &Machine) -> String {
             );
         }
     }
+    // I/O devices under the socket (or the machine) their CPUs are local to.
+    for d in &m.io {
+        let at = sockets
+            .iter()
+            .find(|&&s| s != 0 && is_within(m, d.attached_to, s))
+            .map_or("the machine".to_string(), |&s| {
+                format!("socket {}", m.obj(s).logical_index)
+            });
+        let _ = writeln!(out, "{} near {at}", d.label_with_os_devices());
+    }
     for l in legend(m, &levels) {
         let _ = writeln!(out, "{l}");
     }

@@ -55,6 +55,15 @@ pub fn render(m: &Machine) -> String {
             n.attached_to
         );
     }
+    // I/O devices hang (dashed) from the object whose CPUs are local to them.
+    for (i, d) in m.io.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  d{i} [label=\"{}\", shape=component, fillcolor=\"#dfe8f5\"];",
+            quote(&d.label_with_os_devices())
+        );
+        let _ = writeln!(out, "  o{} -> d{i} [style=dashed];", d.attached_to);
+    }
     if !m.offline.is_empty() {
         let _ = writeln!(
             out,

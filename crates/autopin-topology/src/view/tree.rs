@@ -94,23 +94,11 @@ fn walk(m: &Machine, id: ObjId, depth: usize, out: &mut String) {
     }
     // I/O after the CPU side, as lstopo draws it.
     for d in m.io.iter().filter(|d| d.attached_to == id) {
-        let _ = writeln!(out, "{indent}{}", io_label(d));
+        let _ = writeln!(out, "{indent}{}", d.label());
         for os in &d.os_devices {
             let _ = writeln!(out, "{indent}  {} \"{}\"", os.kind.name(), os.name);
         }
     }
-}
-
-/// A PCI device's line: `PCI 0000:01:00.0 (RAID 1000:0079)`, with the GPU number of those
-/// the `G` domain counts.
-fn io_label(d: &crate::io::PciDevice) -> String {
-    format!(
-        "PCI {} ({} {:04x}:{:04x})",
-        d.busid,
-        d.class_name(),
-        d.vendor,
-        d.device
-    )
 }
 
 #[cfg(test)]

@@ -31,12 +31,18 @@ pub struct Args {
     /// Write to this file (atomically) instead of standard output
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Leave out the I/O devices (PCI devices, GPUs, network adapters, disks), like lstopo --no-io
+    #[arg(long)]
+    pub no_io: bool,
     #[command(flatten)]
     pub machine: MachineArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let m = args.machine.load()?;
+    let mut m = args.machine.load()?;
+    if args.no_io {
+        m.io.clear();
+    }
     let text = match args.format {
         Format::Tree => view::tree::render(&m),
         Format::Boxes => view::boxes::render(&m),
