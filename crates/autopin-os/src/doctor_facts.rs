@@ -71,6 +71,33 @@ fn cgroup_dir(root: &Path) -> Option<PathBuf> {
     )
 }
 
+/// The quota of cgroup v1's cpu controller (`cpu.cfs_quota_us`, -1 for none).
+fn v1_quota(root: &Path) -> Option<(u64, u64)> {
+    let lines = text(root, "proc/self/cgroup")?;
+    let (controllers, path) = lines.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, c, p) = (parts.next()?, parts.next()?, parts.next()?);
+        c.split(',')
+            .any(|x| x == "cpu")
+            .then(|| (c.to_string(), p.to_string()))
+    })?;
+    let dir = root
+        .join("sys/fs/cgroup")
+        .join(controllers)
+        .join(path.trim_start_matches('/'));
+    let q: i64 = std::fs::read_to_string(dir.join("cpu.cfs_quota_us"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let p: u64 = std::fs::read_to_string(dir.join("cpu.cfs_period_us"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    u64::try_from(q).ok().map(|q| (q, p))
+}
+
 /// Reads the facts; `sample` is how long to watch the CPUs for the busy shares.
 pub fn read(root: &Path, affinity: Option<CpuSet>, sample: std::time::Duration) -> Facts {
     let events = root.join("sys/bus/event_source/devices");
@@ -117,7 +144,8 @@ pub fn read(root: &Path, affinity: Option<CpuSet>, sample: std::time::Duration) 
             let q: u64 = f.next()?.parse().ok()?;
             let p: u64 = f.next()?.parse().ok()?;
             Some((q, p))
-        });
+        })
+        .or_else(|| v1_quota(root));
     let online = text(root, "sys/devices/system/cpu/online")
         .and_then(|t| CpuSet::parse_list(&t).ok())
         .unwrap_or_default();

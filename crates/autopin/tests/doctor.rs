@@ -111,3 +111,50 @@ fn this_machine_is_checked_live() {
         "{text}"
     );
 }
+
+/// cgroup v1's cpu controller says the same through cpu.cfs_quota_us.
+#[test]
+fn a_cgroup_v1_quota_is_found_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "proc/self/cgroup",
+        "4:cpu,cpuacct:/batch/job7\n1:name=systemd:/\n",
+    );
+    write(
+        root,
+        "sys/fs/cgroup/cpu,cpuacct/batch/job7/cpu.cfs_quota_us",
+        "150000\n",
+    );
+    write(
+        root,
+        "sys/fs/cgroup/cpu,cpuacct/batch/job7/cpu.cfs_period_us",
+        "100000\n",
+    );
+    write(root, "sys/devices/system/cpu/online", "0-3\n");
+    let out = autopin()
+        .args(["doctor", "--json", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let quota = by_name(&v, "CPU quota (cgroup)");
+    assert_eq!(quota["status"], "warn", "{quota}");
+    assert!(
+        quota["found"].as_str().unwrap().contains("1.50 CPUs"),
+        "{quota}"
+    );
+    write(
+        root,
+        "sys/fs/cgroup/cpu,cpuacct/batch/job7/cpu.cfs_quota_us",
+        "-1\n",
+    );
+    let out = autopin()
+        .args(["doctor", "--json", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(by_name(&v, "CPU quota (cgroup)")["status"], "ok");
+}

@@ -174,3 +174,85 @@ fn bad_input_is_a_usage_error_with_the_reason() {
         .unwrap();
     assert_eq!(out.status.code(), Some(127));
 }
+
+/// A cgroup with a CPU quota (made here, removed at the end, whatever happens).
+struct QuotaGroup {
+    dir: std::path::PathBuf,
+    child: std::process::Child,
+}
+
+impl Drop for QuotaGroup {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // The killed process leaves the group once reaped; rmdir may need a moment.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// A program in a cgroup of its own with 20% of one CPU: cgroup v1's cpu controller or v2's
+/// cpu.max, where this user may create groups (root on most machines); None otherwise.
+fn spin_under_quota(spin: &std::path::Path) -> Option<QuotaGroup> {
+    let name = format!("autopin-stat-test-{}", std::process::id());
+    let (dir, limits): (std::path::PathBuf, Vec<(&str, &str)>) =
+        if std::path::Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists() {
+            (
+                std::path::Path::new("/sys/fs/cgroup/cpu").join(&name),
+                vec![
+                    ("cpu.cfs_period_us", "100000"),
+                    ("cpu.cfs_quota_us", "20000"),
+                ],
+            )
+        } else if std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+            .is_ok_and(|c| c.split_whitespace().any(|x| x == "cpu"))
+        {
+            (
+                std::path::Path::new("/sys/fs/cgroup").join(&name),
+                vec![("cpu.max", "20000 100000")],
+            )
+        } else {
+            return None;
+        };
+    std::fs::create_dir(&dir).ok()?;
+    let child = Command::new(spin)
+        .args(["4", "1"])
+        .stdout(Stdio::null())
+        .spawn()
+        .ok()?;
+    let group = QuotaGroup { dir, child };
+    for (file, value) in limits {
+        std::fs::write(group.dir.join(file), value).ok()?;
+    }
+    std::fs::write(group.dir.join("cgroup.procs"), group.child.id().to_string()).ok()?;
+    Some(group)
+}
+
+#[test]
+fn a_cpu_quota_is_named_throttled() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = autopin_testkit::spin_program();
+    let group =
+        autopin_testkit::ok_or_skip!(spin_under_quota(&spin)
+            .ok_or("no writable cgroup with a cpu controller here (needs root)"));
+    let pid = group.child.id().to_string();
+    let (v, out) = stat_json(&["-p", &pid, "--duration", "1.5"]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(kinds(&v).contains(&"throttled".to_string()), "{err}");
+    let held = v["throttled_seconds"].as_f64().unwrap_or(0.0);
+    // 20% of a CPU for 1.5 s: held back most of the time.
+    assert!(held > 0.5, "throttled {held} s: {err}");
+    let working: Vec<f64> = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["cpu_share"].as_f64().unwrap())
+        .collect();
+    assert!(working.iter().sum::<f64>() < 0.35, "{working:?}");
+    drop(group);
+}
