@@ -258,6 +258,7 @@ impl Driver<'_> {
         loop {
             if let Some(status) = snap.ended {
                 let now = self.clock.now() - t0;
+                session.saw_threads(0, snap.existed);
                 session.finish(now, status);
                 return Ok(Outcome {
                     exit_status: status,
@@ -312,6 +313,7 @@ impl Driver<'_> {
             if snap.ended.is_some() {
                 continue;
             }
+            session.saw_threads(snap.tracked.len(), snap.existed);
             switches.observe(now, snap.context_switches);
             let mut actions = Vec::new();
             if counting {
@@ -400,6 +402,7 @@ pub fn interval(
         per_thread,
         disturbed: !same,
         tracked: snap.tracked.len(),
+        existed: snap.existed,
         phase: cur.phase.clone(),
         phase_changed: matches!((prev.phase_seq, cur.phase_seq), (Some(a), Some(b)) if a != b),
         progress: match (prev.progress, cur.progress) {

@@ -48,6 +48,9 @@ pub struct ThreadSnapshot {
     pub ended: Option<Option<i32>>,
     /// The target's context switches so far (voluntary + involuntary), when known.
     pub context_switches: Option<u64>,
+    /// Threads the target has had so far, where the source counts each at its birth (the
+    /// preload library's registry): threads that lived between two polls count too.
+    pub existed: Option<usize>,
 }
 
 /// Where threads come from: the preload registry, a /proc scan, or a simulation.

@@ -636,6 +636,7 @@ impl ThreadSource for Sim {
                 None
             },
             context_switches: None,
+            existed: None,
         })
     }
 }

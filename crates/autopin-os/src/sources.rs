@@ -157,6 +157,8 @@ impl ThreadSource for ProcThreads {
         if let Some(e) = self.ended() {
             return Ok(ThreadSnapshot {
                 ended: Some(e),
+                // The registry outlives the program: its last births count.
+                existed: self.registry.as_ref().map(|r| r.count() as usize),
                 ..Default::default()
             });
         }
@@ -182,6 +184,7 @@ impl ThreadSource for ProcThreads {
                 all,
                 ended: None,
                 context_switches: self.context_switches(),
+                existed: self.registry.as_ref().map(|r| r.count() as usize),
             });
         }
         for (creation, t) in self.order.observe(&scan) {
@@ -207,6 +210,8 @@ impl ThreadSource for ProcThreads {
             all,
             ended: None,
             context_switches: self.context_switches(),
+            // The registry counts births even when it is too full to list the threads.
+            existed: self.registry.as_ref().map(|r| r.count() as usize),
         })
     }
 }

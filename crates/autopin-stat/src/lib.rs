@@ -5,6 +5,7 @@
 //! with its evidence and a command to try. Pure: the samples come from autopin-os.
 
 pub mod sample;
+pub mod svg;
 pub mod table;
 pub mod verdict;
 

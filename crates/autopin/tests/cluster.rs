@@ -386,6 +386,11 @@ fn srun_cpus_per_task_keeps_every_thread_inside_its_cpus() {
             assert_eq!(ran & !mask, 0, "task {task}: {t} ran outside {given}");
         }
     }
+    // Each rank's lines say which rank speaks.
+    let err = String::from_utf8_lossy(&out.stderr);
+    for rank in ["0", "1"] {
+        assert!(err.contains(&format!("autopin[rank {rank}]: ")), "{err}");
+    }
 }
 
 #[test]

@@ -256,3 +256,32 @@ fn a_cpu_quota_is_named_throttled() {
     assert!(working.iter().sum::<f64>() < 0.35, "{working:?}");
     drop(group);
 }
+
+#[test]
+fn the_threads_over_time_are_drawn() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = autopin_testkit::spin_program();
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("t.svg");
+    let out = autopin()
+        .arg("stat")
+        .arg("--svg")
+        .arg(&svg)
+        .arg("--")
+        .arg(&spin)
+        .args(["0.6", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.ends_with("</svg>\n"));
+    // Both threads have a row, the intervals say where they ran, the legend names the CPUs.
+    assert_eq!(text.matches(" spin</text>").count(), 2, "{text}");
+    assert!(text.contains(", ran ") && text.contains(">CPU "), "{text}");
+    // An unwritable picture is refused before the program starts.
+    let out = autopin()
+        .args(["stat", "--svg", "/no/such/dir/t.svg", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -56,6 +56,8 @@ pub struct Interval {
     pub disturbed: bool,
     /// Number of tracked (pinned) threads at the end of the interval.
     pub tracked: usize,
+    /// Threads the target has had so far, where known (see `ThreadSnapshot::existed`).
+    pub existed: Option<usize>,
     /// Phase name most recently announced through the heartbeat channel.
     pub phase: Option<String>,
     /// The program announced a phase change during the interval (its rate mixes two
@@ -318,6 +320,16 @@ impl Session {
         }
     }
 
+    /// Counts the threads a poll saw (`tracked` now, `existed` so far where the source
+    /// counts births): the report's `threads_seen`, kept up also while nothing is counted.
+    pub fn saw_threads(&mut self, tracked: usize, existed: Option<usize>) {
+        self.report.threads_seen = self
+            .report
+            .threads_seen
+            .max(tracked)
+            .max(existed.unwrap_or(0));
+    }
+
     /// True once a decision was taken and no search is running.
     pub fn is_decided(&self) -> bool {
         matches!(self.state, State::Decided { .. })
@@ -341,7 +353,7 @@ impl Session {
         let dt = (iv.end - iv.start).max(1e-9);
         let rate = iv.amount / dt;
         self.tracked = iv.tracked;
-        self.report.threads_seen = self.report.threads_seen.max(iv.tracked);
+        self.saw_threads(iv.tracked, iv.existed);
         self.report.timeline.push(TimelinePoint {
             t: iv.end,
             rate,

@@ -48,7 +48,7 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
     crate::output::check_all_writable([&a.report, &a.timeline])?;
     let mut sink = Outputs {
         args: a,
-        messages: Messages::stderr(a.quiet),
+        messages: Messages::stderr(a.quiet).for_rank(node.launch.rank, node.launch.size),
         // A file that is already there (an earlier report) is replaced only by a finished
         // report: checkpoints never overwrite it.
         existed: [&a.report, &a.timeline].map(|p| p.as_ref().is_some_and(|p| p.exists())),

@@ -32,6 +32,9 @@ pub struct Args {
     /// Write every sample (time, thread, CPU, CPU time, wait time) as CSV
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Draw the threads over time as SVG: the CPU each ran on, how much it ran and waited
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
     /// The program and its arguments
     #[arg(
         trailing_var_arg = true,
@@ -45,7 +48,7 @@ pub struct Args {
 const LOOK: f64 = 0.1;
 
 pub fn run(args: Args) -> CmdResult {
-    for p in [&args.json, &args.csv].into_iter().flatten() {
+    for p in [&args.json, &args.csv, &args.svg].into_iter().flatten() {
         crate::output::check_writable(p)?;
     }
     let (pid, mut child, program) = match (&args.pid, args.command.is_empty()) {
@@ -140,6 +143,11 @@ pub fn run(args: Args) -> CmdResult {
         }
     };
     record(&first, &mut seen);
+    // Every look, for the picture (thinned on long runs).
+    let mut looks: Vec<Snapshot> = Vec::new();
+    if args.svg.is_some() {
+        looks.push(first.clone());
+    }
     let mut last = first.clone();
     let mut interval_from = first.clone();
     let mut status = None;
@@ -161,6 +169,10 @@ pub fn run(args: Args) -> CmdResult {
             s.neighbours = neighbours(&[pid, me]);
         }
         record(&s, &mut seen);
+        if args.svg.is_some() {
+            looks.push(s.clone());
+            autopin_stat::svg::thin(&mut looks);
+        }
         last = s;
         if due {
             eprint!(
@@ -189,6 +201,15 @@ pub fn run(args: Args) -> CmdResult {
     }
     if let Some(p) = &args.csv {
         crate::output::write_atomically(p, csv.as_bytes())?;
+    }
+    if let Some(p) = &args.svg {
+        let title = format!(
+            "autopin stat: {}, {} thread(s) over {:.1} s",
+            ctx.program,
+            report.threads.len(),
+            report.seconds
+        );
+        crate::output::write_atomically(p, autopin_stat::svg::render(&looks, &title).as_bytes())?;
     }
     match (status, child.as_mut()) {
         (Some(code), _) => Ok(code),
