@@ -8,7 +8,8 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Machine source (default: this machine)")]
 pub struct MachineArgs {
-    /// Read Linux sysfs/procfs below this directory instead of / (e.g. an hwloc dump)
+    /// Read Linux sysfs/procfs below this directory instead of / (e.g. an hwloc dump, or the
+    /// .tar.bz2 hwloc-gather-topology writes)
     #[arg(long, value_name = "DIR", global = true)]
     pub sysfs_root: Option<PathBuf>,
     /// Use a synthetic machine, e.g. "package:2 l3:1 core:4 pu:2"
@@ -74,7 +75,13 @@ impl MachineArgs {
                 .sysfs_root
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("/"));
-            autopin_topology::source::sysfs::read(&root)
+            if root.is_file() {
+                let (_unpacked, dir) = unpack(&root)?;
+                // Read while the unpacked copy exists; it goes when `_unpacked` is dropped.
+                autopin_topology::source::sysfs::read(&dir)
+            } else {
+                autopin_topology::source::sysfs::read(&root)
+            }
         };
         let machine = result.map_err(|e| CliError::usage(e.to_string()))?;
         // Odd files the reader worked around (as hwloc does): said once each, on stderr.
@@ -83,4 +90,43 @@ impl MachineArgs {
         }
         Ok(machine)
     }
+}
+
+/// Unpacks an hwloc-gather-topology archive (`NAME.tar.bz2`, or any tarball `tar` reads) into
+/// a temporary directory; returns it and the dump's root inside (its one top directory).
+fn unpack(archive: &std::path::Path) -> Result<(tempfile::TempDir, PathBuf), CliError> {
+    let how = format!(
+        "unpack it (`tar xf {}`) and give the directory to --sysfs-root",
+        archive.display()
+    );
+    let dir = tempfile::tempdir().map_err(|e| CliError::internal(e.to_string()))?;
+    let out = std::process::Command::new("tar")
+        .arg("xf")
+        .arg(archive)
+        .arg("-C")
+        .arg(dir.path())
+        .output()
+        .map_err(|e| {
+            CliError::usage(format!(
+                "--sysfs-root {}: a file, and `tar` cannot run ({e}): {how}",
+                archive.display()
+            ))
+        })?;
+    if !out.status.success() {
+        return Err(CliError::usage(format!(
+            "--sysfs-root {}: a file that is not a readable tarball ({}): give a directory, or {how}",
+            archive.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let tops: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .map_err(|e| CliError::internal(e.to_string()))?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let root = match tops.as_slice() {
+        [one] if one.join("sys").is_dir() => one.clone(),
+        _ => dir.path().to_path_buf(),
+    };
+    Ok((dir, root))
 }

@@ -14,7 +14,7 @@ fn stdout(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.get_output().stdout).into_owned()
 }
 
-const SUBCOMMANDS: [&[&str]; 14] = [
+const SUBCOMMANDS: [&[&str]; 18] = [
     &["topology"],
     &["cpus"],
     &["place"],
@@ -26,6 +26,10 @@ const SUBCOMMANDS: [&[&str]; 14] = [
     &["measure", "latency"],
     &["measure", "memory"],
     &["compare"],
+    &["stat"],
+    &["show"],
+    &["doctor"],
+    &["memory"],
     &["completions"],
     &["man"],
     &[],
@@ -311,4 +315,75 @@ fn likely_mistakes_get_the_form_that_was_meant() {
         .args(["-w", "20ms", "--", "true"])
         .assert()
         .code(0);
+}
+
+/// The tarball hwloc-gather-topology writes is a machine source as its unpacked directory
+/// is; a file that is not one says what to do.
+#[test]
+fn an_hwloc_dump_tarball_reads_like_its_directory() {
+    let tarball = autopin_testkit::data("hwloc-linux/2arm-2c.tar.bz2");
+    let dir = autopin_testkit::hwloc_dump("2arm-2c");
+    let from_tar = stdout(&["topology", "--sysfs-root", tarball.to_str().unwrap()]);
+    let from_dir = stdout(&["topology", "--sysfs-root", dir.to_str().unwrap()]);
+    let strip = |t: &str| {
+        t.lines()
+            .filter(|l| !l.contains("sysfs:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(strip(&from_tar), strip(&from_dir));
+    let out = autopin()
+        .args(["topology", "--sysfs-root", "Cargo.toml"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("not a readable tarball") && err.contains("tar xf"),
+        "{err}"
+    );
+}
+
+/// One pinning written two ways among --candidates is probed once, and the user is told.
+#[test]
+fn a_candidate_written_twice_is_probed_once() {
+    require!(autopin_testkit::allowed_cpus() >= 2, "needs two CPUs");
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("r.json");
+    let out = autopin()
+        .args([
+            "run",
+            "--candidates",
+            "N:0-1;E:N:2:1:1;N:1",
+            "-i",
+            "0",
+            "--probe",
+            "0.1",
+        ])
+        .args(["--objective", "task-clock", "--no-perturbation-estimate"])
+        .arg("--report")
+        .arg(&rep)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
+        ])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains(
+            "--candidates \"E:N:2:1:1\" is the same pinning as N:0-1 = 0,1 (CPUs 0,1): probed once"
+        ),
+        "{err}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
+    let labels: Vec<String> = r["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(labels.len(), 2, "{labels:?}");
 }

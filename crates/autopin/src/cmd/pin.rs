@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(short = 'c', long = "cpus", value_name = "EXPR", conflicts_with_all = ["policy", "sharing"])]
     pub cpus: Option<String>,
     /// Place threads with a named policy (compact, scatter, balanced, ...)
-    #[arg(long, value_name = "POLICY")]
+    #[arg(value_hint = clap::ValueHint::Other, long, value_name = "POLICY")]
     pub policy: Option<String>,
     /// Number of threads for --policy (default: as many as allowed CPUs)
     #[arg(short = 'n', long = "threads", value_name = "N", requires = "policy", value_parser = crate::number_args::count_at_least::<1>)]

@@ -28,7 +28,7 @@ pub struct Args {
     pub threads: Option<usize>,
     /// compact, scatter, balanced, cores, sequential, CON_HWC, CON_CORE_HWC, CON_CORE,
     /// BALANCE_HWC, BALANCE_CORE, RR_HWC, RR_CORE, RR_SCALE, POWER
-    #[arg(long, value_name = "P", required_unless_present_any = ["sharing", "ranks"])]
+    #[arg(value_hint = clap::ValueHint::Other, long, value_name = "P", required_unless_present_any = ["sharing", "ranks"])]
     pub policy: Option<String>,
     /// Split the node among N local ranks (packages/NUMA nodes, then L3, then cores) and
     /// print rank R's share; with --policy or --sharing, place the threads inside that share
