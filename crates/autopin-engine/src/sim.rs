@@ -256,7 +256,7 @@ pub fn structured_candidates(topo: &SimTopo, n: usize) -> Vec<Pinning> {
                     if smt { "SMT siblings" } else { "one per core" },
                     if pairs_together { "together" } else { "split" }
                 );
-                if !out.iter().any(|c: &Pinning| c.cpus == cpus) {
+                if !out.iter().any(|c: &Pinning| c.cpus() == cpus) {
                     out.push(Pinning::pinned(label, cpus));
                 }
             }

@@ -845,16 +845,16 @@ pub fn candidates_avoiding(
 ) -> Vec<Pinning> {
     let mut out = representatives(m, n, opts, busy);
     let levels = Levels::new(&View::new(m));
-    let off_busy = |p: &Pinning| !p.is_unpinned() && !p.cpus.iter().any(|c| busy.contains(c));
+    let off_busy = |p: &Pinning| !p.is_unpinned() && !p.cpus().iter().any(|c| busy.contains(c));
     for c in free_cpu_candidates(m, n, busy) {
         // Already there: the same CPUs, or a class representative off the busy CPUs with
         // the same shape (one thread per CPU, so the same class).
-        let distinct: std::collections::BTreeSet<&u32> = c.cpus.iter().collect();
-        let sig = levels.signature(&c.cpus);
+        let distinct: std::collections::BTreeSet<&u32> = c.cpus().iter().collect();
+        let sig = levels.signature(c.cpus());
         let same_class = |o: &Pinning| {
-            distinct.len() == c.cpus.len() && off_busy(o) && levels.signature(&o.cpus) == sig
+            distinct.len() == c.cpus().len() && off_busy(o) && levels.signature(o.cpus()) == sig
         };
-        if !out.iter().any(|o| o.cpus == c.cpus || same_class(o)) {
+        if !out.iter().any(|o| o.cpus() == c.cpus() || same_class(o)) {
             out.push(c);
         }
     }
@@ -877,11 +877,11 @@ mod free_cpu_tests {
             include_unpinned: true,
         };
         let plain = candidates(&m, 2, &opts);
-        assert!(!plain.iter().any(|c| c.cpus == vec![1, 1]), "{plain:?}");
+        assert!(!plain.iter().any(|c| c.cpus() == vec![1, 1]), "{plain:?}");
         let with = candidates_avoiding(&m, 2, &opts, &[0]);
         let free = with
             .iter()
-            .find(|c| c.cpus == vec![1, 1])
+            .find(|c| c.cpus() == vec![1, 1])
             .expect("1,1 added");
         assert!(
             free.description.contains("busy CPU(s) 0"),
@@ -890,7 +890,7 @@ mod free_cpu_tests {
         );
         assert_eq!(with.len(), plain.len() + 1);
         // One thread: CPU 1 alone.
-        assert_eq!(free_cpu_candidates(&m, 1, &[0])[0].cpus, vec![1]);
+        assert_eq!(free_cpu_candidates(&m, 1, &[0])[0].cpus(), vec![1]);
     }
 
     #[test]
@@ -914,12 +914,12 @@ mod free_cpu_tests {
         // offered at all (the free-CPU candidate is the same pinning).
         let m = two_cpus();
         let with = candidates_avoiding(&m, 1, &opts, &[0]);
-        let pinned: Vec<&Vec<u32>> = with
+        let pinned: Vec<&[u32]> = with
             .iter()
             .filter(|c| !c.is_unpinned())
-            .map(|c| &c.cpus)
+            .map(|c| c.cpus())
             .collect();
-        assert_eq!(pinned, vec![&vec![1]], "{with:?}");
+        assert_eq!(pinned, vec![&[1][..]], "{with:?}");
 
         // 2 packages × 2 cores × 2 hardware threads with several busy sets: same classes,
         // same descriptions, and every class that some set of free CPUs can form avoids
@@ -944,19 +944,19 @@ mod free_cpu_tests {
                     })
                     .collect();
                 for c in avoid.iter().filter(|c| !c.is_unpinned()) {
-                    let could = free_sigs.contains(&sig(&c.cpus));
+                    let could = free_sigs.contains(&sig(c.cpus()));
                     assert_eq!(
-                        !c.cpus.iter().any(|x| busy.contains(x)),
+                        !c.cpus().iter().any(|x| busy.contains(x)),
                         could,
                         "{n} threads, busy {busy:?}: {} on {:?}, class fits the free CPUs: {could}",
                         c.description,
-                        c.cpus
+                        c.cpus()
                     );
                     let same = plain
                         .iter()
                         .find(|p| p.description == c.description)
                         .unwrap();
-                    assert_eq!(sig(&same.cpus), sig(&c.cpus));
+                    assert_eq!(sig(same.cpus()), sig(c.cpus()));
                 }
             }
         }
@@ -972,10 +972,10 @@ mod free_cpu_tests {
         }
         let two = two_cpus();
         let both = candidates_avoiding(&two, 2, &opts, &[0]);
-        assert!(both.iter().any(|c| c.cpus == vec![1, 1]));
+        assert!(both.iter().any(|c| c.cpus() == vec![1, 1]));
         // Two threads that must share the busy CPU 0: thread 0 (the master) gets CPU 1.
-        assert!(both.iter().any(|c| c.cpus == vec![1, 0]), "{both:?}");
-        assert!(!both.iter().any(|c| c.cpus == vec![0, 1]), "{both:?}");
+        assert!(both.iter().any(|c| c.cpus() == vec![1, 0]), "{both:?}");
+        assert!(!both.iter().any(|c| c.cpus() == vec![0, 1]), "{both:?}");
         // Six threads cannot all avoid two busy CPUs of eight: the classes are still there.
         assert_eq!(
             candidates(&m, 6, &opts).len(),

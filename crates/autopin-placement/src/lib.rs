@@ -36,7 +36,7 @@ pub use domains::{device_domains_listing, domains, domains_listing, Domain};
 pub use error::PlacementError;
 pub use expr::pin_expression;
 pub use mempolicy::{mem_policy, node_list, MemPolicy, MemPolicyMode};
-pub use pinning::{cpu_text, Pinning, UNPINNED_LABEL};
+pub use pinning::{cpu_text, Pinning, Place, UNPINNED_LABEL};
 pub use policy::{policy_pinning, POLICY_NAMES};
 pub use sharing::{place_with_matrix, sharing_pinning, SharingMatrix, SHARING_STRATEGIES};
 pub use split::{

@@ -4,29 +4,80 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Thread i (creation order, skipped threads not counted) goes to `cpus[i % cpus.len()]`, so
-/// a list shorter than the thread count puts several threads on the same CPUs (the "fewer
-/// CPUs" pinnings). `unpinned` means every thread may run on every allowed CPU and the OS
-/// scheduler decides; `cpus` is then empty.
+/// Where the threads go: the OS decides (every thread may run on every allowed CPU), or
+/// thread i (creation order, skipped threads not counted) goes to `cpus[i % cpus.len()]`,
+/// so a list shorter than the thread count puts several threads on the same CPUs (the
+/// "fewer CPUs" pinnings). A CPU list is never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    OsDecides,
+    Cpus(Vec<u32>),
+}
+
+/// A pinning: where the threads go, with a name a person can read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "PinningDoc", from = "PinningDoc")]
 pub struct Pinning {
-    pub cpus: Vec<u32>,
-    pub unpinned: bool,
+    pub place: Place,
     /// How people see it: `0,1`, `S0:0-1 = 0,1`, `0,2 (Package 2×1)`, `unpinned (OS decides)`.
     pub label: String,
     /// How the threads share the machine (topology candidates), e.g. `Package 2+2, L2 4×1`.
-    #[serde(default)]
     pub description: String,
+}
+
+/// A pinning as JSON documents (reports, exports) hold it: `cpus` empty and `unpinned` true
+/// for the OS's placement.
+#[derive(Serialize, Deserialize)]
+struct PinningDoc {
+    cpus: Vec<u32>,
+    #[serde(default)]
+    unpinned: bool,
+    label: String,
+    #[serde(default)]
+    description: String,
+}
+
+impl From<Pinning> for PinningDoc {
+    fn from(p: Pinning) -> Self {
+        let unpinned = p.is_unpinned();
+        PinningDoc {
+            cpus: match p.place {
+                Place::OsDecides => Vec::new(),
+                Place::Cpus(c) => c,
+            },
+            unpinned,
+            label: p.label,
+            description: p.description,
+        }
+    }
+}
+
+impl From<PinningDoc> for Pinning {
+    fn from(d: PinningDoc) -> Self {
+        Pinning {
+            place: if d.unpinned || d.cpus.is_empty() {
+                Place::OsDecides
+            } else {
+                Place::Cpus(d.cpus)
+            },
+            label: d.label,
+            description: d.description,
+        }
+    }
 }
 
 /// The label used for the OS-decides pinning.
 pub const UNPINNED_LABEL: &str = "unpinned (OS decides)";
 
 impl Pinning {
+    /// A named CPU list (an empty list is the OS's placement).
     pub fn pinned(label: impl Into<String>, cpus: Vec<u32>) -> Self {
         Pinning {
-            cpus,
-            unpinned: false,
+            place: if cpus.is_empty() {
+                Place::OsDecides
+            } else {
+                Place::Cpus(cpus)
+            },
             label: label.into(),
             description: String::new(),
         }
@@ -40,30 +91,37 @@ impl Pinning {
     /// A topology candidate: named `cpus (description)`.
     pub fn described(cpus: Vec<u32>, description: impl Into<String>) -> Self {
         let description = description.into();
-        Pinning {
-            label: format!("{} ({description})", cpu_text(&cpus)),
-            cpus,
-            unpinned: false,
-            description,
-        }
+        let mut p = Pinning::pinned(format!("{} ({description})", cpu_text(&cpus)), cpus);
+        p.description = description;
+        p
     }
 
     pub fn unpinned() -> Self {
         Pinning {
-            cpus: Vec::new(),
-            unpinned: true,
+            place: Place::OsDecides,
             label: UNPINNED_LABEL.to_string(),
             description: UNPINNED_LABEL.to_string(),
         }
     }
 
     pub fn is_unpinned(&self) -> bool {
-        self.unpinned || self.cpus.is_empty()
+        self.place == Place::OsDecides
+    }
+
+    /// The CPU list in thread order; empty for the OS's placement.
+    pub fn cpus(&self) -> &[u32] {
+        match &self.place {
+            Place::OsDecides => &[],
+            Place::Cpus(c) => c,
+        }
     }
 
     /// The CPU list in thread order, or None when unpinned.
     pub fn cpu_list(&self) -> Option<&[u32]> {
-        (!self.is_unpinned()).then_some(self.cpus.as_slice())
+        match &self.place {
+            Place::OsDecides => None,
+            Place::Cpus(c) => Some(c),
+        }
     }
 
     /// The CPU for thread `index`, or None when unpinned.
@@ -105,5 +163,17 @@ mod tests {
         let c = Pinning::described(vec![0, 2], "Package 2×1");
         assert_eq!(c.label, "0,2 (Package 2×1)");
         assert_eq!(c.description, "Package 2×1");
+    }
+
+    #[test]
+    fn documents_keep_the_old_shape_and_an_empty_list_is_the_os() {
+        let u = serde_json::to_value(Pinning::unpinned()).unwrap();
+        assert_eq!(u["unpinned"], true);
+        assert_eq!(u["cpus"], serde_json::json!([]));
+        let back: Pinning = serde_json::from_value(u).unwrap();
+        assert!(back.is_unpinned());
+        let p: Pinning = serde_json::from_str(r#"{"cpus":[3,1],"label":"3,1"}"#).unwrap();
+        assert_eq!(p.place, Place::Cpus(vec![3, 1]));
+        assert!(Pinning::from_cpus(vec![]).is_unpinned());
     }
 }

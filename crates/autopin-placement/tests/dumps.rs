@@ -55,8 +55,8 @@ fn em64t_4s2c2t_candidates() {
     // n=4: packages (4) 1 + (3,1) 1 + (2,2) 3 + (2,1,1) 2 + (1,1,1,1) 1 → 8.
     let c = candidates(&m, 4, &all);
     assert_eq!(c.len(), 8);
-    assert_eq!(CpuList(c[0].cpus.clone()).to_list(), "0,8,4,12");
-    assert_eq!(CpuList(c[1].cpus.clone()).to_list(), "0-3");
+    assert_eq!(CpuList(c[0].cpus().to_vec()).to_list(), "0,8,4,12");
+    assert_eq!(CpuList(c[1].cpus().to_vec()).to_list(), "0-3");
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn node_domain_follows_lstopo_order_on_every_dump() {
             assert!(!c.is_empty(), "{name} n={n}");
             for cand in &c {
                 assert!(
-                    cand.cpus.iter().all(|&x| allowed.contains(x)),
+                    cand.cpus().iter().all(|&x| allowed.contains(x)),
                     "{name}: {cand:?}"
                 );
             }

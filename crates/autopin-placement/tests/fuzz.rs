@@ -118,11 +118,11 @@ proptest! {
             prop_assert_eq!(cands.len() as f64, count_classes(&m, n));
             let mut seen = std::collections::HashSet::new();
             for c in &cands {
-                let mut d = c.cpus.clone();
+                let mut d = c.cpus().to_vec();
                 d.sort();
                 d.dedup();
                 prop_assert_eq!(d.len(), n);
-                prop_assert!(c.cpus.iter().all(|&x| allowed.contains(x)));
+                prop_assert!(c.cpus().iter().all(|&x| allowed.contains(x)));
                 prop_assert!(seen.insert(d), "two classes share a representative");
             }
         }

@@ -419,7 +419,10 @@ fn start(
         None => plan.machine.clone(),
     };
     if let (Some(list), Some(m)) = (explicit, &started.mask) {
-        if let Some(c) = list.iter().find(|c| c.cpus.iter().any(|x| !m.contains(*x))) {
+        if let Some(c) = list
+            .iter()
+            .find(|c| c.cpus().iter().any(|x| !m.contains(*x)))
+        {
             return Err(EngineError::usage(format!(
                 "candidate {} leaves the CPUs process {} may use ({m}); autopin does not widen a process's mask",
                 c.label, started.pid
@@ -556,7 +559,7 @@ fn candidate_factory(
                     "the program has {} open: candidate {} keeps its threads next to it",
                     near.description, near.label
                 ));
-                pinnings.retain(|p| p.cpus != near.cpus);
+                pinnings.retain(|p| p.cpus() != near.cpus());
                 // Probed early: after the OS placement, before the topology's own.
                 let first = usize::from(pinnings.first().is_some_and(|p| p.is_unpinned()));
                 pinnings.insert((first + at).min(pinnings.len()), near);

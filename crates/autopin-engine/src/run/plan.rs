@@ -205,7 +205,7 @@ impl Remembered {
         {
             if !out
                 .iter()
-                .any(|o| o.cpus == c.cpus && o.is_unpinned() == c.is_unpinned())
+                .any(|o| o.cpus() == c.cpus() && o.is_unpinned() == c.is_unpinned())
             {
                 out.push(c);
             }
@@ -328,7 +328,7 @@ impl RunPlan {
             }
             let allowed = self.machine.allowed_cpuset();
             for c in list {
-                for cpu in &c.cpus {
+                for cpu in c.cpus() {
                     if !allowed.contains(*cpu) {
                         return Err(EngineError::usage(format!(
                             "candidate {} uses CPU {cpu}, which is not allowed here (allowed: {allowed})",

@@ -60,7 +60,7 @@ pub fn run(args: Args) -> CmdResult {
         }
         Format::Text => {
             let total = count_classes(&m, args.threads);
-            let pinned = list.iter().filter(|c| !c.unpinned).count();
+            let pinned = list.iter().filter(|c| !c.is_unpinned()).count();
             if total > autopin_placement::EXACT_LIMIT {
                 say!(
                     "{}",
@@ -82,12 +82,12 @@ pub fn run(args: Args) -> CmdResult {
                 );
             }
             for (i, c) in list.iter().enumerate() {
-                if c.unpinned {
+                if c.is_unpinned() {
                     println!("{i:>3}  {:<24} {}", "-", c.description);
                 } else {
                     println!(
                         "{i:>3}  {:<24} {}",
-                        CpuList(c.cpus.clone()).to_list(),
+                        CpuList(c.cpus().to_vec()).to_list(),
                         c.description
                     );
                 }

@@ -267,7 +267,7 @@ fn explicit_candidates(a: &EngineArgs, m: &Machine) -> Result<Option<Vec<Pinning
             let cpus = autopin_placement::pin_expression(m, e)
                 .map_err(|err| CliError::usage(format!("--candidates {e:?}: {err}")))?;
             // One pinning written two ways (`S0:0-1` and `E:N:2:1:1`) is probed once.
-            if let Some(same) = out.iter().find(|c: &&Pinning| c.cpus == cpus) {
+            if let Some(same) = out.iter().find(|c: &&Pinning| c.cpus() == cpus) {
                 say!(
                     "autopin: --candidates {e:?} is the same pinning as {} (CPUs {}): probed once",
                     same.label,
