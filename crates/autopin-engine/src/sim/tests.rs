@@ -9,6 +9,27 @@ fn machine() -> Machine {
     autopin_topology::source::synthetic::parse("package:4 l3:1 core:12 pu:2").unwrap()
 }
 
+/// Runs `session` on the simulated program to its end (or until `keep_going` says stop).
+fn drive(
+    sim: &Sim,
+    session: &mut Session,
+    cfg: &DriverConfig,
+    keep_going: &mut dyn FnMut(&Session) -> bool,
+) -> Result<crate::driver::Outcome, crate::error::EngineError> {
+    let (mut clock, mut threads, pinner, mut meter) =
+        (sim.clone(), sim.clone(), sim.clone(), sim.clone());
+    let mut quiet = |_: f64, _: &str| {};
+    Driver {
+        clock: &mut clock,
+        threads: &mut threads,
+        pinner: &pinner,
+        meter: &mut meter,
+        on_message: &mut quiet,
+        keep_going,
+    }
+    .run(session, cfg)
+}
+
 struct Run {
     chosen: Pinning,
     search_time: f64,
@@ -41,18 +62,7 @@ fn run(sim: &Sim, strategy: &str, init: f64) -> Run {
             }
         }),
     );
-    let (mut clock, mut threads, pinner, mut meter) =
-        (sim.clone(), sim.clone(), sim.clone(), sim.clone());
-    let mut quiet = |_: f64, _: &str| {};
     let mut until_decided = |s: &Session| !s.is_decided();
-    let mut d = Driver {
-        clock: &mut clock,
-        threads: &mut threads,
-        pinner: &pinner,
-        meter: &mut meter,
-        on_message: &mut quiet,
-        keep_going: &mut until_decided,
-    };
     let cfg = DriverConfig {
         tick: 0.1,
         allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
@@ -61,7 +71,7 @@ fn run(sim: &Sim, strategy: &str, init: f64) -> Run {
         started: 0.0,
         respect_own_binding: true,
     };
-    d.run(&mut session, &cfg).unwrap();
+    drive(&sim, &mut session, &cfg, &mut until_decided).unwrap();
     let report = session.report.clone();
     let dec = report.decision.clone().expect("decided");
     Run {
@@ -303,18 +313,7 @@ fn near_ties_end_within_budget() {
             ))
         }),
     );
-    let (mut clock, mut threads, pinner, mut meter) =
-        (sim.clone(), sim.clone(), sim.clone(), sim.clone());
-    let mut quiet = |_: f64, _: &str| {};
     let mut until_decided = |s: &Session| !s.is_decided();
-    let mut d = Driver {
-        clock: &mut clock,
-        threads: &mut threads,
-        pinner: &pinner,
-        meter: &mut meter,
-        on_message: &mut quiet,
-        keep_going: &mut until_decided,
-    };
     let cfg = DriverConfig {
         tick: 0.1,
         allowed: CpuSet::from_cpus(0..4),
@@ -323,7 +322,7 @@ fn near_ties_end_within_budget() {
         started: 0.0,
         respect_own_binding: true,
     };
-    d.run(&mut session, &cfg).unwrap();
+    drive(&sim, &mut session, &cfg, &mut until_decided).unwrap();
     let dec = session.report.decision.clone().unwrap();
     assert_ne!(dec.candidate, "1", "the clearly slower candidate must lose");
     assert!(
@@ -346,18 +345,7 @@ fn program_ending_mid_search_gives_incomplete_report() {
         Box::new(move |_| cands.clone().into()),
         Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
     );
-    let (mut clock, mut threads, pinner, mut meter) =
-        (sim.clone(), sim.clone(), sim.clone(), sim.clone());
-    let mut quiet = |_: f64, _: &str| {};
     let mut go = |_: &Session| true;
-    let mut d = Driver {
-        clock: &mut clock,
-        threads: &mut threads,
-        pinner: &pinner,
-        meter: &mut meter,
-        on_message: &mut quiet,
-        keep_going: &mut go,
-    };
     let cfg = DriverConfig {
         tick: 0.1,
         allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
@@ -366,7 +354,7 @@ fn program_ending_mid_search_gives_incomplete_report() {
         started: 0.0,
         respect_own_binding: true,
     };
-    let out = d.run(&mut session, &cfg).unwrap();
+    let out = drive(&sim, &mut session, &cfg, &mut go).unwrap();
     assert_eq!(out.exit_status, Some(0));
     assert!(!session.report.complete);
     assert!(session
@@ -498,18 +486,7 @@ fn phased_run(seed: u64) -> crate::report::Report {
         Box::new(move |_| cands.clone().into()),
         Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
     );
-    let (mut clock, mut threads, pinner, mut meter) =
-        (sim.clone(), sim.clone(), sim.clone(), sim.clone());
-    let mut quiet = |_: f64, _: &str| {};
     let mut go = |_: &Session| true;
-    let mut d = Driver {
-        clock: &mut clock,
-        threads: &mut threads,
-        pinner: &pinner,
-        meter: &mut meter,
-        on_message: &mut quiet,
-        keep_going: &mut go,
-    };
     let cfg = DriverConfig {
         tick: 0.1,
         allowed: CpuSet::from_cpus(0..4),
@@ -518,7 +495,7 @@ fn phased_run(seed: u64) -> crate::report::Report {
         started: 0.0,
         respect_own_binding: true,
     };
-    d.run(&mut session, &cfg).unwrap();
+    drive(&sim, &mut session, &cfg, &mut go).unwrap();
     session.report.clone()
 }
 
@@ -710,18 +687,7 @@ fn race_over(sim: &Sim, cands: Vec<Pinning>) -> crate::report::Report {
         Box::new(move |_| cands.clone().into()),
         Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
     );
-    let (mut clock, mut threads, pinner, mut meter) =
-        (sim.clone(), sim.clone(), sim.clone(), sim.clone());
-    let mut quiet = |_: f64, _: &str| {};
     let mut until_decided = |s: &Session| !s.is_decided();
-    let mut d = Driver {
-        clock: &mut clock,
-        threads: &mut threads,
-        pinner: &pinner,
-        meter: &mut meter,
-        on_message: &mut quiet,
-        keep_going: &mut until_decided,
-    };
     let cfg = DriverConfig {
         tick: 0.1,
         allowed: CpuSet::from_cpus(sim.topo().pus.iter().copied()),
@@ -730,7 +696,7 @@ fn race_over(sim: &Sim, cands: Vec<Pinning>) -> crate::report::Report {
         started: 0.0,
         respect_own_binding: true,
     };
-    d.run(&mut session, &cfg).unwrap();
+    drive(&sim, &mut session, &cfg, &mut until_decided).unwrap();
     session.report.clone()
 }
 
@@ -776,18 +742,7 @@ fn run_binding_itself(respect: bool) -> (crate::report::Report, Sim) {
         Box::new(move |_| cands.clone().into()),
         Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
     );
-    let (mut clock, mut threads, pinner, mut meter) =
-        (sim.clone(), sim.clone(), sim.clone(), sim.clone());
-    let mut quiet = |_: f64, _: &str| {};
     let mut on = |_: &Session| true;
-    let mut d = Driver {
-        clock: &mut clock,
-        threads: &mut threads,
-        pinner: &pinner,
-        meter: &mut meter,
-        on_message: &mut quiet,
-        keep_going: &mut on,
-    };
     let cfg = DriverConfig {
         tick: 0.1,
         allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
@@ -796,7 +751,7 @@ fn run_binding_itself(respect: bool) -> (crate::report::Report, Sim) {
         started: 0.0,
         respect_own_binding: respect,
     };
-    let out = d.run(&mut session, &cfg).unwrap();
+    let out = drive(&sim, &mut session, &cfg, &mut on).unwrap();
     assert_eq!(out.exit_status, Some(0));
     (session.report.clone(), sim)
 }
