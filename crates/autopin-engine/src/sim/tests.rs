@@ -71,7 +71,7 @@ fn run(sim: &Sim, strategy: &str, init: f64) -> Run {
         started: 0.0,
         respect_own_binding: true,
     };
-    drive(&sim, &mut session, &cfg, &mut until_decided).unwrap();
+    drive(sim, &mut session, &cfg, &mut until_decided).unwrap();
     let report = session.report.clone();
     let dec = report.decision.clone().expect("decided");
     Run {
@@ -696,7 +696,7 @@ fn race_over(sim: &Sim, cands: Vec<Pinning>) -> crate::report::Report {
         started: 0.0,
         respect_own_binding: true,
     };
-    drive(&sim, &mut session, &cfg, &mut until_decided).unwrap();
+    drive(sim, &mut session, &cfg, &mut until_decided).unwrap();
     session.report.clone()
 }
 
