@@ -2,10 +2,11 @@
 //! and what the OS made of them (GPUs, network and InfiniBand adapters, disks, DMA engines,
 //! accelerators). The list is flat; each device names the CPU-side object it hangs from:
 //! the object nearest the root whose CPUs are exactly the device's local CPUs (else the
-//! smallest one that holds them), which is where lstopo draws its host bridge.
+//! smallest one that holds them), which is where lstopo draws its host bridge. What a
+//! machine answers about its devices (`Machine::gpus`, `io_device`, `attach_io`) is in
+//! `machine.rs`.
 
 use crate::cpuset::CpuSet;
-use crate::model::{Machine, ObjId, ObjType};
 use serde::{Deserialize, Serialize};
 
 /// One PCI device (bridges are not kept: they carry no locality of their own).
@@ -25,9 +26,10 @@ pub struct PciDevice {
     /// What the OS made of it: `eth0`, `mlx5_0`, `card0`, `sda`, ...
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub os_devices: Vec<OsDevice>,
-    /// The CPU-side object it hangs from (set by [`Machine::attach_io`]).
+    /// The CPU-side object it hangs from, an index into `Machine::objects` (an `ObjId`,
+    /// set by `Machine::attach_io`).
     #[serde(default)]
-    pub attached_to: ObjId,
+    pub attached_to: usize,
 }
 
 /// A device as the OS names it.
@@ -158,71 +160,6 @@ pub fn parse_busid(text: &str) -> Option<String> {
     let dev = hex(dev, 0x1f)?;
     let func = hex(func, 0x7)?;
     Some(format!("{domain:04x}:{bus:02x}:{dev:02x}.{func:x}"))
-}
-
-impl Machine {
-    /// Hangs every I/O device from its CPU-side object (see the module header), and orders
-    /// the devices by bus id and each one's OS devices by kind and name.
-    pub fn attach_io(&mut self) {
-        let all = self.root().cpuset.clone();
-        let mut io = std::mem::take(&mut self.io);
-        io.sort_by(|a, b| a.busid.cmp(&b.busid));
-        for d in &mut io {
-            if d.local_cpus.is_empty() {
-                d.local_cpus = all.clone();
-            }
-            d.attached_to = self.io_parent(&d.local_cpus);
-            d.os_devices
-                .sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
-        }
-        self.io = io;
-    }
-
-    fn io_parent(&self, cpus: &CpuSet) -> ObjId {
-        let candidates = || {
-            self.dfs_order()
-                .into_iter()
-                .filter(|&i| !matches!(self.objects[i].ty, ObjType::Pu))
-        };
-        if let Some(i) = candidates().find(|&i| self.objects[i].cpuset == *cpus) {
-            return i;
-        }
-        candidates()
-            .filter(|&i| cpus.is_subset(&self.objects[i].cpuset))
-            .min_by_key(|&i| self.objects[i].cpuset.len())
-            .unwrap_or(0)
-    }
-
-    /// The GPUs in bus-id order: `G0` is the first. This is CUDA's order under
-    /// `CUDA_DEVICE_ORDER=PCI_BUS_ID` (what nvidia-smi shows) and ROCm's enumeration order.
-    pub fn gpus(&self) -> Vec<&PciDevice> {
-        self.io.iter().filter(|d| d.is_gpu()).collect()
-    }
-
-    /// The device a user names: a bus id (`0000:3b:00.0`, `3b:00.0`) or an OS device name
-    /// (`ib0`, `mlx5_0`, `card0`, `sda`).
-    pub fn io_device(&self, name: &str) -> Option<&PciDevice> {
-        let busid = parse_busid(name);
-        self.io.iter().find(|d| {
-            busid.as_deref() == Some(d.busid.as_str())
-                || d.os_devices.iter().any(|o| o.name == name)
-        })
-    }
-
-    /// Every name a device can be called by here, for error messages.
-    pub fn io_names(&self) -> Vec<String> {
-        self.io
-            .iter()
-            .map(|d| {
-                let os: Vec<&str> = d.os_devices.iter().map(|o| o.name.as_str()).collect();
-                if os.is_empty() {
-                    d.busid.clone()
-                } else {
-                    format!("{} ({})", d.busid, os.join(", "))
-                }
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]
