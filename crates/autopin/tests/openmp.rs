@@ -152,6 +152,21 @@ impl BusyNeighbour {
     }
 }
 
+impl BusyNeighbour {
+    /// Its CPU time so far, in clock ticks (utime + stime of its process).
+    fn ticks(&self) -> u64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.0.id())).unwrap_or_default();
+        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        after
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum()
+    }
+}
+
 impl Drop for BusyNeighbour {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -192,6 +207,9 @@ fn barrier_spinners_task_clock_sees_no_difference_openmp_progress_ranks_as_runti
     let _g = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let exe = ompwork_gcc();
     let busy = BusyNeighbour::on_cpu0();
+    // Other work than this test and its own neighbour, over the whole measurement.
+    let load = autopin_testkit::OutsideLoad::start();
+    let (neighbour_ticks, since) = (busy.ticks(), std::time::Instant::now());
     let short = ["-m", "imbalance", "-r", "100", "-w", "2000000"];
     // Master on the busy CPU (0,1) against master on the free CPU (1,0).
     let t01 = runtime(&exe, "0,1", &short);
@@ -214,6 +232,10 @@ fn barrier_spinners_task_clock_sees_no_difference_openmp_progress_ranks_as_runti
         .concat(),
         None,
     );
+    let neighbour = busy.ticks().saturating_sub(neighbour_ticks) as f64
+        / 100.0
+        / since.elapsed().as_secs_f64().max(1e-3);
+    let outside = (load.cpus() - neighbour).max(0.0);
     drop(busy);
     let o = mean_rates(&omp);
     let c = mean_rates(&tc);
@@ -229,7 +251,12 @@ fn barrier_spinners_task_clock_sees_no_difference_openmp_progress_ranks_as_runti
         ("0,1", "1,0")
     };
     // The ranking is the claim; probes and whole runs see different moments of a noisy
-    // machine, so only a small margin is asked for.
+    // machine, so only a small margin is asked for. Beside heavy other work the probes and
+    // the timed runs see different machines: then it is a counted skip, with the figure.
+    autopin_testkit::require!(
+        o[fast] > 1.05 * o[slow] || outside < 0.5,
+        "other work used {outside:.1} CPUs while the candidates were probed"
+    );
     assert!(
         o[fast] > 1.05 * o[slow],
         "OpenMP progress ranks {fast} first as the runtimes do: {o:?} (runtimes 0,1 {t01:.2} s, 1,0 {t10:.2} s)"
