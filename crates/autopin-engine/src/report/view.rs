@@ -16,7 +16,14 @@ pub fn summary(r: &Report) -> String {
     } else {
         let _ = writeln!(s, "objective: {} ({})", r.objective.name, r.objective.unit);
     }
-    let _ = writeln!(s, "strategy:  {}, counting {}", r.strategy, r.counting_mode);
+    // How the objective is measured, in words: "none" would read as "nothing measured".
+    let measured = match r.counting_mode.as_str() {
+        "none" => "no perf counters (the program's own progress is read)".to_string(),
+        "per-thread" => "perf counters on each thread".to_string(),
+        "" => "what the objective reads".to_string(),
+        m => m.to_string(),
+    };
+    let _ = writeln!(s, "strategy:  {}; measured with {measured}", r.strategy);
     let _ = writeln!(
         s,
         "wall time: {:.1} s, searching {:.1} s (cost: {:.2} s of the decided pinning's work), {}",
