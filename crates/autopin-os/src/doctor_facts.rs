@@ -3,6 +3,7 @@
 //! paranoia, RAPL, NUMA nodes and balancing, the cgroup's CPU quota and cpuset, SMT, how busy
 //! each CPU is now. Facts only; what they mean for autopin is decided by the caller.
 
+use crate::cgroup::{cpu_dirs, Hierarchy};
 use autopin_topology::CpuSet;
 use std::path::{Path, PathBuf};
 
@@ -61,41 +62,31 @@ fn cpu_ticks(root: &Path) -> Vec<(u32, u64, u64)> {
         .collect()
 }
 
-/// The cgroup v2 directory of this process below `root`, if any.
-fn cgroup_dir(root: &Path) -> Option<PathBuf> {
-    let line = text(root, "proc/self/cgroup")?;
-    let path = line.lines().find_map(|l| l.strip_prefix("0::"))?;
-    Some(
-        root.join("sys/fs/cgroup")
-            .join(path.trim_start_matches('/')),
-    )
-}
-
-/// The quota of cgroup v1's cpu controller (`cpu.cfs_quota_us`, -1 for none).
-fn v1_quota(root: &Path) -> Option<(u64, u64)> {
-    let lines = text(root, "proc/self/cgroup")?;
-    let (controllers, path) = lines.lines().find_map(|l| {
-        let mut parts = l.splitn(3, ':');
-        let (_, c, p) = (parts.next()?, parts.next()?, parts.next()?);
-        c.split(',')
-            .any(|x| x == "cpu")
-            .then(|| (c.to_string(), p.to_string()))
-    })?;
-    let dir = root
-        .join("sys/fs/cgroup")
-        .join(controllers)
-        .join(path.trim_start_matches('/'));
-    let q: i64 = std::fs::read_to_string(dir.join("cpu.cfs_quota_us"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let p: u64 = std::fs::read_to_string(dir.join("cpu.cfs_period_us"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    u64::try_from(q).ok().map(|q| (q, p))
+/// This process's CPU quota (quota, period) in µs: the unified hierarchy's `cpu.max`, else
+/// cgroup v1's `cpu.cfs_quota_us` (-1: none); and the unified directory, for its cpuset.
+fn cgroup_quota(root: &Path) -> (Option<(u64, u64)>, Option<PathBuf>) {
+    let dirs = cpu_dirs(root, &text(root, "proc/self/cgroup").unwrap_or_default());
+    let unified = dirs
+        .iter()
+        .find(|(h, _)| *h == Hierarchy::Unified)
+        .map(|(_, d)| d.clone());
+    let read = |p: PathBuf| std::fs::read_to_string(p).ok();
+    let v2 = unified
+        .as_ref()
+        .and_then(|d| read(d.join("cpu.max")))
+        .and_then(|t| {
+            let mut f = t.split_whitespace();
+            let q: u64 = f.next()?.parse().ok()?;
+            let p: u64 = f.next()?.parse().ok()?;
+            Some((q, p))
+        });
+    let v1 = || {
+        let (_, dir) = dirs.iter().find(|(h, _)| *h == Hierarchy::V1)?;
+        let q: i64 = read(dir.join("cpu.cfs_quota_us"))?.trim().parse().ok()?;
+        let p: u64 = read(dir.join("cpu.cfs_period_us"))?.trim().parse().ok()?;
+        u64::try_from(q).ok().map(|q| (q, p))
+    };
+    (v2.or_else(v1), unified)
 }
 
 /// Reads the facts; `sample` is how long to watch the CPUs for the busy shares.
@@ -135,17 +126,7 @@ pub fn read(root: &Path, affinity: Option<CpuSet>, sample: std::time::Duration) 
         })
         .count()
         .max(1);
-    let cg = cgroup_dir(root);
-    let cpu_quota = cg
-        .as_ref()
-        .and_then(|d| std::fs::read_to_string(d.join("cpu.max")).ok())
-        .and_then(|t| {
-            let mut f = t.split_whitespace();
-            let q: u64 = f.next()?.parse().ok()?;
-            let p: u64 = f.next()?.parse().ok()?;
-            Some((q, p))
-        })
-        .or_else(|| v1_quota(root));
+    let (cpu_quota, cg) = cgroup_quota(root);
     let online = text(root, "sys/devices/system/cpu/online")
         .and_then(|t| CpuSet::parse_list(&t).ok())
         .unwrap_or_default();

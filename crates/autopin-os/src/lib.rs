@@ -11,6 +11,7 @@
 //! - [`numa`]: moving a process's pages after its threads.
 //! - [`mempolicy`]: numactl-style memory policies set in a started program before `exec`.
 
+pub mod cgroup;
 pub mod doctor_facts;
 pub mod guardian;
 pub mod opened_gpus;

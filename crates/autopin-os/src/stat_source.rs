@@ -90,23 +90,10 @@ pub fn neighbours(exclude: &[i32]) -> Vec<Neighbour> {
 /// controller); None when there are none.
 pub fn throttling(pid: i32) -> Option<Throttling> {
     let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let mut candidates = Vec::new();
-    for line in cgroups.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        let path = path.trim_start_matches('/');
-        if controllers.is_empty() {
-            candidates.push(Path::new("/sys/fs/cgroup").join(path).join("cpu.stat"));
-        } else if controllers.split(',').any(|c| c == "cpu") {
-            candidates.push(
-                Path::new("/sys/fs/cgroup")
-                    .join(controllers)
-                    .join(path)
-                    .join("cpu.stat"),
-            );
-        }
-    }
-    candidates.into_iter().find_map(|p| {
+    let mut candidates = crate::cgroup::cpu_dirs(Path::new("/"), &cgroups)
+        .into_iter()
+        .map(|(_, dir)| dir.join("cpu.stat"));
+    candidates.find_map(|p| {
         let text = std::fs::read_to_string(p).ok()?;
         let get = |k: &str| {
             text.lines()
