@@ -262,6 +262,40 @@ pub fn tick_labels(ticks: &[f64]) -> Vec<String> {
     ticks.iter().map(|t| number(*t)).collect()
 }
 
+/// Rows as aligned columns, two spaces apart, each line's trailing blanks cut: a column is
+/// right-aligned where `right(column)` says so (numbers), else left-aligned.
+pub fn columns<R: AsRef<[String]>>(rows: &[R], right: impl Fn(usize) -> bool) -> String {
+    let n = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.as_ref().get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let cells: Vec<String> = r
+            .as_ref()
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if right(i) {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// Joins items as a person lists them: `a`, `a and b`, `a, b and c`.
 pub fn list(items: &[String]) -> String {
     let mut s = String::new();
@@ -369,5 +403,20 @@ mod tests {
         let t = ticks(93.1, 93.1, 4);
         assert!(t.len() >= 2 && t[0] <= 93.1 && *t.last().unwrap() >= 93.1);
         assert!(tick_labels(&[1e9, 2e9]).iter().all(|l| !l.contains('e')));
+    }
+
+    #[test]
+    fn columns_align_and_trim() {
+        let rows = vec![
+            vec!["ID".to_string(), "NAME".into(), "N".into()],
+            vec!["12".to_string(), "a".into(), "".into()],
+        ];
+        assert_eq!(columns(&rows, |i| i == 0), "ID  NAME  N\n12  a\n");
+        assert_eq!(columns(&rows, |_| false), "ID  NAME  N\n12  a\n");
+        let right_all = columns(
+            &[["x".to_string(), "yy".into()], ["xxx".into(), "y".into()]],
+            |_| true,
+        );
+        assert_eq!(right_all, "  x  yy\nxxx   y\n");
     }
 }

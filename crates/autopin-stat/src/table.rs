@@ -30,31 +30,13 @@ pub fn render(r: &StatReport) -> String {
             t.involuntary_switches.to_string(),
         ]);
     }
-    let widths: Vec<usize> = (0..8)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
     let mut out = format!(
         "{} thread(s) over {:.2} s (CPU%: of one CPU; WAIT%: runnable but waiting for a CPU)\n",
         r.threads.len(),
         r.seconds
     );
-    for row in &rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                // Names and CPU lists read left-aligned, numbers right-aligned.
-                if i == 1 || i == 4 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
+    // Names and CPU lists read left-aligned, numbers right-aligned.
+    out.push_str(&autopin_human::columns(&rows, |i| i != 1 && i != 4));
     for (pid, name, share, cpus) in &r.neighbours {
         out.push_str(&format!(
             "neighbour: PID {pid} ({name}) ran {:.0}% of a CPU on CPU {}\n",

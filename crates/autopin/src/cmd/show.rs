@@ -158,28 +158,9 @@ fn process_table(ps: &[Process]) -> String {
     columns(&rows)
 }
 
-/// The first column (the ids) right-aligned, the others left-aligned, two spaces between.
+/// The ids (first column) right-aligned, the rest left-aligned.
 fn columns<const N: usize>(rows: &[[String; N]]) -> String {
-    let width: Vec<usize> = (0..N)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(c, v)| {
-                if c == 0 {
-                    format!("{v:>w$}", w = width[c])
-                } else {
-                    format!("{v:<w$}", w = width[c])
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    autopin_human::columns(rows, |c| c == 0)
 }
 
 pub fn run(args: Args) -> CmdResult {
