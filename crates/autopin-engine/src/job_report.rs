@@ -2,6 +2,7 @@
 //! of decisions and an SVG of every rank's probed rates.
 
 use crate::report::{LaunchRecord, Report};
+use autopin_topology::view::svg::esc as xml;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -245,12 +246,6 @@ impl JobReport {
         s.push_str("</svg>\n");
         s
     }
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! waited for a CPU. The legend names every colour; the axis is in seconds.
 
 use crate::sample::Snapshot;
+use autopin_topology::view::svg::esc;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -32,11 +33,10 @@ fn colour(cpu: u32) -> &'static str {
     PALETTE[cpu as usize % PALETTE.len()]
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
+/// A thread that did not run in an interval.
+const NOT_RUNNING: &str = "#d0d0d0";
+/// The strip for time spent waiting for a CPU.
+const WAITING: &str = "#d62728";
 
 /// The picture of `looks` (in time order); `title` heads it.
 pub fn render(looks: &[Snapshot], title: &str) -> String {
@@ -77,7 +77,7 @@ pub fn render(looks: &[Snapshot], title: &str) -> String {
                 cpus_seen.insert(t.cpu);
                 (colour(t.cpu), 0.25 + 0.75 * ran)
             } else {
-                ("#d0d0d0", 1.0)
+                (NOT_RUNNING, 1.0)
             };
             let _ = writeln!(
                 s,
@@ -94,7 +94,7 @@ pub fn render(looks: &[Snapshot], title: &str) -> String {
                 let h = row * waited;
                 let _ = writeln!(
                     s,
-                    r##"<rect x="{:.1}" y="{:.1}" width="{:.2}" height="{h:.1}" fill="#d62728"/>"##,
+                    r#"<rect x="{:.1}" y="{:.1}" width="{:.2}" height="{h:.1}" fill="{WAITING}"/>"#,
                     x(a.t),
                     y + row - h,
                     (x(b.t) - x(a.t)).max(0.3)
@@ -120,30 +120,21 @@ pub fn render(looks: &[Snapshot], title: &str) -> String {
         );
     }
     out.push_str(&s);
-    // Seconds along the bottom, at a step that gives 5–10 ticks.
     let span = t1 - t0;
-    let step = [
-        0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
-    ]
-    .into_iter()
-    .find(|s| span / s <= 10.0)
-    .unwrap_or(1200.0);
-    let mut t = 0.0;
-    while t <= span + 1e-9 {
+    // Seconds along the bottom, on round values inside the time shown.
+    let ticks: Vec<f64> = autopin_human::ticks(0.0, span, 8)
+        .into_iter()
+        .filter(|t| *t >= 0.0 && *t <= span + 1e-9)
+        .collect();
+    for (t, label) in ticks.iter().zip(autopin_human::tick_labels(&ticks)) {
         let xx = x(t0 + t);
         let _ = writeln!(
             out,
-            r##"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#888"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            r##"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#888"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{label}</text>"##,
             body,
             body + 5.0,
             body + 18.0,
-            if step < 1.0 {
-                format!("{t:.1}")
-            } else {
-                format!("{t:.0}")
-            }
         );
-        t += step;
     }
     let _ = writeln!(
         out,
@@ -151,32 +142,27 @@ pub fn render(looks: &[Snapshot], title: &str) -> String {
         width - right,
         body + 18.0
     );
+    // The legend: a swatch and what it means, left to right.
     let mut lx = left;
-    for cpu in &cpus_seen {
+    let mut swatch = |out: &mut String, fill: &str, height: f64, text: &str, room: f64| {
         let _ = writeln!(
             out,
-            r#"<rect x="{lx:.1}" y="{:.1}" width="14" height="14" fill="{}"/><text x="{:.1}" y="{:.1}">CPU {cpu}</text>"#,
-            legend_y - 11.0,
-            colour(*cpu),
+            r#"<rect x="{lx:.1}" y="{:.1}" width="14" height="{height}" fill="{fill}"/><text x="{:.1}" y="{legend_y:.1}">{text}</text>"#,
+            legend_y - height + 3.0,
             lx + 18.0,
-            legend_y
         );
-        lx += 70.0;
+        lx += room;
+    };
+    for cpu in &cpus_seen {
+        swatch(&mut out, colour(*cpu), 14.0, &format!("CPU {cpu}"), 70.0);
     }
-    let _ = writeln!(
-        out,
-        r##"<rect x="{lx:.1}" y="{:.1}" width="14" height="14" fill="#d0d0d0"/><text x="{:.1}" y="{:.1}">not running</text>"##,
-        legend_y - 11.0,
-        lx + 18.0,
-        legend_y
-    );
-    lx += 100.0;
-    let _ = writeln!(
-        out,
-        r##"<rect x="{lx:.1}" y="{:.1}" width="14" height="7" fill="#d62728"/><text x="{:.1}" y="{:.1}">waiting for a CPU (strip height = share of the time); colour strength = share running</text>"##,
-        legend_y - 4.0,
-        lx + 18.0,
-        legend_y
+    swatch(&mut out, NOT_RUNNING, 14.0, "not running", 100.0);
+    swatch(
+        &mut out,
+        WAITING,
+        7.0,
+        "waiting for a CPU (strip height = share of the time); colour strength = share running",
+        0.0,
     );
     out.push_str("</svg>\n");
     out
