@@ -9,7 +9,7 @@ use crate::pinner::{PinError, Pinner};
 use crate::session::{Action, Interval, Session};
 use autopin_placement::Pinning;
 use autopin_topology::CpuSet;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
@@ -41,10 +41,10 @@ struct Pinned {
     original: HashMap<u32, CpuSet>,
     /// tid → its mask as the kernel reported it right after autopin set it: a thread whose
     /// mask differs later was bound by someone else (the program itself, or a tool).
-    set: HashMap<u32, CpuSet>,
-    /// Where the next periodic look at those masks starts (they are looked at a few at a
-    /// time, so thousands of threads cost a few system calls a second).
-    check_from: usize,
+    set: BTreeMap<u32, CpuSet>,
+    /// The thread the next periodic look at those masks starts from (they are looked at a
+    /// few at a time, in tid order, so thousands of threads cost a few system calls a second).
+    check_from: u32,
 }
 
 /// Threads whose mask is compared with what autopin set, per periodic look.
@@ -191,17 +191,17 @@ impl Driver<'_> {
 
     /// A few of the masks autopin set, compared with the threads' masks now (round robin).
     fn look_at_masks(&self, pinned: &mut Pinned) -> Option<String> {
-        let tids: Vec<u32> = pinned.set.keys().copied().collect();
-        if tids.is_empty() {
-            return None;
-        }
-        let from = pinned.check_from % tids.len();
-        pinned.check_from = from + MASK_CHECKS;
-        tids.iter()
-            .cycle()
-            .skip(from)
-            .take(MASK_CHECKS.min(tids.len()))
-            .find_map(|t| self.bound_by_someone_else(*t, pinned))
+        // The next few threads from where the last look ended, wrapping around.
+        let next: Vec<u32> = pinned
+            .set
+            .range(pinned.check_from..)
+            .chain(pinned.set.range(..pinned.check_from))
+            .map(|(t, _)| *t)
+            .take(MASK_CHECKS)
+            .collect();
+        pinned.check_from = next.last().map_or(0, |t| t.wrapping_add(1));
+        next.into_iter()
+            .find_map(|t| self.bound_by_someone_else(t, pinned))
     }
 
     /// The program binds its own threads: autopin stands back and forgets its own masks
