@@ -87,16 +87,16 @@ fn gpu_of_this_rank(
         Ok(None) => None,
         Ok(Some(g)) => {
             let mine = g.get(launch.local_rank).copied();
-            if let (Some(i), Some(d)) = (mine, mine.and_then(|i| machine.gpus().get(i).copied())) {
+            if let Some(i) = mine {
                 lines.push(format!(
-                    "node: this rank works with GPU G{i} ({}); its share lies next to it where the split allows",
-                    d.busid
+                    "node: this rank {}",
+                    autopin_placement::gpu_note(machine, i)
                 ));
             }
             mine
         }
         Err(why) => {
-            lines.push(format!("node: GPUs not used for the split: {why}"));
+            lines.push(format!("node: {}", autopin_placement::gpus_unused(&why)));
             None
         }
     }

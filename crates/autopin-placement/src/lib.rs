@@ -40,7 +40,7 @@ pub use pinning::{cpu_text, Pinning, Place, UNPINNED_LABEL};
 pub use policy::{policy_pinning, POLICY_NAMES};
 pub use sharing::{place_with_matrix, sharing_pinning, SharingMatrix, SHARING_STRATEGIES};
 pub use split::{
-    gpus_of_ranks, rank_share, rank_share_near_gpus, restrict_to, split_node, split_node_near,
-    SplitError,
+    gpu_note, gpus_of_ranks, gpus_unused, rank_share, rank_share_near_gpus, restrict_to,
+    split_node, split_node_near, SplitError,
 };
 pub use summary::{summarize, PlacementSummary};

@@ -303,6 +303,19 @@ pub fn gpus_of_ranks(
     ))
 }
 
+/// What a rank working with GPU `G<gpu>` gets, in words (its subject is the caller's).
+pub fn gpu_note(m: &Machine, gpu: usize) -> String {
+    format!(
+        "works with GPU G{gpu} ({}); its share lies next to it where the split allows",
+        m.gpus().get(gpu).map_or("?", |d| d.busid.as_str())
+    )
+}
+
+/// Why the GPUs named in the environment are not used for the split, in words.
+pub fn gpus_unused(why: &str) -> String {
+    format!("GPUs not used for the split: {why}")
+}
+
 /// One rank's share, next to its GPU when the environment names the GPUs (see
 /// [`gpus_of_ranks`]), with a line that says which GPU and why, or why the GPUs were not
 /// used (the plain split then applies).
@@ -317,10 +330,7 @@ pub fn rank_share_near_gpus(
     }
     match gpus_of_ranks(m, ranks, env) {
         Ok(None) => Ok((rank_share(m, ranks, rank)?, None)),
-        Err(why) => Ok((
-            rank_share(m, ranks, rank)?,
-            Some(format!("GPUs not used for the split: {why}")),
-        )),
+        Err(why) => Ok((rank_share(m, ranks, rank)?, Some(gpus_unused(&why)))),
         Ok(Some(gpus)) => {
             let all = m.gpus();
             let near: Vec<Option<CpuSet>> = gpus
@@ -328,13 +338,9 @@ pub fn rank_share_near_gpus(
                 .map(|&g| Some(all[g].local_cpus.clone()))
                 .collect();
             let share = split_node_near(m, ranks, &near)?.swap_remove(rank);
-            let g = gpus[rank];
             Ok((
                 share,
-                Some(format!(
-                    "rank {rank} works with GPU G{g} ({}); its share lies next to it where the split allows",
-                    all[g].busid
-                )),
+                Some(format!("rank {rank} {}", gpu_note(m, gpus[rank]))),
             ))
         }
     }
