@@ -9,6 +9,18 @@ fn machine() -> Machine {
     autopin_topology::source::synthetic::parse("package:4 l3:1 core:12 pu:2").unwrap()
 }
 
+/// The driver's set-up in these tests: 0.1 s ticks over `allowed`, until the program ends.
+fn driver_config(allowed: CpuSet) -> DriverConfig {
+    DriverConfig {
+        tick: 0.1,
+        allowed,
+        max_time: None,
+        keep_masks: false,
+        started: 0.0,
+        respect_own_binding: true,
+    }
+}
+
 /// Runs `session` on the simulated program to its end (or until `keep_going` says stop).
 fn drive(
     sim: &Sim,
@@ -63,14 +75,7 @@ fn run(sim: &Sim, strategy: &str, init: f64) -> Run {
         }),
     );
     let mut until_decided = |s: &Session| !s.is_decided();
-    let cfg = DriverConfig {
-        tick: 0.1,
-        allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
-        max_time: None,
-        keep_masks: false,
-        started: 0.0,
-        respect_own_binding: true,
-    };
+    let cfg = driver_config(CpuSet::from_cpus(topo.pus.iter().copied()));
     drive(sim, &mut session, &cfg, &mut until_decided).unwrap();
     let report = session.report.clone();
     let dec = report.decision.clone().expect("decided");
@@ -157,12 +162,8 @@ fn once_decided_the_driver_reads_at_a_slower_pace_and_detaches_on_time() {
         .run(
             &mut session,
             &DriverConfig {
-                tick: 0.1,
-                allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
                 max_time: Some(max_time),
-                keep_masks: false,
-                started: 0.0,
-                respect_own_binding: true,
+                ..driver_config(CpuSet::from_cpus(topo.pus.iter().copied()))
             },
         )
         .unwrap();
@@ -314,14 +315,7 @@ fn near_ties_end_within_budget() {
         }),
     );
     let mut until_decided = |s: &Session| !s.is_decided();
-    let cfg = DriverConfig {
-        tick: 0.1,
-        allowed: CpuSet::from_cpus(0..4),
-        max_time: None,
-        keep_masks: false,
-        started: 0.0,
-        respect_own_binding: true,
-    };
+    let cfg = driver_config(CpuSet::from_cpus(0..4));
     drive(&sim, &mut session, &cfg, &mut until_decided).unwrap();
     let dec = session.report.decision.clone().unwrap();
     assert_ne!(dec.candidate, "1", "the clearly slower candidate must lose");
@@ -346,14 +340,7 @@ fn program_ending_mid_search_gives_incomplete_report() {
         Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
     );
     let mut go = |_: &Session| true;
-    let cfg = DriverConfig {
-        tick: 0.1,
-        allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
-        max_time: None,
-        keep_masks: false,
-        started: 0.0,
-        respect_own_binding: true,
-    };
+    let cfg = driver_config(CpuSet::from_cpus(topo.pus.iter().copied()));
     let out = drive(&sim, &mut session, &cfg, &mut go).unwrap();
     assert_eq!(out.exit_status, Some(0));
     assert!(!session.report.complete);
@@ -412,14 +399,7 @@ fn phase_change_triggers_a_new_search() {
         on_message: &mut quiet,
         keep_going: &mut go,
     };
-    let cfg = DriverConfig {
-        tick: 0.1,
-        allowed: CpuSet::from_cpus(0..2),
-        max_time: None,
-        keep_masks: false,
-        started: 0.0,
-        respect_own_binding: true,
-    };
+    let cfg = driver_config(CpuSet::from_cpus(0..2));
     d.run(&mut session, &cfg).unwrap();
     let r = &session.report;
     assert!(
@@ -487,14 +467,7 @@ fn phased_run(seed: u64) -> crate::report::Report {
         Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
     );
     let mut go = |_: &Session| true;
-    let cfg = DriverConfig {
-        tick: 0.1,
-        allowed: CpuSet::from_cpus(0..4),
-        max_time: None,
-        keep_masks: false,
-        started: 0.0,
-        respect_own_binding: true,
-    };
+    let cfg = driver_config(CpuSet::from_cpus(0..4));
     drive(&sim, &mut session, &cfg, &mut go).unwrap();
     session.report.clone()
 }
@@ -688,14 +661,7 @@ fn race_over(sim: &Sim, cands: Vec<Pinning>) -> crate::report::Report {
         Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
     );
     let mut until_decided = |s: &Session| !s.is_decided();
-    let cfg = DriverConfig {
-        tick: 0.1,
-        allowed: CpuSet::from_cpus(sim.topo().pus.iter().copied()),
-        max_time: None,
-        keep_masks: false,
-        started: 0.0,
-        respect_own_binding: true,
-    };
+    let cfg = driver_config(CpuSet::from_cpus(sim.topo().pus.iter().copied()));
     drive(sim, &mut session, &cfg, &mut until_decided).unwrap();
     session.report.clone()
 }
@@ -744,12 +710,8 @@ fn run_binding_itself(respect: bool) -> (crate::report::Report, Sim) {
     );
     let mut on = |_: &Session| true;
     let cfg = DriverConfig {
-        tick: 0.1,
-        allowed: CpuSet::from_cpus(topo.pus.iter().copied()),
-        max_time: None,
-        keep_masks: false,
-        started: 0.0,
         respect_own_binding: respect,
+        ..driver_config(CpuSet::from_cpus(topo.pus.iter().copied()))
     };
     let out = drive(&sim, &mut session, &cfg, &mut on).unwrap();
     assert_eq!(out.exit_status, Some(0));
