@@ -181,16 +181,7 @@ fn kind_word(label: &str) -> String {
 /// memory-side cache ("MemCache … + NUMANode") belongs to the object above the cache.
 fn numa_parents_from_console(console: &str) -> std::collections::BTreeMap<u32, String> {
     let mut out = std::collections::BTreeMap::new();
-    let mut stack: Vec<(usize, String)> = Vec::new();
-    for line in console.lines() {
-        if line.trim().is_empty() || !line.starts_with([' ', 'M']) {
-            continue;
-        }
-        let indent = line.len() - line.trim_start().len();
-        let text = line.trim_start();
-        while stack.last().is_some_and(|(i, _)| *i >= indent) {
-            stack.pop();
-        }
+    walk_console(console, |_, text, stack| {
         let parts: Vec<&str> = text.split(" + ").collect();
         if let Some(at) = parts.iter().position(|p| p.starts_with("NUMANode")) {
             let os = parts[at]
@@ -216,19 +207,18 @@ fn numa_parents_from_console(console: &str) -> std::collections::BTreeMap<u32, S
             if let (Some(os), Some(p)) = (os, parent) {
                 out.insert(os, kind_word(&p));
             }
-            continue;
+            // A node encloses nothing.
+            return false;
         }
-        stack.push((indent, text.to_string()));
-    }
+        true
+    });
     out
 }
 
-/// Bus id → (the CPU-side object lstopo lists the device under, as `Machine` or
-/// `Package L#1`; the names of its OS devices) for every `PCI` line of the console.
-fn pci_from_console(console: &str) -> std::collections::BTreeMap<String, (String, Vec<String>)> {
-    let mut out: std::collections::BTreeMap<String, (String, Vec<String>)> = Default::default();
+/// Walks the tree lines of an lstopo console, each with its indent, its text and the lines
+/// it is nested in (innermost last); `visit` says whether later lines may nest in it.
+fn walk_console(console: &str, mut visit: impl FnMut(usize, &str, &[(usize, String)]) -> bool) {
     let mut stack: Vec<(usize, String)> = Vec::new();
-    let mut last_pci: Option<(usize, String)> = None;
     for line in console.lines() {
         if line.trim().is_empty() || !line.starts_with([' ', 'M']) {
             continue;
@@ -238,6 +228,18 @@ fn pci_from_console(console: &str) -> std::collections::BTreeMap<String, (String
         while stack.last().is_some_and(|(i, _)| *i >= indent) {
             stack.pop();
         }
+        if visit(indent, text, &stack) {
+            stack.push((indent, text.to_string()));
+        }
+    }
+}
+
+/// Bus id → (the CPU-side object lstopo lists the device under, as `Machine` or
+/// `Package L#1`; the names of its OS devices) for every `PCI` line of the console.
+fn pci_from_console(console: &str) -> std::collections::BTreeMap<String, (String, Vec<String>)> {
+    let mut out: std::collections::BTreeMap<String, (String, Vec<String>)> = Default::default();
+    let mut last_pci: Option<(usize, String)> = None;
+    walk_console(console, |indent, text, stack| {
         let last = text.split(" + ").last().unwrap_or(text);
         if last.starts_with("PCI L#") {
             let busid = last
@@ -271,8 +273,8 @@ fn pci_from_console(console: &str) -> std::collections::BTreeMap<String, (String
                 }
             }
         }
-        stack.push((indent, text.to_string()));
-    }
+        true
+    });
     for v in out.values_mut() {
         v.1.sort();
     }
