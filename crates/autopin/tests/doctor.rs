@@ -15,6 +15,23 @@ fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
+/// `autopin doctor --json` on the made-up machine below `root`: it succeeds, and says this.
+fn doctor_json(root: &Path) -> serde_json::Value {
+    let out = autopin()
+        .args(["doctor", "--json", "--root"])
+        .arg(root)
+        .env_remove("SLURM_JOB_ID")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn by_name(v: &serde_json::Value, name: &str) -> serde_json::Value {
     v.as_array()
         .unwrap()
@@ -40,19 +57,7 @@ fn a_machine_without_pmu_with_a_quota_says_what_to_do() {
     write(root, "sys/devices/system/cpu/online", "0-1\n");
     write(root, "sys/devices/system/node/node0/cpulist", "0-1\n");
     std::fs::create_dir_all(root.join("sys/bus/event_source/devices/software")).unwrap();
-    let out = autopin()
-        .args(["doctor", "--json", "--root"])
-        .arg(root)
-        .env_remove("SLURM_JOB_ID")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = doctor_json(root);
     let pmu = by_name(&v, "hardware counters");
     assert_eq!(pmu["status"], "missing");
     assert!(pmu["fix"].as_str().unwrap().contains("task-clock"), "{pmu}");
@@ -133,12 +138,7 @@ fn a_cgroup_v1_quota_is_found_too() {
         "100000\n",
     );
     write(root, "sys/devices/system/cpu/online", "0-3\n");
-    let out = autopin()
-        .args(["doctor", "--json", "--root"])
-        .arg(root)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = doctor_json(root);
     let quota = by_name(&v, "CPU quota (cgroup)");
     assert_eq!(quota["status"], "warn", "{quota}");
     assert!(
@@ -150,11 +150,6 @@ fn a_cgroup_v1_quota_is_found_too() {
         "sys/fs/cgroup/cpu,cpuacct/batch/job7/cpu.cfs_quota_us",
         "-1\n",
     );
-    let out = autopin()
-        .args(["doctor", "--json", "--root"])
-        .arg(root)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = doctor_json(root);
     assert_eq!(by_name(&v, "CPU quota (cgroup)")["status"], "ok");
 }
