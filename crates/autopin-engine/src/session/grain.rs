@@ -41,6 +41,14 @@ impl Granularity {
         self.counts_units() && self.amount > 0.0 && self.amount < Self::MIN_UNITS * self.time
     }
 
+    /// Whether `share` of the rate seen so far, over `dt` seconds, still counts `MIN_UNITS`
+    /// units: a reading that short and that low is a rate, not rounding. Always for an
+    /// objective that is not a count of units; never before anything was counted.
+    pub(super) fn resolves(&self, dt: f64, share: f64) -> bool {
+        !self.counts_units()
+            || (self.time > 0.0 && self.amount / self.time * share * dt >= Self::MIN_UNITS)
+    }
+
     /// The shortest probe that sees `MIN_UNITS` units at the rate seen so far (0 when the
     /// objective is not a count of whole units or nothing was counted yet).
     pub(super) fn min_probe(&self) -> f64 {

@@ -23,7 +23,7 @@ use crate::report::{
     CandidateRecord, DecisionRecord, ObjectiveCheck, ProbeRecord, Report, SearchRecord, ThreadRate,
     TimelinePoint,
 };
-use crate::strategy::{Plan, ProbeOutcome, Strategy};
+use crate::strategy::{Plan, ProbeOutcome, Strategy, COLLAPSE};
 use autopin_human::{duration, plural, quantity};
 use autopin_placement::Pinning;
 use grain::Granularity;
@@ -401,13 +401,27 @@ impl Session {
                 if now >= *until - slack {
                     let (cand, measure, warmup) = (*cand, *measure, *warmup);
                     let phase = phase.clone();
-                    self.state = State::Measure(ProbeAccumulator::new(
-                        cand,
-                        warmup,
-                        now,
-                        now + measure,
-                        phase,
-                    ));
+                    let mut acc = ProbeAccumulator::new(cand, warmup, now, now + measure, phase);
+                    // A warm-up that already shows the candidate collapsed (a spinning
+                    // barrier whose threads now share a CPU) is its probe: a tick more of it
+                    // would be a tick of almost no work. The reading must be clean (no
+                    // thread came or went, one phase) and fine enough to be a rate.
+                    let clean = !iv.disturbed && !iv.phase_changed && iv.phase == acc.phase;
+                    let collapsed = clean
+                        && self.grain.resolves(dt, COLLAPSE)
+                        && self
+                            .strategy
+                            .as_ref()
+                            .is_some_and(|s| s.collapsed(cand, self.score(rate)));
+                    if collapsed {
+                        // The warm-up was the measurement.
+                        acc.warmup = 0.0;
+                        acc.start = iv.start;
+                        acc.add(iv, dt);
+                        self.finish_probe(now, acc, &mut out);
+                    } else {
+                        self.state = State::Measure(acc);
+                    }
                 }
             }
             State::Measure(acc) => {
@@ -1212,8 +1226,9 @@ mod search_cost_tests {
         vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])].into()
     }
 
-    /// Runs a session whose candidate k progresses at `rate(k)` units a second (`unit` per
-    /// tick rounding to whole units when `whole`), until it decides or `until` seconds pass.
+    /// Runs a session whose candidate k progresses at `rate(k)` units a second (rounded to
+    /// whole units per reading when `whole`), until it decides or `until` seconds pass. As
+    /// the driver does, readings come every 0.1 s and when a warm-up ends.
     fn run(rate: impl Fn(Option<usize>) -> f64, whole: bool, until: f64) -> Session {
         let cfg = SessionConfig {
             init: 0.5,
@@ -1229,21 +1244,48 @@ mod search_cost_tests {
         let mut t = 0.0;
         let mut carry = 0.0;
         while t < until && !s.is_decided() {
-            let mut amount = rate(s.applied) * 0.1 + carry;
+            let end = s
+                .warmup_ends()
+                .filter(|&w| w > t + 1e-9 && w < t + 0.1)
+                .unwrap_or(t + 0.1);
+            let mut amount = rate(s.applied) * (end - t) + carry;
             if whole {
                 carry = amount.fract();
                 amount = amount.trunc();
             }
             s.on_interval(&Interval {
                 start: t,
-                end: t + 0.1,
+                end,
                 amount,
                 tracked: 1,
                 ..Interval::default()
             });
-            t += 0.1;
+            t = end;
         }
         s
+    }
+
+    #[test]
+    fn a_warm_up_that_shows_a_collapse_is_the_whole_probe() {
+        // Candidate 1 runs 1000× slower (a spinning barrier whose threads share a CPU): its
+        // 20 ms warm-up already says so, and no tick of it follows.
+        let s = run(|a| if a == Some(0) { 1e5 } else { 100.0 }, false, 20.0);
+        let p = &s.report.probes;
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!((p[1].candidate, p[1].intervals), (1, 1), "{p:?}");
+        assert!(p[1].duration < 0.05 && p[1].warmup == 0.0, "{p:?}");
+        assert_eq!(s.report.decision.expect("decided").candidate_index, 0);
+        // A fifth of the leader is far behind but no collapse: it gets its one tick.
+        let s = run(|a| if a == Some(0) { 1e5 } else { 2e4 }, false, 20.0);
+        let p = &s.report.probes;
+        assert!((p[1].duration - 0.1).abs() < 1e-9, "{p:?}");
+        // Whole units too few to tell a collapse in 20 ms (1000/s: 2 units in a warm-up at
+        // the leader's rate) are not read as one: the probe is measured after its warm-up
+        // (and, seeing no unit, goes on until it sees one).
+        let s = run(|a| if a == Some(0) { 1000.0 } else { 1.0 }, true, 20.0);
+        let p = &s.report.probes;
+        assert!(p[1].warmup > 0.0 && p[1].duration >= 0.1 - 1e-9, "{p:?}");
+        assert_eq!(s.report.decision.expect("decided").candidate_index, 0);
     }
 
     #[test]

@@ -91,7 +91,18 @@ pub trait Strategy {
     fn seen_enough(&self, _candidate: usize, _ticks: &[f64]) -> bool {
         false
     }
+    /// Whether the warm-up of `candidate`, at `score`, already shows it collapsed so far
+    /// below the leader that no tick of it is needed (a spinning barrier whose threads now
+    /// share a CPU runs 100–1000× slower from the first millisecond): its probe is then the
+    /// warm-up alone. Never, by default.
+    fn collapsed(&self, _candidate: usize, _score: f64) -> bool {
+        false
+    }
 }
+
+/// A warm-up below this share of the leader's lowest tick shows a collapse
+/// ([`Strategy::collapsed`]).
+pub const COLLAPSE: f64 = 0.1;
 
 /// Per-candidate mean scores; None for candidates never probed.
 pub(crate) fn means(samples: &[Vec<f64>]) -> Vec<Option<f64>> {

@@ -29,7 +29,7 @@
 //!   budget that ends before the leader is confidently ahead, keep the OS's own placement when
 //!   it survives, or else the first surviving candidate, and the reason says so.
 
-use super::{Decision, Plan, ProbeOutcome, Strategy};
+use super::{Decision, Plan, ProbeOutcome, Strategy, COLLAPSE};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -753,6 +753,19 @@ impl Strategy for Race {
         self.arms[l]
             .range
             .is_some_and(|(l_lo, _)| l_lo > 0.0 && hi < self.p.cut_below * l_lo)
+    }
+
+    /// A warm-up below [`COLLAPSE`] of the leader's lowest tick: a cold cache or a page
+    /// migration slows a good pinning by a few times at most, a spinning barrier on a shared
+    /// CPU by orders of magnitude.
+    fn collapsed(&self, c: usize, score: f64) -> bool {
+        let est = self.estimates();
+        let Some(l) = self.leader(&est).filter(|&l| l != c) else {
+            return false;
+        };
+        self.arms[l]
+            .range
+            .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < COLLAPSE * l_lo)
     }
 
     fn record(&mut self, outcome: ProbeOutcome) {
