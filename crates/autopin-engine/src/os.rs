@@ -67,6 +67,11 @@ pub trait ThreadSource {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// What the user must hear once the target ended, on stderr as well as in the report
+    /// (work done in processes autopin did not manage, processes left running).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Cumulative objective amounts at one moment.

@@ -3,6 +3,7 @@
 //! measured with autopin-perf's per-thread counters, heartbeat channel or energy source.
 
 use crate::process::exit_watch::ExitWatch;
+use crate::process::offspring::Offspring;
 use crate::process::{Launched, ProcFs, Registry, SkipMask, TaskScan, ThreadOrder};
 use autopin_engine::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
 use autopin_perf::{
@@ -38,7 +39,14 @@ pub struct ProcThreads {
     switches_read: Option<(Instant, f64)>,
     /// Wakes the driver when the target ends (None: the kernel has no pidfd).
     exit_watch: Option<ExitWatch>,
+    /// The program's other processes (listed in the registry), looked at every
+    /// `OFFSPRING_EVERY` polls.
+    offspring: Option<Offspring>,
+    polls: u64,
 }
+
+/// Polls between two looks at the program's other processes (about 1 s while searching).
+const OFFSPRING_EVERY: u64 = 10;
 
 impl ProcThreads {
     pub fn new(pid: i32, skip: SkipMask, lifetime: Lifetime) -> Self {
@@ -53,6 +61,8 @@ impl ProcThreads {
             used_registry: false,
             switches_read: None,
             exit_watch: ExitWatch::open(pid),
+            offspring: None,
+            polls: 0,
         }
     }
 
@@ -72,6 +82,7 @@ impl ProcThreads {
     /// recorded threads in it (falls back to /proc scanning before that, or if it overflows).
     pub fn with_registry(mut self, registry: Registry) -> Self {
         self.registry = Some(registry);
+        self.offspring = Some(Offspring::new("/proc", self.pid));
         self
     }
 
@@ -153,6 +164,13 @@ impl ThreadSource for ProcThreads {
         }
     }
 
+    fn warnings(&self) -> Vec<String> {
+        match (&self.offspring, &self.registry) {
+            (Some(o), Some(r)) => o.notes(&r.processes().0, r.owner_pid()),
+            _ => Vec::new(),
+        }
+    }
+
     fn poll(&mut self) -> Result<ThreadSnapshot, String> {
         if let Some(e) = self.ended() {
             return Ok(ThreadSnapshot {
@@ -161,6 +179,12 @@ impl ThreadSource for ProcThreads {
                 existed: self.registry.as_ref().map(|r| r.count() as usize),
                 ..Default::default()
             });
+        }
+        self.polls += 1;
+        if let (Some(o), Some(r)) = (&mut self.offspring, &self.registry) {
+            if self.polls % OFFSPRING_EVERY == 1 {
+                o.look(&r.processes().0, r.owner_pid());
+            }
         }
         // The process may vanish between the check and the scan: the next poll reaps it.
         let scan = self.tasks.scan().unwrap_or_default();

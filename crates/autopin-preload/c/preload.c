@@ -35,6 +35,14 @@
  *     +8  u32 index   thread number in creation order within the owning process image
  *                     (main = 0); the same numbering as AUTOPIN_CPUS / AUTOPIN_SKIP
  *     +12 u32 reserved
+ *   offset 24 + 16 * capacity: the processes of the program's tree (may be absent in a
+ *   registry made by an older autopin; the file's size says):
+ *     +0  u32 forks   atomic; processes that recorded themselves (may exceed FORK_SLOTS)
+ *     +4  u32 reserved
+ *     +8  i32 pid[FORK_SLOTS]  each stored (release) by the process itself: every
+ *                     process of the launched tree but the owner, at fork and again when
+ *                     it execs a new image that loads this library (the launched process
+ *                     too, before it owns the registry)
  *
  * Processes: the registry belongs to ONE process, the first one that creates a thread
  * (CAS on `owner`). That is the program itself for `autopin run -- prog` and also for
@@ -97,6 +105,7 @@
 #define REG_MAGIC 0x31474552504f5441ULL
 #define REG_HEADER 24u
 #define REG_SLOT 16u
+#define FORK_SLOTS 64u
 #define ST_ALIVE 1u
 #define ST_EXITED 2u
 #define ST_SKIPPED 3u
@@ -300,6 +309,25 @@ static void map_registry(const char *path)
     }
     reg = r;
     reg_len = (size_t)st.st_size;
+}
+
+/* Records this process among the program's processes, unless it is the one whose
+ * threads are recorded (the launched program records itself too; autopin knows its PID).
+ * autopin reads the list to say when work moved into processes it does not manage, and
+ * when the program leaves some running. Nothing when the registry has no room for it. */
+static void reg_record_process(void)
+{
+    if (!reg)
+        return;
+    if (__atomic_load_n(reg_u64(16), __ATOMIC_ACQUIRE) == (uint64_t)getpid())
+        return;
+    size_t area = REG_HEADER + (size_t)reg_capacity() * REG_SLOT;
+    if (reg_len < area + 8 + 4 * (size_t)FORK_SLOTS)
+        return;
+    uint32_t i = __atomic_fetch_add(reg_u32(area), 1, __ATOMIC_ACQ_REL);
+    if (i < FORK_SLOTS)
+        __atomic_store_n((int32_t *)(reg + area + 8 + 4 * (size_t)i), (int32_t)getpid(),
+                         __ATOMIC_RELEASE);
 }
 
 /* Claims a slot and fills it; returns the slot number or UINT32_MAX when full. */
@@ -855,6 +883,7 @@ static void after_fork_child(void)
         if (have_initial_mask)
             (void)sched_setaffinity(0, sizeof initial_mask, &initial_mask);
     }
+    reg_record_process();
 }
 
 __attribute__((constructor)) static void autopin_preload_init(void)
@@ -881,6 +910,9 @@ __attribute__((constructor)) static void autopin_preload_init(void)
         uint64_t owner = __atomic_load_n(reg_u64(16), __ATOMIC_ACQUIRE);
         if (owner != 0 && owner != (uint64_t)getpid())
             ncpus = 0;
+        /* Started by posix_spawn or vfork (no fork handler ran) or exec'd after a fork:
+         * the reader keeps each pid once. */
+        reg_record_process();
     }
     exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
     pthread_atfork(NULL, NULL, after_fork_child);

@@ -182,6 +182,10 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     }
     report.notes.extend(meter.notes());
     report.notes.extend(threads.notes());
+    for w in threads.warnings() {
+        env.sink.message(None, &format!("warning: {w}"));
+        report.notes.push(w);
+    }
     if let Some(c) = plan.launch.as_ref().and_then(|l| l.coordination.as_ref()) {
         report.notes.extend(c.take_notes());
     }

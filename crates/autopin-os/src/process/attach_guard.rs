@@ -8,21 +8,31 @@ use std::path::Path;
 /// PF_KTHREAD in the `flags` field of /proc/PID/stat.
 const PF_KTHREAD: u64 = 0x0020_0000;
 
-/// The fields of /proc/PID/stat the guard reads.
+/// The fields of /proc/PID/stat autopin reads of a process.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcStat {
     pub state: char,
     pub ppid: i32,
     pub flags: u64,
+    /// CPU time in user and kernel mode, clock ticks (0 where the line stops short).
+    pub utime: u64,
+    pub stime: u64,
+    /// Start time, clock ticks since boot (0 where the line stops short).
+    pub start: u64,
 }
 
-/// The state, parent and flags of a /proc/PID/stat line.
+/// The state, parent, flags, CPU times and start time of a /proc/PID/stat line.
 pub fn parse_stat(text: &str) -> Option<ProcStat> {
     let (_, f) = super::proc_scan::split_stat(text)?;
+    // Field N of proc(5) is f[N - 3]: the list starts after the name, at the state.
+    let number = |n: usize| f.get(n - 3).and_then(|x| x.parse().ok()).unwrap_or(0);
     Some(ProcStat {
         state: f.first()?.chars().next()?,
         ppid: f.get(1)?.parse().ok()?,
         flags: f.get(6)?.parse().ok()?,
+        utime: number(14),
+        stime: number(15),
+        start: number(22),
     })
 }
 
@@ -102,9 +112,14 @@ mod tests {
             ProcStat {
                 state: 'S',
                 ppid: 7,
-                flags: 4194560
+                flags: 4194560,
+                utime: 0,
+                stime: 0,
+                start: 0,
             }
         );
+        let s = parse_stat("42 (w) R 7 42 42 0 -1 0 0 0 0 0 250 31 0 0 20 0 1 0 9876 0").unwrap();
+        assert_eq!((s.utime, s.stime, s.start), (250, 31, 9876));
     }
 
     #[test]

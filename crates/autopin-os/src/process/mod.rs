@@ -16,6 +16,7 @@ pub mod attach_guard;
 pub mod attach_mark;
 pub mod cpu_clock;
 pub mod exit_watch;
+pub mod offspring;
 pub mod poll_pin;
 pub mod proc_scan;
 pub mod registry;

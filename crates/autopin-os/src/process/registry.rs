@@ -17,6 +17,13 @@
 //!                    4 skipped and exited
 //!     +8  u32 index  creation number within the owning process image (main = 0)
 //!     +12 u32 reserved
+//!   offset 24 + 16 * capacity: the program's other processes
+//!     +0  u32 forks  atomic; processes that recorded themselves (> FORK_SLOTS: some
+//!                    were not)
+//!     +4  u32 reserved
+//!     +8  i32 pid[FORK_SLOTS]  a process of the launched tree other than the owner
+//!                    (the launched process itself too, before it owns the registry),
+//!                    stored by that process at fork and again at exec; 0 until stored
 //! ```
 
 use autopin_perf::shared_words::SharedWords;
@@ -30,6 +37,8 @@ pub const REGISTRY_MAGIC: u64 = 0x3147_4552_504f_5441;
 pub const REGISTRY_ENV: &str = "AUTOPIN_REGISTRY";
 const HEADER: usize = 24;
 const SLOT: usize = 16;
+/// Processes of the program's tree the registry lists (`FORK_SLOTS` in preload.c).
+const FORK_SLOTS: usize = 64;
 
 /// A thread's life as the library reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +112,7 @@ impl Registry {
             ));
         }
         let path = dir.path().join("threads.reg");
-        let len = HEADER + SLOT * capacity as usize;
+        let len = HEADER + SLOT * capacity as usize + 8 + 4 * FORK_SLOTS;
         let mut f = OpenOptions::new()
             .read(true)
             .write(true)
@@ -182,6 +191,25 @@ impl Registry {
         out
     }
 
+    /// The processes of the launched tree other than the owner (forked, spawned, or
+    /// exec'd from those), each once, in the order they recorded themselves; and whether
+    /// more started than the list holds.
+    pub fn processes(&self) -> (Vec<i32>, bool) {
+        let area = HEADER + SLOT * self.capacity as usize;
+        let n = self.u32_at(area).load(Ordering::Acquire) as usize;
+        let mut out: Vec<i32> = Vec::new();
+        for i in 0..n.min(FORK_SLOTS) {
+            let pid = self
+                .words
+                .at::<AtomicI32>(area + 8 + 4 * i)
+                .load(Ordering::Acquire);
+            if pid > 0 && !out.contains(&pid) {
+                out.push(pid);
+            }
+        }
+        (out, n > FORK_SLOTS)
+    }
+
     /// The threads still alive.
     pub fn alive(&self) -> Vec<TrackedThread> {
         self.threads()
@@ -199,7 +227,7 @@ mod tests {
     fn fresh_registry_has_header_and_no_threads() {
         let r = Registry::create(4).unwrap();
         let bytes = std::fs::read(r.path()).unwrap();
-        assert_eq!(bytes.len(), 24 + 4 * 16);
+        assert_eq!(bytes.len(), 24 + 4 * 16 + 8 + 4 * 64);
         assert_eq!(&bytes[..8], b"ATOPREG1");
         assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 4);
         assert_eq!(r.count(), 0);
