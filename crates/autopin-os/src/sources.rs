@@ -43,7 +43,12 @@ pub struct ProcThreads {
     /// `OFFSPRING_EVERY` polls.
     offspring: Option<Offspring>,
     polls: u64,
+    /// Threads /proc listed that the registry does not (None before the first listing).
+    unrecorded: Option<Vec<i32>>,
 }
+
+/// Polls between two listings of /proc/PID/task while the registry lists the threads.
+const RESCAN_EVERY: u64 = 10;
 
 /// Polls between two looks at the program's other processes (about 1 s while searching).
 const OFFSPRING_EVERY: u64 = 10;
@@ -63,6 +68,7 @@ impl ProcThreads {
             exit_watch: ExitWatch::open(pid),
             offspring: None,
             polls: 0,
+            unrecorded: None,
         }
     }
 
@@ -116,7 +122,7 @@ impl ProcThreads {
         if self.skip.skips(creation - 1) {
             return None;
         }
-        Some(creation - (0..creation - 1).filter(|k| self.skip.skips(*k)).count())
+        Some(creation - self.skip.skipped_before(creation - 1))
     }
 
     fn ended(&mut self) -> Option<Option<i32>> {
@@ -186,18 +192,28 @@ impl ThreadSource for ProcThreads {
                 o.look(&r.processes().0, r.owner_pid());
             }
         }
-        // The process may vanish between the check and the scan: the next poll reaps it.
-        let scan = self.tasks.scan().unwrap_or_default();
         if let Some(recorded) = self.registry_threads() {
             self.used_registry = true;
-            let mut all: Vec<u32> = scan.iter().map(|t| t.tid as u32).collect();
-            let listed: HashSet<u32> = all.iter().copied().collect();
+            // The registry lists every thread the program created, and their exits. A
+            // thread it cannot know (made by a raw clone, or before the library loaded) is
+            // found by listing /proc/PID/task, which costs a directory read and a lookup per
+            // thread: done every `RESCAN_EVERY` polls, not every poll (thousands of threads).
+            if self.unrecorded.is_none() || self.polls % RESCAN_EVERY == 1 {
+                let known: HashSet<i32> = recorded.iter().map(|r| r.0).collect();
+                let scan = self.tasks.scan().unwrap_or_default();
+                self.unrecorded = Some(
+                    scan.iter()
+                        .map(|t| t.tid)
+                        .filter(|t| !known.contains(t))
+                        .collect(),
+                );
+            }
+            // The registry's threads (the owner may be another process of the launched
+            // tree), and those only /proc shows.
+            let mut all: Vec<u32> = recorded.iter().map(|r| r.0 as u32).collect();
+            all.extend(self.unrecorded.iter().flatten().map(|&t| t as u32));
             let mut tracked = Vec::new();
             for (tid, creation) in recorded {
-                if !listed.contains(&(tid as u32)) {
-                    // A thread of another process of the launched tree (the registry owner).
-                    all.push(tid as u32);
-                }
                 if let Some(i) = self.index_for(creation) {
                     tracked.push((tid as u32, i));
                 }
@@ -211,6 +227,8 @@ impl ThreadSource for ProcThreads {
                 existed: self.registry.as_ref().map(|r| r.count() as usize),
             });
         }
+        // The process may vanish between the check and the scan: the next poll reaps it.
+        let scan = self.tasks.scan().unwrap_or_default();
         for (creation, t) in self.order.observe(&scan) {
             let idx = self.index_for(creation);
             self.tracked_index.insert(t.tid, idx);
@@ -465,6 +483,13 @@ pub struct ProcCpuMeter {
     /// The program, for its whole CPU time in one call (see [`Meter::whole_program`]).
     process: Option<i32>,
     whole_program: bool,
+    /// Each thread's schedstat, kept open and read again from its start (the kernel makes
+    /// the text anew on every read at offset 0): a program of thousands of threads costs
+    /// one read per thread a tick instead of an open, a size query, a read and a close.
+    open: HashMap<u32, std::fs::File>,
+    /// Files it may keep open: half of what the process may open, the rest left for all
+    /// else autopin opens (counters, /proc, reports).
+    open_budget: usize,
 }
 
 impl ProcCpuMeter {
@@ -475,6 +500,8 @@ impl ProcCpuMeter {
             unreadable: Vec::new(),
             process: None,
             whole_program: false,
+            open: HashMap::new(),
+            open_budget: open_files_allowed() / 2,
         }
     }
 
@@ -492,10 +519,45 @@ impl ProcCpuMeter {
     }
 
     /// Seconds thread `tid` has spent on a CPU, or None when it is gone.
-    pub fn cpu_seconds(&self, tid: u32) -> Option<f64> {
-        let text = std::fs::read_to_string(self.proc_root.join(format!("{tid}/schedstat"))).ok()?;
-        let ns: f64 = text.split_whitespace().next()?.parse().ok()?;
-        Some(ns * 1e-9)
+    pub fn cpu_seconds(&mut self, tid: u32) -> Option<f64> {
+        if let Some(f) = self.open.get(&tid) {
+            let v = schedstat_seconds(f);
+            if v.is_none() {
+                // The thread is gone (the kernel answers ESRCH): its file goes too.
+                self.open.remove(&tid);
+            }
+            return v;
+        }
+        let f = std::fs::File::open(self.proc_root.join(format!("{tid}/schedstat"))).ok()?;
+        let v = schedstat_seconds(&f)?;
+        if self.open.len() < self.open_budget {
+            self.open.insert(tid, f);
+        }
+        Some(v)
+    }
+}
+
+/// The first number of a schedstat file (nanoseconds on a CPU), read from its start.
+fn schedstat_seconds(f: &std::fs::File) -> Option<f64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 96];
+    let n = f.read_at(&mut buf, 0).ok()?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
+    let ns: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns * 1e-9)
+}
+
+/// How many files this process may open (the soft RLIMIT_NOFILE; 1024 when unknown).
+fn open_files_allowed() -> usize {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct we pass and nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+        usize::try_from(r.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        1024
     }
 }
 
@@ -510,6 +572,10 @@ impl Meter for ProcCpuMeter {
             .filter(|_| self.whole_program)
             .and_then(crate::process::cpu_clock::process_cpu_seconds);
         let mut per_thread = BTreeMap::new();
+        if total.is_some() {
+            // Per-thread files are not read while the whole program's time is.
+            self.open.clear();
+        }
         for t in threads.iter().filter(|_| total.is_none()) {
             match self.cpu_seconds(*t) {
                 Some(v) => {
@@ -525,6 +591,10 @@ impl Meter for ProcCpuMeter {
                     }
                 }
             }
+        }
+        // Threads no longer asked for (gone, or not tracked any more) let their files go.
+        if self.open.len() > per_thread.len() {
+            self.open.retain(|t, _| per_thread.contains_key(t));
         }
         let hb = self.heartbeat.as_ref().map(|h| h.read());
         Ok(Reading {
@@ -586,7 +656,7 @@ mod tests {
 
     #[test]
     fn proc_cpu_meter_sees_our_own_busy_thread() {
-        let m = ProcCpuMeter::new(None);
+        let mut m = ProcCpuMeter::new(None);
         let tid = rustix::thread::gettid().as_raw_pid() as u32;
         let a = m.cpu_seconds(tid).expect("schedstat of our thread");
         let t = Instant::now();
