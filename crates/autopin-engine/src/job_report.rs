@@ -20,6 +20,9 @@ pub struct RankSummary {
     pub exit_status: Option<i32>,
     /// Mean probed rate per candidate index.
     pub rates: BTreeMap<usize, f64>,
+    /// Each candidate's label in this rank's report (its CPUs are the rank's own share).
+    #[serde(default)]
+    pub labels: BTreeMap<usize, String>,
 }
 
 /// One node: its ranks and whether they decided on the same candidate class.
@@ -73,6 +76,11 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<JobReport, String> {
             rates: sums
                 .into_iter()
                 .map(|(k, (s, n))| (k, s / n as f64))
+                .collect(),
+            labels: r
+                .candidates
+                .iter()
+                .map(|c| (c.index, c.label.clone()))
                 .collect(),
             launch,
         });
@@ -147,6 +155,25 @@ impl JobReport {
         out
     }
 
+    /// What candidate `c` is: its label when every rank that has it gives the same one,
+    /// else each rank's (`rank 0 0,1; rank 1 2,3`), or "?" when no report names it.
+    fn candidate_label(&self, c: usize) -> String {
+        let named: Vec<(usize, &String)> = self
+            .ranks
+            .iter()
+            .filter_map(|r| r.labels.get(&c).map(|l| (r.launch.rank, l)))
+            .collect();
+        match named.first() {
+            None => "?".into(),
+            Some((_, l)) if named.iter().all(|(_, m)| m == l) => (*l).clone(),
+            _ => named
+                .iter()
+                .map(|(r, l)| format!("rank {r} {l}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        }
+    }
+
     /// Grouped bars: for every candidate index, one bar per rank (its mean probed rate).
     pub fn svg(&self) -> String {
         let cands: Vec<usize> = {
@@ -169,8 +196,23 @@ impl JobReport {
         let bar = 14.0;
         let group = bar * nr as f64 + 16.0;
         let (left, top, h) = (70.0, 40.0, 220.0);
-        let width = left + group * cands.len().max(1) as f64 + 160.0;
-        let height = top + h + 60.0;
+        let title = format!(
+            "{} per rank and candidate (mean of probes); jobs: {}",
+            self.unit,
+            self.jobs.join(", ")
+        );
+        // The key under the axis names each candidate: its label where every rank has the
+        // same one, else each rank's (ranks pin their own share of the node's CPUs).
+        let key: Vec<String> = cands
+            .iter()
+            .map(|c| format!("#{c}: {}", self.candidate_label(*c)))
+            .collect();
+        // Wide enough for the title and the key (about 6.5 px a character at 11–13 px).
+        let text_w = |t: &str| 6.5 * t.chars().count() as f64;
+        let longest = key.iter().map(|k| text_w(k)).fold(text_w(&title), f64::max);
+        let width = (left + group * cands.len().max(1) as f64 + 160.0).max(left + longest + 20.0);
+        let key_top = top + h + 40.0;
+        let height = key_top + 14.0 * key.len() as f64 + 30.0;
         let colors = [
             "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
         ];
@@ -181,15 +223,14 @@ impl JobReport {
         );
         let _ = writeln!(
             s,
-            r#"<text x="{left}" y="20" font-size="13">{} per rank and candidate (mean of probes); jobs: {}</text>"#,
-            xml(&self.unit),
-            xml(&self.jobs.join(", "))
+            r#"<text x="{left}" y="20" font-size="13">{}</text>"#,
+            xml(&title)
         );
         let _ = writeln!(
             s,
             r#"<line x1="{left}" y1="{}" x2="{}" y2="{}" stroke="black"/>"#,
             top + h,
-            width - 150.0,
+            left + group * cands.len().max(1) as f64,
             top + h
         );
         let _ = writeln!(
@@ -238,6 +279,14 @@ impl JobReport {
                 xml(r.launch.node.as_deref().unwrap_or("localhost"))
             );
         }
+        for (i, k) in key.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                r#"<text x="{left}" y="{}">{}</text>"#,
+                key_top + 14.0 * i as f64,
+                xml(k)
+            );
+        }
         let _ = writeln!(
             s,
             r#"<text x="{left}" y="{}">outlined: the candidate the rank decided on</text>"#,
@@ -273,6 +322,16 @@ mod tests {
             ..Default::default()
         };
         for (i, v) in rates.iter().enumerate() {
+            // Candidate 0 is the same everywhere; candidate 1 is the rank's own CPU.
+            r.candidates.push(crate::report::CandidateRecord {
+                index: i,
+                label: if i == 0 {
+                    "unpinned (OS decides)".into()
+                } else {
+                    format!("{} (1 thread)", rank % 2)
+                },
+                cpus: None,
+            });
             r.probes.push(ProbeRecord {
                 search: 0,
                 candidate: i,
@@ -350,6 +409,22 @@ mod tests {
             "8 bars + 4 legend boxes"
         );
         assert!(svg.contains("rank 3 candidate 1: 4.00<"), "{svg}");
+        // The key names every candidate: one label where all ranks agree, each rank's where
+        // they pin their own CPUs.
+        assert!(svg.contains(">#0: unpinned (OS decides)<"), "{svg}");
+        assert!(
+            svg.contains(">#1: rank 0 0 (1 thread); rank 1 1 (1 thread); rank 2 0 (1 thread); rank 3 1 (1 thread)<"),
+            "{svg}"
+        );
+        // The picture is wide enough for its title and its key.
+        let width: f64 = svg
+            .split("width=\"")
+            .nth(1)
+            .and_then(|w| w.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap();
+        let title = "per rank and candidate (mean of probes); jobs: 5";
+        assert!(width >= 70.0 + 6.5 * title.len() as f64, "{width}");
     }
 
     #[test]
