@@ -647,10 +647,11 @@ impl Levels {
             parts.push(format!("kinds {}", kinds.join("+")));
         }
         if parts.is_empty() {
-            parts.push(format!(
-                "{n} thread{} on separate CPUs",
-                if n == 1 { "" } else { "s" }
-            ));
+            parts.push(if n == 1 {
+                "1 thread on its own CPU".to_string()
+            } else {
+                format!("{n} threads on separate CPUs")
+            });
         }
         parts.join(", ")
     }

@@ -186,6 +186,12 @@ fn man_page_renders() {
             "man page lacks {sub}"
         );
     }
+    // One page: it points to no autopin-topology(1) or other page that is not installed.
+    assert!(
+        !page.replace("\\-", "-").contains("autopin-topology(1)") && !page.contains("(1)"),
+        "the page names pages that do not exist"
+    );
+    assert!(page.contains(".SH SUBCOMMANDS"), "no list of subcommands");
     require!(autopin_testkit::have("man"), "man not installed");
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("autopin.1");
@@ -215,6 +221,11 @@ fn counts_are_singular_or_plural_and_big_numbers_have_no_exponent() {
         .success();
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(err.contains("1 class for 1 thread;"), "{err}");
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("1 thread on its own CPU") && !text.contains("separate"),
+        "{text}"
+    );
     let root = autopin_testkit::hwloc_dump("256ppc-8n8s4t");
     let out = autopin()
         .args([

@@ -32,9 +32,27 @@ pub fn man(_args: ManArgs, cli: clap::Command) -> CmdResult {
     let mut out = Vec::new();
     let write = |e: std::io::Error| CliError::internal(format!("cannot render the man page: {e}"));
     let cli = cli.version(env!("CARGO_PKG_VERSION"));
-    clap_mangen::Man::new(cli.clone())
-        .render(&mut out)
+    let top = clap_mangen::Man::new(cli.clone());
+    top.render_title(&mut out).map_err(write)?;
+    top.render_name_section(&mut out).map_err(write)?;
+    top.render_synopsis_section(&mut out).map_err(write)?;
+    top.render_description_section(&mut out).map_err(write)?;
+    top.render_options_section(&mut out).map_err(write)?;
+    // The subcommands are sections of this page, not pages of their own (clap_mangen's
+    // list would point to autopin-topology(1) and others that do not exist).
+    writeln!(out, ".SH SUBCOMMANDS").map_err(write)?;
+    for sub in cli.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        writeln!(
+            out,
+            ".TP\n\\fBautopin {}\\fR\n{} (section AUTOPIN {} below)",
+            sub.get_name(),
+            roff_text(&about),
+            sub.get_name().to_uppercase()
+        )
         .map_err(write)?;
+    }
+    top.render_version_section(&mut out).map_err(write)?;
     for sub in cli.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("autopin {}", sub.get_name());
         let man = clap_mangen::Man::new(sub.clone().bin_name(name.clone()));
@@ -46,6 +64,17 @@ pub fn man(_args: ManArgs, cli: clap::Command) -> CmdResult {
         man.render_extra_section(&mut out).map_err(write)?;
     }
     emit(&out)
+}
+
+/// Plain text for a roff line: backslashes doubled, and a leading '.' or '\'' kept from
+/// being read as a request.
+fn roff_text(t: &str) -> String {
+    let t = t.replace('\\', "\\\\");
+    if t.starts_with('.') || t.starts_with('\'') {
+        format!("\\&{t}")
+    } else {
+        t
+    }
 }
 
 fn emit(bytes: &[u8]) -> CmdResult {
