@@ -18,6 +18,9 @@ use std::fmt;
 
 pub const TYPE_HARDWARE: u32 = 0;
 pub const TYPE_SOFTWARE: u32 = 1;
+/// PERF_COUNT_SW_CPU_CLOCK and PERF_COUNT_SW_TASK_CLOCK: nanoseconds.
+const SW_CPU_CLOCK: u64 = 0;
+const SW_TASK_CLOCK: u64 = 1;
 pub const TYPE_HW_CACHE: u32 = 3;
 pub const TYPE_RAW: u32 = 4;
 
@@ -318,6 +321,12 @@ impl<'a> Parser<'a> {
             scale: 1.0,
             unit: None,
         };
+        // The kernel's clocks count nanoseconds; autopin speaks of CPU-seconds (per second
+        // of wall time, how many CPUs' worth the threads ran), as its /proc fallback does.
+        if type_ == TYPE_SOFTWARE && matches!(config, SW_CPU_CLOCK | SW_TASK_CLOCK) {
+            spec.scale = 1e-9;
+            spec.unit = Some("CPU-s".into());
+        }
         let core = type_ != TYPE_SOFTWARE;
         self.apply_mods(&mut spec, mods, name.to_string(), core);
         Ok(spec)

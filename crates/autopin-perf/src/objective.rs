@@ -602,6 +602,16 @@ mod tests {
     }
 
     #[test]
+    fn the_kernel_clocks_are_cpu_seconds_per_second() {
+        for name in ["task-clock", "cpu-clock"] {
+            let o = obj(name).unwrap();
+            assert_eq!(o.unit(), "CPU-s/s", "{name}");
+            assert_eq!(o.events()[0].scale, 1e-9, "{name}: counts are nanoseconds");
+        }
+        assert_eq!(obj("page-faults").unwrap().unit(), "page-faults/s");
+    }
+
+    #[test]
     fn default_is_instructions_per_second() {
         let o = Objective::default();
         assert_eq!(o.kind(), ObjectiveKind::EventRate);
