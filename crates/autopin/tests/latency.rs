@@ -153,7 +153,22 @@ fn live_latency_measurement() {
     assert!(n >= 2);
     assert!(v["ns"][0][1].as_f64().unwrap() > 0.0);
     let back = std::fs::read_to_string(&csv).unwrap();
-    assert_eq!(back.lines().count(), n, "CSV has one row per CPU");
+    assert_eq!(
+        back.lines().count(),
+        n + 1,
+        "CSV: a header, then one row per CPU"
+    );
+    let cpus: Vec<String> = v["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(
+        back.lines().next().unwrap(),
+        format!("cpu,{}", cpus.join(",")),
+        "the header names the CPUs measured"
+    );
     assert!(dir.path().join("m.cycles.csv").exists());
     assert!(std::fs::read_to_string(&svg).unwrap().contains("</svg>"));
     // The written CSV reads back as a machine.

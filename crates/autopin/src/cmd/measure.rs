@@ -34,7 +34,8 @@ struct LatencyArgs {
     /// CPUs to measure, as a Linux list ("0-3,8"); default: every CPU this process may use
     #[arg(long, value_name = "LIST")]
     cpus: Option<String>,
-    /// Write the matrix: FILE.csv as core-to-core-latency CSV in ns (cycles beside it in
+    /// Write the matrix: FILE.csv as a CSV in ns (core-to-core-latency's lower-triangle
+    /// grid, with a `cpu,...` header and each row's CPU first; cycles beside it in
     /// FILE.cycles.csv), FILE.json as an autopin topology document with the latencies
     #[arg(long, short = 'o', value_name = "FILE")]
     out: Option<PathBuf>,
@@ -213,25 +214,13 @@ fn write_latency_files(
     if let (Some(path), Some(kind)) = (&a.out, kind) {
         match kind {
             OutKind::Csv => {
-                write_atomically(path, c2c::write(&matrix.values).as_bytes())?;
-                if matrix
-                    .cpus
-                    .iter()
-                    .enumerate()
-                    .any(|(i, &c)| c as usize != i)
-                {
-                    say!(
-                        "note: {}: the CSV format has no CPU numbers; its rows are CPUs {} in this order",
-                        path.display(),
-                        CpuSet::from_cpus(matrix.cpus.iter().copied()).to_list()
-                    );
-                }
+                write_atomically(path, c2c::write(&matrix.cpus, &matrix.values).as_bytes())?;
                 if let Some(mut cy) = matrix.cycles() {
                     // Cycles come from ns × GHz; round off the conversion's float noise.
                     cy.iter_mut()
                         .flatten()
                         .for_each(|v| *v = (*v * 100.0).round() / 100.0);
-                    write_atomically(&cycles_path(path), c2c::write(&cy).as_bytes())?;
+                    write_atomically(&cycles_path(path), c2c::write(&matrix.cpus, &cy).as_bytes())?;
                 }
             }
             OutKind::Json => write_atomically(path, document(machine)?.as_bytes())?,
@@ -282,12 +271,15 @@ fn print_latency_text(f: &Findings) {
         .flatten()
         .cloned()
         .fold(0.0, f64::max);
+    // The whole time first, then what the pairs took: the rest is warming the CPUs up.
+    let pairs = measured.per_pair.as_secs_f64() * total as f64;
     println!(
-        "measured {} ({}) in {}: {:.0} µs per pair; clock {} at {:.3} GHz; {} re-measured; largest spread (IQR/median) {:.0}%",
+        "measured {} ({}) in {} ({} warming the CPUs up, {} a pair); clock {} at {:.3} GHz; {} re-measured; largest spread (IQR/median) {:.0}%",
         autopin_human::plural(cpus.len() as u64, "CPU", "CPUs"),
         autopin_human::plural(total as u64, "pair", "pairs"),
         autopin_human::duration(measured.elapsed.as_secs_f64()),
-        measured.per_pair.as_secs_f64() * 1e6,
+        autopin_human::duration((measured.elapsed.as_secs_f64() - pairs).max(0.0)),
+        autopin_human::duration(measured.per_pair.as_secs_f64()),
         measured.clock.kind,
         measured.clock.ghz,
         autopin_human::plural(measured.remeasured as u64, "pair", "pairs"),
