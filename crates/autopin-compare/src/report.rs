@@ -285,10 +285,22 @@ pub fn to_svg(doc: &Document) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    // The program's own number: say so, which way is better, and how it was read.
     let label = if doc.value == "metric" {
-        "metric"
+        format!(
+            "program metric, {} is better{}",
+            if matches!(doc.better, Better::Higher) {
+                "higher"
+            } else {
+                "lower"
+            },
+            doc.metric_regex
+                .as_deref()
+                .map(|r| format!(" (from its output, {r})"))
+                .unwrap_or_default()
+        )
     } else {
-        "wall time (s)"
+        "wall time (s)".to_string()
     };
     let _ = writeln!(
         s,
@@ -324,7 +336,7 @@ pub fn to_svg(doc: &Document) -> String {
         r#"<text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">{}</text>"#,
         top + plot_h / 2.0,
         top + plot_h / 2.0,
-        label
+        xml(&label)
     );
     for (i, (st, v)) in boxes.iter().enumerate() {
         let cx = left + slot * (i as f64 + 0.5);
@@ -560,6 +572,17 @@ mod tests {
         assert_eq!(svg.matches("class=\"box\"").count(), 2);
         assert!(svg.contains("none (baseline)"));
         assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains(">wall time (s)<"), "{svg}");
+        // A program's own number says what it is on its axis, not just "metric".
+        let mut d = doc(&s);
+        d.value = "metric";
+        d.better = Better::Higher;
+        d.metric_regex = Some("GFLOPS: ([0-9.]+)".into());
+        let svg = to_svg(&d);
+        assert!(
+            svg.contains(">program metric, higher is better (from its output, GFLOPS: ([0-9.]+))<"),
+            "{svg}"
+        );
     }
 
     #[test]

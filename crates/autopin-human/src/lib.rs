@@ -243,7 +243,7 @@ pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
 pub fn tick_labels(ticks: &[f64]) -> Vec<String> {
     let max = ticks.iter().fold(0.0f64, |m, t| m.max(t.abs()));
     if max >= 1e6 {
-        return ticks.iter().map(|t| number(*t)).collect();
+        return ticks.iter().map(|t| si(*t)).collect();
     }
     for decimals in 0..=6usize {
         let labels: Vec<String> = ticks.iter().map(|t| format!("{t:.decimals$}")).collect();
@@ -260,6 +260,35 @@ pub fn tick_labels(ticks: &[f64]) -> Vec<String> {
         }
     }
     ticks.iter().map(|t| number(*t)).collect()
+}
+
+/// An axis label with an SI prefix and no trailing zeros: `100k`, `2.5M`, `10M` (where
+/// [`number`] writes `10.0M` and `100000`), so every label of an axis reads alike.
+pub fn si(x: f64) -> String {
+    const PREFIX: [(f64, &str); 5] = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    let a = x.abs();
+    if !x.is_finite() || a < 1e3 {
+        return if x.is_finite() && a >= 1e-4 || x == 0.0 {
+            trimmed(significant(x, 3))
+        } else {
+            number(x)
+        };
+    }
+    let (scale, p) = PREFIX
+        .iter()
+        .find(|(scale, _)| a >= *scale)
+        .copied()
+        .unwrap_or((1.0, ""));
+    format!("{}{p}", trimmed(significant(x / scale, 3)))
+}
+
+/// `2.50` → `2.5`, `10.0` → `10`: a decimal number without zeros that say nothing.
+fn trimmed(t: String) -> String {
+    if t.contains('.') {
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        t
+    }
 }
 
 /// Rows as aligned columns, two spaces apart, each line's trailing blanks cut: a column is
@@ -390,6 +419,19 @@ mod tests {
             text.split_whitespace().collect::<Vec<_>>()
         );
         assert!(w.lines().skip(1).all(|l| l.starts_with("  ")));
+    }
+
+    #[test]
+    fn si_labels_read_alike_across_decades() {
+        let labels: Vec<String> = [100.0, 1e3, 1e4, 1e5, 1e6, 1e7, 2.5e6, 0.5, 0.0]
+            .iter()
+            .map(|v| si(*v))
+            .collect();
+        assert_eq!(
+            labels,
+            ["100", "1k", "10k", "100k", "1M", "10M", "2.5M", "0.5", "0"]
+        );
+        assert_eq!(tick_labels(&[0.0, 5e6, 1e7]), ["0", "5M", "10M"]);
     }
 
     #[test]

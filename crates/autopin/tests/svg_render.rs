@@ -300,5 +300,11 @@ fn report_timeline_fits() {
             "axis label {label:?}"
         );
     }
+    // The legend explains every bar there is: the start-up's grey and the warm-ups' pale.
+    assert!(
+        text.contains("start-up: the program ran where the OS placed it"),
+        "{text}"
+    );
+    assert!(text.contains("pale: a warm-up after a move"), "{text}");
     check("report-timeline", &text);
 }

@@ -160,7 +160,8 @@ const COLOURS: [&str; 10] = [
 /// Rate over time as bars coloured by the applied candidate, with a legend.
 pub fn svg(r: &Report) -> String {
     let (w, h, left, top, bottom) = (900.0, 430.0, 70.0, 40.0, 60.0);
-    let legend_h = 16.0 * r.candidates.len() as f64;
+    // The legend: every candidate's colour, then the start-up's grey and the warm-ups' pale.
+    let legend_h = 16.0 * (r.candidates.len() + 2) as f64;
     let total_h = h + legend_h + 20.0;
     // Axes end on round, labelled values (autopin_human::ticks).
     let time_ticks = autopin_human::ticks(
@@ -276,7 +277,7 @@ pub fn svg(r: &Report) -> String {
         decades
             .iter()
             .step_by(step)
-            .map(|v| (*v, autopin_human::number(*v)))
+            .map(|v| (*v, autopin_human::si(*v)))
             .collect()
     } else {
         rate_ticks
@@ -326,6 +327,28 @@ pub fn svg(r: &Report) -> String {
             left + 18.0,
             y + 10.0,
             esc(&c.label)
+        );
+    }
+    let extra = [
+        (
+            "#cccccc",
+            1.0,
+            "start-up: the program ran where the OS placed it, before the first probe",
+        ),
+        (
+            COLOURS[0],
+            0.35,
+            "pale: a warm-up after a move (the candidate's colour; not part of its rate)",
+        ),
+    ];
+    for (k, (colour, opacity, text)) in extra.iter().enumerate() {
+        let y = h + 4.0 + 16.0 * (r.candidates.len() + k) as f64;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{left}\" y=\"{y}\" width=\"12\" height=\"12\" fill=\"{colour}\" fill-opacity=\"{opacity}\"/><text x=\"{}\" y=\"{}\">{}</text>",
+            left + 18.0,
+            y + 10.0,
+            esc(text)
         );
     }
     s.push_str("</svg>\n");
