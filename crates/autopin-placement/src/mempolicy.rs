@@ -198,9 +198,18 @@ pub fn node_list(option: &str, text: &str, m: &Machine) -> Result<BTreeSet<u32>,
                 )),
             }
         };
+    // `all` and `!list` mean the machine's memory, not a GPU's: a GPU's memory exposed as
+    // a NUMA node (NVLink-C2C, coherent HBM) has no CPUs, and spreading a program's pages
+    // over it takes the GPU's memory and bandwidth. Named explicitly, it is still allowed.
+    let everyday: BTreeSet<u32> = m
+        .numa_nodes
+        .iter()
+        .filter(|n| n.kind.as_deref() != Some("GPUMemory"))
+        .map(|n| n.os_index)
+        .collect();
     let mut set = BTreeSet::new();
     if syntax.all {
-        set = all.clone();
+        set = everyday.clone();
     }
     for (here, first, last) in syntax.items {
         let (a, b) = (resolve(first)?, resolve(last)?);
@@ -216,7 +225,7 @@ pub fn node_list(option: &str, text: &str, m: &Machine) -> Result<BTreeSet<u32>,
         set.extend(all.range(a..=b));
     }
     if syntax.invert {
-        set = all.difference(&set).copied().collect();
+        set = everyday.difference(&set).copied().collect();
     }
     if set.is_empty() {
         return Err(err(option, text, 0, "this selects no node".into(), m));
@@ -267,6 +276,21 @@ mod tests {
                 .nodes,
             vec![1]
         );
+    }
+
+    #[test]
+    fn all_and_inverted_lists_leave_gpu_memory_out_unless_named() {
+        let mut m = four();
+        m.numa_nodes[3].kind = Some("GPUMemory".into());
+        let l = |s| {
+            node_list("--interleave", s, &m)
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(l("all"), [0, 1, 2]);
+        assert_eq!(l("!0"), [1, 2]);
+        assert_eq!(l("2-3"), [2, 3], "named, the GPU's node is taken");
     }
 
     #[test]
