@@ -153,6 +153,28 @@ impl PinPlan {
         self.cpus[0]
     }
 
+    /// Where the first threads go, in words, so that a skip mask is never silent:
+    /// `main thread → CPU 0, 1st created → not pinned, 2nd → CPU 1, …`. Up to the last
+    /// skipped thread among the first 64, and one more.
+    pub fn first_threads(&self) -> String {
+        let last_skipped = (0..64).rev().find(|&k| self.skip.skips(k));
+        let created = last_skipped.map_or(1, |k| k + 2).min(8);
+        let mut cursor = self.cursor();
+        let mut parts = vec![format!("main thread → CPU {}", self.main_cpu())];
+        for k in 1..=created {
+            let to = match cursor.next_created() {
+                Some(c) => format!("CPU {c}"),
+                None => "not pinned".to_string(),
+            };
+            parts.push(if k == 1 {
+                format!("1st created → {to}")
+            } else {
+                format!("{} → {to}", ordinal(k))
+            });
+        }
+        parts.join(", ") + ", …"
+    }
+
     pub fn cursor(&self) -> PlanCursor {
         PlanCursor {
             plan: self.clone(),
@@ -160,6 +182,18 @@ impl PinPlan {
             pinned: 0,
         }
     }
+}
+
+/// `2nd`, `3rd`, `11th`, `21st`.
+fn ordinal(k: usize) -> String {
+    let suffix = match (k % 10, k % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{k}{suffix}")
 }
 
 /// Walks a plan thread by thread in creation order, as the preload library does.
@@ -198,6 +232,22 @@ mod tests {
         assert_eq!(long.to_string(), "0x10000000000000001");
         assert_eq!(SkipMask::parse("0x0").unwrap().to_string(), "0x0");
         assert!(SkipMask::parse("0x0").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_skip_mask_is_spelt_out_thread_by_thread() {
+        let p = PinPlan::new(vec![0, 1], SkipMask::parse("0x1").unwrap()).unwrap();
+        assert_eq!(
+            p.first_threads(),
+            "main thread → CPU 0, 1st created → not pinned, 2nd → CPU 1, …"
+        );
+        let p = PinPlan::new(vec![4, 5, 6], SkipMask::parse("0x4").unwrap()).unwrap();
+        assert_eq!(
+            p.first_threads(),
+            "main thread → CPU 4, 1st created → CPU 5, 2nd → CPU 6, 3rd → not pinned, 4th → CPU 4, …"
+        );
+        assert_eq!(ordinal(11), "11th");
+        assert_eq!(ordinal(22), "22nd");
     }
 
     #[test]

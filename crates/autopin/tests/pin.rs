@@ -249,6 +249,12 @@ fn pthreads_are_pinned_and_the_skip_mask_skips() {
         affinities(&out.stdout),
         pairs(&[("main", "1"), ("t0", &all), ("t1", "0"), ("t2", "1")])
     );
+    // The mask is never silent: stderr spells out which thread it leaves unpinned.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("main thread → CPU 1, 1st created → not pinned, 2nd → CPU 0"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -211,6 +211,15 @@ fn launch(
         // Every thread then starts on the main thread's CPU until the poller moves it.
         spec.initial_affinity = Some(CpuSet::from_cpus([plan.main_cpu()]));
     }
+    if !plan.skip.is_empty() {
+        // likwid-pin applies a skip mask without a word; which thread it leaves unpinned
+        // depends on the runtime, so it is spelt out.
+        say!(
+            "autopin: note: skip mask {}: {}; a skipped thread keeps every CPU the program was given. Skipping suits a runtime's helper thread created before the workers (older Intel OpenMP); GNU OpenMP creates none, so there -s 0x1 leaves a worker unpinned",
+            plan.skip,
+            plan.first_threads()
+        );
+    }
     if args.verbose {
         say!(
             "autopin: launcher: {}",
