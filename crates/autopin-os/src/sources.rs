@@ -547,18 +547,13 @@ fn schedstat_seconds(f: &std::fs::File) -> Option<f64> {
     Some(ns * 1e-9)
 }
 
-/// How many files this process may open (the soft RLIMIT_NOFILE; 1024 when unknown).
+/// How many files this process may open (the soft RLIMIT_NOFILE; unlimited counts as a
+/// million).
 fn open_files_allowed() -> usize {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct we pass and nothing else.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
-        usize::try_from(r.rlim_cur).unwrap_or(usize::MAX)
-    } else {
-        1024
-    }
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    limit
+        .current
+        .map_or(1 << 20, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 impl Meter for ProcCpuMeter {

@@ -37,8 +37,7 @@ impl Offspring {
             program_start,
             own: 0,
             others: BTreeMap::new(),
-            // SAFETY: sysconf has no memory effects.
-            ticks_per_second: (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64,
+            ticks_per_second: rustix::param::clock_ticks_per_second().max(1) as f64,
         }
     }
 
