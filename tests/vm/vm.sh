@@ -19,6 +19,10 @@
 # Other options:
 #   --add PATH[:GUESTPATH]              put a host file in the guest (default /bin/NAME)
 #   --timeout SEC                       give up on the guest after SEC seconds (default 300)
+#   --cpu-timeout SEC                   give up once QEMU has used SEC seconds of CPU: a limit
+#                                       on the work the guest got, so a machine shared with
+#                                       other work gives it more wall time (--timeout stays
+#                                       the wall-clock cap)
 #   --result-dir DIR                    also leave stdout, stderr, status, console.log there
 #   --accel kvm|tcg|auto                (default auto: KVM when a probe boot works, else TCG)
 #   --print                             print the qemu command line instead of running it
@@ -34,7 +38,7 @@ cache="${AUTOPIN_VM_CACHE:-${CARGO_TARGET_DIR:-$repo/target}/vm}"
 
 die() { echo "vm.sh: $*" >&2; exit 125; }
 
-sockets=1 cores=2 threads=1 timeout=300 accel=auto print=0 result_dir=""
+sockets=1 cores=2 threads=1 timeout=300 cpu_timeout="" accel=auto print=0 result_dir=""
 nodes=() dists=() adds=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
         --dist) dists+=("$2"); shift 2 ;;
         --add) adds+=("$2"); shift 2 ;;
         --timeout) timeout="$2"; shift 2 ;;
+        --cpu-timeout) cpu_timeout="$2"; shift 2 ;;
         --result-dir) result_dir="$2"; shift 2 ;;
         --accel) accel="$2"; shift 2 ;;
         --print) print=1; shift ;;
@@ -54,7 +59,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ $# -gt 0 ] || die "no command given (usage: vm.sh [options] -- COMMAND [ARGS...])"
-for v in "$sockets" "$cores" "$threads" "$timeout"; do
+for v in "$sockets" "$cores" "$threads" "$timeout" ${cpu_timeout:+"$cpu_timeout"}; do
     [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "'$v' is not a positive whole number"
 done
 [ ${#nodes[@]} -gt 0 ] || nodes=("0-$((sockets * cores * threads - 1)):512M")
@@ -190,13 +195,13 @@ chmod +x "$root/init" "$root/command.sh"
 
 out="$stage/out"
 mkdir -p "$out"
-qemu_cmd() { # accel, timeout
+qemu_cmd() { # accel, timeout; runs in the background, where exec leaves timeout as $!
     local accel_args
     case "$1" in
         kvm) accel_args=(-accel kvm -cpu host) ;;
         tcg) accel_args=(-accel tcg -cpu "${AUTOPIN_VM_CPU:-max,vendor=GenuineIntel}") ;;
     esac
-    timeout --kill-after=5 "$2" qemu-system-x86_64 "${accel_args[@]}" "${qargs[@]}" \
+    exec timeout --kill-after=5 "$2" qemu-system-x86_64 "${accel_args[@]}" "${qargs[@]}" \
         -kernel "$kernel" -initrd "$stage/initrd.cpio" \
         -append "console=ttyS0 rdinit=/init quiet loglevel=3 panic=-1 mitigations=off" \
         -serial "file:$out/console.log" -serial "file:$out/stdout" \
@@ -233,7 +238,26 @@ if [ "$print" = 1 ]; then
 fi
 : >"$out/stdout"; : >"$out/stderr"; : >"$out/status"; : >"$out/console.log"
 set +e
-qemu_cmd "$accel" "$timeout" 2>"$out/qemu.err"
+qemu_cmd "$accel" "$timeout" 2>"$out/qemu.err" &
+tpid=$!
+cpu_out=0 started=$SECONDS
+if [ -n "$cpu_timeout" ]; then
+    # The CPU time QEMU got is the guest's progress: stop it when that, not the wall
+    # clock, runs out (a busy machine slows the guest down without making it wrong).
+    hz=$(getconf CLK_TCK)
+    while kill -0 "$tpid" 2>/dev/null; do
+        sleep 1
+        q=$(pgrep -P "$tpid" | head -n1)
+        [ -n "$q" ] || continue
+        used=$(awk -v hz="$hz" '{print int(($14 + $15) / hz)}' "/proc/$q/stat" 2>/dev/null)
+        if [ "${used:-0}" -ge "$cpu_timeout" ]; then
+            cpu_out=1
+            kill -TERM "$q" 2>/dev/null
+            break
+        fi
+    done
+fi
+wait "$tpid"
 qrc=$?
 set -e
 if [ -n "$result_dir" ]; then
@@ -245,6 +269,7 @@ status="$(sed -n 's/^status \([0-9]*\) end.*/\1/p' "$out/status" | head -n1)"
 cat "$out/stdout"
 cat "$out/stderr" >&2
 if [ -z "$status" ]; then
+    [ "$cpu_out" = 1 ] && echo "vm.sh: the guest did not finish within ${cpu_timeout} s of CPU ($((SECONDS - started)) s of wall time, $accel)" >&2
     [ "$qrc" = 124 ] || [ "$qrc" = 137 ] && echo "vm.sh: the guest did not finish within ${timeout}s ($accel)" >&2
     echo "vm.sh: the guest reported no exit status (qemu exit $qrc, $accel)" >&2
     sed 's/^/vm.sh: qemu: /' "$out/qemu.err" >&2
