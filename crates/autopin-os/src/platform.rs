@@ -445,18 +445,19 @@ impl Platform for LinuxPlatform {
     }
 }
 
-/// Busy CPUs from /proc: per-CPU time since the last reading, less what the watched
-/// program's threads ran on each CPU (each thread's CPU time since the last reading,
-/// counted on the CPU it last ran on — threads the OS leaves in place are counted exactly;
-/// a thread that moved makes one CPU look busier and another idler than it was, which
-/// costs a candidate, never a wrong decision: candidates are still measured).
+/// Busy CPUs from /proc: the CPU time every other process's threads took since the last
+/// reading, each thread's counted on the CPU it last ran on. Work that stays where it is (a
+/// job pinned to its CPUs, a busy loop the scheduler leaves in place) is counted exactly.
+/// (Subtracting the watched program's time from each CPU's total instead was misled by the
+/// program's own threads moving during the window: a busy loop on CPU 0 was reported on
+/// CPU 1.)
 pub struct ProcBusyWatch {
     proc_root: std::path::PathBuf,
     allowed: CpuSet,
     last: std::collections::BTreeMap<u32, autopin_perf::cpustat::CpuTimes>,
     since: std::time::Instant,
-    /// CPU ticks of each of the program's threads at the last reading.
-    own: std::collections::HashMap<u32, u64>,
+    /// CPU ticks of every thread in the system at the last reading.
+    ticks: std::collections::HashMap<u32, u64>,
 }
 
 impl ProcBusyWatch {
@@ -465,13 +466,19 @@ impl ProcBusyWatch {
     const MIN_WINDOW: Duration = Duration::from_millis(100);
 
     pub fn begin(proc_root: &std::path::Path, allowed: CpuSet) -> Option<Self> {
-        Some(ProcBusyWatch {
+        let mut w = ProcBusyWatch {
             last: autopin_perf::cpustat::read_proc_stat(proc_root).ok()?,
             proc_root: proc_root.to_path_buf(),
             allowed,
             since: std::time::Instant::now(),
-            own: Default::default(),
-        })
+            ticks: Default::default(),
+        };
+        w.ticks = w
+            .threads_of_all(&[])
+            .into_iter()
+            .map(|(tid, t, _)| (tid, t))
+            .collect();
+        Some(w)
     }
 
     /// Each live thread of `pid`: (tid, CPU ticks so far, CPU it last ran on).
@@ -490,6 +497,19 @@ impl ProcBusyWatch {
             })
             .collect()
     }
+
+    /// Every thread of every process but those in `except`.
+    fn threads_of_all(&self, except: &[i32]) -> Vec<(u32, u64, u32)> {
+        let Ok(entries) = std::fs::read_dir(&self.proc_root) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| !except.contains(pid))
+            .flat_map(|pid| self.threads(pid))
+            .collect()
+    }
 }
 
 impl BusyWatch for ProcBusyWatch {
@@ -497,27 +517,41 @@ impl BusyWatch for ProcBusyWatch {
         if let Some(rest) = Self::MIN_WINDOW.checked_sub(self.since.elapsed()) {
             std::thread::sleep(rest);
         }
-        let threads = self.threads(pid);
+        let me = std::process::id() as i32;
+        let all = self.threads_of_all(&[]);
         let Ok(now) = autopin_perf::cpustat::read_proc_stat(&self.proc_root) else {
             return Vec::new();
         };
-        let mut own = std::collections::BTreeMap::new();
-        for &(tid, ticks, cpu) in &threads {
-            let before = self.own.get(&tid).copied().unwrap_or(0);
-            *own.entry(cpu).or_insert(0) += ticks.saturating_sub(before);
+        // The watched program's threads and autopin's own are not other work.
+        let mine: std::collections::HashSet<u32> = self
+            .threads(pid)
+            .into_iter()
+            .chain(self.threads(me))
+            .map(|t| t.0)
+            .collect();
+        let mut other = std::collections::BTreeMap::new();
+        for &(tid, ticks, cpu) in all.iter().filter(|t| !mine.contains(&t.0)) {
+            // A thread born in the window: all its time is in the window.
+            let before = self.ticks.get(&tid).copied().unwrap_or(0);
+            *other.entry(cpu).or_insert(0) += ticks.saturating_sub(before);
         }
-        let busy = autopin_perf::cpustat::busy_cpus_besides(&self.last, &now, &own, 0.5);
+        let busy =
+            autopin_perf::cpustat::cpus_with_other_work(&self.last, &now, &other, BUSY_SHARE);
         self.last = now;
         self.since = std::time::Instant::now();
-        self.own = threads
-            .into_iter()
-            .map(|(t, ticks, _)| (t, ticks))
-            .collect();
+        self.ticks = all.into_iter().map(|(t, ticks, _)| (t, ticks)).collect();
         busy.into_iter()
             .filter(|c| self.allowed.contains(*c))
             .collect()
     }
 }
+
+/// Share of a CPU's time other work must take for the CPU to count as busy. A busy loop
+/// that shares its CPU with one of the program's spinning threads gets about half of it,
+/// or less where the program's threads also migrate there: half was missed that way (a
+/// 1.6× slower pinning was then the only one probed), while a third is still far above
+/// what a quiet machine's daemons take.
+const BUSY_SHARE: f64 = 0.3;
 
 /// The file name of an OpenMP runtime mapped into a process, from its /proc/PID/maps text.
 fn openmp_runtime_in_maps(maps: &str) -> Option<String> {
@@ -550,5 +584,43 @@ struct FdDeviceWatch;
 impl autopin_engine::run::DeviceWatch for FdDeviceWatch {
     fn opened_gpus(&mut self, pid: i32) -> Vec<String> {
         crate::opened_gpus::opened_gpus(pid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread's stat line with `ticks` of user time, last run on `cpu`.
+    fn thread_stat(tid: u32, ticks: u64, cpu: u32) -> String {
+        format!(
+            "{tid} (t) R 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 100 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 {cpu} 0 0 0 0 0"
+        )
+    }
+
+    fn write(root: &std::path::Path, pid: u32, tid: u32, ticks: u64, cpu: u32) {
+        let d = root.join(format!("{pid}/task/{tid}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("stat"), thread_stat(tid, ticks, cpu)).unwrap();
+    }
+
+    #[test]
+    fn other_work_is_found_on_its_cpu_whatever_the_programs_threads_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("stat"), "cpu0 0 0 0 0\ncpu1 0 0 0 0\n").unwrap();
+        write(root, 20, 20, 0, 0); // a busy loop on CPU 0
+        let mut w = ProcBusyWatch::begin(root, CpuSet::from_cpus([0, 1])).unwrap();
+        // 200 ticks later: CPU 0 and CPU 1 both busy. The busy loop ran 150 ticks on CPU 0;
+        // the program's thread (pid 10) ran 180 ticks, on CPU 1, and has just moved to
+        // CPU 0 (subtracting its time from CPU 0 made CPU 1 look busy with other work).
+        std::fs::write(root.join("stat"), "cpu0 200 0 0 0\ncpu1 190 0 10 0\n").unwrap();
+        write(root, 20, 20, 150, 0);
+        write(root, 10, 10, 180, 0);
+        assert_eq!(w.busy_cpus(10), vec![0]);
+        // The next window: nobody else worked.
+        std::fs::write(root.join("stat"), "cpu0 400 0 0 0\ncpu1 390 0 10 0\n").unwrap();
+        write(root, 10, 10, 570, 1);
+        assert!(w.busy_cpus(10).is_empty());
     }
 }

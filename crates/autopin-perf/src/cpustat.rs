@@ -53,23 +53,21 @@ pub fn parse_thread_cpu(stat: &str) -> Option<(u64, u32)> {
     Some((ticks, cpu))
 }
 
-/// CPUs busy more than `threshold` of the time between two readings with work other than
-/// the watched program's: `own` holds the ticks its threads ran on each CPU meanwhile.
-pub fn busy_cpus_besides(
+/// CPUs where other work took more than `threshold` of the time between two readings:
+/// `other` holds the ticks other processes' threads ran on each CPU meanwhile.
+pub fn cpus_with_other_work(
     before: &BTreeMap<u32, CpuTimes>,
     after: &BTreeMap<u32, CpuTimes>,
-    own: &BTreeMap<u32, u64>,
+    other: &BTreeMap<u32, u64>,
     threshold: f64,
 ) -> Vec<u32> {
     after
         .iter()
         .filter_map(|(cpu, a)| {
             let b = before.get(cpu)?;
-            let busy = a.busy.saturating_sub(b.busy);
-            let idle = a.idle.saturating_sub(b.idle) as f64;
-            let total = busy as f64 + idle;
-            let other = busy.saturating_sub(own.get(cpu).copied().unwrap_or(0)) as f64;
-            (total > 0.0 && other / total > threshold).then_some(*cpu)
+            let total = (a.busy.saturating_sub(b.busy) + a.idle.saturating_sub(b.idle)) as f64;
+            let theirs = other.get(cpu).copied().unwrap_or(0) as f64;
+            (total > 0.0 && theirs / total > threshold).then_some(*cpu)
         })
         .collect()
 }
@@ -84,8 +82,16 @@ mod tests {
     use super::*;
 
     /// Busy CPUs when the watched program ran nowhere (other work is all the work).
+    /// CPUs busy more than half the time between two readings, whoever worked.
     fn idle_besides(a: &BTreeMap<u32, CpuTimes>, b: &BTreeMap<u32, CpuTimes>) -> Vec<u32> {
-        busy_cpus_besides(a, b, &BTreeMap::new(), 0.5)
+        b.iter()
+            .filter(|(cpu, t)| {
+                let before = a[cpu];
+                let busy = (t.busy - before.busy) as f64;
+                busy / (busy + (t.idle - before.idle) as f64) > 0.5
+            })
+            .map(|(cpu, _)| *cpu)
+            .collect()
     }
 
     const BEFORE: &str = "cpu  300 0 100 900 0 0 0 0 0 0\n\
@@ -133,17 +139,18 @@ cpu1 110 0 55 685 0 0 0 0 0 0\n";
     }
 
     #[test]
-    fn the_watched_programs_own_time_is_not_other_work() {
-        // Both CPUs fully busy; the program's thread ran 190 of CPU 1's 200 ticks: only
-        // CPU 0 is busy with other work.
+    fn other_work_counts_where_it_ran() {
+        // Both CPUs fully busy over 200 ticks; other processes ran 150 ticks on CPU 0 and
+        // 20 on CPU 1 (the rest was the watched program's): only CPU 0 has other work.
         let a = parse_proc_stat("cpu0 0 0 0 0\ncpu1 0 0 0 0\n");
         let b = parse_proc_stat("cpu0 200 0 0 0\ncpu1 195 0 5 0\n");
-        let own = BTreeMap::from([(1, 190)]);
-        assert_eq!(busy_cpus_besides(&a, &b, &own, 0.5), vec![0]);
-        assert_eq!(busy_cpus_besides(&a, &b, &BTreeMap::new(), 0.5), vec![0, 1]);
-        // Own time above the CPU's busy time (ticks are sampled) is no other work, not a wrap.
-        let own = BTreeMap::from([(0, 500), (1, 500)]);
-        assert!(busy_cpus_besides(&a, &b, &own, 0.5).is_empty());
+        let other = BTreeMap::from([(0, 150), (1, 20)]);
+        assert_eq!(cpus_with_other_work(&a, &b, &other, 0.3), vec![0]);
+        assert!(cpus_with_other_work(&a, &b, &BTreeMap::new(), 0.3).is_empty());
+        assert!(
+            cpus_with_other_work(&a, &a, &other, 0.3).is_empty(),
+            "no time passed"
+        );
     }
 
     #[test]
