@@ -263,34 +263,44 @@ fn a_child_forked_mid_probe_gets_the_programs_cpus_back() {
 /// nothing. A process the program leaves running when it ends is named with its PID.
 #[test]
 fn work_in_child_processes_and_a_process_left_running_are_named() {
+    // `autopin run` on a shell script: its stderr and exit status.
+    let run_sh = |script: &str| {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+            .args([
+                "run",
+                "--objective",
+                "task-clock",
+                "--no-perturbation-estimate",
+            ])
+            .args([
+                "-i",
+                "0.2",
+                "--no-memory",
+                "--budget",
+                "2",
+                "--",
+                "sh",
+                "-c",
+            ])
+            .arg(script)
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.status.code(),
+        )
+    };
     let busy = "i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done";
-    let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
-        .args([
-            "run",
-            "--objective",
-            "task-clock",
-            "--no-perturbation-estimate",
-        ])
-        .args(["-i", "0.2", "--no-memory", "--budget", "2"])
-        .args(["--", "sh", "-c"])
-        .arg(format!("sh -c '{busy}' & sh -c '{busy}' & wait"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    let (err, code) = run_sh(&format!("sh -c '{busy}' & sh -c '{busy}' & wait"));
+    assert_eq!(code, Some(0), "{err}");
     assert!(
         err.contains("the work ran mostly in 2 child processes"),
         "no word of the work in children: {err}"
     );
 
-    let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
-        .args(["run", "--objective", "task-clock", "--no-perturbation-estimate"])
-        .args(["-i", "0.2", "--no-memory"])
-        .args(["--", "sh", "-c"])
-        .arg("sleep 30 </dev/null >/dev/null 2>&1 & i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (err, code) = run_sh(
+        "sleep 30 </dev/null >/dev/null 2>&1 & i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
+    );
     let left: Option<i32> = err
         .split("running when it ended (PID ")
         .nth(1)
@@ -300,6 +310,6 @@ fn work_in_child_processes_and_a_process_left_running_are_named() {
         // SAFETY: kill has no memory effects; the PID is the sleep the test started.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(code, Some(0), "{err}");
     assert!(left.is_some(), "no word of the sleep left running: {err}");
 }
