@@ -286,6 +286,14 @@ fn caption_lines(m: &Machine) -> Vec<String> {
             kinds.join(", ")
         ));
     }
+    // I/O devices, each with the object its CPUs are local to (lstopo hangs them there).
+    for d in &m.io {
+        out.push(format!(
+            "I/O near {}: {}",
+            label(m, d.attached_to),
+            d.label_with_os_devices()
+        ));
+    }
     out
 }
 
