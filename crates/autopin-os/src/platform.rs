@@ -474,8 +474,9 @@ impl ProcBusyWatch {
             ticks: Default::default(),
         };
         w.ticks = w
-            .threads_of_all(&[])
+            .processes()
             .into_iter()
+            .flat_map(|p| p.threads)
             .map(|(tid, t, _)| (tid, t))
             .collect();
         Some(w)
@@ -498,17 +499,45 @@ impl ProcBusyWatch {
             .collect()
     }
 
-    /// Every thread of every process but those in `except`.
-    fn threads_of_all(&self, except: &[i32]) -> Vec<(u32, u64, u32)> {
+    /// Every process: its PID, its parent's (0 where unknown) and its threads.
+    fn processes(&self) -> Vec<Proc> {
         let Ok(entries) = std::fs::read_dir(&self.proc_root) else {
             return Vec::new();
         };
         entries
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| !except.contains(pid))
-            .flat_map(|pid| self.threads(pid))
+            .map(|pid| Proc {
+                pid,
+                parent: crate::process::attach_guard::read_stat(&self.proc_root, pid)
+                    .map_or(0, |s| s.ppid),
+                threads: self.threads(pid),
+            })
             .collect()
+    }
+}
+
+/// One process as the busy watch reads it.
+struct Proc {
+    pid: i32,
+    parent: i32,
+    threads: Vec<(u32, u64, u32)>,
+}
+
+/// `roots` and every process descending from them.
+fn families(procs: &[Proc], roots: &[i32]) -> std::collections::HashSet<i32> {
+    let mut ours: std::collections::HashSet<i32> = roots.iter().copied().collect();
+    // Parents may be listed after their children: repeat until nothing joins.
+    loop {
+        let before = ours.len();
+        for p in procs {
+            if ours.contains(&p.parent) {
+                ours.insert(p.pid);
+            }
+        }
+        if ours.len() == before {
+            return ours;
+        }
     }
 }
 
@@ -517,29 +546,30 @@ impl BusyWatch for ProcBusyWatch {
         if let Some(rest) = Self::MIN_WINDOW.checked_sub(self.since.elapsed()) {
             std::thread::sleep(rest);
         }
-        let me = std::process::id() as i32;
-        let all = self.threads_of_all(&[]);
+        let procs = self.processes();
         let Ok(now) = autopin_perf::cpustat::read_proc_stat(&self.proc_root) else {
             return Vec::new();
         };
-        // The watched program's threads and autopin's own are not other work.
-        let mine: std::collections::HashSet<u32> = self
-            .threads(pid)
-            .into_iter()
-            .chain(self.threads(me))
-            .map(|t| t.0)
-            .collect();
+        // Not other work: the watched program and what it started (a shell's child may be
+        // the process that does the work), and autopin with its own helpers.
+        let ours = families(&procs, &[pid, std::process::id() as i32]);
         let mut other = std::collections::BTreeMap::new();
-        for &(tid, ticks, cpu) in all.iter().filter(|t| !mine.contains(&t.0)) {
-            // A thread born in the window: all its time is in the window.
-            let before = self.ticks.get(&tid).copied().unwrap_or(0);
-            *other.entry(cpu).or_insert(0) += ticks.saturating_sub(before);
+        for p in procs.iter().filter(|p| !ours.contains(&p.pid)) {
+            for &(tid, ticks, cpu) in &p.threads {
+                // A thread born in the window: all its time is in the window.
+                let before = self.ticks.get(&tid).copied().unwrap_or(0);
+                *other.entry(cpu).or_insert(0) += ticks.saturating_sub(before);
+            }
         }
         let busy =
             autopin_perf::cpustat::cpus_with_other_work(&self.last, &now, &other, BUSY_SHARE);
         self.last = now;
         self.since = std::time::Instant::now();
-        self.ticks = all.into_iter().map(|(t, ticks, _)| (t, ticks)).collect();
+        self.ticks = procs
+            .into_iter()
+            .flat_map(|p| p.threads)
+            .map(|(t, ticks, _)| (t, ticks))
+            .collect();
         busy.into_iter()
             .filter(|c| self.allowed.contains(*c))
             .collect()
@@ -618,9 +648,12 @@ mod tests {
         write(root, 20, 20, 150, 0);
         write(root, 10, 10, 180, 0);
         assert_eq!(w.busy_cpus(10), vec![0]);
-        // The next window: nobody else worked.
+        // The next window: only a child of the program worked (a shell's child doing the
+        // program's work), on CPU 0: that is the program, not other work.
         std::fs::write(root.join("stat"), "cpu0 400 0 0 0\ncpu1 390 0 10 0\n").unwrap();
         write(root, 10, 10, 570, 1);
+        write(root, 30, 30, 190, 0);
+        std::fs::write(root.join("30/stat"), "30 (w) R 10 30 30 0 -1 0").unwrap();
         assert!(w.busy_cpus(10).is_empty());
     }
 }
