@@ -27,7 +27,8 @@ pub fn parse(text: &str, file: &str) -> Result<LatencyMatrix> {
         .first()
         .is_some_and(|(_, f)| f.first().is_some_and(|x| x.eq_ignore_ascii_case(LABEL)));
     // The labelled form: the header names the CPUs, each row repeats its own first.
-    let (cpus, lines): (Option<Vec<u32>>, Rows) = if labelled {
+    // With the header's line number, for the error that counts rows against it.
+    let (header, lines): (Option<(usize, Vec<u32>)>, Rows) = if labelled {
         let (hline, header) = &all[0];
         let cpus = header[1..]
             .iter()
@@ -59,7 +60,7 @@ pub fn parse(text: &str, file: &str) -> Result<LatencyMatrix> {
             }
             rows.push((*lineno, f[1..].to_vec()));
         }
-        (Some(cpus), rows)
+        (Some((*hline, cpus)), rows)
     } else {
         (None, all)
     };
@@ -73,14 +74,11 @@ pub fn parse(text: &str, file: &str) -> Result<LatencyMatrix> {
             "a latency matrix needs at least 2 rows (one per CPU)",
         ));
     }
-    if cpus.as_ref().is_some_and(|c| c.len() != n) {
+    if let Some((hline, cpus)) = header.as_ref().filter(|(_, c)| c.len() != n) {
         return Err(LatencyError::parse(
             file,
-            1,
-            format!(
-                "the header names {} CPUs but {n} rows follow",
-                cpus.as_ref().map_or(0, Vec::len)
-            ),
+            *hline,
+            format!("the header names {} CPUs but {n} rows follow", cpus.len()),
         ));
     }
     let mut cells: Vec<Vec<Option<f64>>> = Vec::with_capacity(n);
@@ -126,7 +124,7 @@ pub fn parse(text: &str, file: &str) -> Result<LatencyMatrix> {
         }
         cells.push(r);
     }
-    let cpus = cpus.unwrap_or_else(|| (0..n as u32).collect());
+    let cpus = header.map_or_else(|| (0..n as u32).collect(), |(_, c)| c);
     let cpu = |i: usize| cpus[i];
     let mut values = vec![vec![0.0; n]; n];
     for i in 0..n {
@@ -217,6 +215,13 @@ mod tests {
             .to_string();
         assert!(
             e.contains("l.csv:1: column 3: `x` is not a CPU number"),
+            "{e}"
+        );
+        let e = parse("\ncpu,4,6,7\n4,,,\n6,40,,\n", "l.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("l.csv:2: the header names 3 CPUs but 2 rows follow"),
             "{e}"
         );
         let e = parse("cpu,4,6\n4,,\n6,y,\n", "l.csv")
