@@ -6,6 +6,9 @@
 
 use std::fmt::Write;
 
+/// Decimal prefixes, largest first, for [`number`] and [`si`].
+const SI_PREFIX: [(f64, &str); 5] = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+
 /// `x` with three significant digits, in plain decimal notation for everyday magnitudes and
 /// with an SI prefix letter (k, M, G, T, P) beyond a million; tiny values keep an exponent
 /// only below 1e-4, where no decimal form is readable.
@@ -27,9 +30,7 @@ pub fn number(x: f64) -> String {
     }
     let a = x.abs();
     if a >= 1e6 {
-        const PREFIX: [(f64, &str); 5] =
-            [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
-        for (scale, p) in PREFIX {
+        for (scale, p) in SI_PREFIX {
             if a >= scale {
                 return format!("{}{p}", significant(x / scale, 3));
             }
@@ -265,7 +266,6 @@ pub fn tick_labels(ticks: &[f64]) -> Vec<String> {
 /// An axis label with an SI prefix and no trailing zeros: `100k`, `2.5M`, `10M` (where
 /// [`number`] writes `10.0M` and `100000`), so every label of an axis reads alike.
 pub fn si(x: f64) -> String {
-    const PREFIX: [(f64, &str); 5] = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
     let a = x.abs();
     if !x.is_finite() || a < 1e3 {
         return if x.is_finite() && a >= 1e-4 || x == 0.0 {
@@ -274,7 +274,7 @@ pub fn si(x: f64) -> String {
             number(x)
         };
     }
-    let (scale, p) = PREFIX
+    let (scale, p) = SI_PREFIX
         .iter()
         .find(|(scale, _)| a >= *scale)
         .copied()
