@@ -234,6 +234,9 @@ impl Driver<'_> {
         }
         let mut snap = self.threads.poll().map_err(EngineError::Os)?;
         let mut prev: Reading = self.meter.read(&snap.all).map_err(EngineError::Os)?;
+        // The threads the last reading was taken on: a meter that reads the program's total
+        // (no per-thread amounts) still needs a changed thread set to mark the interval.
+        let mut prev_set = ThreadSet::of(&snap.all);
         let mut prev_t = cfg.started;
         let mut pinned = Pinned::default();
         // Start-up already over (the objective's choice waited it out): the first probe
@@ -283,6 +286,7 @@ impl Driver<'_> {
                 if counting {
                     self.meter.whole_program(session.is_decided());
                     prev = self.meter.read(&snap.all).map_err(EngineError::Os)?;
+                    prev_set = ThreadSet::of(&snap.all);
                     prev_t = self.clock.now() - t0;
                 }
             }
@@ -318,9 +322,12 @@ impl Driver<'_> {
             let mut actions = Vec::new();
             if counting {
                 let cur = self.meter.read(&snap.all).map_err(EngineError::Os)?;
-                let iv = interval(&prev, &cur, prev_t, now, &snap);
+                let set = ThreadSet::of(&snap.all);
+                let mut iv = interval(&prev, &cur, prev_t, now, &snap);
+                iv.disturbed |= set != prev_set;
                 actions = session.on_interval(&iv);
                 prev = cur;
+                prev_set = set;
                 prev_t = now;
             }
             for a in actions {
@@ -361,6 +368,31 @@ impl Driver<'_> {
                     restored,
                 });
             }
+        }
+    }
+}
+
+/// Which threads a reading was taken on, in 16 bytes whatever their number: how many, and
+/// an order-free sum of their mixed ids (two different sets of equal size share it by chance
+/// only, about once in 2^64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ThreadSet {
+    count: usize,
+    sum: u64,
+}
+
+impl ThreadSet {
+    fn of(threads: &[u32]) -> ThreadSet {
+        let mix = |t: u32| {
+            // splitmix64's finaliser: neighbouring ids land far apart.
+            let mut z = u64::from(t).wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        ThreadSet {
+            count: threads.len(),
+            sum: threads.iter().fold(0u64, |a, t| a.wrapping_add(mix(*t))),
         }
     }
 }

@@ -490,7 +490,12 @@ pub struct ProcCpuMeter {
     /// Files it may keep open: half of what the process may open, the rest left for all
     /// else autopin opens (counters, /proc, reports).
     open_budget: usize,
+    /// The most threads the program had when it was read as a whole during a search.
+    read_as_whole: Option<usize>,
 }
+
+/// Most threads whose CPU time is read one by one every tick while searching.
+pub const PER_THREAD_LIMIT: usize = 256;
 
 impl ProcCpuMeter {
     pub fn new(heartbeat: Option<HeartbeatChannel>) -> Self {
@@ -502,6 +507,7 @@ impl ProcCpuMeter {
             whole_program: false,
             open: HashMap::new(),
             open_budget: open_files_allowed() / 2,
+            read_as_whole: None,
         }
     }
 
@@ -562,10 +568,17 @@ impl Meter for ProcCpuMeter {
     }
 
     fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+        // A program of very many threads is read as a whole while it is searched too: one
+        // system call instead of one per thread a tick (2000 threads cost ~5% of a CPU).
+        // Its probes then carry no per-thread rates, and the report says so.
+        let many = threads.len() > PER_THREAD_LIMIT;
         let total = self
             .process
-            .filter(|_| self.whole_program)
+            .filter(|_| self.whole_program || many)
             .and_then(crate::process::cpu_clock::process_cpu_seconds);
+        if total.is_some() && many && !self.whole_program {
+            self.read_as_whole = self.read_as_whole.max(Some(threads.len()));
+        }
         let mut per_thread = BTreeMap::new();
         if total.is_some() {
             // Per-thread files are not read while the whole program's time is.
@@ -602,7 +615,13 @@ impl Meter for ProcCpuMeter {
     }
 
     fn notes(&self) -> Vec<String> {
-        self.unreadable.clone()
+        let mut notes = self.unreadable.clone();
+        if let Some(n) = self.read_as_whole {
+            notes.push(format!(
+                "per-thread CPU time not read while searching: up to {n} threads (more than {PER_THREAD_LIMIT}), so the program's total CPU time was read each tick and the probes carry no per-thread rates"
+            ));
+        }
+        notes
     }
 }
 
@@ -647,6 +666,37 @@ mod tests {
         assert!((r.per_thread[&42] - 1.5).abs() < 1e-9);
         assert!(m.notes().is_empty(), "a vanished thread is normal churn");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_program_of_many_threads_is_read_as_a_whole_while_searching() {
+        // This test process is the program; its thread list is as long as a big program's
+        // (ids that name no thread here: none may be read one by one).
+        let pid = std::process::id() as i32;
+        let many: Vec<u32> = (0..=PER_THREAD_LIMIT as u32)
+            .map(|i| 4_000_000 + i)
+            .collect();
+        let mut m = ProcCpuMeter::new(None).of_process(pid);
+        let r = m.read(&many).unwrap();
+        assert!(
+            r.per_thread.is_empty(),
+            "{} threads read one by one",
+            r.per_thread.len()
+        );
+        let total = r.total.expect("the program's total CPU time");
+        assert!(total > 0.0, "{total}");
+        let notes = m.notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains(&format!("up to {} threads", many.len())),
+            "{notes:?}"
+        );
+        // A few threads are still read one by one, and the note stays about the many.
+        let tid = rustix::thread::gettid().as_raw_pid() as u32;
+        let r = m.read(&[tid]).unwrap();
+        assert!(r.total.is_none());
+        assert_eq!(r.per_thread.len(), 1);
+        assert_eq!(m.notes().len(), 1);
     }
 
     #[test]

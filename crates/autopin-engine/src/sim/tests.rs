@@ -1,6 +1,6 @@
 use super::*;
 use crate::driver::{Driver, DriverConfig, DECIDED_TICK};
-use crate::os::{Meter, Reading};
+use crate::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
 use crate::session::{Session, SessionConfig};
 use crate::strategy::{Autopin1, Autopin1Params, Race, RaceParams, Strategy};
 use std::collections::BTreeMap;
@@ -125,6 +125,96 @@ impl Meter for RecordingMeter {
     fn whole_program(&mut self, yes: bool) {
         self.whole_program.push((self.sim.now(), yes));
     }
+}
+
+/// The simulation's meter read as a whole: the program's total, no per-thread amounts (as
+/// autopin reads a program of thousands of threads).
+struct WholeMeter(Sim);
+
+impl Meter for WholeMeter {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+        let mut r = self.0.read(threads)?;
+        r.total = Some(r.per_thread.values().sum());
+        r.per_thread.clear();
+        Ok(r)
+    }
+}
+
+/// The simulation's threads and one more, alive from `born` to `gone` seconds.
+struct OneMoreThread {
+    sim: Sim,
+    born: f64,
+    gone: f64,
+}
+
+impl ThreadSource for OneMoreThread {
+    fn poll(&mut self) -> Result<ThreadSnapshot, String> {
+        let mut snap = self.sim.poll()?;
+        let now = self.sim.now();
+        if now >= self.born && now < self.gone {
+            snap.all.push(99_999);
+        }
+        Ok(snap)
+    }
+}
+
+#[test]
+fn a_thread_born_or_gone_disturbs_an_interval_also_when_the_program_is_read_as_a_whole() {
+    let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.02, 3, 1e9);
+    let topo = sim.topo();
+    let cands = structured_candidates(&topo, 16);
+    let mut session = Session::new(
+        SessionConfig {
+            init: 0.5,
+            watch: None,
+            ..SessionConfig::default()
+        },
+        Box::new(move |_| cands.clone().into()),
+        Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
+    );
+    let (mut clock, pinner) = (sim.clone(), sim.clone());
+    let (born, gone) = (1.05, 1.35);
+    let mut threads = OneMoreThread {
+        sim: sim.clone(),
+        born,
+        gone,
+    };
+    let mut meter = WholeMeter(sim.clone());
+    let mut quiet = |_: f64, _: &str| {};
+    let mut always = |_: &Session| true;
+    let mut d = Driver {
+        clock: &mut clock,
+        threads: &mut threads,
+        pinner: &pinner,
+        meter: &mut meter,
+        on_message: &mut quiet,
+        keep_going: &mut always,
+    };
+    d.run(
+        &mut session,
+        &DriverConfig {
+            max_time: Some(3.0),
+            ..driver_config(CpuSet::from_cpus(topo.pus.iter().copied()))
+        },
+    )
+    .unwrap();
+    let probes = &session.report.probes;
+    // The first probe that ends after the thread came (or went) saw it come (or go).
+    let seen = |t: f64| {
+        probes
+            .iter()
+            .find(|p| p.start + p.warmup + p.duration >= t)
+            .expect("a probe then")
+    };
+    let (at_birth, at_end) = (seen(born), seen(gone));
+    assert!(at_birth.disturbed_intervals > 0, "{at_birth:?}");
+    assert!(at_end.disturbed_intervals > 0, "{at_end:?}");
+    let undisturbed = probes
+        .iter()
+        .filter(|p| p.start > gone + 0.2 || p.start + p.warmup + p.duration + 0.2 < born)
+        .filter(|p| p.disturbed_intervals == 0)
+        .count();
+    assert!(undisturbed >= 3, "{probes:?}");
 }
 
 #[test]
