@@ -77,6 +77,9 @@ pub fn default_path() -> Option<PathBuf> {
 pub struct Store {
     conn: Connection,
     path: String,
+    /// Why the store is only read (its file system is read-only or full): every write
+    /// answers this instead of trying.
+    read_only: Option<MemoryError>,
 }
 
 impl Store {
@@ -98,22 +101,85 @@ impl Store {
             }
         }
         let existed = path.exists();
-        let conn = Connection::open_with_flags(
+        let writable = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| classify(&shown, e))?;
-        if !existed {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        .map_err(|e| classify(&shown, e))
+        .and_then(|conn| {
+            if !existed {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+            }
+            conn.busy_timeout(BUSY_WAIT)
+                .map_err(|e| classify(&shown, e))?;
+            let store = Store {
+                conn,
+                path: shown.clone(),
+                read_only: None,
+            };
+            store.migrate()?;
+            Ok(store)
+        });
+        match writable {
+            Err(e) if existed => match file_system_fault(path, &shown) {
+                // A WAL store cannot even be read where its lock file (-shm) cannot be
+                // made: a read-only or full file system. Nobody can change it there
+                // either, so it is read as an immutable file; writes say why not.
+                Some(fault) => Store::immutable(path, &shown, fault).map_err(|_| e),
+                None => Err(e),
+            },
+            other => other,
         }
-        conn.busy_timeout(BUSY_WAIT)
-            .map_err(|e| classify(&shown, e))?;
-        let store = Store { conn, path: shown };
-        store.migrate()?;
+    }
+
+    /// The store read as a file that cannot change (no locks, no -shm), for a file system
+    /// that `fault` says cannot be written; of this build's schema only.
+    fn immutable(path: &Path, shown: &str, fault: MemoryError) -> Result<Store, MemoryError> {
+        let mut uri = String::from("file:");
+        for b in path.as_os_str().as_encoded_bytes() {
+            match *b {
+                b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
+                _ => uri.push(char::from(*b)),
+            }
+        }
+        uri.push_str("?immutable=1");
+        let conn = Connection::open_with_flags(
+            &uri,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| classify(shown, e))?;
+        let store = Store {
+            conn,
+            path: shown.to_string(),
+            read_only: Some(fault),
+        };
+        let version: i64 = store
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| store.err(e))?;
+        if version != SCHEMA_VERSION {
+            return Err(store.read_only.unwrap_or(MemoryError::Other {
+                path: shown.to_string(),
+                detail: format!("schema {version}"),
+            }));
+        }
         Ok(store)
+    }
+
+    /// Why nothing can be written where the store lies, when that is the case.
+    fn writes_refused(&self) -> Result<(), MemoryError> {
+        match &self.read_only {
+            Some(MemoryError::Full { path }) => Err(MemoryError::Full { path: path.clone() }),
+            Some(_) => Err(MemoryError::ReadOnly {
+                path: self.path.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     pub fn path(&self) -> &str {
@@ -174,6 +240,7 @@ impl Store {
 
     /// Keeps `record` (replacing the one of the same key).
     pub fn put(&self, record: &Record) -> Result<(), MemoryError> {
+        self.writes_refused()?;
         let text = serde_json::to_string(record).map_err(|e| MemoryError::Other {
             path: self.path.clone(),
             detail: e.to_string(),
@@ -211,6 +278,7 @@ impl Store {
     /// Forgets the records whose id or program path is `what` (a program may also be named
     /// by its file name alone); returns how many.
     pub fn forget(&self, what: &str) -> Result<usize, MemoryError> {
+        self.writes_refused()?;
         let suffix = format!("%/{what}");
         self.conn
             .execute(
@@ -222,6 +290,7 @@ impl Store {
 
     /// Forgets every record; returns how many.
     pub fn forget_all(&self) -> Result<usize, MemoryError> {
+        self.writes_refused()?;
         self.conn
             .execute("DELETE FROM decisions", [])
             .map_err(|e| self.err(e))
@@ -229,6 +298,7 @@ impl Store {
 
     /// Keeps each of `records` (an export from another store), in one transaction.
     pub fn import(&mut self, records: &[Record]) -> Result<usize, MemoryError> {
+        self.writes_refused()?;
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(|e| classify(&path, e))?;
         for r in records {
@@ -242,6 +312,21 @@ impl Store {
         }
         tx.commit().map_err(|e| classify(&path, e))?;
         Ok(records.len())
+    }
+}
+
+/// A file system under `path` that cannot take a write: mounted read-only, or without a
+/// free block.
+fn file_system_fault(path: &Path, shown: &str) -> Option<MemoryError> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty())?;
+    let fs = rustix::fs::statvfs(dir).ok()?;
+    let path = shown.to_string();
+    if fs.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY) {
+        Some(MemoryError::ReadOnly { path })
+    } else if fs.f_bavail == 0 {
+        Some(MemoryError::Full { path })
+    } else {
+        None
     }
 }
 

@@ -1,7 +1,7 @@
 //! Remembered decisions end to end: a second run of a program starts on the pinning the
 //! first decided and checks it; every fault of the store (corrupt, newer schema, locked,
-//! read-only) leaves the program's run and output as they would be without memory; eight
-//! runs writing one store at once lose nothing.
+//! read-only, a full file system) leaves the program's run and output as they would be
+//! without memory; eight runs writing one store at once lose nothing.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -187,6 +187,128 @@ fn a_read_only_store_is_used_but_not_written() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o400)).unwrap();
     assert_runs_without_memory(&store, "read-only");
+}
+
+/// What [`in_own_mounts`] ran: the status, stdout and stderr of the run under test.
+struct MountedRun {
+    out: Output,
+    /// The store's records afterwards, as `autopin memory list --json` printed them.
+    records: serde_json::Value,
+    /// What `autopin memory forget --all` said while the file system was spoilt, and its
+    /// exit status on the last line.
+    forget: String,
+    report: serde_json::Value,
+}
+
+/// Runs, in a mount namespace of its own (nothing shows outside it), a first remembering
+/// run on a store in `$M` (a fresh 512 KiB tmpfs), then `prepare` (a shell fragment that
+/// spoils the file system under the store), then the run under test, then `repair`, then
+/// lists the store's records. Both runs keep a fixed pinning (decided at once, so each has
+/// a decision to write back).
+fn in_own_mounts(prepare: &str, repair: &str) -> Result<MountedRun, String> {
+    if !autopin_testkit::have("unshare") {
+        return Err("unshare is not installed".into());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("m")).unwrap();
+    // Root makes a mount namespace; anyone else a user namespace with one.
+    let ns = if rustix::process::geteuid().is_root() {
+        "-m"
+    } else {
+        "-rm"
+    };
+    let common = "--objective task-clock --no-perturbation-estimate -i 0.05 -w 0.02 --probe 0.05";
+    let script = format!(
+        r#"set -u
+mount -t tmpfs -o size=512k tmpfs "$M" || exit 97
+"$AP" run --memory "$M/d.db" --report "$D/r0.json" {common} --strategy fixed --schedule 0 -- sh -c "$PROG" >/dev/null 2>&1
+{prepare}
+"$AP" run --memory "$M/d.db" --report "$D/r.json" {common} --strategy fixed --schedule 0 -- sh -c "$PROG" >"$D/out" 2>"$D/err"
+echo $? >"$D/rc"
+"$AP" memory --memory "$M/d.db" forget --all 2>"$D/forget"
+echo $? >>"$D/forget"
+{repair}
+"$AP" memory --memory "$M/d.db" list --json >"$D/list"
+"#
+    );
+    let ran = Command::new("unshare")
+        .arg(ns)
+        .args(["sh", "-c", &script])
+        .env("AP", assert_cmd::cargo::cargo_bin("autopin"))
+        .env("M", d.join("m"))
+        .env("D", d)
+        .env("PROG", SCRIPT)
+        .output()
+        .unwrap();
+    if !d.join("rc").exists() {
+        return Err(format!(
+            "no mount namespace with a tmpfs here (unshare {ns}: {}{})",
+            String::from_utf8_lossy(&ran.stderr).trim(),
+            ran.status
+        ));
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let rc: i32 = std::fs::read_to_string(d.join("rc"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    Ok(MountedRun {
+        out: Output {
+            status: std::process::ExitStatus::from_raw(rc << 8),
+            stdout: std::fs::read(d.join("out")).unwrap(),
+            stderr: std::fs::read(d.join("err")).unwrap(),
+        },
+        records: serde_json::from_slice(&std::fs::read(d.join("list")).unwrap())
+            .unwrap_or(serde_json::Value::Null),
+        report: read_json(&d.join("r.json")),
+        forget: std::fs::read_to_string(d.join("forget")).unwrap(),
+    })
+}
+
+/// The run under test ran as without memory, said why once, and the record the first run
+/// wrote is still there.
+fn assert_ran_without_losing(run: &MountedRun, fault: &str) {
+    assert_untouched(&run.out);
+    let err = String::from_utf8_lossy(&run.out.stderr);
+    assert_eq!(
+        err.matches("remembered decisions unavailable").count(),
+        1,
+        "{err}"
+    );
+    let m = &run.report["memory"];
+    assert_eq!(m["hit"], true, "the store is still read: {m}");
+    assert_eq!(m["outcome"], "error", "{m}");
+    assert!(
+        m["error"].as_str().unwrap().contains(fault),
+        "{m} should name {fault}"
+    );
+    // Forgetting is refused, with the reason, as a failure of the moment (not bad input).
+    assert!(run.forget.contains(fault), "{}", run.forget);
+    assert_eq!(run.forget.lines().last(), Some("1"), "{}", run.forget);
+    let records = run.records.as_array().expect("the store still lists");
+    assert_eq!(records.len(), 1, "{}", run.records);
+    assert_eq!(records[0]["uses"], 1, "{}", run.records);
+}
+
+#[test]
+fn a_full_file_system_under_the_store_loses_neither_the_run_nor_a_record() {
+    // Every byte left taken by a filler file; after the run it goes.
+    let run = autopin_testkit::ok_or_skip!(in_own_mounts(
+        r#"dd if=/dev/zero of="$M/fill" bs=4096 2>/dev/null; sync"#,
+        r#"rm -f "$M/fill""#
+    ));
+    assert_ran_without_losing(&run, "full");
+}
+
+#[test]
+fn a_store_on_a_read_only_file_system_is_used_but_not_written_even_by_root() {
+    let run = autopin_testkit::ok_or_skip!(in_own_mounts(
+        r#"mount -o remount,ro "$M""#,
+        r#"mount -o remount,rw "$M""#
+    ));
+    assert_ran_without_losing(&run, "read-only");
 }
 
 #[test]

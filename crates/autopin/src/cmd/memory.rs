@@ -124,8 +124,17 @@ pub fn run(args: Args) -> CmdResult {
     Ok(0)
 }
 
+/// A store that is not one (damaged, of a newer schema, a path that cannot be one) is bad
+/// input (exit 2); one that is locked, read-only or on a full file system is a failure of
+/// the moment (exit 1).
 fn store_error(e: MemoryError) -> CliError {
-    CliError::usage(format!("decision store: {e}"))
+    let msg = format!("decision store: {e}");
+    match e {
+        MemoryError::Busy { .. } | MemoryError::ReadOnly { .. } | MemoryError::Full { .. } => {
+            CliError::internal(msg)
+        }
+        _ => CliError::usage(msg),
+    }
 }
 
 fn to_json(records: &[Record]) -> Result<String, CliError> {
