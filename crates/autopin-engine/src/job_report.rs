@@ -347,6 +347,7 @@ mod tests {
                 phase: None,
                 off_phase_intervals: 0,
                 progress_rate: None,
+                startup: false,
             });
         }
         r.decision = Some(DecisionRecord {

@@ -59,6 +59,10 @@ pub struct ProbeRecord {
     /// per second), when known besides the objective.
     #[serde(default)]
     pub progress_rate: Option<f64>,
+    /// Measured while the program started, before the search, where the OS had placed it:
+    /// the OS placement's first probe, at no cost to the search.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub startup: bool,
 }
 
 /// How well the objective tracked the program's own progress over the probes.

@@ -121,6 +121,8 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             higher_is_better: choice.info.higher_is_better,
             unit: choice.info.unit.clone(),
             check_first: plan.remembered.as_ref().is_some_and(|r| r.settled),
+            startup_is_os: !plan.target.is_attach()
+                && pinned_at_birth(plan, explicit.as_deref()).is_none(),
             ..SessionConfig::default()
         },
         candidate_factory(
@@ -147,6 +149,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             plan.launch.as_ref(),
         ),
     );
+    session.seed_startup(&choice.startup);
     describe_run(
         plan,
         &machine,
@@ -374,6 +377,18 @@ fn check_counting(plan: &RunPlan, env: &mut RunEnv) -> Result<Counting, EngineEr
 /// The watch on CPUs other work keeps busy.
 type Watch = Box<dyn BusyWatch>;
 
+/// The CPUs a launched program's threads are pinned to at birth, in creation order: a
+/// remembered decision's, or the first candidate's for a strategy that starts on it.
+fn pinned_at_birth(plan: &RunPlan, explicit: Option<&[Pinning]>) -> Option<Vec<u32>> {
+    match &plan.remembered {
+        Some(r) => r.pinning.cpu_list().map(<[u32]>::to_vec),
+        None => explicit
+            .filter(|l| plan.search.strategy.pins_at_birth(l.len()))
+            .and_then(|l| l.first())
+            .and_then(|c| c.cpu_list().map(<[u32]>::to_vec)),
+    }
+}
+
 /// Starts or attaches to the target; returns it, the machine its candidates are planned
 /// on (an attached process keeps its mask) and the watch on busy CPUs.
 fn start(
@@ -381,15 +396,8 @@ fn start(
     env: &mut RunEnv,
     explicit: Option<&[Pinning]>,
 ) -> Result<(Started, Machine, Option<Watch>), EngineError> {
-    let pin_at_birth = match &plan.remembered {
-        Some(r) => r.pinning.cpu_list().map(<[u32]>::to_vec),
-        None => explicit
-            .filter(|l| plan.search.strategy.pins_at_birth(l.len()))
-            .and_then(|l| l.first())
-            .and_then(|c| c.cpu_list().map(<[u32]>::to_vec)),
-    };
     let launch = LaunchOptions {
-        pin_at_birth,
+        pin_at_birth: pinned_at_birth(plan, explicit),
         skip: plan.skip.clone(),
         mem_policy: plan.mem_policy.clone(),
         unset: if plan.override_binding {

@@ -7,6 +7,7 @@ use super::plan::{ObjectiveSource, RunPlan};
 use crate::error::EngineError;
 use crate::os::ThreadSource;
 use crate::report::ObjectiveInfo;
+use crate::session::Interval;
 use autopin_human::duration;
 use autopin_perf::Objective;
 
@@ -17,6 +18,10 @@ pub struct ObjectiveChoice {
     /// The objective the meter evaluates (the requested one, or `heartbeat`).
     pub objective: Objective,
     pub info: ObjectiveInfo,
+    /// The objective's readings while autopin waited to choose it, in ~0.1 s intervals
+    /// (times from the target's start): the program's start-up, where the OS placed it
+    /// (OpenMP progress, counted while a heartbeat was waited for; else none).
+    pub startup: Vec<Interval>,
 }
 
 /// What the objective choice knows about a started target.
@@ -40,6 +45,9 @@ pub(super) fn choose_objective(
     let requested = &plan.objective.requested;
     let launched = !plan.target.is_attach();
     let mut openmp_idle: Option<String> = None;
+    // OpenMP constructs completed while a heartbeat was waited for: (seconds from the
+    // target's start, constructs so far, threads), each poll.
+    let mut omp_seen: Vec<(f64, u64, usize)> = Vec::new();
     // An OpenMP runtime found in the process at run time (one of its libraries brought it).
     let mut loaded_runtime: Option<String> = None;
     for source in &plan.objective.chain {
@@ -57,6 +65,7 @@ pub(super) fn choose_objective(
                     source: *source,
                     objective: requested.clone(),
                     info: info_of(requested, reason.into()),
+                    startup: Vec::new(),
                 });
             }
             ObjectiveSource::Heartbeat => {
@@ -74,7 +83,13 @@ pub(super) fn choose_objective(
                         ),
                     );
                 }
-                let (beats, waited) = wait_for_progress(env, threads, wait, |p| p.heartbeats());
+                let from = *waited_total;
+                let (beats, waited) = wait_for_progress(env, threads, wait, |p, t, n| {
+                    if launched && target.preload_active {
+                        omp_seen.push((from + t, p.openmp_constructs(), n));
+                    }
+                    p.heartbeats()
+                });
                 *init = (*init - waited).max(0.0);
                 *waited_total += waited;
                 if beats == 0 {
@@ -96,7 +111,7 @@ pub(super) fn choose_objective(
                         // zero for as long as that region runs, so it is measured otherwise.
                         let wait = init.clamp(0.3, 1.0);
                         let (done, waited) =
-                            wait_for_progress(env, threads, wait, |p| p.openmp_constructs());
+                            wait_for_progress(env, threads, wait, |p, _, _| p.openmp_constructs());
                         *init = (*init - waited).max(0.0);
                         *waited_total += waited;
                         if done == 0 {
@@ -136,7 +151,13 @@ pub(super) fn choose_objective(
             &facts,
             openmp_idle.as_deref(),
             &mut *env.sink,
-        );
+        )
+        .map(|mut choice| {
+            if *source == ObjectiveSource::OpenMpProgress {
+                choice.startup = startup_intervals(&omp_seen);
+            }
+            choice
+        });
     }
     Err(EngineError::usage(format!(
         "no way to measure {} for this target (objective chain {:?})",
@@ -208,11 +229,13 @@ fn fallback(
                 source,
                 info: info_of(&o, reason),
                 objective: o,
+                startup: Vec::new(),
             }
         }
         _ => ObjectiveChoice {
             source,
             objective: requested.clone(),
+            startup: Vec::new(),
             info: ObjectiveInfo {
                 name: "task-clock (CPU time per thread, /proc/TID/schedstat)".into(),
                 unit: "CPU-s/s".into(),
@@ -232,21 +255,82 @@ fn fallback(
 
 /// Polls `progress` every 20 ms for up to `wait` seconds (or until the program ends) while
 /// it reads zero; returns the last reading and the seconds waited.
+/// Polls `progress(platform, seconds waited, threads tracked)` every 20 ms until it is
+/// above zero, the program ends, or `wait` seconds pass; returns it and the time waited.
 fn wait_for_progress(
     env: &mut RunEnv,
     threads: &mut dyn ThreadSource,
     wait: f64,
-    mut progress: impl FnMut(&mut dyn Platform) -> u64,
+    mut progress: impl FnMut(&mut dyn Platform, f64, usize) -> u64,
 ) -> (u64, f64) {
     let start = env.clock.now();
-    let mut seen = progress(&mut *env.platform);
+    let mut tracked = threads.poll().map_or(0, |s| s.tracked.len());
+    let mut seen = progress(&mut *env.platform, 0.0, tracked);
     while seen == 0 && env.clock.now() - start < wait {
-        if matches!(threads.poll(), Ok(s) if s.ended.is_some()) {
-            break;
+        match threads.poll() {
+            Ok(s) if s.ended.is_some() => break,
+            Ok(s) => tracked = s.tracked.len(),
+            Err(_) => {}
         }
         let t = env.clock.now() + 0.02;
         env.clock.sleep_until(t);
-        seen = progress(&mut *env.platform);
+        seen = progress(&mut *env.platform, env.clock.now() - start, tracked);
     }
     (seen, env.clock.now() - start)
+}
+
+/// Polls of a cumulative count, (seconds, count, threads), as intervals of at least a
+/// driver's tick (0.1 s); one whose thread count changed is disturbed.
+fn startup_intervals(polls: &[(f64, u64, usize)]) -> Vec<Interval> {
+    const TICK: f64 = 0.1;
+    let mut out = Vec::new();
+    let Some(mut from) = polls.first().copied() else {
+        return out;
+    };
+    let mut disturbed = false;
+    for &(t, count, n) in &polls[1..] {
+        disturbed |= n != from.2;
+        if t - from.0 >= TICK - 1e-9 {
+            out.push(Interval {
+                start: from.0,
+                end: t,
+                amount: count.saturating_sub(from.1) as f64,
+                disturbed,
+                tracked: n,
+                ..Interval::default()
+            });
+            from = (t, count, n);
+            disturbed = false;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::startup_intervals;
+
+    #[test]
+    fn polls_become_tick_long_intervals_and_a_changed_thread_count_disturbs_one() {
+        // Polls every 20 ms at 1000 constructs/s; a second thread from 0.16 s on.
+        let polls: Vec<(f64, u64, usize)> = (0..=15)
+            .map(|i| {
+                let t = 0.3 + 0.02 * f64::from(i);
+                (t, (1000.0 * t) as u64, if t < 0.455 { 1 } else { 2 })
+            })
+            .collect();
+        let ivs = startup_intervals(&polls);
+        assert_eq!(ivs.len(), 3, "{ivs:?}");
+        for iv in &ivs {
+            assert!(iv.end - iv.start >= 0.1 - 1e-9, "{iv:?}");
+            assert!(
+                (iv.amount / (iv.end - iv.start) - 1000.0).abs() < 60.0,
+                "{iv:?}"
+            );
+        }
+        let disturbed: Vec<bool> = ivs.iter().map(|iv| iv.disturbed).collect();
+        assert_eq!(disturbed, [false, true, false]);
+        assert_eq!(ivs[2].tracked, 2);
+        assert!(startup_intervals(&polls[..1]).is_empty());
+    }
 }

@@ -224,6 +224,16 @@ fn an_openmp_program_without_a_pmu_gets_openmp_progress_and_the_report_says_why(
         .iter()
         .any(|m| m.contains("Using OpenMP progress")));
     assert!(r.complete);
+    // The constructs counted while a heartbeat was waited for (1000/s here, where the OS
+    // placed the program) are the OS placement's first probe.
+    let first = &r.probes[0];
+    assert!(first.startup, "{first:?}");
+    assert_eq!(first.label, "unpinned (OS decides)");
+    assert!((first.rate - 1000.0).abs() < 50.0, "{first:?}");
+    assert!(
+        first.start > 0.0 && first.start + first.duration <= 0.6,
+        "{first:?}"
+    );
 }
 
 #[test]
@@ -813,7 +823,18 @@ fn the_run_says_what_it_is_doing_at_each_step() {
     p.counting = Err("no PMU".into());
     p.beats_from = Some(0.2);
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
-    assert!(r.unwrap().complete);
+    let r = r.unwrap();
+    assert!(r.complete);
+    // The end of the start-up, where the OS placed the program, is the OS placement's
+    // first probe: the first round probes the others only, and it costs the search nothing.
+    let first = &r.probes[0];
+    assert!(
+        first.startup && first.label == "unpinned (OS decides)",
+        "{first:?}"
+    );
+    let round_one: Vec<&str> = r.probes[1..3].iter().map(|p| p.label.as_str()).collect();
+    assert!(!round_one.contains(&first.label.as_str()), "{round_one:?}");
+    assert!(r.probes[1..].iter().all(|p| !p.startup));
     // Starting, waiting for a heartbeat, the search, each probe, the decision — in order.
     let at = |what: &str| {
         sink.messages
@@ -835,6 +856,11 @@ fn the_run_says_what_it_is_doing_at_each_step() {
     );
     // Rates read with three digits and their unit, durations with theirs.
     let probe = &sink.messages[steps[3]];
+    assert!(
+        probe.contains(" beats/s over ") && probe.ends_with(" ms (the end of the start-up)"),
+        "{probe}"
+    );
+    let probe = &sink.messages[steps[3] + 1];
     assert!(
         probe.contains(" beats/s over ") && probe.ends_with(" ms"),
         "{probe}"

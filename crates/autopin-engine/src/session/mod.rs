@@ -121,6 +121,9 @@ pub struct SessionConfig {
     /// The first search checks its first candidate, already in force (a remembered
     /// decision): what it cannot show worse stays.
     pub check_first: bool,
+    /// The program starts where the OS places it (launched, nothing applied at its birth):
+    /// the end of its start-up is the OS placement's first probe.
+    pub startup_is_os: bool,
 }
 
 impl Default for SessionConfig {
@@ -135,6 +138,7 @@ impl Default for SessionConfig {
             init_extra: 5.0,
             init_waited: 0.0,
             check_first: false,
+            startup_is_os: false,
         }
     }
 }
@@ -187,8 +191,15 @@ pub struct Session {
     grain: Granularity,
     /// The program set its own threads' CPUs while autopin ran: autopin stands back.
     stood_back: bool,
+    /// The start-up's clean tail, where the OS placed the program (see `note_startup`).
+    startup: Option<ProbeAccumulator>,
+    /// The objective counted something during start-up (what came before was loading).
+    startup_progressed: bool,
     pub report: Report,
 }
+
+/// Least clean start-up time that makes the OS placement's first probe, seconds.
+const MIN_STARTUP_PROBE: f64 = 0.15;
 
 impl Session {
     pub fn new(
@@ -220,6 +231,8 @@ impl Session {
             said_no_progress: false,
             grain: Granularity::default(),
             stood_back: false,
+            startup: None,
+            startup_progressed: false,
             report: Report {
                 tool: "autopin".into(),
                 ..Default::default()
@@ -349,6 +362,56 @@ impl Session {
     }
 
     /// Feeds one interval; returns what to do.
+    /// Readings of the program's start-up taken before the session began (while the
+    /// objective was being chosen), in order: they count as the session's own start-up.
+    pub fn seed_startup(&mut self, intervals: &[Interval]) {
+        for iv in intervals {
+            self.grain.observe(iv.amount, (iv.end - iv.start).max(1e-9));
+            self.note_startup(iv);
+        }
+    }
+
+    /// Keeps the start-up's clean tail for the OS placement's first probe: what follows the
+    /// first interval that counted anything (before it the program was loading), since the
+    /// last change of its threads (a program still creating threads is not yet the program
+    /// the search will see).
+    fn note_startup(&mut self, iv: &Interval) {
+        if !self.cfg.startup_is_os || self.searches_started > 0 {
+            return;
+        }
+        if !self.startup_progressed {
+            self.startup_progressed = iv.amount > 0.0;
+            return;
+        }
+        if iv.disturbed || iv.phase_changed {
+            self.startup = None;
+            return;
+        }
+        let dt = (iv.end - iv.start).max(1e-9);
+        self.startup
+            .get_or_insert_with(|| {
+                ProbeAccumulator::new(usize::MAX, 0.0, iv.start, f64::INFINITY, iv.phase.clone())
+            })
+            .add(iv, dt);
+    }
+
+    /// The start-up's tail as the OS placement's first probe, when the first search begins
+    /// with the program still where the OS placed it, in the phase it started in.
+    fn startup_probe(&mut self, os: Option<usize>) -> Option<ProbeAccumulator> {
+        let mut acc = self.startup.take()?;
+        let usable = self.searches_started == 1
+            && self.applied.is_none()
+            && acc.phase == self.phase
+            && acc.off_phase == 0
+            && acc.good_time >= MIN_STARTUP_PROBE
+            && self
+                .strategy
+                .as_ref()
+                .is_some_and(|s| s.takes_earlier_probes());
+        acc.cand = os.filter(|_| usable)?;
+        Some(acc)
+    }
+
     pub fn on_interval(&mut self, iv: &Interval) -> Vec<Action> {
         let dt = (iv.end - iv.start).max(1e-9);
         let rate = iv.amount / dt;
@@ -374,6 +437,9 @@ impl Session {
             let to = iv.phase.clone();
             self.switch_phase(now, to, &mut out);
             return out;
+        }
+        if matches!(self.state, State::Init { .. }) {
+            self.note_startup(iv);
         }
         match &mut self.state {
             State::Init { until } => {
@@ -643,7 +709,8 @@ impl Session {
             .map(|(i, c)| CandidateRecord::from(i, c))
             .collect();
         let mut strat = (self.make_strategy)(self.candidates.len(), self.search);
-        if let Some(os) = self.candidates.iter().position(|c| c.is_unpinned()) {
+        let os = self.candidates.iter().position(|c| c.is_unpinned());
+        if let Some(os) = os {
             strat.set_os_placement(os);
         }
         if self.cfg.check_first && self.search == 0 {
@@ -672,6 +739,9 @@ impl Session {
                 .map(|p| format!(", program phase {p}"))
                 .unwrap_or_default()
         )));
+        if let Some(acc) = self.startup_probe(os) {
+            self.record_probe(acc, true, out);
+        }
         self.plan(now, out);
     }
 
@@ -794,6 +864,13 @@ impl Session {
     }
 
     fn finish_probe(&mut self, now: f64, acc: ProbeAccumulator, out: &mut Vec<Action>) {
+        self.record_probe(acc, false, out);
+        self.plan(now, out);
+    }
+
+    /// Puts a probe in the report and before the strategy; `startup`: measured while the
+    /// program started, before the search.
+    fn record_probe(&mut self, acc: ProbeAccumulator, startup: bool, out: &mut Vec<Action>) {
         // Intervals where threads came or went are left out so that a half-counted thread
         // does not look like a rate change; with continuous churn nothing would be left, so
         // then every interval counts and the probe says so.
@@ -844,6 +921,7 @@ impl Session {
                 .progress
                 .filter(|p| !churn && p.1 > 0.0)
                 .map(|p| p.0 / p.1),
+            startup,
         });
         if let Some((_, _, name)) = acc.progress {
             self.progress_source = Some(name);
@@ -855,6 +933,8 @@ impl Session {
             duration(time),
             if churn {
                 " (threads changing throughout)"
+            } else if startup {
+                " (the end of the start-up)"
             } else {
                 ""
             }
@@ -881,7 +961,6 @@ impl Session {
                 });
             }
         }
-        self.plan(now, out);
     }
 
     /// The program ended (or autopin stops) at `now`: finalize the report.
@@ -911,11 +990,12 @@ impl Session {
     fn search_cost(&self, decided: usize) -> Option<f64> {
         // Per candidate of this search: its probes' scores and the time they took.
         let mut per: BTreeMap<usize, (Vec<f64>, f64)> = BTreeMap::new();
+        // The start-up's probe was not the search's doing: the program ran there anyway.
         for p in self
             .report
             .probes
             .iter()
-            .filter(|p| p.search == self.search && p.duration > 0.0)
+            .filter(|p| p.search == self.search && p.duration > 0.0 && !p.startup)
         {
             let e = per.entry(p.candidate).or_default();
             e.0.push(self.score(p.rate));

@@ -98,6 +98,12 @@ pub trait Strategy {
     fn collapsed(&self, _candidate: usize, _score: f64) -> bool {
         false
     }
+    /// Whether probes recorded before the first `next` (the OS placement measured while the
+    /// program started) count as that candidate's first: it is then not probed again in the
+    /// first round. Never, by default (a strategy with a fixed probe order keeps it).
+    fn takes_earlier_probes(&self) -> bool {
+        false
+    }
 }
 
 /// A warm-up below this share of the leader's lowest tick shows a collapse

@@ -692,6 +692,18 @@ impl Strategy for Race {
         }
         if self.queue.is_empty() {
             let mut order = self.survivors();
+            if self.rounds == 0 {
+                // A candidate measured before the search (the OS placement while the
+                // program started) has had its first round.
+                let unprobed: Vec<usize> = order
+                    .iter()
+                    .copied()
+                    .filter(|&c| self.arms[c].scores.is_empty())
+                    .collect();
+                if !unprobed.is_empty() {
+                    order = unprobed;
+                }
+            }
             if self.rounds > 0 {
                 if let Some(d) = self.judge(false) {
                     return Plan::Decide(d);
@@ -735,6 +747,10 @@ impl Strategy for Race {
 
     fn set_incumbent(&mut self, candidate: usize) {
         self.incumbent = (candidate < self.arms.len()).then_some(candidate);
+    }
+
+    fn takes_earlier_probes(&self) -> bool {
+        true
     }
 
     fn set_os_placement(&mut self, candidate: usize) {
