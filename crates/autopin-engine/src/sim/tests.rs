@@ -127,6 +127,50 @@ impl Meter for RecordingMeter {
     }
 }
 
+/// A race over the structured candidates for 16 threads, 0.5 s of start-up, no phase watch.
+fn race_session(sim: &Sim) -> Session {
+    let cands = structured_candidates(&sim.topo(), 16);
+    Session::new(
+        SessionConfig {
+            init: 0.5,
+            watch: None,
+            ..SessionConfig::default()
+        },
+        Box::new(move |_| cands.clone().into()),
+        Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
+    )
+}
+
+/// Drives `session` on `sim` (its clock and pinner), with these threads and meter, for
+/// `max_time` seconds over every CPU.
+fn drive_for(
+    sim: &Sim,
+    session: &mut Session,
+    threads: &mut dyn ThreadSource,
+    meter: &mut dyn Meter,
+    max_time: f64,
+) -> crate::driver::Outcome {
+    let (mut clock, pinner) = (sim.clone(), sim.clone());
+    let mut quiet = |_: f64, _: &str| {};
+    let mut always = |_: &Session| true;
+    Driver {
+        clock: &mut clock,
+        threads,
+        pinner: &pinner,
+        meter,
+        on_message: &mut quiet,
+        keep_going: &mut always,
+    }
+    .run(
+        session,
+        &DriverConfig {
+            max_time: Some(max_time),
+            ..driver_config(CpuSet::from_cpus(sim.topo().pus.iter().copied()))
+        },
+    )
+    .unwrap()
+}
+
 /// The simulation's meter read as a whole: the program's total, no per-thread amounts (as
 /// autopin reads a program of thousands of threads).
 struct WholeMeter(Sim);
@@ -161,18 +205,7 @@ impl ThreadSource for OneMoreThread {
 #[test]
 fn a_thread_born_or_gone_disturbs_an_interval_also_when_the_program_is_read_as_a_whole() {
     let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.02, 3, 1e9);
-    let topo = sim.topo();
-    let cands = structured_candidates(&topo, 16);
-    let mut session = Session::new(
-        SessionConfig {
-            init: 0.5,
-            watch: None,
-            ..SessionConfig::default()
-        },
-        Box::new(move |_| cands.clone().into()),
-        Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
-    );
-    let (mut clock, pinner) = (sim.clone(), sim.clone());
+    let mut session = race_session(&sim);
     let (born, gone) = (1.05, 1.35);
     let mut threads = OneMoreThread {
         sim: sim.clone(),
@@ -180,24 +213,7 @@ fn a_thread_born_or_gone_disturbs_an_interval_also_when_the_program_is_read_as_a
         gone,
     };
     let mut meter = WholeMeter(sim.clone());
-    let mut quiet = |_: f64, _: &str| {};
-    let mut always = |_: &Session| true;
-    let mut d = Driver {
-        clock: &mut clock,
-        threads: &mut threads,
-        pinner: &pinner,
-        meter: &mut meter,
-        on_message: &mut quiet,
-        keep_going: &mut always,
-    };
-    d.run(
-        &mut session,
-        &DriverConfig {
-            max_time: Some(3.0),
-            ..driver_config(CpuSet::from_cpus(topo.pus.iter().copied()))
-        },
-    )
-    .unwrap();
+    drive_for(&sim, &mut session, &mut threads, &mut meter, 3.0);
     let probes = &session.report.probes;
     // The first probe that ends after the thread came (or went) saw it come (or go).
     let seen = |t: f64| {
@@ -220,43 +236,14 @@ fn a_thread_born_or_gone_disturbs_an_interval_also_when_the_program_is_read_as_a
 #[test]
 fn once_decided_the_driver_reads_at_a_slower_pace_and_detaches_on_time() {
     let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.02, 3, 1e9);
-    let topo = sim.topo();
-    let cands = structured_candidates(&topo, 16);
-    let mut session = Session::new(
-        SessionConfig {
-            init: 0.5,
-            watch: None,
-            ..SessionConfig::default()
-        },
-        Box::new(move |_| cands.clone().into()),
-        Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
-    );
-    let (mut clock, mut threads, pinner) = (sim.clone(), sim.clone(), sim.clone());
+    let mut session = race_session(&sim);
     let mut meter = RecordingMeter {
         sim: sim.clone(),
         reads: Vec::new(),
         whole_program: Vec::new(),
     };
-    let mut quiet = |_: f64, _: &str| {};
-    let mut always = |_: &Session| true;
-    let mut d = Driver {
-        clock: &mut clock,
-        threads: &mut threads,
-        pinner: &pinner,
-        meter: &mut meter,
-        on_message: &mut quiet,
-        keep_going: &mut always,
-    };
     let max_time = 40.2;
-    let out = d
-        .run(
-            &mut session,
-            &DriverConfig {
-                max_time: Some(max_time),
-                ..driver_config(CpuSet::from_cpus(topo.pus.iter().copied()))
-            },
-        )
-        .unwrap();
+    let out = drive_for(&sim, &mut session, &mut sim.clone(), &mut meter, max_time);
     let decided = session.report.search_time + 0.5;
     assert!(decided < 30.0, "no decision to test with: {decided} s");
     assert!(
