@@ -11,6 +11,15 @@ const SCRIPT: &str = "grep Cpus_allowed_list: /proc/self/status; i=0; while [ $i
 /// The same, working long enough (~2 s) for a check to finish.
 const LONG_SCRIPT: &str = "grep Cpus_allowed_list: /proc/self/status; i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done; echo done; exit 4";
 
+/// The tests of this file run one at a time: the overturn test measures a CPU held by busy
+/// loops, and the load guard (`OutsideLoad`) counts the programs of sibling tests in this
+/// process as the test's own, so they would steal that CPU unseen.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn autopin_run(store: &Path, report: &Path, extra: &[&str], script: &str) -> Output {
     Command::new(assert_cmd::cargo::cargo_bin("autopin"))
         .args(["run", "--memory"])
@@ -56,6 +65,7 @@ fn assert_untouched(out: &Output) {
 
 #[test]
 fn a_second_run_starts_on_the_remembered_pinning_and_checks_it() {
+    let _serial = one_at_a_time();
     let (_, last) = autopin_testkit::ok_or_skip!(
         autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
     );
@@ -141,6 +151,7 @@ fn assert_runs_without_memory(store: &Path, fault: &str) {
 
 #[test]
 fn a_corrupt_store_or_one_of_a_newer_schema_is_said_and_left_alone() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.db");
     std::fs::write(&junk, vec![0x42u8; 4096]).unwrap();
@@ -160,6 +171,7 @@ fn a_corrupt_store_or_one_of_a_newer_schema_is_said_and_left_alone() {
 
 #[test]
 fn a_store_locked_by_another_process_is_waited_for_briefly_then_done_without() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("d.db");
     // Created by autopin, then held by a writer that does not let go (in WAL mode readers
@@ -176,6 +188,7 @@ fn a_store_locked_by_another_process_is_waited_for_briefly_then_done_without() {
 
 #[test]
 fn a_read_only_store_is_used_but_not_written() {
+    let _serial = one_at_a_time();
     autopin_testkit::require!(
         !rustix::process::geteuid().is_root(),
         "root writes read-only files"
@@ -294,6 +307,7 @@ fn assert_ran_without_losing(run: &MountedRun, fault: &str) {
 
 #[test]
 fn a_full_file_system_under_the_store_loses_neither_the_run_nor_a_record() {
+    let _serial = one_at_a_time();
     // Every byte left taken by a filler file; after the run it goes.
     let run = autopin_testkit::ok_or_skip!(in_own_mounts(
         r#"dd if=/dev/zero of="$M/fill" bs=4096 2>/dev/null; sync"#,
@@ -304,6 +318,7 @@ fn a_full_file_system_under_the_store_loses_neither_the_run_nor_a_record() {
 
 #[test]
 fn a_store_on_a_read_only_file_system_is_used_but_not_written_even_by_root() {
+    let _serial = one_at_a_time();
     let run = autopin_testkit::ok_or_skip!(in_own_mounts(
         r#"mount -o remount,ro "$M""#,
         r#"mount -o remount,rw "$M""#
@@ -313,6 +328,7 @@ fn a_store_on_a_read_only_file_system_is_used_but_not_written_even_by_root() {
 
 #[test]
 fn eight_runs_writing_one_store_at_once_lose_nothing() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("d.db");
     // One record per word (kept per argument list): eight one after another, eight at once.
@@ -366,6 +382,7 @@ fn eight_runs_writing_one_store_at_once_lose_nothing() {
 /// busy loop holds CPU 0 — is overturned by the check within 3 s, and the record follows.
 #[test]
 fn a_remembered_pinning_that_became_wrong_is_overturned() {
+    let _serial = one_at_a_time();
     autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
     let (first, _) = autopin_testkit::ok_or_skip!(
         autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
