@@ -26,7 +26,7 @@ const MIGRATIONS: [&str; 1] = ["CREATE TABLE decisions (
 const BUSY_WAIT: Duration = Duration::from_millis(1500);
 
 /// Why the store cannot be used (the run goes on without it).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum MemoryError {
     #[error("{path}: locked by another process for more than {secs:.1} s", secs = BUSY_WAIT.as_secs_f64())]
     Busy { path: String },
@@ -153,33 +153,22 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| classify(shown, e))?;
-        let store = Store {
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| classify(shown, e))?;
+        if version != SCHEMA_VERSION {
+            return Err(fault);
+        }
+        Ok(Store {
             conn,
             path: shown.to_string(),
             read_only: Some(fault),
-        };
-        let version: i64 = store
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| store.err(e))?;
-        if version != SCHEMA_VERSION {
-            return Err(store.read_only.unwrap_or(MemoryError::Other {
-                path: shown.to_string(),
-                detail: format!("schema {version}"),
-            }));
-        }
-        Ok(store)
+        })
     }
 
     /// Why nothing can be written where the store lies, when that is the case.
     fn writes_refused(&self) -> Result<(), MemoryError> {
-        match &self.read_only {
-            Some(MemoryError::Full { path }) => Err(MemoryError::Full { path: path.clone() }),
-            Some(_) => Err(MemoryError::ReadOnly {
-                path: self.path.clone(),
-            }),
-            None => Ok(()),
-        }
+        self.read_only.clone().map_or(Ok(()), Err)
     }
 
     pub fn path(&self) -> &str {

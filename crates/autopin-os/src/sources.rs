@@ -495,7 +495,7 @@ pub struct ProcCpuMeter {
 }
 
 /// Most threads whose CPU time is read one by one every tick while searching.
-pub const PER_THREAD_LIMIT: usize = 256;
+const PER_THREAD_LIMIT: usize = 256;
 
 impl ProcCpuMeter {
     pub fn new(heartbeat: Option<HeartbeatChannel>) -> Self {

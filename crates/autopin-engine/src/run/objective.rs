@@ -154,7 +154,7 @@ pub(super) fn choose_objective(
         )
         .map(|mut choice| {
             if *source == ObjectiveSource::OpenMpProgress {
-                choice.startup = startup_intervals(&omp_seen);
+                choice.startup = startup_intervals(&omp_seen, plan.search.tick);
             }
             choice
         });
@@ -279,10 +279,9 @@ fn wait_for_progress(
     (seen, env.clock.now() - start)
 }
 
-/// Polls of a cumulative count, (seconds, count, threads), as intervals of at least a
-/// driver's tick (0.1 s); one whose thread count changed is disturbed.
-fn startup_intervals(polls: &[(f64, u64, usize)]) -> Vec<Interval> {
-    const TICK: f64 = 0.1;
+/// Polls of a cumulative count, (seconds, count, threads), as intervals of at least the
+/// driver's `tick`; one whose thread count changed is disturbed.
+fn startup_intervals(polls: &[(f64, u64, usize)], tick: f64) -> Vec<Interval> {
     let mut out = Vec::new();
     let Some(mut from) = polls.first().copied() else {
         return out;
@@ -290,7 +289,7 @@ fn startup_intervals(polls: &[(f64, u64, usize)]) -> Vec<Interval> {
     let mut disturbed = false;
     for &(t, count, n) in &polls[1..] {
         disturbed |= n != from.2;
-        if t - from.0 >= TICK - 1e-9 {
+        if t - from.0 >= tick - 1e-9 {
             out.push(Interval {
                 start: from.0,
                 end: t,
@@ -319,7 +318,7 @@ mod tests {
                 (t, (1000.0 * t) as u64, if t < 0.455 { 1 } else { 2 })
             })
             .collect();
-        let ivs = startup_intervals(&polls);
+        let ivs = startup_intervals(&polls, 0.1);
         assert_eq!(ivs.len(), 3, "{ivs:?}");
         for iv in &ivs {
             assert!(iv.end - iv.start >= 0.1 - 1e-9, "{iv:?}");
@@ -331,6 +330,7 @@ mod tests {
         let disturbed: Vec<bool> = ivs.iter().map(|iv| iv.disturbed).collect();
         assert_eq!(disturbed, [false, true, false]);
         assert_eq!(ivs[2].tracked, 2);
-        assert!(startup_intervals(&polls[..1]).is_empty());
+        assert!(startup_intervals(&polls[..1], 0.1).is_empty());
+        assert_eq!(startup_intervals(&polls, 0.2).len(), 1);
     }
 }
