@@ -228,6 +228,7 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 let r = cands[d.candidate.min(case.k - 1)].rate;
                 let search_lost = lost;
                 if std::env::var_os("SIM_WRONG").is_some() && r < best / 1.02 {
+                    eprint!("seed {seed} ");
                     let truth: Vec<String> =
                         cands.iter().map(|c| format!("{:.2}", c.rate)).collect();
                     eprintln!(
@@ -323,6 +324,9 @@ fn main() {
                     };
                     let (mut lost, mut search_lost, mut wrong, mut at) = (0.0, 0.0, 0.0, 0.0);
                     for s in 0..seeds {
+                        if std::env::var("SIM_SEED").is_ok_and(|x| x != s.to_string()) {
+                            continue;
+                        }
                         let o = simulate(&case, 1 + s * 7919, params());
                         lost += o.lost;
                         search_lost += o.search_lost;

@@ -18,7 +18,8 @@
 //!   dropped by the t-test only when the gap is at least `decisive_gap`, with the tick noise
 //!   inflated by `one_probe_allowance` (drift slower than a probe is invisible to its ticks);
 //!   a leader seen in one probe eliminates no candidate seen in more (its probe may have been
-//!   a lucky one).
+//!   a lucky one). The tests run after every probe, not only at a round's end: a candidate
+//!   ruled out by the leader's newest probe is not probed again in that round.
 //! - **Allocation by cost.** Probes of a candidate far behind the leader are lost work: they
 //!   keep the base length. Only the leader and challengers within `close` of it, whose probes
 //!   are noisier than `target_cv`, get longer probes (×1.5 a round, after `min_rounds`) — a
@@ -380,6 +381,8 @@ impl Race {
             } else if unsettled {
                 None
             } else if order_p(le.n, ce.n) <= alpha
+                && self.os_placement != Some(l)
+                && self.os_placement != Some(c)
                 && (1.0 + self.p.indistinct)
                     * self.arms[c]
                         .scores
@@ -689,6 +692,21 @@ impl Strategy for Race {
         if self.arms.len() == 1 {
             let est = self.estimates();
             return Plan::Decide(self.decision(&est, 0, None, "only one candidate"));
+        }
+        if !self.queue.is_empty() {
+            // A candidate the probes so far in this round already rule out is not probed
+            // again: its probe would be lost work.
+            let est = self.estimates();
+            if let Some(l) = self.leader(&est) {
+                self.eliminate(&est, l);
+            }
+            let arms = &self.arms;
+            self.queue.retain(|&c| arms[c].alive);
+            if self.survivors().len() == 1 {
+                if let Some(d) = self.judge(false) {
+                    return Plan::Decide(d);
+                }
+            }
         }
         if self.queue.is_empty() {
             let mut order = self.survivors();
