@@ -1,6 +1,6 @@
 #!/bin/sh
 # autopin's own CPU on a program of THREADS mostly sleeping threads (bench/many_threads.c):
-# its user+sys time (/proc/PID/stat, 10 ms ticks) while it searches (the first WINDOW s of a
+# its user+sys time (/proc/PID/stat, 10 ms ticks, its three processes together) while it searches (the first WINDOW s of a
 # default run, a 2-candidate race over the threads) and after a decision is in force (a
 # fixed pinning decided at once, measured from 4 s on, after the threads were created and
 # pinned). With AUTOPIN_OLD=<another autopin binary> the same for it, side by side.
@@ -18,7 +18,20 @@ cc -O2 -pthread "$ROOT/bench/many_threads.c" -o "$W/many"
 NEW="$ROOT/target/release/autopin"
 HZ=$(getconf CLK_TCK)
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# User+sys ticks of autopin's processes: the keeper ($1), the engine (its child) and the
+# engine's guardian (the engine's children named autopin; the program is not one of them).
+own() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+kids() { cat "/proc/$1/task/$1/children" 2>/dev/null || true; }
+ticks() {
+  t=$(own "$1")
+  for e in $(kids "$1"); do
+    t=$((t + $(own "$e")))
+    for g in $(kids "$e"); do
+      [ "$(cat "/proc/$g/comm" 2>/dev/null)" = autopin ] && t=$((t + $(own "$g")))
+    done
+  done
+  echo "$t"
+}
 
 # share BIN FROM TO ARGS...: autopin's CPU share (% of one CPU) between FROM and TO s.
 share() {

@@ -8,12 +8,15 @@
 //! - [`stat_source`]: what `autopin stat` samples (per-thread scheduling figures, the
 //!   other processes, cgroup throttling).
 //! - [`platform`]: [`LinuxPlatform`], the engine's `Platform` on Linux.
+//! - [`keeper`]: the process `autopin run`'s shell waits for, which passes the program's
+//!   exit status on even when autopin is killed.
 //! - [`numa`]: moving a process's pages after its threads.
 //! - [`mempolicy`]: numactl-style memory policies set in a started program before `exec`.
 
 pub mod cgroup;
 pub mod doctor_facts;
 pub mod guardian;
+pub mod keeper;
 pub mod opened_gpus;
 pub mod show_source;
 pub mod sources;

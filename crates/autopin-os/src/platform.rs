@@ -163,6 +163,7 @@ impl LinuxPlatform {
             exit_code: e.exit_code(),
         })?;
         let pid = launched.pid();
+        crate::keeper::tell_launched(pid);
         let heartbeat = self.heartbeat_path.clone();
         let registry_path = registry.as_ref().map(|r| r.path().to_path_buf());
         let files: Vec<&std::path::Path> = registry_path

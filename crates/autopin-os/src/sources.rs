@@ -128,7 +128,10 @@ impl ProcThreads {
     fn ended(&mut self) -> Option<Option<i32>> {
         match &mut self.lifetime {
             Lifetime::Child(c) => match c.try_wait() {
-                Ok(Some(code)) => Some(Some(code)),
+                Ok(Some(code)) => {
+                    crate::keeper::tell_exit(code);
+                    Some(Some(code))
+                }
                 Ok(None) => None,
                 Err(_) => Some(None),
             },

@@ -2,7 +2,9 @@
 //! measurement, the switch between candidates), under `run` and under `attach`. Every time
 //! the program must run on with the CPUs each thread had before autopin touched it within
 //! half a second, and autopin's files must be gone. The moments are pseudo-random from a fixed
-//! seed, so a failure names a moment that can be replayed.
+//! seed, so a failure names a moment that can be replayed. Under `run`, every other moment
+//! kills the engine instead of the process the shell waits for (the keeper), as a crash or
+//! the OOM killer would: the program's exit status must then still reach that shell.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -118,6 +120,18 @@ fn stop(mut child: Child) {
     let _ = child.wait();
 }
 
+/// The engine `autopin run` starts as its one child (the keeper stays what the shell waits
+/// for: `autopin_os::keeper`); None before it is started.
+fn engine_of(keeper: &Child) -> Option<u32> {
+    let k = keeper.id();
+    std::fs::read_to_string(format!("/proc/{k}/task/{k}/children"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn kill_autopin(autopin: &mut Child) {
     rustix::process::kill_process(
         rustix::process::Pid::from_child(autopin),
@@ -156,23 +170,50 @@ fn run_killed_at_twenty_moments_leaves_the_program_as_it_was() {
             .unwrap();
         let started = Instant::now();
         std::thread::sleep(at);
-        kill_autopin(&mut autopin);
+        // Every other moment the engine dies (a crash, the OOM killer), not the process the
+        // shell waits for: then the program's exit status must still come back.
+        let engine = (i % 2 == 1).then(|| engine_of(&autopin)).flatten();
+        match engine {
+            Some(e) => rustix::process::kill_process(
+                rustix::process::Pid::from_raw(e as i32).unwrap(),
+                rustix::process::Signal::KILL,
+            )
+            .unwrap(),
+            None => kill_autopin(&mut autopin),
+        }
         // The program may not have written its PID yet when the kill came early.
-        let pid = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok());
+        let read_pid = || {
+            std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+        };
+        let mut pid = read_pid();
+        if engine.is_some() && pid.is_none() {
+            // Under a killed engine the keeper waits for the program: let it say who it is.
+            std::thread::sleep(Duration::from_millis(300));
+            pid = read_pid();
+        }
         let outcome = match pid {
             Some(pid) => {
                 let masks = settle(pid, &mine, Duration::from_millis(500));
                 let alive = !autopin_testkit::thread_cpu_lists(pid).is_empty();
                 let _ = Command::new("kill").arg(pid.to_string()).status();
-                match (masks, alive) {
-                    (_, false) => Err("the program did not run on".to_string()),
-                    (Err(seen), _) => Err(format!("masks {seen:?}, started with {mine}")),
-                    (Ok(()), true) => Ok(()),
+                let status = engine.map(|_| autopin.wait().unwrap().code());
+                match (masks, alive, status) {
+                    (_, false, _) => Err("the program did not run on".to_string()),
+                    (Err(seen), _, _) => Err(format!("masks {seen:?}, started with {mine}")),
+                    (_, _, Some(code)) if code != Some(128 + 15) => Err(format!(
+                        "engine killed: autopin ended with {code:?}, the program with 143"
+                    )),
+                    _ => Ok(()),
                 }
             }
-            None => Ok(()),
+            None => {
+                if engine.is_some() {
+                    stop(autopin);
+                }
+                Ok(())
+            }
         };
         // The guardian removes the files in the same half second.
         std::thread::sleep(Duration::from_millis(100));

@@ -669,7 +669,16 @@ fn killing_autopin_mid_search_gives_the_threads_their_cpus_back() {
         assert!(std::time::Instant::now() < deadline, "never saw the probe");
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
-    let autopin_pid = autopin.id();
+    // The process the shell waits for is the keeper; the engine, its child, made the files
+    // (autopin_os::keeper). Killing the keeper kills the engine with it.
+    let keeper = autopin.id();
+    let engine: u32 = std::fs::read_to_string(format!("/proc/{keeper}/task/{keeper}/children"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .expect("the engine runs")
+        .parse()
+        .unwrap();
     autopin.kill().unwrap();
     autopin.wait().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -685,7 +694,9 @@ fn killing_autopin_mid_search_gives_the_threads_their_cpus_back() {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| {
-            n.contains(&format!("-{autopin_pid}-")) || n.ends_with(&format!("-{autopin_pid}"))
+            [keeper, engine]
+                .iter()
+                .any(|p| n.contains(&format!("-{p}-")) || n.ends_with(&format!("-{p}")))
         })
         .collect();
     let _ = std::process::Command::new("kill")

@@ -1,0 +1,234 @@
+//! The keeper: the process the user's shell waits for under `autopin run`, so that the
+//! program's exit status reaches that shell even when autopin itself is killed.
+//!
+//! `autopin run` starts as the keeper. It makes itself a child subreaper and starts the same
+//! executable with the same arguments as the *engine*, which launches and optimizes the
+//! program as before; the program is the engine's child and the keeper's grandchild. The
+//! engine tells the keeper, on a datagram socket with an abstract name (no file, nothing
+//! inherited by the program), the program's PID once launched and its exit code once reaped.
+//!
+//! - The engine ends in order: the keeper exits with the engine's code (which is the
+//!   program's status, passed through as ever).
+//! - The engine dies (SIGKILL, a crash, the OOM killer): the guardian gives the threads their
+//!   CPUs back (see [`crate::guardian`]); the program, orphaned, becomes the keeper's child
+//!   (it is the nearest subreaper), and the keeper waits for it, forwards signals to it, and
+//!   exits with its status (128+N for a signal N), or with the code the engine had already
+//!   reaped.
+//! - The keeper dies: the engine gets SIGKILL (its parent-death signal), and the guardian
+//!   restores the program as above; the shell sees the signal that killed what it waited for.
+//!
+//! Signals sent to the keeper with kill(2) go to the engine while it lives (it forwards them
+//! to the program), then to the program; signals from the terminal reach the whole process
+//! group already and are not forwarded twice. `AUTOPIN_KEEPER=off` runs `autopin run` as one
+//! process, without a keeper.
+
+use autopin_launch::signals::Forwarding;
+use rustix::process::{Pid, WaitOptions};
+use std::io::{self, Write};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixDatagram};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Set in the engine's environment: `PID:NAME`, the keeper's PID and its socket's abstract
+/// name (or `off` by the user: no keeper). The engine removes it from its own environment.
+pub const ENV_VAR: &str = "AUTOPIN_KEEPER";
+
+/// The engine's end of the channel to its keeper.
+static CHANNEL: Mutex<Option<UnixDatagram>> = Mutex::new(None);
+
+/// What the engine has told the keeper.
+#[derive(Debug, Default, PartialEq)]
+struct Heard {
+    program: Option<i32>,
+    exit_code: Option<i32>,
+}
+
+impl Heard {
+    fn take(&mut self, msg: &str) {
+        let mut words = msg.split_whitespace();
+        let value = |w: Option<&str>| w.and_then(|v| v.parse::<i32>().ok());
+        match words.next() {
+            Some("program") => self.program = value(words.next()).filter(|p| *p > 0),
+            Some("exit") => self.exit_code = value(words.next()),
+            _ => {}
+        }
+    }
+}
+
+/// Whether this process is the engine under a keeper, the keeper is turned off, or neither
+/// (this process should become the keeper).
+pub enum Role {
+    Keeper,
+    Engine,
+    Alone,
+}
+
+/// Which role this `autopin run` process has, from [`ENV_VAR`]. The engine connects to its
+/// keeper here, arms its parent-death signal and removes the variable from its environment,
+/// so the program it launches does not inherit it.
+pub fn role() -> Role {
+    let Some(v) = std::env::var_os(ENV_VAR) else {
+        return Role::Keeper;
+    };
+    std::env::remove_var(ENV_VAR);
+    let v = v.to_string_lossy().into_owned();
+    if v == "off" {
+        return Role::Alone;
+    }
+    let Some((pid, name)) = v.split_once(':') else {
+        return Role::Alone;
+    };
+    let keeper: Option<i32> = pid.parse().ok();
+    // The keeper may have died before the signal was armed: then end as if it had come.
+    if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).is_ok()
+        && rustix::process::getppid()
+            .map(Pid::as_raw_nonzero)
+            .map(|p| p.get())
+            != keeper
+    {
+        std::process::exit(128 + libc::SIGKILL);
+    }
+    if let Some(sock) = SocketAddr::from_abstract_name(name.as_bytes())
+        .ok()
+        .and_then(|addr| {
+            let s = UnixDatagram::unbound().ok()?;
+            s.connect_addr(&addr).ok()?;
+            Some(s)
+        })
+    {
+        *CHANNEL.lock().unwrap_or_else(|p| p.into_inner()) = Some(sock);
+    }
+    Role::Engine
+}
+
+fn tell(msg: &str) {
+    if let Some(s) = CHANNEL.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        // A keeper that is gone cannot be told; the engine goes on.
+        let _ = s.send(msg.as_bytes());
+    }
+}
+
+/// Engine: the program was launched with this PID.
+pub fn tell_launched(pid: i32) {
+    tell(&format!("program {pid}"));
+}
+
+/// Engine: the program ended, and this is its exit code (as a shell gives it).
+pub fn tell_exit(code: i32) {
+    tell(&format!("exit {code}"));
+}
+
+/// A name no other keeper has: this PID and the clock's nanoseconds.
+fn socket_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("autopin-keeper-{}-{nanos:x}", std::process::id())
+}
+
+/// Keeper: starts the engine (this executable, these arguments) and waits; returns the exit
+/// code to end with. Errors only when the engine could not be started (it never ran); the
+/// caller then runs as one process.
+pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<i32> {
+    let name = socket_name();
+    let sock = UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
+    sock.set_nonblocking(true)?;
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+    let forwarding = Forwarding::begin()?;
+    let mut engine = Command::new(exe)
+        .args(args)
+        .env(ENV_VAR, format!("{}:{name}", std::process::id()))
+        .spawn()?;
+    forwarding.set_child(engine.id() as i32);
+    let status = loop {
+        match engine.wait() {
+            Ok(st) => break st,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // The engine runs and cannot be waited for: never start a second one.
+            Err(e) => {
+                let _ = writeln!(
+                    io::stderr().lock(),
+                    "autopin: error: waiting for the engine: {e}"
+                );
+                return Ok(1);
+            }
+        }
+    };
+    forwarding.clear_child();
+    let mut heard = Heard::default();
+    let mut buf = [0u8; 128];
+    while let Ok(n) = sock.recv(&mut buf) {
+        heard.take(&String::from_utf8_lossy(&buf[..n]));
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let Some(sig) = status.signal() else {
+        return Ok(status.code().unwrap_or(1));
+    };
+    // The engine died. Whatever it had learnt of the program stands; else the program, now
+    // ours, is waited for.
+    let said = |text: String| {
+        let _ = writeln!(io::stderr().lock(), "{text}");
+    };
+    if let Some(code) = heard.exit_code {
+        said(format!(
+            "autopin: killed by signal {sig} after the program ended (exit status {code})"
+        ));
+        return Ok(code);
+    }
+    let Some(program) = heard.program else {
+        return Ok(128 + sig);
+    };
+    said(format!(
+        "autopin: killed by signal {sig}; the program (PID {program}) runs on, its CPUs given back by the guardian, and its exit status will be autopin's"
+    ));
+    forwarding.set_child(program);
+    let code = wait_for(program).unwrap_or(128 + sig);
+    forwarding.clear_child();
+    Ok(code)
+}
+
+/// Waits for a process that is now the keeper's child; its exit code as a shell gives it.
+fn wait_for(pid: i32) -> Option<i32> {
+    let pid = Pid::from_raw(pid)?;
+    loop {
+        match rustix::process::waitpid(Some(pid), WaitOptions::empty()) {
+            Ok(Some((_, st))) => {
+                if let Some(code) = st.exit_status() {
+                    return Some(code);
+                }
+                if let Some(sig) = st.terminating_signal() {
+                    return Some(128 + sig);
+                }
+            }
+            Ok(None) => return None,
+            Err(rustix::io::Errno::INTR) => continue,
+            // Not our child (it had been reaped, or was never launched).
+            Err(_) => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_engine_messages_are_read_and_garbage_is_not() {
+        let mut h = Heard::default();
+        h.take("program 1234");
+        h.take("exit 7");
+        assert_eq!(
+            h,
+            Heard {
+                program: Some(1234),
+                exit_code: Some(7)
+            }
+        );
+        let mut h = Heard::default();
+        h.take("program -3");
+        h.take("exit x");
+        h.take("nonsense 5");
+        assert_eq!(h, Heard::default());
+    }
+}
