@@ -11,6 +11,16 @@ pub struct RememberedPinning {
     pub cpus: Option<Vec<u32>>,
 }
 
+/// The pinning decided for one phase of a program that names its phases (heartbeat
+/// phases), and its rate then.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseDecision {
+    pub phase: String,
+    pub pinning: RememberedPinning,
+    /// The rate it was decided at, in the record's `unit` (the check's reference).
+    pub rate: Option<f64>,
+}
+
 /// What a run did with the memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -56,4 +66,9 @@ pub struct Record {
     /// Unix times, seconds.
     pub created: f64,
     pub updated: f64,
+    /// Per phase, for a program that names its phases: each phase's own decision (`pinning`
+    /// is then the decision in force when the run ended). Records written before phases were
+    /// remembered have none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseDecision>,
 }

@@ -373,6 +373,7 @@ mod tests {
             uses: 1,
             created: at,
             updated: at,
+            phases: Vec::new(),
         }
     }
 

@@ -6,10 +6,10 @@
 
 use crate::cmd::engine_args::EngineArgs;
 use autopin_engine::report::{MemoryUse, Report};
-use autopin_engine::run::{Remembered, RunPlan, RunSink, TargetSpec};
+use autopin_engine::run::{Remembered, RememberedPhase, RunPlan, RunSink, TargetSpec};
 use autopin_memory::{
-    fingerprint, program_identity, DecisionKey, MemoryError, Outcome, Record, RememberedPinning,
-    Store,
+    fingerprint, program_identity, DecisionKey, MemoryError, Outcome, PhaseDecision, Record,
+    RememberedPinning, Store,
 };
 use autopin_placement::Pinning;
 use std::path::PathBuf;
@@ -101,10 +101,33 @@ impl RunMemory {
                     .unwrap_or_default()
             ),
         );
+        if !r.phases.is_empty() {
+            let each: Vec<String> = r
+                .phases
+                .iter()
+                .map(|p| format!("{} {}", p.phase, p.pinning.label))
+                .collect();
+            sink.message(
+                None,
+                &format!(
+                    "remembered per phase: {}; each applies when its phase comes",
+                    each.join(", ")
+                ),
+            );
+        }
         plan.remembered = Some(Remembered {
             pinning: to_pinning(&r.pinning),
             runner_up: r.runner_up.as_ref().map(to_pinning),
             settled: r.outcome != Outcome::Unfinished,
+            phases: r
+                .phases
+                .iter()
+                .map(|p| RememberedPhase {
+                    phase: p.phase.clone(),
+                    pinning: to_pinning(&p.pinning),
+                    rate: p.rate,
+                })
+                .collect(),
         });
     }
 
@@ -168,9 +191,12 @@ impl RunMemory {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
+        let phases = phase_decisions(report, self.found.as_ref(), cpus_of);
         let outcome = match &self.found {
             _ if unfinished => Outcome::Unfinished,
-            Some(r) if r.pinning.cpus == pinning.cpus => Outcome::Confirmed,
+            Some(r) if r.pinning.cpus == pinning.cpus && same_phases(&r.phases, &phases) => {
+                Outcome::Confirmed
+            }
             Some(_) => Outcome::Overturned,
             None => Outcome::New,
         };
@@ -185,9 +211,12 @@ impl RunMemory {
             uses: self.found.as_ref().map_or(1, |r| r.uses + 1),
             created: self.found.as_ref().map_or(now, |r| r.created),
             updated: now,
+            phases,
         };
         if let Some(d) = report.decision.as_mut() {
             match outcome {
+                // A phase's remembered pinning says so itself.
+                _ if d.strategy == "memory" => {}
                 Outcome::Confirmed => {
                     d.reason = format!("remembered from an earlier run and confirmed: {}", d.reason)
                 }
@@ -229,6 +258,49 @@ fn best_so_far(report: &Report) -> Option<(String, Option<String>, f64)> {
     let mut it = ranked.into_iter();
     let (best, rate) = it.next()?;
     Some((best, it.next().map(|(l, _)| l), rate))
+}
+
+/// Each named phase's last decision in this run; a phase this run did not reach keeps what
+/// the earlier record had for it.
+fn phase_decisions(
+    report: &Report,
+    found: Option<&Record>,
+    cpus_of: impl Fn(&str) -> Option<Vec<u32>>,
+) -> Vec<PhaseDecision> {
+    let mut out: Vec<PhaseDecision> = Vec::new();
+    for d in &report.decisions {
+        let Some(phase) = &d.phase else { continue };
+        let decided = PhaseDecision {
+            phase: phase.clone(),
+            pinning: RememberedPinning {
+                label: d.candidate.clone(),
+                cpus: cpus_of(&d.candidate),
+            },
+            rate: d.rate,
+        };
+        match out.iter_mut().find(|p| p.phase == *phase) {
+            Some(p) => *p = decided,
+            None => out.push(decided),
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    for old in found.map(|r| r.phases.as_slice()).unwrap_or_default() {
+        if !out.iter().any(|p| p.phase == old.phase) {
+            out.push(old.clone());
+        }
+    }
+    out
+}
+
+/// The same pinning for every phase (rates aside).
+fn same_phases(a: &[PhaseDecision], b: &[PhaseDecision]) -> bool {
+    a.len() == b.len()
+        && a.iter().all(|x| {
+            b.iter()
+                .any(|y| y.phase == x.phase && y.pinning.cpus == x.pinning.cpus)
+        })
 }
 
 fn to_pinning(p: &RememberedPinning) -> Pinning {

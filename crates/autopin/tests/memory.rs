@@ -430,3 +430,83 @@ fn a_remembered_pinning_that_became_wrong_is_overturned() {
         "{d}"
     );
 }
+
+/// A program that names its phases (workloads/syncbench: barrier, triad) has a decision
+/// remembered per phase; the next run applies each as its phase comes, without a search.
+#[test]
+fn each_phase_gets_its_remembered_pinning_without_a_search() {
+    let _serial = one_at_a_time();
+    let (first, last) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
+    let exe = autopin_testkit::build_c_file(
+        Path::new("workloads/syncbench.c"),
+        &[
+            "-fopenmp",
+            concat!("-I", env!("CARGO_MANIFEST_DIR"), "/../../include"),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("decisions.db");
+    let report = dir.path().join("r.json");
+    let pair = format!("{first},{last}");
+    let run = |how: &[&str]| {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+            .env("OMP_NUM_THREADS", "2")
+            .args(["run", "--memory"])
+            .arg(&store)
+            .arg("--report")
+            .arg(&report)
+            .args(["--no-perturbation-estimate", "--probe", "0.2", "-w", "0.05"])
+            .args(how)
+            .arg("--")
+            .arg(&exe)
+            .args(["-b", "2000000", "-s", "100", "-r", "2"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        err
+    };
+    // First run: a fixed pinning decided for each phase as it comes, and remembered so.
+    let err = run(&["--strategy", "fixed", "--schedule", &pair]);
+    let rec = &records(&store)[0];
+    let phases: Vec<&str> = rec["phases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no phases remembered: {rec}\n{err}"))
+        .iter()
+        .filter_map(|p| p["phase"].as_str())
+        .collect();
+    assert!(phases.contains(&"barrier"), "{rec}");
+    // Second run, a search among three candidates: each phase gets the pinning remembered
+    // for it as it comes, and nothing is probed for it.
+    let schedule = format!("{first},{first};{pair}");
+    let err = run(&["--schedule", &schedule, "--unpinned"]);
+    assert!(
+        err.contains("phase barrier: applying the pinning remembered for it"),
+        "{err}"
+    );
+    let r = read_json(&report);
+    let from_memory: Vec<&serde_json::Value> = r["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["strategy"] == "memory")
+        .collect();
+    assert!(
+        from_memory
+            .iter()
+            .any(|d| d["phase"] == "barrier" && d["candidate"] == pair.as_str()),
+        "{}",
+        r["decisions"]
+    );
+    let barrier_probes = r["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["phase"] == "barrier")
+        .count();
+    assert_eq!(barrier_probes, 0, "{err}");
+    assert_eq!(records(&store)[0]["uses"], 2);
+}

@@ -21,8 +21,8 @@ pub use env::{
 };
 pub use memory::describe_single_node;
 pub use plan::{
-    CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, Remembered, RunPlan,
-    SearchParams, StrategyChoice, TargetSpec,
+    CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, Remembered,
+    RememberedPhase, RunPlan, SearchParams, StrategyChoice, TargetSpec,
 };
 
 use crate::driver::{Driver, DriverConfig, Outcome};
@@ -123,6 +123,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             check_first: plan.remembered.as_ref().is_some_and(|r| r.settled),
             startup_is_os: !plan.target.is_attach()
                 && pinned_at_birth(plan, explicit.as_deref()).is_none(),
+            remembered_phases: remembered_phases(plan, explicit.as_deref()),
             ..SessionConfig::default()
         },
         candidate_factory(
@@ -376,6 +377,27 @@ fn check_counting(plan: &RunPlan, env: &mut RunEnv) -> Result<Counting, EngineEr
 
 /// The watch on CPUs other work keeps busy.
 type Watch = Box<dyn BusyWatch>;
+
+/// The remembered phases as the session takes them: (phase, the label of its pinning among
+/// the candidates, its rate then).
+fn remembered_phases(
+    plan: &RunPlan,
+    explicit: Option<&[Pinning]>,
+) -> Vec<(String, String, Option<f64>)> {
+    let (Some(r), Some(list)) = (&plan.remembered, explicit) else {
+        return Vec::new();
+    };
+    r.phases
+        .iter()
+        .filter_map(|p| {
+            let same = |c: &&Pinning| {
+                c.is_unpinned() == p.pinning.is_unpinned() && c.cpus() == p.pinning.cpus()
+            };
+            let c = list.iter().find(same)?;
+            Some((p.phase.clone(), c.label.clone(), p.rate))
+        })
+        .collect()
+}
 
 /// The CPUs a launched program's threads are pinned to at birth, in creation order: a
 /// remembered decision's, or the first candidate's for a strategy that starts on it.

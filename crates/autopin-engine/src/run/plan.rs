@@ -186,6 +186,19 @@ pub struct Remembered {
     pub pinning: Pinning,
     pub runner_up: Option<Pinning>,
     pub settled: bool,
+    /// Per phase of a program that names its phases: the pinning decided for it. When the
+    /// program enters such a phase, its pinning is applied without a search, and the phase
+    /// watch holds it to the remembered rate (a drop below it searches the phase again).
+    pub phases: Vec<RememberedPhase>,
+}
+
+/// One phase's remembered decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RememberedPhase {
+    pub phase: String,
+    pub pinning: Pinning,
+    /// The rate it was decided at, in the objective's unit.
+    pub rate: Option<f64>,
 }
 
 impl Remembered {
@@ -196,11 +209,14 @@ impl Remembered {
     pub const CHECK_BUDGET: f64 = 1.0;
 
     /// What the check probes: the remembered pinning first, then the OS placement and the
-    /// runner-up (each once).
+    /// runner-up (each once); then the phases' pinnings not among them, so that each phase
+    /// finds its own among the candidates.
     pub fn candidates(&self) -> Vec<Pinning> {
         let mut out = vec![self.pinning.clone()];
+        let phases = self.phases.iter().map(|p| Some(p.pinning.clone()));
         for c in [Some(Pinning::unpinned()), self.runner_up.clone()]
             .into_iter()
+            .chain(phases)
             .flatten()
         {
             if !out

@@ -124,6 +124,10 @@ pub struct SessionConfig {
     /// The program starts where the OS places it (launched, nothing applied at its birth):
     /// the end of its start-up is the OS placement's first probe.
     pub startup_is_os: bool,
+    /// Phases decided in an earlier run: (phase, candidate label, the rate it was decided
+    /// at). Entering one applies its pinning without a search; the phase watch holds it to
+    /// that rate.
+    pub remembered_phases: Vec<(String, String, Option<f64>)>,
 }
 
 impl Default for SessionConfig {
@@ -139,6 +143,7 @@ impl Default for SessionConfig {
             init_waited: 0.0,
             check_first: false,
             startup_is_os: false,
+            remembered_phases: Vec::new(),
         }
     }
 }
@@ -208,6 +213,27 @@ impl Session {
         make_strategy: StrategyFactory,
     ) -> Self {
         let watch = cfg.watch.map(PhaseWatch::new);
+        let phases = cfg
+            .remembered_phases
+            .iter()
+            .map(|(phase, label, rate)| {
+                // The watch compares scores (higher is better).
+                let score = rate.map(|r| {
+                    if cfg.higher_is_better || r <= 0.0 {
+                        r
+                    } else {
+                        1.0 / r
+                    }
+                });
+                let memo = PhaseMemo {
+                    decided: Some((label.clone(), score)),
+                    searched: true,
+                    remembered: true,
+                    ..PhaseMemo::default()
+                };
+                (Some(phase.clone()), memo)
+            })
+            .collect();
         Session {
             cfg,
             make_candidates,
@@ -224,7 +250,7 @@ impl Session {
             watch,
             tracked: 0,
             phase: None,
-            phases: BTreeMap::new(),
+            phases,
             phase_searches: 0,
             decided_once: false,
             progress_source: None,
@@ -271,7 +297,7 @@ impl Session {
             if tracked > 0 && self.cfg.init_waited > 0.0 && now >= until - 1e-9 {
                 self.tracked = tracked;
                 self.report.threads_seen = self.report.threads_seen.max(tracked);
-                self.begin_search(now, "start".into(), &mut out);
+                self.first_search(now, &mut out);
             }
         }
         out
@@ -447,7 +473,7 @@ impl Session {
                 // heartbeat before its work loop starts): wait, up to `init_extra` more.
                 let idle = iv.amount <= 0.0 && now < *until + self.cfg.init_extra;
                 if now >= *until - slack && !idle {
-                    self.begin_search(now, "start".into(), &mut out);
+                    self.first_search(now, &mut out);
                 } else if now >= *until - slack && !self.said_no_progress {
                     self.said_no_progress = true;
                     out.push(Action::Message(format!(
@@ -620,14 +646,25 @@ impl Session {
         let phase_name = key.clone().unwrap_or_else(|| "(none)".into());
         let memo = self.phases.entry(key.clone()).or_default();
         if let Some((label, score)) = memo.decided.clone() {
+            let remembered = memo.remembered;
+            if self.candidates.is_empty() {
+                self.load_candidates(out);
+            }
             if let Some(idx) = self.candidates.iter().position(|c| c.label == label) {
                 if self.applied != Some(idx) {
                     self.applied = Some(idx);
                     out.push(Action::Apply(idx));
                 }
-                out.push(Action::Message(format!(
-                    "phase {phase_name}: applying its decided pinning {label}"
-                )));
+                if remembered {
+                    self.decide_from_memory(now, idx, score);
+                    out.push(Action::Message(format!(
+                        "phase {phase_name}: applying the pinning remembered for it, {label} (no search; the phase watch holds it to its rate then)"
+                    )));
+                } else {
+                    out.push(Action::Message(format!(
+                        "phase {phase_name}: applying its decided pinning {label}"
+                    )));
+                }
                 if let Some(w) = self.watch.as_mut() {
                     w.decided(now, score, key);
                 }
@@ -638,6 +675,7 @@ impl Session {
                 return;
             }
         }
+        let memo = self.phases.entry(key.clone()).or_default();
         if let Some(p) = memo.parked.take() {
             self.strategy = Some(p.strategy);
             self.search = p.search;
@@ -668,14 +706,58 @@ impl Session {
         self.begin_search(now, format!("new phase {phase_name}"), out);
     }
 
-    fn begin_search(&mut self, now: f64, trigger: String, out: &mut Vec<Action>) {
-        self.search = self.searches_started;
-        self.searches_started += 1;
-        let memo = self.phases.entry(self.phase.clone()).or_default();
-        if self.phase.is_some() && !memo.searched {
-            memo.searched = true;
-            self.phase_searches += 1;
+    /// Records the decision of a phase remembered from an earlier run, applied now on
+    /// candidate `idx` (its `score` then on the higher-is-better scale).
+    fn decide_from_memory(&mut self, now: f64, idx: usize, score: Option<f64>) {
+        let cand = &self.candidates[idx];
+        let phase = self.phase.clone().unwrap_or_default();
+        let rec = DecisionRecord {
+            search: self.search,
+            at: now,
+            candidate: cand.label.clone(),
+            candidate_index: idx,
+            cpus: cand.cpus_for(self.tracked.max(1)),
+            rate: score.map(|v| {
+                if self.cfg.higher_is_better || v <= 0.0 {
+                    v
+                } else {
+                    1.0 / v
+                }
+            }),
+            runner_up: None,
+            runner_up_rate: None,
+            margin: None,
+            margin_ci: None,
+            reason: format!("remembered for phase {phase} from an earlier run"),
+            strategy: "memory".into(),
+            phase: self.phase.clone(),
+            search_cost: None,
+        };
+        if let Some(m) = self.phases.get_mut(&self.phase) {
+            m.remembered = false;
         }
+        self.report.decision = Some(rec.clone());
+        self.report.decisions.push(rec);
+        self.decided_once = true;
+    }
+
+    /// The start-up is over: the first search begins, unless the program is in a phase
+    /// decided in an earlier run, whose pinning then applies at once.
+    fn first_search(&mut self, now: f64, out: &mut Vec<Action>) {
+        let remembered = self
+            .phases
+            .get(&self.phase)
+            .is_some_and(|m| m.remembered && m.decided.is_some());
+        if remembered {
+            self.enter_phase(now, out);
+        } else {
+            self.begin_search(now, "start".into(), out);
+        }
+    }
+
+    /// The candidates for the threads tracked now (the applied one keeps its index when
+    /// the list is the same).
+    fn load_candidates(&mut self, out: &mut Vec<Action>) {
         let CandidateList {
             pinnings: cands,
             note,
@@ -708,6 +790,17 @@ impl Session {
             .enumerate()
             .map(|(i, c)| CandidateRecord::from(i, c))
             .collect();
+    }
+
+    fn begin_search(&mut self, now: f64, trigger: String, out: &mut Vec<Action>) {
+        self.search = self.searches_started;
+        self.searches_started += 1;
+        let memo = self.phases.entry(self.phase.clone()).or_default();
+        if self.phase.is_some() && !memo.searched {
+            memo.searched = true;
+            self.phase_searches += 1;
+        }
+        self.load_candidates(out);
         let mut strat = (self.make_strategy)(self.candidates.len(), self.search);
         let os = self.candidates.iter().position(|c| c.is_unpinned());
         if let Some(os) = os {

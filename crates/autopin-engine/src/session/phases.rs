@@ -11,6 +11,8 @@ pub(super) struct PhaseMemo {
     pub(super) decided: Option<(String, Option<f64>)>,
     /// A search was started for this phase (counts against `max_phase_searches`).
     pub(super) searched: bool,
+    /// `decided` comes from an earlier run and has not been applied in this one yet.
+    pub(super) remembered: bool,
 }
 
 pub(super) struct Parked {

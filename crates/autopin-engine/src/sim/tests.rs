@@ -510,6 +510,10 @@ impl RateModel for Prefers {
 /// A program alternating between a slow "barrier" phase (best on CPUs 0,1) and a 1000×
 /// faster "triad" phase (best on CPUs 2,3), run for 60 s.
 fn phased_run(seed: u64) -> crate::report::Report {
+    phased_run_with(seed, SessionConfig::default())
+}
+
+fn phased_run_with(seed: u64, cfg: SessionConfig) -> crate::report::Report {
     let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:1").unwrap();
     let phases = vec![
         SimPhase {
@@ -539,7 +543,7 @@ fn phased_run(seed: u64) -> crate::report::Report {
         Pinning::unpinned(),
     ];
     let mut session = Session::new(
-        SessionConfig::default(),
+        cfg,
         Box::new(move |_| cands.clone().into()),
         Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
     );
@@ -547,6 +551,77 @@ fn phased_run(seed: u64) -> crate::report::Report {
     let cfg = driver_config(CpuSet::from_cpus(0..4));
     drive(&sim, &mut session, &cfg, &mut go).unwrap();
     session.report.clone()
+}
+
+#[test]
+fn phases_remembered_from_an_earlier_run_apply_without_a_search() {
+    // Both phases were decided in an earlier run: each gets its pinning as it comes, and
+    // nothing is probed.
+    let cfg = SessionConfig {
+        remembered_phases: vec![
+            ("barrier".into(), "0,1".into(), Some(1e3)),
+            ("triad".into(), "2,3".into(), Some(1e6)),
+        ],
+        ..SessionConfig::default()
+    };
+    let r = phased_run_with(3, cfg);
+    assert!(r.probes.is_empty(), "probed: {:?}", r.probes.len());
+    assert!(r.searches.is_empty(), "{:?}", r.searches);
+    let phases: Vec<_> = r
+        .decisions
+        .iter()
+        .map(|d| (d.phase.clone().unwrap_or_default(), d.candidate.clone()))
+        .collect();
+    assert!(
+        phases.contains(&("barrier".into(), "0,1".into())),
+        "{phases:?}"
+    );
+    assert!(
+        phases.contains(&("triad".into(), "2,3".into())),
+        "{phases:?}"
+    );
+    assert!(r.decisions.iter().all(|d| d.strategy == "memory"));
+    // Each phase runs on its own pinning (the interval spanning a change aside).
+    let after: Vec<_> = r
+        .timeline
+        .windows(2)
+        .filter(|w| w[0].phase == w[1].phase && w[1].t > 1.0)
+        .map(|w| &w[1])
+        .collect();
+    assert!(after.len() > 50);
+    for p in after {
+        let want = if p.phase.as_deref() == Some("barrier") {
+            1
+        } else {
+            2
+        };
+        assert_eq!(p.candidate, Some(want), "t={}", p.t);
+    }
+}
+
+#[test]
+fn a_remembered_phase_that_became_wrong_is_searched_again() {
+    // The earlier run's barrier pinning (0,0) is 40% slower than 0,1 today: the phase watch
+    // sees the rate below the remembered one and the phase is searched again.
+    let cfg = SessionConfig {
+        remembered_phases: vec![
+            ("barrier".into(), "0,0".into(), Some(1e3)),
+            ("triad".into(), "2,3".into(), Some(1e6)),
+        ],
+        ..SessionConfig::default()
+    };
+    let r = phased_run_with(5, cfg);
+    let barrier = r
+        .decisions
+        .iter()
+        .rev()
+        .find(|d| d.phase.as_deref() == Some("barrier"))
+        .expect("a barrier decision");
+    assert_eq!(barrier.candidate, "0,1", "{:?}", r.decisions);
+    assert!(r
+        .searches
+        .iter()
+        .all(|s| s.phase.as_deref() == Some("barrier")));
 }
 
 #[test]
