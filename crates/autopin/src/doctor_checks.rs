@@ -58,8 +58,25 @@ pub struct Live {
 }
 
 pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> Vec<Check> {
-    let mut out = Vec::new();
-    out.push(if f.pmus.is_empty() {
+    let mut out = vec![
+        counters(f),
+        paranoid(f),
+        rapl(f),
+        numa(f),
+        quota(f),
+        allowed(f),
+        smt(f),
+        busy(f),
+        launcher(env),
+    ];
+    out.extend(preload(live));
+    out.extend(memory(live));
+    out
+}
+
+/// Hardware counters: a PMU the kernel exposes.
+fn counters(f: &Facts) -> Check {
+    if f.pmus.is_empty() {
         check(
             "hardware counters",
             Status::Missing,
@@ -67,9 +84,18 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> V
             Some("autopin falls back to task-clock, OpenMP progress or heartbeats (--objective); on KVM give the guest the host's PMU (-cpu host, libvirt <pmu state='on'/>)"),
         )
     } else {
-        check("hardware counters", Status::Ok, format!("PMU {}", f.pmus.join(", ")), None)
-    });
-    out.push(match (f.paranoid, f.root_user) {
+        check(
+            "hardware counters",
+            Status::Ok,
+            format!("PMU {}", f.pmus.join(", ")),
+            None,
+        )
+    }
+}
+
+/// Whether the kernel lets this user count a program's threads.
+fn paranoid(f: &Facts) -> Check {
+    match (f.paranoid, f.root_user) {
         (None, _) => check(
             "perf_event_paranoid",
             Status::Missing,
@@ -89,8 +115,12 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> V
             format!("{p}: the kernel refuses perf_event_open to users"),
             Some("sudo sysctl kernel.perf_event_paranoid=2 (per-thread user-space counting needs 2 or less)"),
         ),
-    });
-    out.push(match &f.rapl {
+    }
+}
+
+/// Energy counters (RAPL) and whether this user may read them.
+fn rapl(f: &Facts) -> Check {
+    match &f.rapl {
         Rapl::Readable(n) => check("energy (RAPL)", Status::Ok, format!("{n} RAPL domain(s) readable"), None),
         Rapl::Unreadable(p) => check(
             "energy (RAPL)",
@@ -104,8 +134,12 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> V
             "no RAPL counters here (not an Intel/AMD machine, or a virtual machine): the energy objective is unavailable",
             None,
         ),
-    });
-    out.push(match (f.numa_nodes, f.numa_balancing) {
+    }
+}
+
+/// NUMA nodes, and whether the kernel moves pages on its own.
+fn numa(f: &Facts) -> Check {
+    match (f.numa_nodes, f.numa_balancing) {
         (1, _) => check(
             "NUMA",
             Status::Note,
@@ -119,9 +153,13 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> V
             Some("sudo sysctl kernel.numa_balancing=0 while measuring, or accept the extra noise"),
         ),
         (n, _) => check("NUMA", Status::Ok, format!("{n} NUMA nodes, automatic balancing off"), None),
-    });
+    }
+}
+
+/// A cgroup CPU-time quota below the CPUs allowed.
+fn quota(f: &Facts) -> Check {
     let allowed = f.allowed.len();
-    out.push(match f.cpu_quota {
+    match f.cpu_quota {
         Some((q, p)) if p > 0 && (q as f64 / p as f64) < allowed as f64 => {
             let cpus = q as f64 / p as f64;
             check(
@@ -132,8 +170,13 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> V
             )
         }
         _ => check("CPU quota (cgroup)", Status::Ok, "no CPU time quota", None),
-    });
-    out.push(if allowed < f.online.len() {
+    }
+}
+
+/// The CPUs this process may use, of those online.
+fn allowed(f: &Facts) -> Check {
+    let allowed = f.allowed.len();
+    if allowed < f.online.len() {
         check(
             "CPUs allowed",
             Status::Note,
@@ -152,8 +195,12 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> V
             format!("all {} online CPUs ({})", f.online.len(), f.online),
             None,
         )
-    });
-    out.push(match f.smt_active {
+    }
+}
+
+/// Whether cores run several hardware threads.
+fn smt(f: &Facts) -> Check {
+    match f.smt_active {
         Some(true) => check(
             "SMT",
             Status::Note,
@@ -167,15 +214,24 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> V
             None,
         ),
         None => check("SMT", Status::Note, "the kernel does not say", None),
-    });
+    }
+}
+
+/// Allowed CPUs that other work keeps busy now.
+fn busy(f: &Facts) -> Check {
     let busy: Vec<String> = f
         .busy
         .iter()
         .filter(|(c, b)| *b >= 0.5 && f.allowed.contains(*c))
         .map(|(c, b)| format!("{c} ({:.0}%)", 100.0 * b))
         .collect();
-    out.push(if busy.is_empty() {
-        check("busy CPUs now", Status::Ok, "none of the allowed CPUs is busy", None)
+    if busy.is_empty() {
+        check(
+            "busy CPUs now",
+            Status::Ok,
+            "none of the allowed CPUs is busy",
+            None,
+        )
     } else {
         check(
             "busy CPUs now",
@@ -183,9 +239,13 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> V
             format!("CPU {} busy with other work", busy.join(", ")),
             Some("autopin run keeps candidates off busy CPUs; `autopin stat -p PID` names who runs there"),
         )
-    });
+    }
+}
+
+/// Inside Slurm or an MPI launch, and the binding it gives.
+fn launcher(env: &dyn Fn(&str) -> Option<String>) -> Check {
     let var = |k: &str| env(k).filter(|v| !v.is_empty());
-    out.push(if let Some(job) = var("SLURM_JOB_ID") {
+    if let Some(job) = var("SLURM_JOB_ID") {
         let bind = var("SLURM_CPU_BIND").or_else(|| var("SLURM_CPU_BIND_TYPE"));
         let bound = bind.as_deref().is_some_and(|b| !b.contains("none"));
         check(
@@ -210,33 +270,40 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> V
         )
     } else {
         check("launcher", Status::Ok, "not inside Slurm or MPI", None)
-    });
+    }
+}
+
+/// Whether the preload library loads (when it was tried).
+fn preload(live: &Live) -> Option<Check> {
     match &live.preload {
-        Some(Ok(())) => out.push(check("preload library", Status::Ok, "loads into programs (threads can be pinned at birth)", None)),
-        Some(Err(e)) => out.push(check(
+        Some(Ok(())) => Some(check("preload library", Status::Ok, "loads into programs (threads can be pinned at birth)", None)),
+        Some(Err(e)) => Some(check(
             "preload library",
             Status::Missing,
             format!("does not load: {e}"),
             Some("unset AUTOPIN_PRELOAD if it names another file; a static program cannot load it (autopin then pins by polling)"),
         )),
-        None => {}
+        None => None,
     }
+}
+
+/// Whether the decision store opens (when it was tried).
+fn memory(live: &Live) -> Option<Check> {
     match &live.memory {
-        Some(Ok(what)) => out.push(check(
+        Some(Ok(what)) => Some(check(
             "remembered decisions",
             Status::Ok,
             what.clone(),
             None,
         )),
-        Some(Err(e)) => out.push(check(
+        Some(Err(e)) => Some(check(
             "remembered decisions",
             Status::Warn,
             e.clone(),
             Some("AUTOPIN_MEMORY=PATH names another file; AUTOPIN_MEMORY=off turns memory off"),
         )),
-        None => {}
+        None => None,
     }
-    out
 }
 
 /// The checks as lines: status, name, what was found, and the fix under it.

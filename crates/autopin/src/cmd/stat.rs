@@ -51,39 +51,139 @@ pub fn run(args: Args) -> CmdResult {
     for p in [&args.json, &args.csv, &args.svg].into_iter().flatten() {
         crate::output::check_writable(p)?;
     }
-    let (pid, mut child, program) = match (&args.pid, args.command.is_empty()) {
-        (Some(_), false) => {
-            return Err(CliError::usage(
-                "give a program to start or -p PID to watch, not both",
-            ))
+    let mut target = match start(&args)? {
+        Start::Watching(t) => t,
+        Start::Failed(code) => return Ok(code),
+    };
+    let pid = target.pid;
+    let ctx = context(pid, target.program.clone());
+    let me = std::process::id() as i32;
+    let begun = Instant::now();
+    let look = |with_neighbours: bool| -> Option<Snapshot> {
+        let threads = thread_samples(pid).ok().filter(|t| !t.is_empty())?;
+        Some(Snapshot {
+            t: begun.elapsed().as_secs_f64(),
+            threads,
+            neighbours: if with_neighbours {
+                neighbours(&[pid, me])
+            } else {
+                Vec::new()
+            },
+            throttling: throttling(pid),
+        })
+    };
+    let Some(first) = look(true) else {
+        return finish_without_samples(target.child.as_mut(), pid);
+    };
+    let mut samples = Samples::new(args.svg.is_some());
+    samples.record(&first);
+    let duration = args.duration.or(target.child.is_none().then_some(5.0));
+    let mut last = first.clone();
+    let mut interval_from = first.clone();
+    let mut status = None;
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs_f64(LOOK));
+        if let Some(Ok(Some(code))) = target.child.as_mut().map(|c| c.try_wait()) {
+            status = Some(code);
+            break;
         }
-        (None, true) => {
-            return Err(CliError::usage(
-                "nothing to watch: give a program (autopin stat -- PROGRAM) or -p PID",
-            ))
+        let elapsed = begun.elapsed().as_secs_f64();
+        let due = args
+            .interval
+            .is_some_and(|i| elapsed - interval_from.t >= i - 1e-9);
+        let ending = duration.is_some_and(|d| elapsed >= d);
+        let Some(mut s) = look(false) else { break };
+        if due || ending {
+            s.neighbours = neighbours(&[pid, me]);
         }
+        samples.record(&s);
+        last = s;
+        if due {
+            eprint!(
+                "autopin stat: {:.1}–{:.1} s\n{}",
+                interval_from.t,
+                last.t,
+                autopin_stat::table::render(&analyze(&interval_from, &last, &samples.seen, &ctx))
+            );
+            interval_from = last.clone();
+        }
+        if ending {
+            break;
+        }
+    }
+    if last.neighbours.is_empty() && last.t > first.t {
+        // The program ended between looks: the neighbours are taken now (up to one look
+        // later than the threads, so their share is overstated by at most that much).
+        last.neighbours = neighbours(&[pid, me]);
+    }
+    let report = analyze(&first, &last, &samples.seen, &ctx);
+    eprint!("{}", autopin_stat::table::render(&report));
+    write_outputs(&args, &report, &samples, &ctx)?;
+    match (status, target.child.as_mut()) {
+        (Some(code), _) => Ok(code),
+        // Watched for --duration (or its threads are gone): the program goes on to its
+        // end, and its status is the result.
+        (None, Some(c)) => c.wait().map_err(|e| CliError::internal(e.to_string())),
+        // A watched process is not ours.
+        (None, None) => Ok(0),
+    }
+}
+
+/// What `stat` watches: a process, the program when autopin started it, and its name.
+struct Target {
+    pid: i32,
+    child: Option<autopin_os::process::Launched>,
+    program: String,
+}
+
+enum Start {
+    Watching(Target),
+    /// The program could not be started: the exit code a shell would give.
+    Failed(i32),
+}
+
+/// Starts the program, or checks the process to watch.
+fn start(args: &Args) -> Result<Start, CliError> {
+    match (&args.pid, args.command.is_empty()) {
+        (Some(_), false) => Err(CliError::usage(
+            "give a program to start or -p PID to watch, not both",
+        )),
+        (None, true) => Err(CliError::usage(
+            "nothing to watch: give a program (autopin stat -- PROGRAM) or -p PID",
+        )),
         (Some(pid), true) => {
             if *pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 return Err(CliError::usage(format!("-p {pid}: no such process")));
             }
-            (*pid, None, format!("-p {pid}"))
+            Ok(Start::Watching(Target {
+                pid: *pid,
+                child: None,
+                program: format!("-p {pid}"),
+            }))
         }
         (None, false) => {
             let mut spec =
                 autopin_os::process::LaunchSpec::new(&args.command[0], &args.command[1..]);
             spec.forward_signals = true;
-            let launched = match autopin_os::process::spawn(&spec) {
-                Ok(l) => l,
+            match autopin_os::process::spawn(&spec) {
+                Ok(l) => Ok(Start::Watching(Target {
+                    pid: l.pid(),
+                    child: Some(l),
+                    program: args.command.join(" "),
+                })),
                 Err(e) => {
                     // As a shell would: 127 not found, 126 not runnable.
                     say!("autopin: error: {e}");
-                    return Ok(e.exit_code());
+                    Ok(Start::Failed(e.exit_code()))
                 }
-            };
-            (launched.pid(), Some(launched), args.command.join(" "))
+            }
         }
-    };
-    let duration = args.duration.or(child.is_none().then_some(5.0));
+    }
+}
+
+/// What the verdicts need to know of the machine: the CPUs the process may use and the
+/// core of each CPU.
+fn context(pid: i32, program: String) -> Context {
     let machine = autopin_topology::source::sysfs::read(std::path::Path::new("/")).ok();
     let allowed: Vec<u32> = autopin_topology::affinity::get(pid)
         .map(|m| m.iter().collect())
@@ -103,35 +203,34 @@ pub fn run(args: Args) -> CmdResult {
                 .collect()
         })
         .unwrap_or_default();
-    let ctx = Context {
+    Context {
         allowed,
         core_of,
         program,
-    };
-    let me = std::process::id() as i32;
-    let start = Instant::now();
-    let look = |with_neighbours: bool| -> Option<Snapshot> {
-        let threads = thread_samples(pid).ok().filter(|t| !t.is_empty())?;
-        Some(Snapshot {
-            t: start.elapsed().as_secs_f64(),
-            threads,
-            neighbours: if with_neighbours {
-                neighbours(&[pid, me])
-            } else {
-                Vec::new()
-            },
-            throttling: throttling(pid),
-        })
-    };
-    let Some(first) = look(true) else {
-        return finish_without_samples(child.as_mut(), pid);
-    };
-    let mut seen = CpusSeen::default();
-    let mut csv = String::from("t,tid,name,cpu,cpu_seconds,wait_seconds\n");
-    let mut record = |s: &Snapshot, seen: &mut CpusSeen| {
-        seen.record(s);
+    }
+}
+
+/// Everything seen at the looks: the CPUs each thread was on, the CSV rows, and (for the
+/// picture, thinned on long runs) the looks themselves.
+struct Samples {
+    seen: CpusSeen,
+    csv: String,
+    looks: Option<Vec<Snapshot>>,
+}
+
+impl Samples {
+    fn new(picture: bool) -> Self {
+        Samples {
+            seen: CpusSeen::default(),
+            csv: String::from("t,tid,name,cpu,cpu_seconds,wait_seconds\n"),
+            looks: picture.then(Vec::new),
+        }
+    }
+
+    fn record(&mut self, s: &Snapshot) {
+        self.seen.record(s);
         for t in &s.threads {
-            csv.push_str(&format!(
+            self.csv.push_str(&format!(
                 "{:.3},{},{},{},{:.6},{:.6}\n",
                 s.t,
                 t.tid,
@@ -141,84 +240,38 @@ pub fn run(args: Args) -> CmdResult {
                 t.wait_ns as f64 * 1e-9
             ));
         }
-    };
-    record(&first, &mut seen);
-    // Every look, for the picture (thinned on long runs).
-    let mut looks: Vec<Snapshot> = Vec::new();
-    if args.svg.is_some() {
-        looks.push(first.clone());
-    }
-    let mut last = first.clone();
-    let mut interval_from = first.clone();
-    let mut status = None;
-    loop {
-        std::thread::sleep(std::time::Duration::from_secs_f64(LOOK));
-        if let Some(c) = child.as_mut() {
-            if let Ok(Some(code)) = c.try_wait() {
-                status = Some(code);
-                break;
-            }
-        }
-        let elapsed = start.elapsed().as_secs_f64();
-        let due = args
-            .interval
-            .is_some_and(|i| elapsed - interval_from.t >= i - 1e-9);
-        let ending = duration.is_some_and(|d| elapsed >= d);
-        let Some(mut s) = look(false) else { break };
-        if due || ending {
-            s.neighbours = neighbours(&[pid, me]);
-        }
-        record(&s, &mut seen);
-        if args.svg.is_some() {
+        if let Some(looks) = self.looks.as_mut() {
             looks.push(s.clone());
-            autopin_stat::svg::thin(&mut looks);
-        }
-        last = s;
-        if due {
-            eprint!(
-                "autopin stat: {:.1}–{:.1} s\n{}",
-                interval_from.t,
-                last.t,
-                autopin_stat::table::render(&analyze(&interval_from, &last, &seen, &ctx))
-            );
-            interval_from = last.clone();
-        }
-        if ending {
-            break;
+            autopin_stat::svg::thin(looks);
         }
     }
-    if last.neighbours.is_empty() && last.t > first.t {
-        // The program ended between looks: the neighbours are taken now (up to one look
-        // later than the threads, so their share is overstated by at most that much).
-        last.neighbours = neighbours(&[pid, me]);
-    }
-    let report = analyze(&first, &last, &seen, &ctx);
-    eprint!("{}", autopin_stat::table::render(&report));
+}
+
+/// The files asked for: JSON figures and verdicts, CSV samples, the SVG picture.
+fn write_outputs(
+    args: &Args,
+    report: &autopin_stat::StatReport,
+    samples: &Samples,
+    ctx: &Context,
+) -> Result<(), CliError> {
     if let Some(p) = &args.json {
         let text =
-            serde_json::to_string_pretty(&report).map_err(|e| CliError::internal(e.to_string()))?;
+            serde_json::to_string_pretty(report).map_err(|e| CliError::internal(e.to_string()))?;
         crate::output::write_atomically(p, text.as_bytes())?;
     }
     if let Some(p) = &args.csv {
-        crate::output::write_atomically(p, csv.as_bytes())?;
+        crate::output::write_atomically(p, samples.csv.as_bytes())?;
     }
-    if let Some(p) = &args.svg {
+    if let (Some(p), Some(looks)) = (&args.svg, &samples.looks) {
         let title = format!(
             "autopin stat: {}, {} thread(s) over {:.1} s",
             ctx.program,
             report.threads.len(),
             report.seconds
         );
-        crate::output::write_atomically(p, autopin_stat::svg::render(&looks, &title).as_bytes())?;
+        crate::output::write_atomically(p, autopin_stat::svg::render(looks, &title).as_bytes())?;
     }
-    match (status, child.as_mut()) {
-        (Some(code), _) => Ok(code),
-        // Watched for --duration (or its threads are gone): the program goes on to its
-        // end, and its status is the result.
-        (None, Some(c)) => c.wait().map_err(|e| CliError::internal(e.to_string())),
-        // A watched process is not ours.
-        (None, None) => Ok(0),
-    }
+    Ok(())
 }
 
 /// The program ended (or the process vanished) before the first look.
