@@ -39,9 +39,12 @@ struct Pinned {
     with: HashMap<u32, String>,
     /// tid → CPU mask before autopin first touched it (attached targets only).
     original: HashMap<u32, CpuSet>,
-    /// tid → its mask as the kernel reported it right after autopin set it: a thread whose
+    /// tid → its mask right after autopin set it (what was asked, when that lies inside the
+    /// allowed CPUs, as the kernel then keeps it exactly; else as read back): a thread whose
     /// mask differs later was bound by someone else (the program itself, or a tool).
     set: BTreeMap<u32, CpuSet>,
+    /// Re-pins done, for the rotation of the threads looked at before one.
+    repins: usize,
     /// The thread the next periodic look at those masks starts from (they are looked at a
     /// few at a time, in tid order, so thousands of threads cost a few system calls a second).
     check_from: u32,
@@ -49,6 +52,11 @@ struct Pinned {
 
 /// Threads whose mask is compared with what autopin set, per periodic look.
 const MASK_CHECKS: usize = 16;
+/// Up to this many tracked threads, every thread's mask is looked at before autopin re-pins
+/// it; beyond, about this many a re-pin, a different share each time (the periodic looks
+/// cover the rest), so a program of thousands of threads does not pay a system call per
+/// thread per move for it.
+const REPIN_CHECKS: usize = 256;
 /// Seconds between periodic looks at the masks autopin set.
 const MASK_CHECK_PERIOD: f64 = 1.0;
 
@@ -121,16 +129,23 @@ impl SwitchRate {
 }
 
 impl Driver<'_> {
-    fn pin(&self, tid: u32, cpus: &CpuSet, warnings: &mut Vec<String>) -> Result<(), EngineError> {
+    /// Sets `tid`'s CPUs; whether they were set (a thread gone, or CPUs the kernel
+    /// refused with a warning, are not).
+    fn pin(
+        &self,
+        tid: u32,
+        cpus: &CpuSet,
+        warnings: &mut Vec<String>,
+    ) -> Result<bool, EngineError> {
         match self.pinner.set_affinity(tid as i32, cpus) {
-            Ok(()) => Ok(()),
-            Err(PinError::Gone(_)) => Ok(()),
+            Ok(()) => Ok(true),
+            Err(PinError::Gone(_)) => Ok(false),
             Err(e @ PinError::Permission { .. }) => Err(EngineError::Permission(e.to_string())),
             Err(e) => {
                 if warnings.len() < 20 {
                     warnings.push(e.to_string());
                 }
-                Ok(())
+                Ok(false)
             }
         }
     }
@@ -148,9 +163,15 @@ impl Driver<'_> {
         let Some(c) = session.applied().cloned() else {
             return Ok(None);
         };
-        for (tid, index) in &snap.tracked {
+        // Which threads' masks are looked at before they are moved: all of them, or every
+        // stride-th from a rotating start.
+        let stride = snap.tracked.len().div_ceil(REPIN_CHECKS).max(1);
+        let offset = pinned.repins % stride;
+        let mut moved = false;
+        for (i, (tid, index)) in snap.tracked.iter().enumerate() {
             if pinned.with.get(tid) != Some(&c.label) {
-                if cfg.respect_own_binding {
+                moved = true;
+                if cfg.respect_own_binding && i % stride == offset {
                     if let Some(what) = self.bound_by_someone_else(*tid, pinned) {
                         return Ok(Some(what));
                     }
@@ -161,14 +182,21 @@ impl Driver<'_> {
                     }
                 }
                 let unpinned = pinned.original.get(tid).unwrap_or(&cfg.allowed);
-                self.pin(*tid, &target_cpus(&c, *index, unpinned), warnings)?;
+                let target = target_cpus(&c, *index, unpinned);
+                let set = self.pin(*tid, &target, warnings)?;
                 pinned.with.insert(*tid, c.label.clone());
-                if cfg.respect_own_binding {
-                    if let Ok(mask) = self.pinner.affinity(*tid as i32) {
+                if cfg.respect_own_binding && set {
+                    // Inside the allowed CPUs the kernel keeps exactly what was asked.
+                    if target.is_subset(&cfg.allowed) {
+                        pinned.set.insert(*tid, target);
+                    } else if let Ok(mask) = self.pinner.affinity(*tid as i32) {
                         pinned.set.insert(*tid, mask);
                     }
                 }
             }
+        }
+        if moved {
+            pinned.repins += 1;
         }
         let live: BTreeSet<u32> = snap.tracked.iter().map(|t| t.0).collect();
         pinned.with.retain(|t, _| live.contains(t));

@@ -150,13 +150,25 @@ fn drive_for(
     meter: &mut dyn Meter,
     max_time: f64,
 ) -> crate::driver::Outcome {
-    let (mut clock, pinner) = (sim.clone(), sim.clone());
+    drive_with(sim, session, threads, meter, &sim.clone(), max_time)
+}
+
+/// [`drive_for`] with another pinner.
+fn drive_with(
+    sim: &Sim,
+    session: &mut Session,
+    threads: &mut dyn ThreadSource,
+    meter: &mut dyn Meter,
+    pinner: &dyn Pinner,
+    max_time: f64,
+) -> crate::driver::Outcome {
+    let mut clock = sim.clone();
     let mut quiet = |_: f64, _: &str| {};
     let mut always = |_: &Session| true;
     Driver {
         clock: &mut clock,
         threads,
-        pinner: &pinner,
+        pinner,
         meter,
         on_message: &mut quiet,
         keep_going: &mut always,
@@ -231,6 +243,75 @@ fn a_thread_born_or_gone_disturbs_an_interval_also_when_the_program_is_read_as_a
         .filter(|p| p.disturbed_intervals == 0)
         .count();
     assert!(undisturbed >= 3, "{probes:?}");
+}
+
+/// The simulation's pinner, counting the masks read and set.
+struct CountingPinner {
+    sim: Sim,
+    reads: std::sync::atomic::AtomicUsize,
+    sets: std::sync::atomic::AtomicUsize,
+}
+
+impl Pinner for CountingPinner {
+    fn set_affinity(&self, tid: i32, cpus: &CpuSet) -> Result<(), crate::pinner::PinError> {
+        self.sets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.sim.set_affinity(tid, cpus)
+    }
+    fn affinity(&self, tid: i32) -> Result<CpuSet, crate::pinner::PinError> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.sim.affinity(tid)
+    }
+}
+
+#[test]
+fn moving_a_thousand_threads_reads_a_share_of_their_masks_not_each_twice() {
+    // Before each move a thread's mask was read (was it bound by someone else?) and read
+    // again after (what the kernel kept): two system calls per thread per move. Inside the
+    // allowed CPUs the kernel keeps what was asked, and beyond 256 threads a rotating share
+    // is looked at before a move (the periodic looks cover the rest).
+    let n = 1024;
+    let sim = Sim::new(&machine(), Box::new(HpcModel::default()), n, 0.02, 3, 1e9);
+    // Two spreads of the threads over the CPUs, one shifted by a CPU: every move moves all.
+    let pus = sim.topo().pus.clone();
+    let spread =
+        |shift: usize| -> Vec<u32> { (0..n).map(|i| pus[(i + shift) % pus.len()]).collect() };
+    let cands = vec![
+        Pinning::pinned("spread", spread(0)),
+        Pinning::pinned("shifted", spread(1)),
+    ];
+    let mut session = Session::new(
+        SessionConfig {
+            init: 0.5,
+            watch: None,
+            ..SessionConfig::default()
+        },
+        Box::new(move |_| cands.clone().into()),
+        Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
+    );
+    let pinner = CountingPinner {
+        sim: sim.clone(),
+        reads: Default::default(),
+        sets: Default::default(),
+    };
+    drive_with(
+        &sim,
+        &mut session,
+        &mut sim.clone(),
+        &mut sim.clone(),
+        &pinner,
+        4.0,
+    );
+    let sets = pinner.sets.into_inner();
+    let reads = pinner.reads.into_inner();
+    assert!(
+        sets >= 3 * n,
+        "only {sets} masks set: too few moves to judge"
+    );
+    assert!(
+        (reads as f64) < 0.3 * sets as f64,
+        "{reads} masks read for {sets} set"
+    );
 }
 
 #[test]
