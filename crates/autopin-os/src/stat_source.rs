@@ -86,6 +86,68 @@ pub fn neighbours(exclude: &[i32]) -> Vec<Neighbour> {
     out
 }
 
+/// What a program `stat` starts reports of its own progress: the heartbeat channel (its
+/// `autopin_beat` calls) and, when the program can load the preload library, the OpenMP
+/// constructs that library counts into the same file. The file is removed on drop.
+pub struct ProgressChannel {
+    channel: autopin_perf::heartbeat::HeartbeatChannel,
+}
+
+impl ProgressChannel {
+    /// Creates the channel and adds what the launch needs to `spec` (the channel's variable,
+    /// and the preload library where it loads); None when no channel can be made.
+    pub fn for_launch(spec: &mut crate::process::LaunchSpec) -> Option<ProgressChannel> {
+        use autopin_perf::heartbeat::{HeartbeatChannel, ENV_VAR};
+        let (channel, path) = HeartbeatChannel::create(&std::env::temp_dir()).ok()?;
+        spec.env.push((ENV_VAR.into(), path.into_os_string()));
+        let path_var = std::env::var_os("PATH");
+        // A static program cannot load it, and a 32-bit one would print ld.so's complaint.
+        let loads = crate::process::elf::resolve_program(&spec.program, path_var.as_deref())
+            .is_ok_and(|p| crate::process::elf::linkage(&p).is_ok_and(|l| l.preload_works()));
+        if loads {
+            spec.preload = crate::process::preload_library().ok();
+        }
+        Some(ProgressChannel { channel })
+    }
+
+    pub fn read(&self) -> autopin_stat::Progress {
+        let s = self.channel.read();
+        autopin_stat::Progress {
+            beats: s.beats,
+            openmp: s.omp.map(|o| o.counts.total()),
+        }
+    }
+}
+
+/// The process's resident pages per NUMA node, in 4 KiB pages (huge pages count as the
+/// 4 KiB pages they hold), from /proc/PID/numa_maps; empty when it cannot be read.
+pub fn pages_by_node(pid: i32) -> Vec<(u32, u64)> {
+    std::fs::read_to_string(format!("/proc/{pid}/numa_maps"))
+        .map(|t| parse_numa_maps(&t))
+        .unwrap_or_default()
+}
+
+fn parse_numa_maps(text: &str) -> Vec<(u32, u64)> {
+    let mut per: std::collections::BTreeMap<u32, u64> = Default::default();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let size_kb = words
+            .iter()
+            .find_map(|w| w.strip_prefix("kernelpagesize_kB="))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(4);
+        for w in &words {
+            let Some((node, pages)) = w.strip_prefix('N').and_then(|r| r.split_once('=')) else {
+                continue;
+            };
+            if let (Ok(n), Ok(p)) = (node.parse::<u32>(), pages.parse::<u64>()) {
+                *per.entry(n).or_default() += p * (size_kb / 4).max(1);
+            }
+        }
+    }
+    per.into_iter().collect()
+}
+
 /// The CPU quota counters of the cgroup `pid` is in (v2 `cpu.stat`, or v1's cpu
 /// controller); None when there are none.
 pub fn throttling(pid: i32) -> Option<Throttling> {
@@ -113,6 +175,21 @@ pub fn throttling(pid: i32) -> Option<Throttling> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numa_maps_pages_are_summed_per_node_in_4k_pages() {
+        let text = "\
+7f0000000000 default anon=300 dirty=300 N0=100 N1=200 kernelpagesize_kB=4
+7f0100000000 bind:1 anon=2 dirty=2 N1=2 kernelpagesize_kB=2048
+55c5d6efb000 default file=/usr/bin/x mapped=5 N0=5 kernelpagesize_kB=4
+7ffd00000000 default stack anon=3 dirty=3 N0=3 kernelpagesize_kB=4
+";
+        assert_eq!(parse_numa_maps(text), vec![(0, 108), (1, 200 + 2 * 512)]);
+        assert!(parse_numa_maps("").is_empty());
+        let me = std::process::id() as i32;
+        let here = pages_by_node(me);
+        assert!(here.iter().map(|p| p.1).sum::<u64>() > 0, "{here:?}");
+    }
 
     #[test]
     fn this_process_is_sampled() {

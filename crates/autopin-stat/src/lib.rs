@@ -9,5 +9,5 @@ pub mod svg;
 pub mod table;
 pub mod verdict;
 
-pub use sample::{CpusSeen, Neighbour, Snapshot, ThreadSample, Throttling};
+pub use sample::{CpusSeen, Neighbour, Progress, Snapshot, ThreadSample, Throttling};
 pub use verdict::{analyze, Context, StatReport, ThreadStat, Verdict};

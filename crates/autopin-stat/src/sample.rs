@@ -45,6 +45,23 @@ pub struct Snapshot {
     pub threads: Vec<ThreadSample>,
     pub neighbours: Vec<Neighbour>,
     pub throttling: Option<Throttling>,
+    /// The process's pages per NUMA node (node, pages), from /proc/PID/numa_maps; empty
+    /// when not looked at (only some looks read it: it is long for a big process).
+    #[serde(default)]
+    pub pages: Vec<(u32, u64)>,
+    /// What the program reported of its own progress so far (a program `stat` started).
+    #[serde(default)]
+    pub progress: Option<Progress>,
+}
+
+/// A program's own progress counters at one look.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Progress {
+    /// Heartbeats it reported (`autopin_beat`).
+    pub beats: u64,
+    /// OpenMP constructs its threads completed, as the preload library counts them (None:
+    /// no OpenMP call seen, or the library not loaded).
+    pub openmp: Option<u64>,
 }
 
 /// The CPUs each thread ran on, as the looks saw them. A look's CPU counts only when the

@@ -2,6 +2,16 @@
 
 use crate::verdict::StatReport;
 
+/// A thread's CPUs, and their NUMA node(s) on a machine of several.
+fn cpus_cell(cpus: &[u32], nodes: &[u32]) -> String {
+    let join = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    if nodes.is_empty() {
+        join(cpus)
+    } else {
+        format!("{} (node {})", join(cpus), join(nodes))
+    }
+}
+
 /// The per-thread table, the busy neighbours and the verdicts (or that nothing is wrong).
 pub fn render(r: &StatReport) -> String {
     let mut rows = vec![[
@@ -20,11 +30,7 @@ pub fn render(r: &StatReport) -> String {
             t.name.clone(),
             format!("{:.1}", 100.0 * t.cpu_share),
             format!("{:.1}", 100.0 * t.run_delay_fraction),
-            t.cpus
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
+            cpus_cell(&t.cpus, &t.numa_nodes),
             t.migrations.map_or("-".into(), |m| m.to_string()),
             t.voluntary_switches.to_string(),
             t.involuntary_switches.to_string(),
@@ -46,6 +52,31 @@ pub fn render(r: &StatReport) -> String {
                 .collect::<Vec<_>>()
                 .join(",")
         ));
+    }
+    let mut progress = Vec::new();
+    if let Some(h) = r.heartbeats_per_second {
+        progress.push(format!("{} heartbeats/s", autopin_human::si(h)));
+    }
+    if let Some(o) = r.openmp_constructs_per_second {
+        progress.push(format!("{} OpenMP constructs/s", autopin_human::si(o)));
+    }
+    if !progress.is_empty() {
+        out.push_str(&format!("progress: {}\n", progress.join(", ")));
+    }
+    let pages: u64 = r.pages_per_node.iter().map(|p| p.1).sum();
+    if pages > 0 {
+        let each: Vec<String> = r
+            .pages_per_node
+            .iter()
+            .map(|(n, p)| {
+                format!(
+                    "node {n} {:.0} MiB ({:.0}%)",
+                    *p as f64 * 4096.0 / f64::from(1 << 20),
+                    100.0 * *p as f64 / pages as f64
+                )
+            })
+            .collect();
+        out.push_str(&format!("memory by NUMA node: {}\n", each.join(", ")));
     }
     if let Some(s) = r.throttled_seconds {
         out.push_str(&format!("cgroup throttling: {s:.2} s\n"));

@@ -12,6 +12,11 @@ const WAITING: f64 = 0.2;
 const NEIGHBOUR: f64 = 0.2;
 /// Migrations per second of a working thread worth a verdict.
 const MIGRATING: f64 = 20.0;
+/// The working threads' CPU time is on nodes holding less than this share of the pages:
+/// their memory is mostly remote.
+const LOCAL_PAGES: f64 = 0.5;
+/// Fewer pages than this (4 MiB of 4 KiB pages) say nothing about where memory lives.
+const PAGES_WORTH_A_LOOK: u64 = 1024;
 
 /// What the analysis needs to know beyond the samples.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +27,8 @@ pub struct Context {
     pub core_of: BTreeMap<u32, usize>,
     /// How the program is named in suggestions (e.g. `./solver`, or `PID 4242`).
     pub program: String,
+    /// CPU → its NUMA node; empty when unknown.
+    pub node_of: BTreeMap<u32, u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -38,13 +45,16 @@ pub struct ThreadStat {
     pub migrations: Option<u64>,
     pub voluntary_switches: u64,
     pub involuntary_switches: u64,
+    /// The NUMA nodes of the CPUs it ran on (empty on a machine of one node).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub numa_nodes: Vec<u32>,
 }
 
 /// One finding, with what shows it and what to try.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
     /// Stable name: contention, busy_neighbour, migrations, imbalance, throttled,
-    /// smt_shared, idle_cpus.
+    /// smt_shared, idle_cpus, numa_remote.
     pub kind: &'static str,
     pub text: String,
     pub evidence: Vec<String>,
@@ -61,6 +71,16 @@ pub struct StatReport {
     pub neighbours: Vec<(i32, String, f64, Vec<u32>)>,
     /// Seconds the cgroup quota held the program back (None: no quota counters).
     pub throttled_seconds: Option<f64>,
+    /// Heartbeats the program reported a second (None: it reported none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeats_per_second: Option<f64>,
+    /// OpenMP constructs its threads completed a second (None: not counted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openmp_constructs_per_second: Option<f64>,
+    /// Where the process's pages were at the end: (NUMA node, pages); empty on a machine of
+    /// one node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pages_per_node: Vec<(u32, u64)>,
     pub verdicts: Vec<Verdict>,
 }
 
@@ -79,6 +99,7 @@ fn list(cpus: &[u32]) -> String {
 /// ran on in the looks between them.
 pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context) -> StatReport {
     let wall = (last.t - first.t).max(1e-9);
+    let multi_node = ctx.node_of.values().collect::<BTreeSet<_>>().len() > 1;
     let before: BTreeMap<i32, &ThreadSample> = first.threads.iter().map(|t| (t.tid, t)).collect();
     let threads: Vec<ThreadStat> = last
         .threads
@@ -94,6 +115,10 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
                 // Never caught running: where it sits is all there is to say.
                 cpus.insert(t.cpu);
             }
+            let numa_nodes: BTreeSet<u32> = cpus
+                .iter()
+                .filter_map(|c| ctx.node_of.get(c).copied())
+                .collect();
             ThreadStat {
                 tid: t.tid,
                 name: t.name.clone(),
@@ -105,6 +130,11 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
                     .map(|m| m.saturating_sub(b.and_then(|b| b.migrations).unwrap_or(0))),
                 voluntary_switches: d(t.voluntary_switches, |b| b.voluntary_switches),
                 involuntary_switches: d(t.involuntary_switches, |b| b.involuntary_switches),
+                numa_nodes: if multi_node {
+                    numa_nodes.into_iter().collect()
+                } else {
+                    Vec::new()
+                },
             }
         })
         .collect();
@@ -363,13 +393,111 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
             ),
         });
     }
+    let pages_per_node = if multi_node {
+        // The last look that read the pages: where they are now.
+        [last, first]
+            .iter()
+            .map(|s| s.pages.clone())
+            .find(|p| !p.is_empty())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    if let Some(v) = numa_remote(&working, &pages_per_node, ctx) {
+        verdicts.push(v);
+    }
+    let (a, b) = (
+        first.progress.unwrap_or_default(),
+        last.progress.unwrap_or_default(),
+    );
     StatReport {
         seconds: wall,
         threads,
         neighbours,
         throttled_seconds,
+        heartbeats_per_second: (b.beats > 0).then(|| b.beats.saturating_sub(a.beats) as f64 / wall),
+        openmp_constructs_per_second: b
+            .openmp
+            .map(|n| n.saturating_sub(a.openmp.unwrap_or(0)) as f64 / wall),
+        pages_per_node,
         verdicts,
     }
+}
+
+/// The working threads run on nodes that hold few of the process's pages: weighted by each
+/// thread's CPU time, the share of the pages on its own node is below [`LOCAL_PAGES`].
+fn numa_remote(working: &[&ThreadStat], pages: &[(u32, u64)], ctx: &Context) -> Option<Verdict> {
+    let total: u64 = pages.iter().map(|p| p.1).sum();
+    if total < PAGES_WORTH_A_LOOK || working.is_empty() {
+        return None;
+    }
+    let on = |node: u32| pages.iter().find(|p| p.0 == node).map_or(0, |p| p.1);
+    // A thread seen on CPUs of several nodes counts each alike.
+    let mut time = 0.0;
+    let mut local = 0.0;
+    let mut busy_nodes: BTreeMap<u32, f64> = BTreeMap::new();
+    for t in working.iter().filter(|t| !t.numa_nodes.is_empty()) {
+        let k = t.numa_nodes.len() as f64;
+        for n in &t.numa_nodes {
+            local += t.cpu_share / k * on(*n) as f64 / total as f64;
+            *busy_nodes.entry(*n).or_default() += t.cpu_share / k;
+        }
+        time += t.cpu_share;
+    }
+    if time <= 0.0 || local / time >= LOCAL_PAGES {
+        return None;
+    }
+    let mut by_pages = pages.to_vec();
+    by_pages.sort_by_key(|p| std::cmp::Reverse(p.1));
+    let (home, home_pages) = by_pages[0];
+    let threads_on: Vec<String> = busy_nodes
+        .iter()
+        .map(|(n, s)| {
+            format!(
+                "node {n} ({:.0}% of the working threads' CPU time)",
+                100.0 * s / time
+            )
+        })
+        .collect();
+    let home_cpus: Vec<u32> = ctx
+        .node_of
+        .iter()
+        .filter(|(c, n)| **n == home && ctx.allowed.contains(c))
+        .map(|(c, _)| *c)
+        .collect();
+    let mib = |p: u64| p as f64 * 4096.0 / (1 << 20) as f64;
+    Some(Verdict {
+        kind: "numa_remote",
+        text: format!(
+            "the working threads run far from their memory: only {} of the pages are on their own node(s)",
+            pct(local / time)
+        ),
+        evidence: vec![
+            format!("threads run on {}", threads_on.join(", ")),
+            format!(
+                "pages: {}",
+                by_pages
+                    .iter()
+                    .map(|(n, p)| format!("node {n} {} ({:.0} MiB)", pct(*p as f64 / total as f64), mib(*p)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ],
+        suggestion: if home_cpus.is_empty() {
+            format!(
+                "move the pages after the threads: `autopin run --migrate-memory -- {}`",
+                ctx.program
+            )
+        } else {
+            format!(
+                "run the threads where the memory is (node {home}, {:.0} MiB): `autopin pin -c {} -- {}`, or move the pages after them: `autopin run --migrate-memory -- {}`",
+                mib(home_pages),
+                list(&home_cpus),
+                ctx.program,
+                ctx.program
+            )
+        },
+    })
 }
 
 #[cfg(test)]
@@ -395,6 +523,7 @@ mod tests {
             allowed: vec![0, 1],
             core_of: BTreeMap::new(),
             program: "./prog".into(),
+            node_of: BTreeMap::new(),
         }
     }
 
@@ -416,6 +545,66 @@ mod tests {
             threads,
             ..Snapshot::default()
         }
+    }
+
+    /// Two nodes: CPUs 0,1 on node 0 and 2,3 on node 1.
+    fn two_nodes() -> Context {
+        Context {
+            allowed: vec![0, 1, 2, 3],
+            node_of: BTreeMap::from([(0, 0), (1, 0), (2, 1), (3, 1)]),
+            ..ctx()
+        }
+    }
+
+    #[test]
+    fn threads_far_from_their_pages_are_numa_remote_and_near_them_are_not() {
+        let looks = |cpus: [u32; 2], pages: Vec<(u32, u64)>| {
+            let a = snap(
+                0.0,
+                vec![thread(1, cpus[0], 0, 0), thread(2, cpus[1], 0, 0)],
+            );
+            let mut b = snap(
+                1.0,
+                vec![thread(1, cpus[0], 900, 0), thread(2, cpus[1], 900, 0)],
+            );
+            b.pages = pages;
+            let mut seen = CpusSeen::default();
+            seen.record(&a);
+            seen.record(&b);
+            analyze(&a, &b, &seen, &two_nodes())
+        };
+        // Running on node 1, 90% of 64 MiB on node 0.
+        let r = looks([2, 3], vec![(0, 14_746), (1, 1_638)]);
+        let v = r
+            .verdicts
+            .iter()
+            .find(|v| v.kind == "numa_remote")
+            .unwrap_or_else(|| panic!("{:?}", r.verdicts));
+        assert!(v.text.contains("10%"), "{}", v.text);
+        assert!(v.evidence[0].contains("node 1"), "{:?}", v.evidence);
+        assert!(v.suggestion.contains("-c 0,1"), "{}", v.suggestion);
+        assert_eq!(r.threads[0].numa_nodes, vec![1]);
+        assert_eq!(r.pages_per_node, vec![(0, 14_746), (1, 1_638)]);
+        // The same threads on node 0, near the pages: nothing to say.
+        let r = looks([0, 1], vec![(0, 14_746), (1, 1_638)]);
+        assert!(
+            r.verdicts.iter().all(|v| v.kind != "numa_remote"),
+            "{:?}",
+            r.verdicts
+        );
+        // Too few pages to mean anything.
+        let r = looks([2, 3], vec![(0, 900), (1, 10)]);
+        assert!(
+            r.verdicts.iter().all(|v| v.kind != "numa_remote"),
+            "{:?}",
+            r.verdicts
+        );
+        // One node: no NUMA figures at all.
+        let a = snap(0.0, vec![thread(1, 0, 0, 0)]);
+        let mut b = snap(1.0, vec![thread(1, 0, 900, 0)]);
+        b.pages = vec![(0, 20_000)];
+        let r = analyze(&a, &b, &CpusSeen::default(), &ctx());
+        assert!(r.threads[0].numa_nodes.is_empty() && r.pages_per_node.is_empty());
     }
 
     #[test]

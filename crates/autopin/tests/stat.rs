@@ -285,3 +285,63 @@ fn the_threads_over_time_are_drawn() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A program `stat` starts reports its own progress through the channel autopin gives it:
+/// its heartbeats, and the OpenMP constructs the preload library counts (workloads/
+/// syncbench does both). The channel's file is gone afterwards; stdout is the program's.
+#[test]
+fn the_programs_heartbeats_and_openmp_progress_are_shown() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = autopin_testkit::build_c_file(
+        std::path::Path::new("workloads/syncbench.c"),
+        &[
+            "-fopenmp",
+            concat!("-I", env!("CARGO_MANIFEST_DIR"), "/../../include"),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("s.json");
+    let out = autopin()
+        .env("OMP_NUM_THREADS", "2")
+        .env("TMPDIR", tmp.path())
+        .arg("stat")
+        .arg("--json")
+        .arg(&json)
+        .arg("--")
+        .arg(&exe)
+        .args(["-b", "100000", "-s", "20", "-r", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("syncbench: threads=2"),
+        "the program's own output on stdout"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let beats = v["heartbeats_per_second"].as_f64().unwrap_or(0.0);
+    let omp = v["openmp_constructs_per_second"].as_f64().unwrap_or(0.0);
+    assert!(beats > 100.0 && omp > 100.0, "{v}\n{err}");
+    assert!(
+        err.contains("heartbeats/s") && err.contains("OpenMP constructs/s"),
+        "{err}"
+    );
+    // The preload library's private cache (autopin-UID/libautopin_preload-*.so) stays on
+    // purpose; nothing else may.
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .flat_map(|e| match std::fs::read_dir(e.path()) {
+            Ok(inner) => inner
+                .flatten()
+                .map(|i| i.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with("libautopin_preload-"))
+                .collect(),
+            Err(_) => vec![e.file_name().to_string_lossy().into_owned()],
+        })
+        .collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}

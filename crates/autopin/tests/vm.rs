@@ -369,6 +369,14 @@ echo before; cat /tmp/before; echo after; cat /tmp/after; echo ft; cat /tmp/ft.o
             "autopin pin -c 0 --membind 7 -- firsttouch 32 1 maps",
             "autopin run --strategy fixed --schedule 0 --membind 1 -q -- firsttouch 32 1 maps",
             "autopin attach 1 --membind 1",
+            // Pages first touched on node 0, then both threads read them from CPUs 2,3
+            // (node 1): `stat` says they run far from their memory.
+            "rm -f /tmp/ready /tmp/go
+FT_TOUCH_CPUS=2 FT_RUN_FROM=2 FT_READ_SECONDS=6 firsttouch 64 2 >/dev/null &
+pid=$!
+while [ ! -f /tmp/ready ]; do sleep 0.1; done
+autopin stat -p $pid --duration 2 --json /tmp/s.json 2>/tmp/stat.err || cat /tmp/stat.err
+cat /tmp/s.json; wait $pid",
         ],
     );
     let text = outs[0].ok("attach");
@@ -455,4 +463,17 @@ echo before; cat /tmp/before; echo after; cat /tmp/after; echo ft; cat /tmp/ft.o
         "{}",
         outs[8].stderr
     );
+    let stat = json(outs[9].ok("stat"));
+    let remote = stat["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["kind"] == "numa_remote")
+        .unwrap_or_else(|| panic!("no numa_remote: {stat}"));
+    assert!(
+        remote["suggestion"].as_str().unwrap().contains("-c 0,1"),
+        "{remote}"
+    );
+    let pages = stat["pages_per_node"].as_array().unwrap();
+    assert!(!pages.is_empty(), "{stat}");
 }

@@ -5,7 +5,9 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::number_args::positive_seconds;
-use autopin_os::stat_source::{neighbours, thread_samples, throttling};
+use autopin_os::stat_source::{
+    neighbours, pages_by_node, thread_samples, throttling, ProgressChannel,
+};
 use autopin_stat::{analyze, Context, CpusSeen, Snapshot};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -57,6 +59,13 @@ pub fn run(args: Args) -> CmdResult {
     };
     let pid = target.pid;
     let ctx = context(pid, target.program.clone());
+    // Where the pages live is read only where there is more than one node to be on.
+    let multi_node = ctx
+        .node_of
+        .values()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        > 1;
     let me = std::process::id() as i32;
     let begun = Instant::now();
     let look = |with_neighbours: bool| -> Option<Snapshot> {
@@ -70,6 +79,12 @@ pub fn run(args: Args) -> CmdResult {
                 Vec::new()
             },
             throttling: throttling(pid),
+            pages: if with_neighbours && multi_node {
+                pages_by_node(pid)
+            } else {
+                Vec::new()
+            },
+            progress: target.progress.as_ref().map(ProgressChannel::read),
         })
     };
     let Some(first) = look(true) else {
@@ -95,6 +110,9 @@ pub fn run(args: Args) -> CmdResult {
         let Some(mut s) = look(false) else { break };
         if due || ending {
             s.neighbours = neighbours(&[pid, me]);
+            if multi_node {
+                s.pages = pages_by_node(pid);
+            }
         }
         samples.record(&s);
         last = s;
@@ -115,6 +133,9 @@ pub fn run(args: Args) -> CmdResult {
         // The program ended between looks: the neighbours are taken now (up to one look
         // later than the threads, so their share is overstated by at most that much).
         last.neighbours = neighbours(&[pid, me]);
+        if multi_node {
+            last.pages = pages_by_node(pid);
+        }
     }
     let report = analyze(&first, &last, &samples.seen, &ctx);
     eprint!("{}", autopin_stat::table::render(&report));
@@ -134,6 +155,8 @@ struct Target {
     pid: i32,
     child: Option<autopin_os::process::Launched>,
     program: String,
+    /// The program's own progress (a program `stat` started).
+    progress: Option<ProgressChannel>,
 }
 
 enum Start {
@@ -159,17 +182,20 @@ fn start(args: &Args) -> Result<Start, CliError> {
                 pid: *pid,
                 child: None,
                 program: format!("-p {pid}"),
+                progress: None,
             }))
         }
         (None, false) => {
             let mut spec =
                 autopin_os::process::LaunchSpec::new(&args.command[0], &args.command[1..]);
             spec.forward_signals = true;
+            let progress = ProgressChannel::for_launch(&mut spec);
             match autopin_os::process::spawn(&spec) {
                 Ok(l) => Ok(Start::Watching(Target {
                     pid: l.pid(),
                     child: Some(l),
                     program: args.command.join(" "),
+                    progress,
                 })),
                 Err(e) => {
                     // As a shell would: 127 not found, 126 not runnable.
@@ -203,10 +229,20 @@ fn context(pid: i32, program: String) -> Context {
                 .collect()
         })
         .unwrap_or_default();
+    let node_of: BTreeMap<u32, u32> = machine
+        .as_ref()
+        .map(|m| {
+            m.numa_nodes
+                .iter()
+                .flat_map(|n| n.cpuset.iter().map(move |c| (c, n.os_index)))
+                .collect()
+        })
+        .unwrap_or_default();
     Context {
         allowed,
         core_of,
         program,
+        node_of,
     }
 }
 
