@@ -266,7 +266,11 @@ pub fn from_process() -> Launch {
 /// node share their parent (Hydra's proxy, Open MPI's daemon); its pid and start time
 /// (field 22 of /proc/PID/stat, so a recycled pid gives another name) name the launch.
 pub fn parent_key() -> String {
-    let ppid = std::os::unix::process::parent_id();
+    key_of(std::os::unix::process::parent_id())
+}
+
+/// [`parent_key`] for the parent `ppid` (its pid and start time).
+pub fn key_of(ppid: u32) -> String {
     let start = std::fs::read_to_string(format!("/proc/{ppid}/stat"))
         .ok()
         .and_then(|s| {

@@ -26,6 +26,11 @@ pub struct NodeOptions {
     pub coordinate: bool,
     /// How long to wait for the other local ranks before going on without them.
     pub rendezvous_timeout: Duration,
+    /// The process the launcher started for this rank, when it is not this process's
+    /// parent (`autopin run`'s keeper stands in between): the ranks of a launch are told
+    /// apart from another launch's by the parent they share (see
+    /// [`launcher::parent_key`]). None: this process's parent.
+    pub launch_parent: Option<u32>,
 }
 
 /// What went wrong preparing the node.
@@ -153,7 +158,10 @@ fn prepare_with_env(
         round_timeout: opts.rendezvous_timeout,
         ..RendezvousConfig::default()
     };
-    let dir = rendezvous::directory_for(&launch.step_key(&launcher::parent_key()));
+    let parent = opts
+        .launch_parent
+        .map_or_else(launcher::parent_key, launcher::key_of);
+    let dir = rendezvous::directory_for(&launch.step_key(&parent));
     let my_gpu = gpu_of_this_rank(&machine, &launch, env, &mut lines);
     let (rv, joined) = Rendezvous::join(
         &dir,
@@ -270,6 +278,7 @@ mod tests {
             combine: Combine::Min,
             coordinate: true,
             rendezvous_timeout: Duration::from_secs(1),
+            launch_parent: None,
         }
     }
 

@@ -30,12 +30,22 @@ use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::process::Command;
 use std::sync::Mutex;
 
-/// Set in the engine's environment: `PID:NAME`, the keeper's PID and its socket's abstract
-/// name (or `off` by the user: no keeper). The engine removes it from its own environment.
+/// Set in the engine's environment: `PID:PARENT:NAME`, the keeper's PID, the keeper's own
+/// parent and its socket's abstract name (or `off` by the user: no keeper). The engine
+/// removes it from its own environment.
 pub const ENV_VAR: &str = "AUTOPIN_KEEPER";
 
 /// The engine's end of the channel to its keeper.
 static CHANNEL: Mutex<Option<UnixDatagram>> = Mutex::new(None);
+
+/// The keeper's parent (what started `autopin run`), in the engine.
+static LAUNCH_PARENT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// In the engine: the process that started `autopin run` (the keeper's parent), which an MPI
+/// launcher's ranks on one node share. None outside an engine.
+pub fn launch_parent() -> Option<u32> {
+    LAUNCH_PARENT.get().copied()
+}
 
 /// What the engine has told the keeper.
 #[derive(Debug, Default, PartialEq)]
@@ -76,10 +86,14 @@ pub fn role() -> Role {
     if v == "off" {
         return Role::Alone;
     }
-    let Some((pid, name)) = v.split_once(':') else {
+    let mut parts = v.splitn(3, ':');
+    let (Some(pid), Some(parent), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
         return Role::Alone;
     };
     let keeper: Option<i32> = pid.parse().ok();
+    if let Ok(p) = parent.parse::<u32>() {
+        let _ = LAUNCH_PARENT.set(p);
+    }
     // The keeper may have died before the signal was armed: then end as if it had come.
     if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).is_ok()
         && rustix::process::getppid()
@@ -138,7 +152,14 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<i3
     let forwarding = Forwarding::begin()?;
     let mut engine = Command::new(exe)
         .args(args)
-        .env(ENV_VAR, format!("{}:{name}", std::process::id()))
+        .env(
+            ENV_VAR,
+            format!(
+                "{}:{}:{name}",
+                std::process::id(),
+                std::os::unix::process::parent_id()
+            ),
+        )
         .spawn()?;
     forwarding.set_child(engine.id() as i32);
     let status = loop {

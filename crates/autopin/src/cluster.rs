@@ -37,6 +37,8 @@ impl ClusterArgs {
                     ))
                 },
             )?,
+            // Under `autopin run`'s keeper the launcher started the keeper.
+            launch_parent: autopin_os::keeper::launch_parent(),
         })
     }
 }
