@@ -18,16 +18,18 @@ cc -O2 -pthread "$ROOT/bench/many_threads.c" -o "$W/many"
 NEW="$ROOT/target/release/autopin"
 HZ=$(getconf CLK_TCK)
 
-# User+sys ticks of autopin's processes: the keeper ($1), the engine (its child) and the
-# engine's guardian (the engine's children named autopin; the program is not one of them).
+# User+sys ticks of autopin's processes: $1 and its descendants named autopin, two levels
+# down (the keeper, the engine, the engine's guardian; the program is not one of them).
 own() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 kids() { cat "/proc/$1/task/$1/children" 2>/dev/null || true; }
+ours() { [ "$(cat "/proc/$1/comm" 2>/dev/null)" = autopin ]; }
 ticks() {
   t=$(own "$1")
   for e in $(kids "$1"); do
+    ours "$e" || continue
     t=$((t + $(own "$e")))
     for g in $(kids "$e"); do
-      [ "$(cat "/proc/$g/comm" 2>/dev/null)" = autopin ] && t=$((t + $(own "$g")))
+      ours "$g" && t=$((t + $(own "$g")))
     done
   done
   echo "$t"
