@@ -203,6 +203,16 @@ pub struct Session {
     pub report: Report,
 }
 
+/// A rate as a score (higher is better) or a score as a rate: the same for an objective
+/// where more is better, the inverse where less is (the map is its own inverse).
+fn on_scale(higher_is_better: bool, v: f64) -> f64 {
+    if higher_is_better || v <= 0.0 {
+        v
+    } else {
+        1.0 / v
+    }
+}
+
 /// Least clean start-up time that makes the OS placement's first probe, seconds.
 const MIN_STARTUP_PROBE: f64 = 0.15;
 
@@ -218,13 +228,7 @@ impl Session {
             .iter()
             .map(|(phase, label, rate)| {
                 // The watch compares scores (higher is better).
-                let score = rate.map(|r| {
-                    if cfg.higher_is_better || r <= 0.0 {
-                        r
-                    } else {
-                        1.0 / r
-                    }
-                });
+                let score = rate.map(|r| on_scale(cfg.higher_is_better, r));
                 let memo = PhaseMemo {
                     decided: Some((label.clone(), score)),
                     searched: true,
@@ -717,13 +721,7 @@ impl Session {
             candidate: cand.label.clone(),
             candidate_index: idx,
             cpus: cand.cpus_for(self.tracked.max(1)),
-            rate: score.map(|v| {
-                if self.cfg.higher_is_better || v <= 0.0 {
-                    v
-                } else {
-                    1.0 / v
-                }
-            }),
+            rate: score.map(|v| on_scale(self.cfg.higher_is_better, v)),
             runner_up: None,
             runner_up_rate: None,
             margin: None,
@@ -890,15 +888,7 @@ impl Session {
                     .get(idx)
                     .cloned()
                     .unwrap_or_else(Pinning::unpinned);
-                let unscore = |s: Option<f64>| {
-                    s.map(|v| {
-                        if self.cfg.higher_is_better || v <= 0.0 {
-                            v
-                        } else {
-                            1.0 / v
-                        }
-                    })
-                };
+                let unscore = |s: Option<f64>| s.map(|v| on_scale(self.cfg.higher_is_better, v));
                 let rec = DecisionRecord {
                     search: self.search,
                     at: now,

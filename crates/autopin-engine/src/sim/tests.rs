@@ -634,17 +634,23 @@ fn phased_run_with(seed: u64, cfg: SessionConfig) -> crate::report::Report {
     session.report.clone()
 }
 
+/// The phased program's session with both phases remembered: barrier on `barrier`, triad
+/// on 2,3.
+fn remembering(barrier: &str) -> SessionConfig {
+    SessionConfig {
+        remembered_phases: vec![
+            ("barrier".into(), barrier.into(), Some(1e3)),
+            ("triad".into(), "2,3".into(), Some(1e6)),
+        ],
+        ..SessionConfig::default()
+    }
+}
+
 #[test]
 fn phases_remembered_from_an_earlier_run_apply_without_a_search() {
     // Both phases were decided in an earlier run: each gets its pinning as it comes, and
     // nothing is probed.
-    let cfg = SessionConfig {
-        remembered_phases: vec![
-            ("barrier".into(), "0,1".into(), Some(1e3)),
-            ("triad".into(), "2,3".into(), Some(1e6)),
-        ],
-        ..SessionConfig::default()
-    };
+    let cfg = remembering("0,1");
     let r = phased_run_with(3, cfg);
     assert!(r.probes.is_empty(), "probed: {:?}", r.probes.len());
     assert!(r.searches.is_empty(), "{:?}", r.searches);
@@ -684,13 +690,7 @@ fn phases_remembered_from_an_earlier_run_apply_without_a_search() {
 fn a_remembered_phase_that_became_wrong_is_searched_again() {
     // The earlier run's barrier pinning (0,0) is 40% slower than 0,1 today: the phase watch
     // sees the rate below the remembered one and the phase is searched again.
-    let cfg = SessionConfig {
-        remembered_phases: vec![
-            ("barrier".into(), "0,0".into(), Some(1e3)),
-            ("triad".into(), "2,3".into(), Some(1e6)),
-        ],
-        ..SessionConfig::default()
-    };
+    let cfg = remembering("0,0");
     let r = phased_run_with(5, cfg);
     let barrier = r
         .decisions
