@@ -199,16 +199,27 @@ impl Store {
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0));
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             let to = i as i64 + 1;
-            self.conn
-                .execute_batch(&format!(
-                    "BEGIN IMMEDIATE; {sql}; PRAGMA user_version = {to}; COMMIT;"
-                ))
-                .map_err(|e| {
-                    let _ = self.conn.execute_batch("ROLLBACK");
-                    self.err(e)
-                })?;
+            self.migrate_to(to, sql).map_err(|e| {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.err(e)
+            })?;
         }
         Ok(())
+    }
+
+    /// Runs one migration, unless another process (a rank beside this one, opening the new
+    /// file at the same moment) ran it since the version was read: the version is read again
+    /// under the write lock.
+    fn migrate_to(&self, to: i64, sql: &str) -> rusqlite::Result<()> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let now: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if now < to {
+            self.conn
+                .execute_batch(&format!("{sql}; PRAGMA user_version = {to};"))?;
+        }
+        self.conn.execute_batch("COMMIT")
     }
 
     /// The record for `key`, if one is kept.
@@ -374,6 +385,32 @@ mod tests {
             created: at,
             updated: at,
             phases: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn ranks_creating_the_store_at_the_same_moment_all_open_it() {
+        // Each opens a file that does not exist yet: they all find schema version 0, and
+        // only one may create the table.
+        for round in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(format!("d{round}.db"));
+            let start = std::sync::Barrier::new(8);
+            let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            start.wait();
+                            Store::open(&path).map(|_| ()).map_err(|e| e.to_string())
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert!(
+                results.iter().all(Result::is_ok),
+                "round {round}: {results:?}"
+            );
         }
     }
 

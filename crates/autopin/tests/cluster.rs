@@ -230,6 +230,68 @@ fn srun_two_ranks_split_probe_in_lockstep_and_agree() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
 }
 
+/// Two ranks of a step on one node, run twice with one decision store: each rank keeps
+/// the record of its own share of the node, and the second step finds both.
+#[test]
+fn srun_ranks_remember_one_decision_per_rank_share() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let conf = autopin_testkit::ok_or_skip!(slurm());
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("decisions.db");
+    let app = omp_app();
+    let step = |name: &str| {
+        let out = Command::new("srun")
+            .env("SLURM_CONF", &conf)
+            .env("OMP_NUM_THREADS", "1")
+            .args(["-N1", "-n2", "--cpu-bind=none"])
+            .arg(autopin())
+            .args(RUN_ARGS)
+            .arg("--memory")
+            .arg(&store)
+            .arg("--report")
+            .arg(tmp.path().join(format!("{name}-%r.json")))
+            .arg("--")
+            .arg(&app)
+            .arg("3")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        (0..2)
+            .map(|r| {
+                let p = tmp.path().join(format!("{name}-{r}.json"));
+                let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{e}\n{err}"));
+                serde_json::from_str::<Value>(&text).unwrap()
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = step("first");
+    assert!(
+        first.iter().all(|r| r["memory"]["hit"] == false),
+        "{first:?}"
+    );
+    let second = step("second");
+    // One record per rank share, each used twice.
+    let list = Command::new(autopin())
+        .args(["memory", "--memory"])
+        .arg(&store)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    let records: Value = serde_json::from_slice(&list.stdout).unwrap();
+    for r in &second {
+        assert_eq!(r["memory"]["hit"], true, "{}\n{records:#}", r["memory"]);
+    }
+    let records = records.as_array().unwrap();
+    let shares: std::collections::BTreeSet<&str> = records
+        .iter()
+        .filter_map(|r| r["key"]["share"].as_str())
+        .collect();
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(shares.len(), 2, "{records:?}");
+    assert!(records.iter().all(|r| r["uses"] == 2), "{records:?}");
+}
+
 /// `srun --autopin=OPTIONS ./app` through the SPANK plugin: the same split, lockstep probes
 /// and single decision as `srun autopin run OPTIONS -- ./app`; the task's argv, stdout and
 /// exit status pass through.
