@@ -95,8 +95,10 @@ impl RunMemory {
                 r.pinning.label,
                 r.uses,
                 r.outcome.as_str(),
+                // (a runner-up that is the OS placement is named once)
                 r.runner_up
                     .as_ref()
+                    .filter(|u| u.cpus.is_some())
                     .map(|u| format!(" and {}", u.label))
                     .unwrap_or_default()
             ),

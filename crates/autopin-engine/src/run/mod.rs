@@ -139,16 +139,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
                 pid,
             },
         ),
-        strategy_factory(
-            match (plan.search.strategy, &plan.remembered) {
-                (StrategyChoice::Race(p), Some(_)) => StrategyChoice::Race(RaceParams {
-                    budget: p.budget.min(Remembered::CHECK_BUDGET),
-                    ..p
-                }),
-                (s, _) => s,
-            },
-            plan.launch.as_ref(),
-        ),
+        strategy_factory(search_strategy(plan), plan.launch.as_ref()),
     );
     session.seed_startup(&choice.startup);
     describe_run(
@@ -377,6 +368,25 @@ fn check_counting(plan: &RunPlan, env: &mut RunEnv) -> Result<Counting, EngineEr
 
 /// The watch on CPUs other work keeps busy.
 type Watch = Box<dyn BusyWatch>;
+
+/// The strategy of the run's searches: the plan's, shortened into a check when a settled
+/// decision is remembered.
+fn search_strategy(plan: &RunPlan) -> StrategyChoice {
+    match (plan.search.strategy, &plan.remembered) {
+        // An unsettled memory (the best so far of a program that ended mid-search) is only
+        // where the threads start: its search keeps the normal budget, or the OS placement
+        // would win every short check by default, run after run.
+        (StrategyChoice::Race(p), Some(r)) if r.settled => StrategyChoice::Race(RaceParams {
+            budget: p.budget.min(Remembered::CHECK_BUDGET),
+            // The check defends a pinning that won before: the OS placement is judged on its
+            // first probe, not held back until three show it (a wrong "worse" keeps that
+            // earlier winner, which is cheap).
+            os_probes: p.os_probes.min(Remembered::CHECK_OS_PROBES),
+            ..p
+        }),
+        (s, _) => s,
+    }
+}
 
 /// The remembered phases as the session takes them: (phase, the label of its pinning among
 /// the candidates, its rate then).

@@ -207,6 +207,9 @@ impl Remembered {
     pub const INIT: f64 = 0.1;
     /// The check's budget: a remembered pinning not shown worse within it stays.
     pub const CHECK_BUDGET: f64 = 1.0;
+    /// Probes of the OS placement before the check may judge it by more than the
+    /// half-the-leader rule.
+    pub const CHECK_OS_PROBES: usize = 1;
 
     /// What the check probes: the remembered pinning first, then the OS placement and the
     /// runner-up (each once); then the phases' pinnings not among them, so that each phase

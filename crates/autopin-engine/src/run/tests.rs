@@ -305,6 +305,33 @@ fn explicit_single_candidate_is_pinned_at_birth_and_kept() {
 }
 
 #[test]
+fn a_settled_memory_is_checked_briefly_an_unsettled_one_searched_in_full() {
+    let m = small();
+    let mut p = plan(&m, launch(), topology());
+    let race = |s: StrategyChoice| match s {
+        StrategyChoice::Race(r) => r,
+        _ => panic!("not a race"),
+    };
+    assert_eq!(race(search_strategy(&p)).budget, 20.0);
+    let mut memory = Remembered {
+        pinning: Pinning::pinned("0,1", vec![0, 1]),
+        runner_up: None,
+        settled: true,
+        phases: Vec::new(),
+    };
+    p.remembered = Some(memory.clone());
+    let check = race(search_strategy(&p));
+    assert_eq!(check.budget, Remembered::CHECK_BUDGET);
+    assert_eq!(check.os_probes, Remembered::CHECK_OS_PROBES);
+    // The best so far of a program that ended mid-search: a full search from there.
+    memory.settled = false;
+    p.remembered = Some(memory);
+    let search = race(search_strategy(&p));
+    assert_eq!(search.budget, 20.0);
+    assert_eq!(search.os_probes, RaceParams::default().os_probes);
+}
+
+#[test]
 fn plan_validation_names_the_bad_value() {
     let m = small();
     let mut pl = plan(
