@@ -52,6 +52,9 @@ const RESCAN_EVERY: u64 = 10;
 
 /// Polls between two looks at the program's other processes (about 1 s while searching).
 const OFFSPRING_EVERY: u64 = 10;
+/// Threads whose context switches are read for the perturbation estimate (more are sampled
+/// and scaled, see `autopin_perf::context_switches_sampled`).
+const SWITCH_SAMPLE: usize = 256;
 
 impl ProcThreads {
     pub fn new(pid: i32, skip: SkipMask, lifetime: Lifetime) -> Self {
@@ -73,15 +76,21 @@ impl ProcThreads {
     }
 
     /// The target's context switches (None between reads). Only their rate over the whole
-    /// run is used, so they are read at 0, 1, 2, 4, 8, ... s: each read opens every thread's
-    /// status file, and a program with thousands of threads should not pay that each second.
+    /// run is used, so they are read at 0, 1, 2, 4, 8, ... s, from at most `SWITCH_SAMPLE`
+    /// threads (scaled to all): each read opens a file per thread read, and a program with
+    /// thousands of threads should not pay that.
     fn context_switches(&mut self) -> Option<u64> {
         match self.switches_read {
             Some((first, due)) if first.elapsed().as_secs_f64() < due => return None,
             Some((first, due)) => self.switches_read = Some((first, due * 2.0)),
             None => self.switches_read = Some((Instant::now(), 1.0)),
         }
-        autopin_perf::context_switches(std::path::Path::new("/proc"), self.pid).ok()
+        autopin_perf::context_switches_sampled(
+            std::path::Path::new("/proc"),
+            self.pid,
+            SWITCH_SAMPLE,
+        )
+        .ok()
     }
 
     /// Reads thread creation order from this registry whenever the preload library has

@@ -59,7 +59,9 @@ pub use heartbeat::{
 pub use mode::{choose_counting_mode, CountingMode, ModeChoice, ModeRequest};
 pub use objective::{Delta, Objective, ObjectiveKind, WarningContext};
 pub use openmp::openmp_runtime;
-pub use perturb::{context_switches, measure_counting_cost, CountingCost};
+pub use perturb::{
+    context_switches, context_switches_sampled, measure_counting_cost, CountingCost,
+};
 pub use probe::Availability;
 pub use sampler::{sampler_for, Sample, SampleDelta, Sampler};
 pub use sysfs::Sysfs;

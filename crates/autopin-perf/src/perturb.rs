@@ -20,23 +20,51 @@ use std::time::{Duration, Instant};
 /// thousands of threads), else voluntary + involuntary switches from `task/*/status`
 /// (kernels without schedstat; a status file costs the kernel ten times more).
 pub fn context_switches(proc_root: &Path, pid: i32) -> Result<u64, PerfError> {
+    context_switches_sampled(proc_root, pid, usize::MAX)
+}
+
+/// [`context_switches`] estimated from at most `at_most` of the threads: every k-th in tid
+/// order (the same ones from one read to the next while the threads stay), the sum scaled
+/// by all threads ÷ threads read. A program of thousands of threads then costs a directory
+/// listing and a few hundred small reads, not a file per thread.
+pub fn context_switches_sampled(
+    proc_root: &Path,
+    pid: i32,
+    at_most: usize,
+) -> Result<u64, PerfError> {
     let dir = proc_root.join(pid.to_string()).join("task");
     let rd = std::fs::read_dir(&dir)
         .map_err(|e| PerfError::io(format!("listing {}", dir.display()), e))?;
-    let mut total = 0;
-    for e in rd.flatten() {
+    let mut tids: Vec<u64> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    let stride = tids.len().div_ceil(at_most.max(1)).max(1);
+    let (mut total, mut read) = (0u64, 0u64);
+    for tid in tids.iter().step_by(stride) {
+        let task = dir.join(tid.to_string());
         // Threads may exit while we look; skip those that vanished.
-        let from_schedstat = std::fs::read_to_string(e.path().join("schedstat"))
+        let from_schedstat = std::fs::read_to_string(task.join("schedstat"))
             .ok()
             .and_then(|s| switches_in_schedstat(&s));
-        total += match from_schedstat {
-            Some(n) => n,
-            None => std::fs::read_to_string(e.path().join("status"))
-                .map(|s| switches_in_status(&s))
-                .unwrap_or(0),
+        let n = match from_schedstat {
+            Some(n) => Some(n),
+            None => std::fs::read_to_string(task.join("status"))
+                .ok()
+                .map(|s| switches_in_status(&s)),
         };
+        if let Some(n) = n {
+            total += n;
+            read += 1;
+        }
     }
-    Ok(total)
+    Ok(match read {
+        0 => 0,
+        // Every thread was read (those that vanished meanwhile count nothing, as before).
+        _ if stride == 1 => total,
+        r => (total as f64 * tids.len() as f64 / r as f64).round() as u64,
+    })
 }
 
 /// Times a task was put on a CPU: the third number of its schedstat ("run time, wait time,
@@ -277,6 +305,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("999/task"));
+    }
+
+    #[test]
+    fn many_threads_are_sampled_and_scaled() {
+        // 1000 threads with 10 switches each: every 4th of them read, the sum scaled back.
+        let d = tempfile::tempdir().unwrap();
+        for t in 0..1000 {
+            let p = d.path().join(format!("7/task/{}", 1000 + t));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("schedstat"), "1 2 10\n").unwrap();
+        }
+        assert_eq!(context_switches_sampled(d.path(), 7, 250).unwrap(), 10_000);
+        assert_eq!(context_switches(d.path(), 7).unwrap(), 10_000);
+        // One thread busier than the rest is seen when its tid is among the sampled.
+        std::fs::write(d.path().join("7/task/1000/schedstat"), "1 2 4010\n").unwrap();
+        assert_eq!(
+            context_switches_sampled(d.path(), 7, 250).unwrap(),
+            10_000 + 4 * 4000
+        );
+        assert_eq!(context_switches(d.path(), 7).unwrap(), 14_000);
     }
 
     #[test]
