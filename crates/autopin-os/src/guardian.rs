@@ -13,6 +13,8 @@
 //!   heartbeat channel); `dir PATH`: a directory of autopin's, removed once empty;
 //!   `lock PATH`: a lock file of autopin's (attach's one-per-process lock), removed only
 //!   while the guardian holds the lock itself, so a new autopin's lock is never taken away;
+//! - `masks`: read the threads' masks again (what they get back) — after autopin undid a
+//!   pinning an earlier autopin left in force;
 //! - `done`: autopin ends in order (it restores or keeps what it should itself).
 //!
 //! The pipe closing without `done` means autopin died. While a search was running, every
@@ -100,6 +102,17 @@ impl Guardian {
         }
     }
 
+    /// A lock file of autopin's, taken after the guardian started.
+    pub fn lock(&mut self, path: &Path) {
+        self.send(&format!("lock {}", path.display()));
+    }
+
+    /// The threads' masks changed before any pinning (a leftover pinning undone): they are
+    /// what the threads get back.
+    pub fn masks_again(&mut self) {
+        self.send("masks");
+    }
+
     fn send(&mut self, line: &str) {
         if let Some(p) = self.pipe.as_mut() {
             if p.write_all(format!("{line}\n").as_bytes()).is_err() {
@@ -128,13 +141,19 @@ pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: im
             .map(|ts| ts.iter().map(|t| t.tid).collect())
             .unwrap_or_default()
     };
-    let mut original: HashMap<i32, CpuSet> = HashMap::new();
-    for tid in threads() {
-        if let Ok(m) = autopin_topology::affinity::get(tid) {
-            original.insert(tid, mask.clone().unwrap_or(m));
+    let read_masks = || {
+        let mut original: HashMap<i32, CpuSet> = HashMap::new();
+        for tid in threads() {
+            if let Ok(m) = autopin_topology::affinity::get(tid) {
+                original.insert(tid, mask.clone().unwrap_or(m));
+            }
         }
-    }
-    let process_mask = mask.or_else(|| autopin_topology::affinity::get(pid).ok());
+        let process_mask = mask
+            .clone()
+            .or_else(|| autopin_topology::affinity::get(pid).ok());
+        (original, process_mask)
+    };
+    let (mut original, mut process_mask) = read_masks();
     if writeln!(ready, "ready")
         .and_then(|_| ready.flush())
         .is_err()
@@ -152,6 +171,7 @@ pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: im
             "done" => return 0,
             "decided" => decided = true,
             "searching" => decided = false,
+            "masks" => (original, process_mask) = read_masks(),
             l => {
                 if let Some(p) = l.strip_prefix("file ") {
                     files.push(PathBuf::from(p));

@@ -45,12 +45,10 @@ pub struct LinuxPlatform {
 impl LinuxPlatform {
     /// `perf_sysfs`: where the perf availability probe reads the paranoid level.
     pub fn new(perf_sysfs: Sysfs) -> Result<Self, EngineError> {
-        let (channel, path) = HeartbeatChannel::create(&std::env::temp_dir())
-            .map_err(|e| EngineError::os(format!("heartbeat channel: {e}")))?;
         Ok(LinuxPlatform {
             perf_sysfs,
-            heartbeat: Some(channel),
-            heartbeat_path: path,
+            heartbeat: None,
+            heartbeat_path: std::path::PathBuf::new(),
             guardian_exe: None,
             guardian: None,
             stop_signals: None,
@@ -86,6 +84,12 @@ impl LinuxPlatform {
     }
 
     fn launch(&mut self, argv: &[String], opts: &LaunchOptions) -> Result<Started, EngineError> {
+        // The channel a launched program beats into (an attached one cannot be given it, so
+        // attach makes none: a file less to leave behind).
+        let (channel, path) = HeartbeatChannel::create(&std::env::temp_dir())
+            .map_err(|e| EngineError::os(format!("heartbeat channel: {e}")))?;
+        self.heartbeat = Some(channel);
+        self.heartbeat_path = path;
         let mut spec = LaunchSpec::new(&argv[0], &argv[1..]);
         spec.forward_signals = true;
         // Which OpenMP runtime the program links, and whether the preload library can sit
@@ -259,9 +263,21 @@ impl LinuxPlatform {
             })
             .unwrap_or_default();
         let mut warnings = Vec::new();
+        // The guardian first, before autopin has a file to leave behind: every file after
+        // this is handed to it as it is made.
+        self.guard(
+            pid,
+            None,
+            crate::guardian::Leftovers::default(),
+            &mut warnings,
+        );
         // One autopin per process; a pinning an earlier autopin left in force is undone
         // first, so the CPUs the process had are what it may use again.
-        let left = self.take_attach_mark(pid, &mut warnings)?.filter(|l| {
+        let mark = self.take_attach_mark(pid, &mut warnings)?;
+        if let (Some(g), Some(m)) = (self.guardian.as_mut(), self.attach_mark.as_ref()) {
+            g.lock(m.lock_path());
+        }
+        let left = mark.filter(|l| {
             process::attach_mark::pinned_elsewhere(std::path::Path::new("/proc"), pid, &l.original)
         });
         if let Some(l) = &left {
@@ -271,24 +287,16 @@ impl LinuxPlatform {
                 l.by.map_or("an earlier autopin".to_string(), |b| format!("autopin (PID {b})")),
                 l.original
             ));
+            // What the threads have now is what they get back should autopin die.
+            if let Some(g) = self.guardian.as_mut() {
+                g.masks_again();
+            }
         }
         // The process's own mask (taskset, cgroup): candidates stay inside it.
         let mask = autopin_topology::affinity::get(pid).ok();
         if let (Some(mark), Some(m)) = (self.attach_mark.as_mut(), &mask) {
             mark.set_original(m.clone());
         }
-        // Each thread's mask now is what it gets back should autopin die mid-search.
-        let heartbeat = self.heartbeat_path.clone();
-        let lock = self
-            .attach_mark
-            .as_ref()
-            .map(|m| m.lock_path().to_path_buf());
-        let leftovers = crate::guardian::Leftovers {
-            files: &[heartbeat.as_path()],
-            dirs: &[],
-            locks: &lock.iter().map(|l| l.as_path()).collect::<Vec<_>>(),
-        };
-        self.guard(pid, None, leftovers, &mut warnings);
         // Ctrl-C, kill, a closed terminal: detach in order (no process of ours to forward to).
         self.stop_signals = process::signals::Forwarding::begin().ok();
         Ok(Started {

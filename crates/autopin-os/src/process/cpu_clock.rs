@@ -31,14 +31,19 @@ mod tests {
     fn own_process_time_grows_with_work_and_a_missing_process_has_none() {
         let me = std::process::id() as i32;
         let before = process_cpu_seconds(me).expect("own CPU clock");
+        // Work until the clock shows 20 ms more (on a loaded machine that takes longer than
+        // 20 ms of wall time, so the wall clock only bounds the wait).
         let t = std::time::Instant::now();
         let mut x = 0u64;
-        while t.elapsed().as_millis() < 50 {
-            x = x.wrapping_mul(31).wrapping_add(7);
+        let mut after = before;
+        while after - before <= 0.02 && t.elapsed().as_secs() < 30 {
+            for _ in 0..100_000 {
+                x = x.wrapping_mul(31).wrapping_add(7);
+            }
+            after = process_cpu_seconds(me).unwrap();
         }
         std::hint::black_box(x);
-        let after = process_cpu_seconds(me).unwrap();
-        assert!(after - before > 0.02, "{before} -> {after}");
+        assert!(after - before > 0.02, "{before} -> {after} in 30 s of work");
         // Above pid_max's largest value: no such process.
         assert_eq!(process_cpu_seconds((1 << 22) - 1), None);
         assert_eq!(process_cpu_seconds(0), None);
