@@ -26,10 +26,9 @@ const PRELOAD_VARS: [&str; 5] = [
 
 pub struct LinuxPlatform {
     perf_sysfs: Sysfs,
-    /// The heartbeat channel every launched program gets (AUTOPIN_HEARTBEAT); handed to the
-    /// meter once it is opened.
+    /// The heartbeat channel every launched program gets (AUTOPIN_HEARTBEAT), made at the
+    /// launch; handed to the meter once it is opened.
     heartbeat: Option<HeartbeatChannel>,
-    heartbeat_path: std::path::PathBuf,
     /// The autopin executable that serves as the guardian (None: no guardian).
     guardian_exe: Option<std::path::PathBuf>,
     /// Restores the target if autopin dies (None when it could not be started: said once).
@@ -48,7 +47,6 @@ impl LinuxPlatform {
         Ok(LinuxPlatform {
             perf_sysfs,
             heartbeat: None,
-            heartbeat_path: std::path::PathBuf::new(),
             guardian_exe: None,
             guardian: None,
             stop_signals: None,
@@ -86,10 +84,9 @@ impl LinuxPlatform {
     fn launch(&mut self, argv: &[String], opts: &LaunchOptions) -> Result<Started, EngineError> {
         // The channel a launched program beats into (an attached one cannot be given it, so
         // attach makes none: a file less to leave behind).
-        let (channel, path) = HeartbeatChannel::create(&std::env::temp_dir())
+        let (channel, heartbeat) = HeartbeatChannel::create(&std::env::temp_dir())
             .map_err(|e| EngineError::os(format!("heartbeat channel: {e}")))?;
         self.heartbeat = Some(channel);
-        self.heartbeat_path = path;
         let mut spec = LaunchSpec::new(&argv[0], &argv[1..]);
         spec.forward_signals = true;
         // Which OpenMP runtime the program links, and whether the preload library can sit
@@ -129,7 +126,7 @@ impl LinuxPlatform {
         }
         spec.env.push((
             autopin_perf::heartbeat::ENV_VAR.into(),
-            self.heartbeat_path.clone().into_os_string(),
+            heartbeat.clone().into_os_string(),
         ));
         // --override-binding: the program's own OpenMP binding goes, so autopin's pinnings
         // are the only ones.
@@ -168,7 +165,6 @@ impl LinuxPlatform {
         })?;
         let pid = launched.pid();
         crate::keeper::tell_launched(pid);
-        let heartbeat = self.heartbeat_path.clone();
         let registry_path = registry.as_ref().map(|r| r.path().to_path_buf());
         let files: Vec<&std::path::Path> = registry_path
             .iter()

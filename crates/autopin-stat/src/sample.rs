@@ -54,6 +54,11 @@ pub struct Snapshot {
     pub progress: Option<Progress>,
 }
 
+/// MiB in `pages` of the 4 KiB that [`Snapshot::pages`] counts.
+pub(crate) fn pages_mib(pages: u64) -> f64 {
+    pages as f64 * 4096.0 / f64::from(1 << 20)
+}
+
 /// A program's own progress counters at one look.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Progress {

@@ -71,7 +71,7 @@ pub fn render(r: &StatReport) -> String {
             .map(|(n, p)| {
                 format!(
                     "node {n} {:.0} MiB ({:.0}%)",
-                    *p as f64 * 4096.0 / f64::from(1 << 20),
+                    crate::sample::pages_mib(*p),
                     100.0 * *p as f64 / pages as f64
                 )
             })

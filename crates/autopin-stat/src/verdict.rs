@@ -1,6 +1,6 @@
 //! From two snapshots to per-thread figures and verdicts.
 
-use crate::sample::{CpusSeen, Snapshot, ThreadSample};
+use crate::sample::{pages_mib, CpusSeen, Snapshot, ThreadSample};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,6 +29,13 @@ pub struct Context {
     pub program: String,
     /// CPU → its NUMA node; empty when unknown.
     pub node_of: BTreeMap<u32, u32>,
+}
+
+impl Context {
+    /// The machine has CPUs on more than one NUMA node: where threads and pages are matters.
+    pub fn multi_node(&self) -> bool {
+        self.node_of.values().collect::<BTreeSet<_>>().len() > 1
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -99,7 +106,7 @@ fn list(cpus: &[u32]) -> String {
 /// ran on in the looks between them.
 pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context) -> StatReport {
     let wall = (last.t - first.t).max(1e-9);
-    let multi_node = ctx.node_of.values().collect::<BTreeSet<_>>().len() > 1;
+    let multi_node = ctx.multi_node();
     let before: BTreeMap<i32, &ThreadSample> = first.threads.iter().map(|t| (t.tid, t)).collect();
     let threads: Vec<ThreadStat> = last
         .threads
@@ -465,7 +472,6 @@ fn numa_remote(working: &[&ThreadStat], pages: &[(u32, u64)], ctx: &Context) -> 
         .filter(|(c, n)| **n == home && ctx.allowed.contains(c))
         .map(|(c, _)| *c)
         .collect();
-    let mib = |p: u64| p as f64 * 4096.0 / (1 << 20) as f64;
     Some(Verdict {
         kind: "numa_remote",
         text: format!(
@@ -478,7 +484,7 @@ fn numa_remote(working: &[&ThreadStat], pages: &[(u32, u64)], ctx: &Context) -> 
                 "pages: {}",
                 by_pages
                     .iter()
-                    .map(|(n, p)| format!("node {n} {} ({:.0} MiB)", pct(*p as f64 / total as f64), mib(*p)))
+                    .map(|(n, p)| format!("node {n} {} ({:.0} MiB)", pct(*p as f64 / total as f64), pages_mib(*p)))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -491,7 +497,7 @@ fn numa_remote(working: &[&ThreadStat], pages: &[(u32, u64)], ctx: &Context) -> 
         } else {
             format!(
                 "run the threads where the memory is (node {home}, {:.0} MiB): `autopin pin -c {} -- {}`, or move the pages after them: `autopin run --migrate-memory -- {}`",
-                mib(home_pages),
+                pages_mib(home_pages),
                 list(&home_cpus),
                 ctx.program,
                 ctx.program

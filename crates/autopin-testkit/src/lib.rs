@@ -112,6 +112,14 @@ pub fn build_c_file(file: &Path, flags: &[&str]) -> Result<PathBuf, String> {
     build_c_file_with("cc", file, flags)
 }
 
+/// workloads/syncbench built with OpenMP and the back-channel header (include/autopin.h):
+/// the OpenMP program with heartbeats and phases that many tests run.
+pub fn syncbench() -> PathBuf {
+    let include = format!("-I{}", repo_root().join("include").display());
+    build_c_file(Path::new("workloads/syncbench.c"), &["-fopenmp", &include])
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// Like [`build_c_file`] with another compiler (`clang`, `mpicc`, ...).
 pub fn build_c_file_with(compiler: &str, file: &Path, flags: &[&str]) -> Result<PathBuf, String> {
     let path = if file.is_absolute() {

@@ -5,7 +5,7 @@
 //! without it.
 
 use crate::cmd::engine_args::EngineArgs;
-use autopin_engine::report::{MemoryUse, Report};
+use autopin_engine::report::{DecisionRecord, MemoryUse, Report};
 use autopin_engine::run::{Remembered, RememberedPhase, RunPlan, RunSink, TargetSpec};
 use autopin_memory::{
     fingerprint, program_identity, DecisionKey, MemoryError, Outcome, PhaseDecision, Record,
@@ -159,13 +159,6 @@ impl RunMemory {
         let Some(key) = self.key.clone() else {
             return;
         };
-        let cpus_of = |label: &str| {
-            report
-                .candidates
-                .iter()
-                .find(|c| c.label == label)
-                .and_then(|c| c.cpus.clone())
-        };
         // What to remember: the decision; or, when the program ended during a first search
         // of its own (no remembered pinning was being checked), the best so far.
         let chosen = match (&report.decision, &self.found) {
@@ -182,18 +175,12 @@ impl RunMemory {
             report.memory = Some(use_);
             return;
         };
-        let pinning = RememberedPinning {
-            cpus: cpus_of(&label),
-            label,
-        };
-        let runner_up = runner_up_label.map(|label| RememberedPinning {
-            cpus: cpus_of(&label),
-            label,
-        });
+        let pinning = remembered(report, label);
+        let runner_up = runner_up_label.map(|label| remembered(report, label));
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
-        let phases = phase_decisions(report, self.found.as_ref(), cpus_of);
+        let phases = phase_decisions(report, self.found.as_ref());
         let outcome = match &self.found {
             _ if unfinished => Outcome::Unfinished,
             Some(r) if r.pinning.cpus == pinning.cpus && same_phases(&r.phases, &phases) => {
@@ -218,7 +205,7 @@ impl RunMemory {
         if let Some(d) = report.decision.as_mut() {
             match outcome {
                 // A phase's remembered pinning says so itself.
-                _ if d.strategy == "memory" => {}
+                _ if d.strategy == DecisionRecord::FROM_MEMORY => {}
                 Outcome::Confirmed => {
                     d.reason = format!("remembered from an earlier run and confirmed: {}", d.reason)
                 }
@@ -262,22 +249,27 @@ fn best_so_far(report: &Report) -> Option<(String, Option<String>, f64)> {
     Some((best, it.next().map(|(l, _)| l), rate))
 }
 
+/// The report's candidate `label` as the store keeps it, with its CPUs.
+fn remembered(report: &Report, label: String) -> RememberedPinning {
+    RememberedPinning {
+        cpus: report
+            .candidates
+            .iter()
+            .find(|c| c.label == label)
+            .and_then(|c| c.cpus.clone()),
+        label,
+    }
+}
+
 /// Each named phase's last decision in this run; a phase this run did not reach keeps what
 /// the earlier record had for it.
-fn phase_decisions(
-    report: &Report,
-    found: Option<&Record>,
-    cpus_of: impl Fn(&str) -> Option<Vec<u32>>,
-) -> Vec<PhaseDecision> {
+fn phase_decisions(report: &Report, found: Option<&Record>) -> Vec<PhaseDecision> {
     let mut out: Vec<PhaseDecision> = Vec::new();
     for d in &report.decisions {
         let Some(phase) = &d.phase else { continue };
         let decided = PhaseDecision {
             phase: phase.clone(),
-            pinning: RememberedPinning {
-                label: d.candidate.clone(),
-                cpus: cpus_of(&d.candidate),
-            },
+            pinning: remembered(report, d.candidate.clone()),
             rate: d.rate,
         };
         match out.iter_mut().find(|p| p.phase == *phase) {

@@ -204,25 +204,31 @@ const RUN_ARGS: &[&str] = &[
     "--no-perturbation-estimate",
 ];
 
+/// `srun -N1 -n2 autopin run RUN_ARGS EXTRA --report REPORT -- omp_app 3`: two ranks of one
+/// step on this node, one OpenMP thread each.
+fn srun_two_ranks(conf: &str, extra: &[&std::ffi::OsStr], report: &Path) -> std::process::Output {
+    Command::new("srun")
+        .env("SLURM_CONF", conf)
+        .env("OMP_NUM_THREADS", "1")
+        .args(["-N1", "-n2", "--cpu-bind=none"])
+        .arg(autopin())
+        .args(RUN_ARGS)
+        .args(extra)
+        .arg("--report")
+        .arg(report)
+        .arg("--")
+        .arg(omp_app())
+        .arg("3")
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn srun_two_ranks_split_probe_in_lockstep_and_agree() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let conf = autopin_testkit::ok_or_skip!(slurm());
     let tmp = tempfile::tempdir().unwrap();
-    let app = omp_app();
-    let out = Command::new("srun")
-        .env("SLURM_CONF", &conf)
-        .env("OMP_NUM_THREADS", "1")
-        .args(["-N1", "-n2", "--cpu-bind=none"])
-        .arg(autopin())
-        .args(RUN_ARGS)
-        .arg("--report")
-        .arg(tmp.path().join("r-%j.%s.%n.%r.json"))
-        .arg("--")
-        .arg(&app)
-        .arg("3")
-        .output()
-        .unwrap();
+    let out = srun_two_ranks(&conf, &[], &tmp.path().join("r-%j.%s.%n.%r.json"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert_coordinated(&read_reports(tmp.path()));
@@ -238,23 +244,12 @@ fn srun_ranks_remember_one_decision_per_rank_share() {
     let conf = autopin_testkit::ok_or_skip!(slurm());
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("decisions.db");
-    let app = omp_app();
     let step = |name: &str| {
-        let out = Command::new("srun")
-            .env("SLURM_CONF", &conf)
-            .env("OMP_NUM_THREADS", "1")
-            .args(["-N1", "-n2", "--cpu-bind=none"])
-            .arg(autopin())
-            .args(RUN_ARGS)
-            .arg("--memory")
-            .arg(&store)
-            .arg("--report")
-            .arg(tmp.path().join(format!("{name}-%r.json")))
-            .arg("--")
-            .arg(&app)
-            .arg("3")
-            .output()
-            .unwrap();
+        let out = srun_two_ranks(
+            &conf,
+            &["--memory".as_ref(), store.as_os_str()],
+            &tmp.path().join(format!("{name}-%r.json")),
+        );
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{err}");
         (0..2)

@@ -439,14 +439,7 @@ fn each_phase_gets_its_remembered_pinning_without_a_search() {
     let (first, last) = autopin_testkit::ok_or_skip!(
         autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
     );
-    let exe = autopin_testkit::build_c_file(
-        Path::new("workloads/syncbench.c"),
-        &[
-            "-fopenmp",
-            concat!("-I", env!("CARGO_MANIFEST_DIR"), "/../../include"),
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let exe = autopin_testkit::syncbench();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("decisions.db");
     let report = dir.path().join("r.json");

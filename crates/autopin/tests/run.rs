@@ -463,25 +463,13 @@ fn task_clock_fallback_moves_the_program_away_from_a_busy_neighbour() {
     assert_decided_for_the_free_cpu(&r);
 }
 
-/// Builds workloads/syncbench (OpenMP, with the back-channel header).
-fn syncbench() -> PathBuf {
-    autopin_testkit::build_c_file(
-        Path::new("workloads/syncbench.c"),
-        &[
-            "-fopenmp",
-            concat!("-I", env!("CARGO_MANIFEST_DIR"), "/../../include"),
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
 /// A program that reports heartbeats gets the heartbeat as the fallback objective, and its
 /// phases are searched separately.
 #[test]
 fn default_objective_falls_back_to_the_heartbeat_of_a_program_that_beats() {
     let _turn = CPU_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let exe = syncbench();
+    let exe = autopin_testkit::syncbench();
     let root = autopin_testkit::no_perf_root();
     let rep = dir.path().join("r.json");
     let out = autopin()

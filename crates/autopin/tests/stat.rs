@@ -292,14 +292,7 @@ fn the_threads_over_time_are_drawn() {
 #[test]
 fn the_programs_heartbeats_and_openmp_progress_are_shown() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let exe = autopin_testkit::build_c_file(
-        std::path::Path::new("workloads/syncbench.c"),
-        &[
-            "-fopenmp",
-            concat!("-I", env!("CARGO_MANIFEST_DIR"), "/../../include"),
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let exe = autopin_testkit::syncbench();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("s.json");

@@ -106,6 +106,10 @@ pub struct DecisionRecord {
 }
 
 impl DecisionRecord {
+    /// The `strategy` of a decision an earlier run took and this one applied (a phase's
+    /// remembered pinning), with no search.
+    pub const FROM_MEMORY: &'static str = "memory";
+
     /// The margin over the runner-up as a person reads it: "+54.7% (at least +12.0%)" when
     /// the strategy's interval keeps it above zero, "+3.1% (within the noise)" when not.
     pub fn margin_text(&self) -> Option<String> {

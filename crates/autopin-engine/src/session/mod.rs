@@ -713,9 +713,32 @@ impl Session {
     /// Records the decision of a phase remembered from an earlier run, applied now on
     /// candidate `idx` (its `score` then on the higher-is-better scale).
     fn decide_from_memory(&mut self, now: f64, idx: usize, score: Option<f64>) {
-        let cand = &self.candidates[idx];
         let phase = self.phase.clone().unwrap_or_default();
-        let rec = DecisionRecord {
+        let reason = format!("remembered for phase {phase} from an earlier run");
+        let rec = self.decision_on(now, idx, score, &reason, DecisionRecord::FROM_MEMORY);
+        if let Some(m) = self.phases.get_mut(&self.phase) {
+            m.remembered = false;
+        }
+        self.keep_decision(rec);
+    }
+
+    /// A decision for the current phase on candidate `idx` at `now` (`score` on the
+    /// higher-is-better scale), nothing known of a runner-up or of the search's cost: the
+    /// caller adds what it knows.
+    fn decision_on(
+        &self,
+        now: f64,
+        idx: usize,
+        score: Option<f64>,
+        reason: &str,
+        strategy: &str,
+    ) -> DecisionRecord {
+        let cand = self
+            .candidates
+            .get(idx)
+            .cloned()
+            .unwrap_or_else(Pinning::unpinned);
+        DecisionRecord {
             search: self.search,
             at: now,
             candidate: cand.label.clone(),
@@ -726,14 +749,15 @@ impl Session {
             runner_up_rate: None,
             margin: None,
             margin_ci: None,
-            reason: format!("remembered for phase {phase} from an earlier run"),
-            strategy: "memory".into(),
+            reason: reason.to_string(),
+            strategy: strategy.to_string(),
             phase: self.phase.clone(),
             search_cost: None,
-        };
-        if let Some(m) = self.phases.get_mut(&self.phase) {
-            m.remembered = false;
         }
+    }
+
+    /// A decision taken: the one in force, and one more in the report's list.
+    fn keep_decision(&mut self, rec: DecisionRecord) {
         self.report.decision = Some(rec.clone());
         self.report.decisions.push(rec);
         self.decided_once = true;
@@ -888,25 +912,18 @@ impl Session {
                     .get(idx)
                     .cloned()
                     .unwrap_or_else(Pinning::unpinned);
-                let unscore = |s: Option<f64>| s.map(|v| on_scale(self.cfg.higher_is_better, v));
                 let rec = DecisionRecord {
-                    search: self.search,
-                    at: now,
-                    candidate: cand.label.clone(),
-                    candidate_index: idx,
-                    cpus: cand.cpus_for(self.tracked.max(1)),
-                    rate: unscore(d.score),
                     runner_up: d
                         .runner_up
                         .and_then(|r| self.candidates.get(r))
                         .map(|c| c.label.clone()),
-                    runner_up_rate: unscore(d.runner_up_score),
+                    runner_up_rate: d
+                        .runner_up_score
+                        .map(|v| on_scale(self.cfg.higher_is_better, v)),
                     margin: d.margin,
                     margin_ci: d.margin_ci,
-                    reason: d.reason.clone(),
-                    strategy: self.strategy_name.clone(),
-                    phase: self.phase.clone(),
                     search_cost: self.search_cost(idx),
+                    ..self.decision_on(now, idx, d.score, &d.reason, &self.strategy_name)
                 };
                 self.report.search_cost += rec.search_cost.unwrap_or(0.0);
                 let margin = rec
@@ -932,9 +949,7 @@ impl Session {
                 self.phases.entry(self.phase.clone()).or_default().decided =
                     Some((cand.label.clone(), d.score));
                 self.count_search_time(now);
-                self.report.decision = Some(rec.clone());
-                self.report.decisions.push(rec);
-                self.decided_once = true;
+                self.keep_decision(rec);
                 if let Some(w) = self.watch.as_mut() {
                     w.decided(now, d.score, self.phase.clone());
                 }

@@ -129,7 +129,11 @@ impl Meter for RecordingMeter {
 
 /// A race over the structured candidates for 16 threads, 0.5 s of start-up, no phase watch.
 fn race_session(sim: &Sim) -> Session {
-    let cands = structured_candidates(&sim.topo(), 16);
+    race_session_over(structured_candidates(&sim.topo(), 16))
+}
+
+/// A race over `cands`, 0.5 s of start-up, no phase watch.
+fn race_session_over(cands: Vec<Pinning>) -> Session {
     Session::new(
         SessionConfig {
             init: 0.5,
@@ -280,15 +284,7 @@ fn moving_a_thousand_threads_reads_a_share_of_their_masks_not_each_twice() {
         Pinning::pinned("spread", spread(0)),
         Pinning::pinned("shifted", spread(1)),
     ];
-    let mut session = Session::new(
-        SessionConfig {
-            init: 0.5,
-            watch: None,
-            ..SessionConfig::default()
-        },
-        Box::new(move |_| cands.clone().into()),
-        Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
-    );
+    let mut session = race_session_over(cands);
     let pinner = CountingPinner {
         sim: sim.clone(),
         reads: Default::default(),

@@ -60,12 +60,7 @@ pub fn run(args: Args) -> CmdResult {
     let pid = target.pid;
     let ctx = context(pid, target.program.clone());
     // Where the pages live is read only where there is more than one node to be on.
-    let multi_node = ctx
-        .node_of
-        .values()
-        .collect::<std::collections::BTreeSet<_>>()
-        .len()
-        > 1;
+    let multi_node = ctx.multi_node();
     let me = std::process::id() as i32;
     let begun = Instant::now();
     let look = |with_neighbours: bool| -> Option<Snapshot> {
