@@ -71,7 +71,11 @@ impl Heard {
 pub enum Role {
     Keeper,
     Engine,
+    /// `AUTOPIN_KEEPER=off`: one process.
     Alone,
+    /// A value no keeper of this process set (left in the user's environment): one process,
+    /// and the caller says the value was ignored.
+    Foreign(String),
 }
 
 /// Which role this `autopin run` process has, from [`ENV_VAR`]. The engine connects to its
@@ -88,20 +92,31 @@ pub fn role() -> Role {
     }
     let mut parts = v.splitn(3, ':');
     let (Some(pid), Some(parent), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
-        return Role::Alone;
+        return Role::Foreign(v);
     };
-    let keeper: Option<i32> = pid.parse().ok();
-    if let Ok(p) = parent.parse::<u32>() {
-        let _ = LAUNCH_PARENT.set(p);
-    }
-    // The keeper may have died before the signal was armed: then end as if it had come.
-    if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).is_ok()
-        && rustix::process::getppid()
+    let parent_now = || {
+        rustix::process::getppid()
             .map(Pid::as_raw_nonzero)
             .map(|p| p.get())
-            != keeper
+    };
+    let Some(keeper) = pid.parse::<i32>().ok().filter(|k| *k > 0) else {
+        return Role::Foreign(v);
+    };
+    if parent_now() != Some(keeper) {
+        // Not the parent: a value left in the user's environment. (A keeper that died in
+        // the moment between starting the engine and this look is taken for one too: the
+        // engine then runs on as one process, as autopin did before it had a keeper.)
+        return Role::Foreign(v);
+    }
+    // The keeper was the parent a moment ago; should it die before the signal is armed,
+    // end as if the signal had come.
+    if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).is_ok()
+        && parent_now() != Some(keeper)
     {
         std::process::exit(128 + libc::SIGKILL);
+    }
+    if let Ok(p) = parent.parse::<u32>() {
+        let _ = LAUNCH_PARENT.set(p);
     }
     if let Some(sock) = SocketAddr::from_abstract_name(name.as_bytes())
         .ok()

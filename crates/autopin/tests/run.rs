@@ -979,3 +979,33 @@ fn a_second_attach_to_one_process_is_refused() {
     target.kill().unwrap();
     target.wait().unwrap();
 }
+
+/// `AUTOPIN_KEEPER` is autopin's own (the keeper hands it to the engine). A value left in
+/// the user's environment — malformed, or naming a process that is not autopin's parent,
+/// alive or not — is said to be ignored, and the run goes on with the program's status.
+#[test]
+fn a_stray_keeper_variable_is_ignored_with_a_word() {
+    for stray in ["garbage", "1:1:x", "999999999:1:y"] {
+        let out = autopin()
+            .env("AUTOPIN_KEEPER", stray)
+            .args(["run", "-q", "--budget", "1", "--", "sh", "-c", "exit 5"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{stray}: {err}");
+        assert!(
+            err.contains(&format!(
+                "AUTOPIN_KEEPER={stray} in your environment is ignored"
+            )),
+            "{stray}: {err}"
+        );
+    }
+    // `off` is the user's to set: one process, nothing said.
+    let out = autopin()
+        .env("AUTOPIN_KEEPER", "off")
+        .args(["run", "-q", "--budget", "1", "--", "sh", "-c", "exit 5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("AUTOPIN_KEEPER"));
+}

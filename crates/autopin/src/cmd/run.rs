@@ -33,14 +33,21 @@ pub fn run(args: Args) -> CmdResult {
     // This process becomes the keeper (see `autopin_os::keeper`) unless it is the engine a
     // keeper started, or the keeper is turned off. The arguments were checked above: a
     // usage error never starts an engine.
-    if let autopin_os::keeper::Role::Keeper = autopin_os::keeper::role() {
-        let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-        if let Ok(code) =
-            std::env::current_exe().and_then(|exe| autopin_os::keeper::keep(&exe, &argv))
-        {
-            return Ok(code);
+    match autopin_os::keeper::role() {
+        autopin_os::keeper::Role::Keeper => {
+            let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+            if let Ok(code) = std::env::current_exe()
+                .and_then(|exe| autopin_os::keeper::keep(&exe, &argv))
+            {
+                return Ok(code);
+            }
+            // No keeper could start (no socket, no executable): run as one process.
         }
-        // No keeper could start (no socket, no executable): run as one process.
+        autopin_os::keeper::Role::Foreign(v) => say!(
+            "autopin: warning: {}={v} in your environment is ignored: autopin sets it for its own processes (AUTOPIN_KEEPER=off runs autopin run as one process)",
+            autopin_os::keeper::ENV_VAR
+        ),
+        autopin_os::keeper::Role::Engine | autopin_os::keeper::Role::Alone => {}
     }
     execute(&args.engine, TargetSpec::Launch(args.command))
 }
