@@ -91,16 +91,33 @@ fn noise_of(kind: &str, i: usize, os: usize) -> Noise {
     }
 }
 
+/// The spread of one tick's measurement noise.
+fn tick_sd(noise: Noise) -> f64 {
+    match noise {
+        Noise::Quiet | Noise::Swing => 0.02,
+        Noise::Noisy => 0.10,
+        Noise::Heavy => 0.05,
+    }
+}
+
 /// One tick of candidate `c`: its measured rate.
 fn tick(c: &mut SimCandidate, rng: &mut Rng) -> f64 {
-    let (sd, drift_sd) = match c.noise {
-        Noise::Quiet | Noise::Swing => (0.02, 0.005),
-        Noise::Noisy => (0.10, 0.025),
-        Noise::Heavy => (0.05, 0.005),
+    let drift_sd = match c.noise {
+        Noise::Quiet | Noise::Swing | Noise::Heavy => 0.005,
+        Noise::Noisy => 0.025,
     };
     // AR(1) with a 2 s memory whose stationary spread is drift_sd.
     let phi: f64 = 0.95;
     c.drift = phi * c.drift + drift_sd * (1.0 - phi * phi).sqrt() * rng.normal();
+    if c.noise == Noise::Swing && rng.uniform() < 0.3 {
+        c.high = !c.high;
+    }
+    now(c, rng)
+}
+
+/// A reading of candidate `c` in its present state (its drift and swing as they are).
+fn now(c: &SimCandidate, rng: &mut Rng) -> f64 {
+    let sd = tick_sd(c.noise);
     let e = match c.noise {
         Noise::Heavy => {
             let chi2 = rng.normal().powi(2) + rng.normal().powi(2);
@@ -109,9 +126,6 @@ fn tick(c: &mut SimCandidate, rng: &mut Rng) -> f64 {
         _ => sd * rng.normal(),
     };
     let swing = if c.noise == Noise::Swing {
-        if rng.uniform() < 0.3 {
-            c.high = !c.high;
-        }
         if c.high {
             1.5
         } else {
@@ -159,11 +173,11 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
     let load = |t: f64| if case.shift && t >= 3.0 { 0.6 } else { 1.0 };
     // The machine's own load drifts slowly and slows whatever runs (AR(1), 2 s memory).
     let machine_sd = if case.noise == "quiet" { 0.01 } else { 0.05 };
-    let mut machine = 0.0f64;
-    let mut machine_tick = |rng: &mut Rng| {
+    let machine = std::cell::Cell::new(0.0f64);
+    let machine_tick = |rng: &mut Rng| {
         let phi: f64 = 0.95;
-        machine = phi * machine + machine_sd * (1.0 - phi * phi).sqrt() * rng.normal();
-        machine.exp()
+        machine.set(phi * machine.get() + machine_sd * (1.0 - phi * phi).sqrt() * rng.normal());
+        machine.get().exp()
     };
     loop {
         match race.next(t) {
@@ -184,6 +198,36 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 for _ in 0..wticks {
                     tick(&mut cands[c], &mut rng);
                     machine_tick(&mut rng);
+                }
+                // The driver reads the counters when a warm-up ends. That short reading is
+                // noisier than a tick (a fifth of its count: about twice its spread) and the
+                // caches may still be cold (up to 30% slow). A strategy may take it as the
+                // whole probe of a candidate far behind (`Strategy::behind_at_warmup`).
+                if warmup > 0.0 {
+                    let cold = 0.7 + 0.3 * rng.uniform();
+                    let extra = (2.0 * tick_sd(cands[c].noise) * rng.normal()).exp();
+                    // (0.02 s: neither the candidate's state nor the machine's moves on)
+                    let reading = load(t) * machine.get().exp() * now(&cands[c], &mut rng);
+                    let reading = reading * cold * extra;
+                    #[cfg(not(old_race))]
+                    if race.behind_at_warmup(c, reading) {
+                        lost += loss * warmup;
+                        t += warmup;
+                        if std::env::var_os("SIM_TRACE").is_some() {
+                            eprintln!("  probe {c} warm {warmup:.2} ended there: {reading:.3}");
+                        }
+                        race.record(ProbeOutcome {
+                            candidate: c,
+                            score: reading,
+                            duration: warmup,
+                            interval_cv: None,
+                            interval_range: Some((reading, reading)),
+                            intervals: 1,
+                        });
+                        continue;
+                    }
+                    #[cfg(old_race)]
+                    let _ = reading;
                 }
                 let mticks = ((measure / TICK).round() as usize).max(1);
                 let mut xs = Vec::with_capacity(mticks);

@@ -104,8 +104,14 @@ fn a_warm_up_shorter_than_a_tick_costs_its_own_length() {
         } else {
             assert!(gap.abs() < 1e-6, "gap {gap} s: {:?}", w[1]);
         }
+        // (A warm-up that read the candidate far behind is its whole probe.)
+        let at_warmup = (w[1].duration - warm).abs() < 1e-6 && w[1].intervals == 1;
         let ticks = w[1].duration / 0.1;
-        assert!((ticks - ticks.round()).abs() < 1e-6, "{:?}", w[1]);
+        assert!(
+            at_warmup || (ticks - ticks.round()).abs() < 1e-6,
+            "{:?}",
+            w[1]
+        );
     }
     assert!(moved >= 3, "{:?}", r.probes);
 }

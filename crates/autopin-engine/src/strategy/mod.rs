@@ -91,11 +91,10 @@ pub trait Strategy {
     fn seen_enough(&self, _candidate: usize, _ticks: &[f64]) -> bool {
         false
     }
-    /// Whether the warm-up of `candidate`, at `score`, already shows it collapsed so far
-    /// below the leader that no tick of it is needed (a spinning barrier whose threads now
-    /// share a CPU runs 100–1000× slower from the first millisecond): its probe is then the
-    /// warm-up alone. Never, by default.
-    fn collapsed(&self, _candidate: usize, _score: f64) -> bool {
+    /// Whether the warm-up of `candidate`, read at `score`, already shows it so far behind
+    /// the leader that no tick of it is needed: its probe is then the warm-up alone. Never,
+    /// by default.
+    fn behind_at_warmup(&self, _candidate: usize, _score: f64) -> bool {
         false
     }
     /// Whether probes recorded before the first `next` (the OS placement measured while the
@@ -106,9 +105,11 @@ pub trait Strategy {
     }
 }
 
-/// A warm-up below this share of the leader's lowest tick shows a collapse
-/// ([`Strategy::collapsed`]).
-pub const COLLAPSE: f64 = 0.1;
+/// A warm-up read below this share of the leader's lowest tick is the candidate's whole probe
+/// ([`Strategy::behind_at_warmup`]). A cold cache slows a good pinning far less in its first
+/// 20 ms (a last-level cache refills in a few milliseconds); a spinning barrier whose threads
+/// now share a CPU, or a thread moved onto a busy CPU, reads 2–1000× slower from the start.
+pub const WARMUP_CUT: f64 = 0.4;
 
 /// Per-candidate mean scores; None for candidates never probed.
 pub(crate) fn means(samples: &[Vec<f64>]) -> Vec<Option<f64>> {

@@ -30,7 +30,7 @@
 //!   budget that ends before the leader is confidently ahead, keep the OS's own placement when
 //!   it survives, or else the first surviving candidate, and the reason says so.
 
-use super::{Decision, Plan, ProbeOutcome, Strategy, COLLAPSE};
+use super::{Decision, Plan, ProbeOutcome, Strategy, WARMUP_CUT};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -885,17 +885,17 @@ impl Strategy for Race {
             .is_some_and(|(l_lo, _)| l_lo > 0.0 && hi < self.p.cut_below * l_lo)
     }
 
-    /// A warm-up below [`COLLAPSE`] of the leader's lowest tick: a cold cache or a page
-    /// migration slows a good pinning by a few times at most, a spinning barrier on a shared
-    /// CPU by orders of magnitude.
-    fn collapsed(&self, c: usize, score: f64) -> bool {
+    /// A warm-up read below [`WARMUP_CUT`] of the leader's lowest tick: a cold cache slows a
+    /// good pinning far less in its first 20 ms, so the candidate is far behind and its
+    /// warm-up is its probe (the half-the-leader rule then ends it).
+    fn behind_at_warmup(&self, c: usize, score: f64) -> bool {
         let est = self.estimates();
         let Some(l) = self.leader(&est).filter(|&l| l != c) else {
             return false;
         };
         self.arms[l]
             .range
-            .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < COLLAPSE * l_lo)
+            .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < WARMUP_CUT * l_lo)
     }
 
     fn record(&mut self, outcome: ProbeOutcome) {
