@@ -8,7 +8,7 @@
 //! meter and describe the run in the report (`describe_run`) → drive the session until the
 //! program ends or autopin detaches (`drive`; with `migrate_memory` the target's pages
 //! follow its threads at every decision while it still runs, [`memory`]) → finish the
-//! report (monitor cost, `estimate_perturbation`, notes).
+//! report (`finish`: monitor cost, `estimate_perturbation`, notes).
 
 pub mod binding;
 pub mod env;
@@ -43,11 +43,7 @@ use objective::{choose_objective, TargetFacts};
 pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     plan.validate()?;
     let counting = check_counting(plan, env)?;
-    let explicit = match (&plan.remembered, &plan.candidates) {
-        (Some(r), _) => Some(r.candidates()),
-        (None, CandidateSource::Explicit(list)) => Some(list.clone()),
-        (None, CandidateSource::Topology { .. }) => None,
-    };
+    let explicit = explicit_candidates(plan);
     let (started, machine, busy_watch) = start(plan, env, explicit.as_deref())?;
     let Started {
         pid,
@@ -62,44 +58,16 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         if !plan.override_binding {
             return stand_back(plan, env, &machine, threads, &binding);
         }
-        // A launched program had the variables unset (so none are left); an attached one
-        // keeps them, and its runtime may bind again what autopin pins.
-        env.sink.message(
-            None,
-            &format!(
-                "warning: the program binds its own OpenMP threads ({binding}); with --override-binding autopin's pinnings override that binding"
-            ),
-        );
+        warn_binding_overridden(env.sink, &binding);
     }
-
-    let mut init = match plan.remembered {
-        Some(_) => plan.search.init.min(Remembered::INIT),
-        None => plan.search.init,
-    };
-    let mut init_waited = 0.0;
     let target = TargetFacts {
         pid,
         openmp_runtime: openmp_runtime.as_deref(),
         preload_active,
     };
-    let choice = choose_objective(
-        plan,
-        counting.refused.as_deref(),
-        &target,
-        env,
-        threads.as_mut(),
-        (&mut init, &mut init_waited),
-    )?;
+    let (choice, init) = objective_step(plan, &counting, &target, env, threads.as_mut())?;
     if choice.source == ObjectiveSource::Requested {
-        let ctx = WarningContext {
-            env: target_env,
-            linked_libraries: Vec::new(),
-            counting_mode: Some(CountingMode::PerThread),
-            in_vm: counting.in_vm,
-        };
-        for w in choice.objective.warnings(&ctx) {
-            env.sink.message(None, &format!("warning: {w}"));
-        }
+        warn_about_objective(&choice, target_env, counting.in_vm, env.sink);
     }
     let allowed = mask.clone().unwrap_or_else(|| machine.allowed_cpuset());
     let mut meter = match env
@@ -112,36 +80,15 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             return Err(e);
         }
     };
-    let mut session = Session::new(
-        SessionConfig {
-            init,
-            init_waited,
-            report_every: plan.search.report_every,
-            watch: plan.search.watch,
-            higher_is_better: choice.info.higher_is_better,
-            unit: choice.info.unit.clone(),
-            check_first: plan.remembered.as_ref().is_some_and(|r| r.settled),
-            startup_is_os: !plan.target.is_attach()
-                && pinned_at_birth(plan, explicit.as_deref()).is_none(),
-            remembered_phases: remembered_phases(plan, explicit.as_deref()),
-            ..SessionConfig::default()
-        },
-        candidate_factory(
-            plan,
-            explicit,
-            machine.clone(),
-            Surroundings {
-                busy: busy_watch,
-                // Only a machine that lists GPUs has a GPU to be near.
-                devices: (!machine.gpus().is_empty())
-                    .then(|| env.platform.device_watch())
-                    .flatten(),
-                pid,
-            },
-        ),
-        strategy_factory(search_strategy(plan), plan.launch.as_ref()),
-    );
-    session.seed_startup(&choice.startup);
+    let around = Surroundings {
+        busy: busy_watch,
+        // Only a machine that lists GPUs has a GPU to be near.
+        devices: (!machine.gpus().is_empty())
+            .then(|| env.platform.device_watch())
+            .flatten(),
+        pid,
+    };
+    let mut session = new_session(plan, &choice, explicit, &machine, around, init);
     describe_run(
         plan,
         &machine,
@@ -156,7 +103,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         machine: &machine,
         allowed: &allowed,
         pid,
-        init_waited,
+        init_waited: init.1,
     };
     let (outcome, migrate) = drive(
         plan,
@@ -166,11 +113,154 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         meter.as_mut(),
         place,
     )?;
-    let mut report = session.report.clone();
+    let ran = Ran {
+        report: session.report.clone(),
+        outcome,
+        migrate,
+        cpu0,
+        cpus: allowed.len(),
+    };
+    Ok(finish(
+        plan,
+        env,
+        &counting,
+        ran,
+        meter.as_ref(),
+        threads.as_ref(),
+    ))
+}
+
+/// The candidates named before the start: a remembered decision's, or the plan's explicit
+/// list; `None` for topology candidates (planned when a search starts).
+fn explicit_candidates(plan: &RunPlan) -> Option<Vec<Pinning>> {
+    match (&plan.remembered, &plan.candidates) {
+        (Some(r), _) => Some(r.candidates()),
+        (None, CandidateSource::Explicit(list)) => Some(list.clone()),
+        (None, CandidateSource::Topology { .. }) => None,
+    }
+}
+
+/// A program that binds its own threads, with `--override-binding`: autopin's pinnings win.
+fn warn_binding_overridden(sink: &mut dyn RunSink, binding: &str) {
+    // A launched program had the variables unset (so none are left); an attached one
+    // keeps them, and its runtime may bind again what autopin pins.
+    sink.message(
+        None,
+        &format!(
+            "warning: the program binds its own OpenMP threads ({binding}); with --override-binding autopin's pinnings override that binding"
+        ),
+    );
+}
+
+/// Chooses the objective along the plan's fallback chain; returns it with the init time
+/// left and the seconds waited for a heartbeat or OpenMP progress.
+fn objective_step(
+    plan: &RunPlan,
+    counting: &Counting,
+    target: &TargetFacts,
+    env: &mut RunEnv,
+    threads: &mut dyn ThreadSource,
+) -> Result<(ObjectiveChoice, (f64, f64)), EngineError> {
+    let mut init = match plan.remembered {
+        Some(_) => plan.search.init.min(Remembered::INIT),
+        None => plan.search.init,
+    };
+    let mut init_waited = 0.0;
+    let choice = choose_objective(
+        plan,
+        counting.refused.as_deref(),
+        target,
+        env,
+        threads,
+        (&mut init, &mut init_waited),
+    )?;
+    Ok((choice, (init, init_waited)))
+}
+
+/// The warnings a requested objective carries for this target (its environment, a VM).
+fn warn_about_objective(
+    choice: &ObjectiveChoice,
+    target_env: Vec<(String, String)>,
+    in_vm: bool,
+    sink: &mut dyn RunSink,
+) {
+    let ctx = WarningContext {
+        env: target_env,
+        linked_libraries: Vec::new(),
+        counting_mode: Some(CountingMode::PerThread),
+        in_vm,
+    };
+    for w in choice.objective.warnings(&ctx) {
+        sink.message(None, &format!("warning: {w}"));
+    }
+}
+
+/// The session that searches: configured from the plan and the objective, with the
+/// candidates and strategies of its searches, seeded with the start-up readings.
+/// `init`: the init time left and the seconds already waited.
+fn new_session(
+    plan: &RunPlan,
+    choice: &ObjectiveChoice,
+    explicit: Option<Vec<Pinning>>,
+    machine: &Machine,
+    around: Surroundings,
+    (init, init_waited): (f64, f64),
+) -> Session {
+    let mut session = Session::new(
+        SessionConfig {
+            init,
+            init_waited,
+            report_every: plan.search.report_every,
+            watch: plan.search.watch,
+            higher_is_better: choice.info.higher_is_better,
+            unit: choice.info.unit.clone(),
+            check_first: plan.remembered.as_ref().is_some_and(|r| r.settled),
+            startup_is_os: !plan.target.is_attach()
+                && pinned_at_birth(plan, explicit.as_deref()).is_none(),
+            remembered_phases: remembered_phases(plan, explicit.as_deref()),
+            ..SessionConfig::default()
+        },
+        candidate_factory(plan, explicit, machine.clone(), around),
+        strategy_factory(search_strategy(plan), plan.launch.as_ref()),
+    );
+    session.seed_startup(&choice.startup);
+    session
+}
+
+/// How the driving loop ended, for the report's last lines.
+struct Ran {
+    /// The session's report as the loop left it.
+    report: Report,
+    outcome: Outcome,
+    /// Whether memory followed the threads.
+    migrate: bool,
+    /// autopin's CPU time when the loop began.
+    cpu0: f64,
+    /// The CPUs the program may use.
+    cpus: usize,
+}
+
+/// Finishes the report: monitor cost, the perturbation estimate, and the notes of the
+/// pinner, the meter, the thread source and the coordination.
+fn finish(
+    plan: &RunPlan,
+    env: &mut RunEnv,
+    counting: &Counting,
+    ran: Ran,
+    meter: &dyn Meter,
+    threads: &dyn ThreadSource,
+) -> Report {
+    let Ran {
+        mut report,
+        outcome,
+        migrate,
+        cpu0,
+        cpus,
+    } = ran;
     let wall = outcome.elapsed.max(1e-9);
     report.monitor_cpu_share = Some((env.platform.self_cpu_seconds() - cpu0) / wall);
     if let (Some(c), Some(rate)) = (&counting.cost, outcome.switch_rate) {
-        estimate_perturbation(c, rate, allowed.len(), &mut report, env.sink);
+        estimate_perturbation(c, rate, cpus, &mut report, env.sink);
     }
     for w in &outcome.pin_warnings {
         report.notes.push(format!("pinning: {w}"));
@@ -189,7 +279,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         env.sink.message(None, note);
         report.notes.push(note.into());
     }
-    Ok(report)
+    report
 }
 
 /// The program binds its own threads and the plan leaves that binding in force: autopin
