@@ -5,10 +5,11 @@
 //! Order of a run: validate → check counting and measure its cost (`check_counting`) →
 //! start or attach (`start`) → choose the objective along its fallback chain, waiting
 //! briefly for a heartbeat or OpenMP progress (`objective::choose_objective`) → open the
-//! meter and describe the run in the report (`describe_run`) → drive the session until the
-//! program ends or autopin detaches (`drive`; with `migrate_memory` the target's pages
-//! follow its threads at every decision while it still runs, [`memory`]) → finish the
-//! report (`finish`: monitor cost, `estimate_perturbation`, notes).
+//! meter and the session, and describe the run in the report (`open_session`,
+//! `describe_run`) → drive the session until the program ends or autopin detaches
+//! (`drive`; with `migrate_memory` the target's pages follow its threads at every decision
+//! while it still runs, [`memory`]) → finish the report (`finish`: monitor cost,
+//! `estimate_perturbation`, notes).
 
 pub mod binding;
 pub mod env;
@@ -70,16 +71,10 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         warn_about_objective(&choice, target_env, counting.in_vm, env.sink);
     }
     let allowed = mask.clone().unwrap_or_else(|| machine.allowed_cpuset());
-    let mut meter = match env
+    let mut meter = env
         .platform
         .open_meter(choice.source, &choice.objective, &allowed)
-    {
-        Ok(m) => m,
-        Err(e) => {
-            threads.terminate();
-            return Err(e);
-        }
-    };
+        .inspect_err(|_| threads.terminate())?;
     let around = Surroundings {
         busy: busy_watch,
         // Only a machine that lists GPUs has a GPU to be near.
@@ -88,14 +83,8 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             .flatten(),
         pid,
     };
-    let mut session = new_session(plan, &choice, explicit, &machine, around, init);
-    describe_run(
-        plan,
-        &machine,
-        &choice,
-        meter.counting(),
-        &mut session.report,
-    );
+    let counted = meter.counting();
+    let mut session = open_session(plan, &choice, explicit, &machine, around, init, counted);
     env.sink.checkpoint(&session.report);
 
     let cpu0 = env.platform.self_cpu_seconds();
@@ -196,15 +185,17 @@ fn warn_about_objective(
 }
 
 /// The session that searches: configured from the plan and the objective, with the
-/// candidates and strategies of its searches, seeded with the start-up readings.
+/// candidates and strategies of its searches, seeded with the start-up readings, its
+/// report describing the run (`counting`: how the meter counts, and why).
 /// `init`: the init time left and the seconds already waited.
-fn new_session(
+fn open_session(
     plan: &RunPlan,
     choice: &ObjectiveChoice,
     explicit: Option<Vec<Pinning>>,
     machine: &Machine,
     around: Surroundings,
     (init, init_waited): (f64, f64),
+    counting: Option<(String, String)>,
 ) -> Session {
     let mut session = Session::new(
         SessionConfig {
@@ -224,6 +215,7 @@ fn new_session(
         strategy_factory(search_strategy(plan), plan.launch.as_ref()),
     );
     session.seed_startup(&choice.startup);
+    describe_run(plan, machine, choice, counting, &mut session.report);
     session
 }
 
