@@ -40,6 +40,7 @@ macro_rules! cli_errors {
 }
 
 cli_errors!(Usage: autopin_engine::PinPlanError, autopin_engine::MergeError);
+cli_errors!(Internal: autopin_compare::CsvError, autopin_compare::SignalHandlersError);
 
 impl CliError {
     pub fn usage(msg: impl Into<String>) -> Self {
