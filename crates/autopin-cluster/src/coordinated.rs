@@ -23,12 +23,21 @@ pub enum Combine {
     Sum,
 }
 
+/// A `--combine` value that is neither `min` nor `sum`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--combine {text:?}: valid values are min and sum")]
+pub struct UnknownCombine {
+    pub text: String,
+}
+
 impl Combine {
-    pub fn parse(s: &str) -> Result<Combine, String> {
+    pub fn parse(s: &str) -> Result<Combine, UnknownCombine> {
         match s {
             "min" => Ok(Combine::Min),
             "sum" => Ok(Combine::Sum),
-            _ => Err(format!("--combine {s:?}: valid values are min and sum")),
+            _ => Err(UnknownCombine {
+                text: s.to_string(),
+            }),
         }
     }
 
@@ -382,7 +391,10 @@ mod tests {
     #[test]
     fn combine_parses_and_says_what_is_valid() {
         assert_eq!(Combine::parse("min"), Ok(Combine::Min));
-        assert!(Combine::parse("max").unwrap_err().contains("min and sum"));
+        assert!(Combine::parse("max")
+            .unwrap_err()
+            .to_string()
+            .contains("min and sum"));
         assert_eq!(Combine::Min.apply(&[3.0, 1.0]), Some(1.0));
         assert_eq!(Combine::Sum.apply(&[3.0, 1.0]), Some(4.0));
         assert_eq!(Combine::Sum.apply(&[]), None);

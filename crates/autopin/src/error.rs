@@ -39,7 +39,11 @@ macro_rules! cli_errors {
     )*};
 }
 
-cli_errors!(Usage: autopin_engine::PinPlanError, autopin_engine::MergeError);
+cli_errors!(Usage:
+    autopin_engine::PinPlanError,
+    autopin_engine::MergeError,
+    autopin_cluster::UnknownCombine,
+);
 cli_errors!(Internal: autopin_compare::CsvError, autopin_compare::SignalHandlersError);
 
 impl CliError {
