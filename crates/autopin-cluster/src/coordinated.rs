@@ -71,7 +71,7 @@ pub struct Turn {
 }
 
 /// The exchange between ranks: publish my turn, get everyone's (mine included) — one
-/// barrier. [`crate::Rendezvous`] is the real one; tests use threads.
+/// barrier. [`crate::rendezvous::Rendezvous`] is the real one; tests use threads.
 pub trait Link: Send {
     fn rank(&self) -> usize;
     fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, String>;
@@ -79,14 +79,15 @@ pub trait Link: Send {
     fn take_notes(&mut self) -> Vec<String>;
 }
 
-impl Link for crate::Rendezvous {
+impl Link for crate::rendezvous::Rendezvous {
     fn rank(&self) -> usize {
-        crate::Rendezvous::rank(self)
+        crate::rendezvous::Rendezvous::rank(self)
     }
 
     fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, String> {
         let body = serde_json::to_value(mine).map_err(|e| e.to_string())?;
-        let settled = crate::Rendezvous::exchange(self, body).map_err(|e| e.to_string())?;
+        let settled =
+            crate::rendezvous::Rendezvous::exchange(self, body).map_err(|e| e.to_string())?;
         settled
             .messages
             .into_iter()
