@@ -23,12 +23,21 @@ pub enum Combine {
     Sum,
 }
 
+/// A `--combine` value that is neither `min` nor `sum`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--combine {text:?}: valid values are min and sum")]
+pub struct UnknownCombine {
+    pub text: String,
+}
+
 impl Combine {
-    pub fn parse(s: &str) -> Result<Combine, String> {
+    pub fn parse(s: &str) -> Result<Combine, UnknownCombine> {
         match s {
             "min" => Ok(Combine::Min),
             "sum" => Ok(Combine::Sum),
-            _ => Err(format!("--combine {s:?}: valid values are min and sum")),
+            _ => Err(UnknownCombine {
+                text: s.to_string(),
+            }),
         }
     }
 
@@ -62,7 +71,7 @@ pub struct Turn {
 }
 
 /// The exchange between ranks: publish my turn, get everyone's (mine included) — one
-/// barrier. [`crate::Rendezvous`] is the real one; tests use threads.
+/// barrier. [`crate::rendezvous::Rendezvous`] is the real one; tests use threads.
 pub trait Link: Send {
     fn rank(&self) -> usize;
     fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, String>;
@@ -70,14 +79,15 @@ pub trait Link: Send {
     fn take_notes(&mut self) -> Vec<String>;
 }
 
-impl Link for crate::Rendezvous {
+impl Link for crate::rendezvous::Rendezvous {
     fn rank(&self) -> usize {
-        crate::Rendezvous::rank(self)
+        crate::rendezvous::Rendezvous::rank(self)
     }
 
     fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, String> {
         let body = serde_json::to_value(mine).map_err(|e| e.to_string())?;
-        let settled = crate::Rendezvous::exchange(self, body).map_err(|e| e.to_string())?;
+        let settled =
+            crate::rendezvous::Rendezvous::exchange(self, body).map_err(|e| e.to_string())?;
         settled
             .messages
             .into_iter()
@@ -382,7 +392,10 @@ mod tests {
     #[test]
     fn combine_parses_and_says_what_is_valid() {
         assert_eq!(Combine::parse("min"), Ok(Combine::Min));
-        assert!(Combine::parse("max").unwrap_err().contains("min and sum"));
+        assert!(Combine::parse("max")
+            .unwrap_err()
+            .to_string()
+            .contains("min and sum"));
         assert_eq!(Combine::Min.apply(&[3.0, 1.0]), Some(1.0));
         assert_eq!(Combine::Sum.apply(&[3.0, 1.0]), Some(4.0));
         assert_eq!(Combine::Sum.apply(&[]), None);

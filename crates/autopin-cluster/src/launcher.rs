@@ -139,31 +139,62 @@ fn num(env: &Env, key: &str, problems: &mut Vec<String>) -> Option<usize> {
     }
 }
 
+/// Why Slurm's per-node task counts (`spec`) gave no count for a node.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TasksPerNodeError {
+    #[error("{spec:?}: missing ')' in {part:?}")]
+    MissingParen { spec: String, part: String },
+    #[error("{spec:?}: {count:?} is not a task count")]
+    NotATaskCount { spec: String, count: String },
+    #[error("{spec:?}: {times:?} is not a repeat count")]
+    NotARepeatCount { spec: String, times: String },
+    /// The counts cover `nodes` nodes, and `node` is not among them.
+    #[error("{spec:?} lists {nodes} node(s), not node {node}")]
+    NoSuchNode {
+        spec: String,
+        nodes: usize,
+        node: usize,
+    },
+}
+
 /// Slurm's compressed per-node task counts, `2(x3),1` = 2,2,2,1; the count for node `i`.
-pub fn tasks_on_node(spec: &str, node: usize) -> Result<usize, String> {
+pub fn tasks_on_node(spec: &str, node: usize) -> Result<usize, TasksPerNodeError> {
     let mut at = 0usize;
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (count, times) = match part.split_once("(x") {
             Some((c, rest)) => {
                 let t = rest
                     .strip_suffix(')')
-                    .ok_or_else(|| format!("{spec:?}: missing ')' in {part:?}"))?;
+                    .ok_or_else(|| TasksPerNodeError::MissingParen {
+                        spec: spec.to_string(),
+                        part: part.to_string(),
+                    })?;
                 (c, t)
             }
             None => (part, "1"),
         };
         let count: usize = count
             .parse()
-            .map_err(|_| format!("{spec:?}: {count:?} is not a task count"))?;
+            .map_err(|_| TasksPerNodeError::NotATaskCount {
+                spec: spec.to_string(),
+                count: count.to_string(),
+            })?;
         let times: usize = times
             .parse()
-            .map_err(|_| format!("{spec:?}: {times:?} is not a repeat count"))?;
+            .map_err(|_| TasksPerNodeError::NotARepeatCount {
+                spec: spec.to_string(),
+                times: times.to_string(),
+            })?;
         if node < at + times {
             return Ok(count);
         }
         at += times;
     }
-    Err(format!("{spec:?} lists {at} node(s), not node {node}"))
+    Err(TasksPerNodeError::NoSuchNode {
+        spec: spec.to_string(),
+        nodes: at,
+        node,
+    })
 }
 
 /// Detects the launcher from environment variables. Slurm wins over MPI variables when both
@@ -329,12 +360,15 @@ mod tests {
         assert_eq!(tasks_on_node("2(x3),1", 3), Ok(1));
         assert!(tasks_on_node("2(x3),1", 4)
             .unwrap_err()
+            .to_string()
             .contains("4 node(s)"));
         assert!(tasks_on_node("2(x3", 0)
             .unwrap_err()
+            .to_string()
             .contains("missing ')'"));
         assert!(tasks_on_node("a", 0)
             .unwrap_err()
+            .to_string()
             .contains("not a task count"));
     }
 

@@ -17,6 +17,7 @@ pub mod names;
 pub mod node;
 pub mod rendezvous;
 
-pub use coordinated::{Combine, Coordinated, Coordinator};
-pub use launcher::{detect, Launch, LauncherKind};
+pub use coordinated::{Combine, Coordinated, Coordinator, UnknownCombine};
+pub use launcher::{detect, Launch, LauncherKind, TasksPerNodeError};
+pub use names::PatternError;
 pub use rendezvous::{Rendezvous, RendezvousConfig};

@@ -4,9 +4,18 @@
 
 use crate::launcher::Launch;
 
+/// An unknown `%x` sequence (`sequence`, at 1-based `position`) in a file name pattern.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{pattern:?}: {sequence} at position {position} is not a pattern; use %j (job), %s (step), %n (node), %r (rank), %l (local rank) or %%")]
+pub struct PatternError {
+    pub pattern: String,
+    pub sequence: String,
+    pub position: usize,
+}
+
 /// Expands the pattern for this rank; unknown `%x` sequences are errors that say which ones
 /// are valid. Parts the launcher does not name become `none` (job, step) or `localhost`.
-pub fn expand(pattern: &str, l: &Launch) -> Result<String, String> {
+pub fn expand(pattern: &str, l: &Launch) -> Result<String, PatternError> {
     let mut out = String::new();
     let mut chars = pattern.char_indices();
     while let Some((i, c)) = chars.next() {
@@ -23,10 +32,11 @@ pub fn expand(pattern: &str, l: &Launch) -> Result<String, String> {
             Some((_, '%')) => out.push('%'),
             other => {
                 let seq = other.map(|(_, c)| format!("%{c}")).unwrap_or("%".into());
-                return Err(format!(
-                    "{pattern:?}: {seq} at position {} is not a pattern; use %j (job), %s (step), %n (node), %r (rank), %l (local rank) or %%",
-                    i + 1
-                ));
+                return Err(PatternError {
+                    pattern: pattern.to_string(),
+                    sequence: seq,
+                    position: i + 1,
+                });
             }
         }
     }
@@ -66,9 +76,12 @@ mod tests {
             expand("%j-%s-%n", &Launch::plain()).unwrap(),
             "none-none-localhost"
         );
-        let e = expand("a-%x.json", &l).unwrap_err();
+        let e = expand("a-%x.json", &l).unwrap_err().to_string();
         assert!(e.contains("%x at position 3"), "{e}");
-        assert!(expand("a%", &l).unwrap_err().contains("% at position 2"));
+        assert!(expand("a%", &l)
+            .unwrap_err()
+            .to_string()
+            .contains("% at position 2"));
         assert!(names_rank("x-%r.json"));
         assert!(!names_rank("x-%j.json"));
     }

@@ -260,12 +260,13 @@ impl NodeShare {
     pub fn output_path(&self, p: &Path) -> Result<PathBuf, NodeError> {
         let text = p.to_string_lossy();
         if self.launch.size > 1 && !text.contains('%') {
-            let suffix = names::expand("%n.%r", &self.launch).map_err(NodeError::Usage)?;
+            let suffix = names::expand("%n.%r", &self.launch)
+                .map_err(|e| NodeError::Usage(e.to_string()))?;
             return Ok(PathBuf::from(format!("{text}.{suffix}")));
         }
         names::expand(&text, &self.launch)
             .map(PathBuf::from)
-            .map_err(NodeError::Usage)
+            .map_err(|e| NodeError::Usage(e.to_string()))
     }
 }
 

@@ -135,7 +135,7 @@ impl Experiment {
                     None => (None, None),
                     Some(re) => match extract_metric(re, &measured.stdout) {
                         Ok(v) => (Some(v), None),
-                        Err(e) => (None, Some(e)),
+                        Err(e) => (None, Some(e.to_string())),
                     },
                 };
                 let record = RunRecord {
@@ -192,31 +192,45 @@ impl Experiment {
     }
 }
 
+/// Why a `--metric` pattern was refused, or gave no number for a run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MetricError {
+    #[error("invalid --metric regex: {cause}")]
+    InvalidRegex { cause: regex::Error },
+    #[error("--metric regex `{pattern}` has no capture group; put the number in parentheses, e.g. `Mop/s total\\s*=\\s*([0-9.]+)`")]
+    NoCaptureGroup { pattern: String },
+    #[error("metric pattern `{pattern}` did not match the output")]
+    NoMatch { pattern: String },
+    /// The pattern matched `text`, which does not parse as a number.
+    #[error("metric pattern `{pattern}` matched `{text}`, which is not a number")]
+    NotANumber { pattern: String, text: String },
+}
+
 /// The first capture group of `re` in the program's output, as a number.
-pub fn extract_metric(re: &Regex, stdout: &str) -> Result<f64, String> {
-    let caps = re
-        .captures(stdout)
-        .ok_or_else(|| format!("metric pattern `{}` did not match the output", re.as_str()))?;
+pub fn extract_metric(re: &Regex, stdout: &str) -> Result<f64, MetricError> {
+    let caps = re.captures(stdout).ok_or_else(|| MetricError::NoMatch {
+        pattern: re.as_str().to_string(),
+    })?;
     let text = caps
         .get(1)
         .or_else(|| caps.get(0))
         .map(|m| m.as_str())
         .unwrap_or_default();
-    text.trim().parse::<f64>().map_err(|_| {
-        format!(
-            "metric pattern `{}` matched `{text}`, which is not a number",
-            re.as_str()
-        )
-    })
+    text.trim()
+        .parse::<f64>()
+        .map_err(|_| MetricError::NotANumber {
+            pattern: re.as_str().to_string(),
+            text: text.to_string(),
+        })
 }
 
 /// Checks a `--metric` pattern: it must compile and have a capture group.
-pub fn compile_metric(pattern: &str) -> Result<Regex, String> {
-    let re = Regex::new(pattern).map_err(|e| format!("invalid --metric regex: {e}"))?;
+pub fn compile_metric(pattern: &str) -> Result<Regex, MetricError> {
+    let re = Regex::new(pattern).map_err(|cause| MetricError::InvalidRegex { cause })?;
     if re.captures_len() < 2 {
-        return Err(format!(
-            "--metric regex `{pattern}` has no capture group; put the number in parentheses, e.g. `Mop/s total\\s*=\\s*([0-9.]+)`"
-        ));
+        return Err(MetricError::NoCaptureGroup {
+            pattern: pattern.to_string(),
+        });
     }
     Ok(re)
 }
@@ -421,16 +435,20 @@ mod tests {
         );
         assert!(extract_metric(&re, "nothing")
             .unwrap_err()
+            .to_string()
             .contains("did not match"));
         assert!(compile_metric("(")
             .unwrap_err()
+            .to_string()
             .contains("invalid --metric regex"));
         assert!(compile_metric("rate")
             .unwrap_err()
+            .to_string()
             .contains("no capture group"));
         let re = compile_metric(r"rate = (\w+)").unwrap();
         assert!(extract_metric(&re, "rate = fast")
             .unwrap_err()
+            .to_string()
             .contains("not a number"));
     }
 }

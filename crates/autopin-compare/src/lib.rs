@@ -15,9 +15,11 @@ pub mod stats;
 pub mod strategy;
 pub mod summary;
 
-pub use experiment::{Config, Event, Experiment, RunRecord, Setup};
+pub use experiment::{Config, Event, Experiment, MetricError, RunRecord, Setup};
 pub use plan::{compare, CompareError, ComparePlan, Comparison, Request};
+pub use report::CsvError;
+pub use runner::SignalHandlersError;
 pub use strategy::{
-    parse_strategy, Frontend, MachineCheck, PlacementCheck, Strategy, StrategyKind,
+    parse_strategy, Frontend, MachineCheck, PlacementCheck, Strategy, StrategyError, StrategyKind,
 };
 pub use summary::{summarize, Decision, StrategySummary, SummaryConfig};

@@ -120,7 +120,7 @@ impl ComparePlan {
             (false, None) => None,
         };
         let metric = match &r.metric {
-            Some(p) => Some(compile_metric(p).map_err(usage)?),
+            Some(p) => Some(compile_metric(p).map_err(|e| usage(e.to_string()))?),
             None if r.higher_is_better => {
                 return Err(usage(
                     "--higher-is-better needs --metric (wall time is always lower-is-better)"
@@ -174,7 +174,7 @@ impl ComparePlan {
 fn strategies(r: &Request, check: &MachineCheck) -> Result<(Vec<Strategy>, usize), CompareError> {
     let mut out: Vec<Strategy> = Vec::new();
     for s in &r.strategies {
-        let st = parse_strategy(s, check).map_err(CompareError::Usage)?;
+        let st = parse_strategy(s, check).map_err(|e| CompareError::Usage(e.to_string()))?;
         if out.iter().any(|x| x.name == st.name) {
             return Err(CompareError::Usage(format!(
                 "strategy `{}` is listed twice",

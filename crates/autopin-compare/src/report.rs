@@ -31,10 +31,20 @@ pub fn to_json(doc: &Document) -> String {
     serde_json::to_string_pretty(doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}")) + "\n"
 }
 
+/// Why the CSV export could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum CsvError {
+    #[error(transparent)]
+    Record(#[from] csv::Error),
+    #[error(transparent)]
+    Flush(#[from] std::io::Error),
+    #[error(transparent)]
+    Utf8(#[from] std::string::FromUtf8Error),
+}
+
 /// One row per run, for plotting and for other statistics tools.
-pub fn to_csv(doc: &Document) -> Result<String, String> {
+pub fn to_csv(doc: &Document) -> Result<String, CsvError> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let err = |e: csv::Error| e.to_string();
     w.write_record([
         "strategy",
         "baseline",
@@ -53,8 +63,7 @@ pub fn to_csv(doc: &Document) -> Result<String, String> {
         "success",
         "metric",
         "cpus",
-    ])
-    .map_err(err)?;
+    ])?;
     let opt = |v: Option<String>| v.unwrap_or_default();
     for s in doc.strategies {
         for r in &s.runs {
@@ -79,12 +88,11 @@ pub fn to_csv(doc: &Document) -> Result<String, String> {
                     .cpus
                     .as_ref()
                     .map(|c| c.iter().map(u32::to_string).collect::<Vec<_>>().join(","))),
-            ])
-            .map_err(err)?;
+            ])?;
         }
     }
-    let bytes = w.into_inner().map_err(|e| e.to_string())?;
-    String::from_utf8(bytes).map_err(|e| e.to_string())
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8(bytes)?)
 }
 
 /// The summary rows shared by the terminal table and the Markdown export.

@@ -86,11 +86,18 @@ impl Interrupt {
     }
 
     /// Installs the launcher's signal forwarding for the whole experiment.
-    pub fn install(&self) -> Result<(), String> {
-        let f = Forwarding::begin().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    pub fn install(&self) -> Result<(), SignalHandlersError> {
+        let f = Forwarding::begin().map_err(|cause| SignalHandlersError { cause })?;
         *self.forwarding.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
         Ok(())
     }
+}
+
+/// The signal forwarding for an experiment could not be installed (the OS's reason).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot install signal handlers: {cause}")]
+pub struct SignalHandlersError {
+    pub cause: std::io::Error,
 }
 
 /// The real launcher: spawns the command with piped output, waits with `wait4`.

@@ -53,8 +53,34 @@ pub trait PlacementCheck {
     fn allowed_cpus(&self) -> Vec<u32>;
 }
 
+/// Why a `--strategy` value was refused; `name` is the strategy as written (trimmed), and
+/// `reason` the placement crate's explanation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StrategyError {
+    #[error("empty strategy; expected none, random, autopin, a policy name, a pin expression (e.g. 0,1 or S0:0-3) or SHARING:matrix.txt")]
+    Empty,
+    #[error("strategy `random`: the machine has no allowed CPUs")]
+    NoAllowedCpus,
+    /// A sharing strategy (`kind`) without its matrix file.
+    #[error("strategy `{name}`: {kind} needs a sharing matrix file, e.g. {kind}:matrix.txt")]
+    NoMatrixFile { name: String, kind: String },
+    #[error("strategy `{name}`: sharing matrix file `{file}` does not exist")]
+    MissingMatrixFile { name: String, file: String },
+    /// A sharing strategy or a placement policy that cannot place threads here.
+    #[error("strategy `{name}`: {reason}")]
+    CannotPlace { name: String, reason: String },
+    #[error("strategy `{name}` selects no CPUs")]
+    NoCpus { name: String },
+    /// Nothing that a strategy can be; `reason` says why it is no pin expression.
+    #[error(
+        "unknown strategy `{name}`: not none/random/autopin, not a placement policy, not {}:FILE, and not a valid pin expression ({reason})",
+        SHARING_KINDS.join("/")
+    )]
+    Unknown { name: String, reason: String },
+}
+
 /// Parses and validates one `--strategy` value.
-pub fn parse_strategy(text: &str, check: &dyn PlacementCheck) -> Result<Strategy, String> {
+pub fn parse_strategy(text: &str, check: &dyn PlacementCheck) -> Result<Strategy, StrategyError> {
     let name = text.trim();
     let strategy = |kind| {
         Ok(Strategy {
@@ -63,17 +89,13 @@ pub fn parse_strategy(text: &str, check: &dyn PlacementCheck) -> Result<Strategy
         })
     };
     if name.is_empty() {
-        return Err(
-            "empty strategy; expected none, random, autopin, a policy name, a pin expression \
-                    (e.g. 0,1 or S0:0-3) or SHARING:matrix.txt"
-                .into(),
-        );
+        return Err(StrategyError::Empty);
     }
     match name.to_ascii_lowercase().as_str() {
         "none" => return strategy(StrategyKind::None),
         "random" => {
             if check.allowed_cpus().is_empty() {
-                return Err("strategy `random`: the machine has no allowed CPUs".into());
+                return Err(StrategyError::NoAllowedCpus);
             }
             return strategy(StrategyKind::Random);
         }
@@ -83,19 +105,24 @@ pub fn parse_strategy(text: &str, check: &dyn PlacementCheck) -> Result<Strategy
     if let Some((kind, file)) = name.split_once(':') {
         if let Some(k) = SHARING_KINDS.iter().find(|k| k.eq_ignore_ascii_case(kind)) {
             if file.is_empty() {
-                return Err(format!(
-                    "strategy `{name}`: {k} needs a sharing matrix file, e.g. {k}:matrix.txt"
-                ));
+                return Err(StrategyError::NoMatrixFile {
+                    name: name.to_string(),
+                    kind: k.to_string(),
+                });
             }
             let matrix = PathBuf::from(file);
             if !matrix.is_file() {
-                return Err(format!(
-                    "strategy `{name}`: sharing matrix file `{file}` does not exist"
-                ));
+                return Err(StrategyError::MissingMatrixFile {
+                    name: name.to_string(),
+                    file: file.to_string(),
+                });
             }
             check
                 .sharing(k, &matrix)
-                .map_err(|e| format!("strategy `{name}`: {e}"))?;
+                .map_err(|reason| StrategyError::CannotPlace {
+                    name: name.to_string(),
+                    reason,
+                })?;
             return strategy(StrategyKind::Sharing {
                 kind: k.to_string(),
                 matrix,
@@ -108,19 +135,25 @@ pub fn parse_strategy(text: &str, check: &dyn PlacementCheck) -> Result<Strategy
                 name: name.to_string(),
             })
         }
-        Some(Err(e)) => return Err(format!("strategy `{name}`: {e}")),
+        Some(Err(reason)) => {
+            return Err(StrategyError::CannotPlace {
+                name: name.to_string(),
+                reason,
+            })
+        }
         None => {}
     }
     match check.expression(name) {
-        Ok(cpus) if cpus.is_empty() => Err(format!("strategy `{name}` selects no CPUs")),
+        Ok(cpus) if cpus.is_empty() => Err(StrategyError::NoCpus {
+            name: name.to_string(),
+        }),
         Ok(_) => strategy(StrategyKind::Cpus {
             expr: name.to_string(),
         }),
-        Err(e) => Err(format!(
-            "unknown strategy `{name}`: not none/random/autopin, not a placement policy, not \
-             {}:FILE, and not a valid pin expression ({e})",
-            SHARING_KINDS.join("/")
-        )),
+        Err(reason) => Err(StrategyError::Unknown {
+            name: name.to_string(),
+            reason,
+        }),
     }
 }
 
@@ -328,18 +361,22 @@ mod tests {
 
     #[test]
     fn rejects_bad_strategies_with_reasons() {
-        let e = parse_strategy("fastest", &Fixed).unwrap_err();
+        let e = parse_strategy("fastest", &Fixed).unwrap_err().to_string();
         assert!(e.contains("unknown strategy `fastest`"), "{e}");
-        let e = parse_strategy("GP:/nonexistent/m.txt", &Fixed).unwrap_err();
+        let e = parse_strategy("GP:/nonexistent/m.txt", &Fixed)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("does not exist"), "{e}");
-        let e = parse_strategy("LPGP:", &Fixed).unwrap_err();
+        let e = parse_strategy("LPGP:", &Fixed).unwrap_err().to_string();
         assert!(e.contains("needs a sharing matrix"), "{e}");
         assert!(parse_strategy("", &Fixed).is_err());
         assert!(parse_strategy("3-1", &Fixed)
             .unwrap_err()
+            .to_string()
             .contains("backwards"));
         assert!(parse_strategy("POWER", &Fixed)
             .unwrap_err()
+            .to_string()
             .contains("needs power"));
     }
 
@@ -358,6 +395,7 @@ mod tests {
         );
         assert!(parse_strategy("0,9", &c)
             .unwrap_err()
+            .to_string()
             .contains("unknown strategy `0,9`"));
     }
 

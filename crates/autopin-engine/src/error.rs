@@ -65,6 +65,44 @@ impl EngineError {
     }
 }
 
+/// Why a skip mask or a pin plan was refused ([`crate::pin_plan`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PinPlanError {
+    #[error("skip mask {text:?} has no hex digits (expected e.g. 0x1)")]
+    NoHexDigits { text: String },
+    /// The first character that is not a hex digit, at its position (counted from 0, as in
+    /// pin expressions); the message puts a caret under it.
+    #[error(
+        "skip mask {text:?}, position {position}: {found:?} is not a hex digit (expected e.g. 0x5)\n  {text}\n  {}^",
+        " ".repeat(.text[..*.position].chars().count())
+    )]
+    NotHexDigit {
+        text: String,
+        position: usize,
+        found: char,
+    },
+    #[error("skip mask {text:?} is longer than {max_bits} bits")]
+    TooLong { text: String, max_bits: usize },
+    #[error("the CPU list is empty")]
+    NoCpus,
+}
+
+/// Why rank reports could not be merged into a job report ([`crate::job_report::merge`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    #[error("no reports to merge")]
+    NoReports,
+    /// Two files hold the same rank of the same job.
+    #[error(
+        "{first} and {second} are both rank {rank} of the same job: give each rank's report once"
+    )]
+    SameRank {
+        first: String,
+        second: String,
+        rank: usize,
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

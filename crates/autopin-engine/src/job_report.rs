@@ -1,6 +1,7 @@
 //! Job reports: the merge of the ranks' reports into one job report with a per-node table
 //! of decisions and an SVG of every rank's probed rates.
 
+use crate::error::MergeError;
 use crate::report::{LaunchRecord, Report};
 use autopin_topology::view::svg::esc as xml;
 use serde::{Deserialize, Serialize};
@@ -47,9 +48,9 @@ pub struct JobReport {
 
 /// Merges rank reports (file name, report). Reports without a launch record count as rank
 /// order of appearance on node "localhost".
-pub fn merge(inputs: &[(String, Report)]) -> Result<JobReport, String> {
+pub fn merge(inputs: &[(String, Report)]) -> Result<JobReport, MergeError> {
     if inputs.is_empty() {
-        return Err("no reports to merge".into());
+        return Err(MergeError::NoReports);
     }
     let mut ranks = Vec::new();
     for (i, (file, r)) in inputs.iter().enumerate() {
@@ -88,10 +89,11 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<JobReport, String> {
     ranks.sort_by(|a, b| a.launch.rank.cmp(&b.launch.rank).then(a.file.cmp(&b.file)));
     for w in ranks.windows(2) {
         if w[0].launch.rank == w[1].launch.rank && w[0].launch.job == w[1].launch.job {
-            return Err(format!(
-                "{} and {} are both rank {} of the same job: give each rank's report once",
-                w[0].file, w[1].file, w[0].launch.rank
-            ));
+            return Err(MergeError::SameRank {
+                first: w[0].file.clone(),
+                second: w[1].file.clone(),
+                rank: w[0].launch.rank,
+            });
         }
     }
     let mut by_node: BTreeMap<String, Vec<&RankSummary>> = BTreeMap::new();
@@ -430,9 +432,11 @@ mod tests {
 
     #[test]
     fn duplicate_ranks_and_empty_input_are_errors() {
-        assert!(merge(&[]).unwrap_err().contains("no reports"));
+        assert!(merge(&[]).unwrap_err().to_string().contains("no reports"));
         let a = rank_report(0, "n", 0, &[1.0]);
-        let e = merge(&[("a".into(), a.clone()), ("b".into(), a)]).unwrap_err();
+        let e = merge(&[("a".into(), a.clone()), ("b".into(), a)])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("both rank 0"), "{e}");
     }
 }

@@ -18,5 +18,5 @@ pub mod sim;
 pub mod stats;
 pub mod strategy;
 
-pub use error::{EngineError, ErrorKind};
+pub use error::{EngineError, ErrorKind, MergeError, PinPlanError};
 pub use run::{run, RunEnv, RunPlan};

@@ -3,6 +3,7 @@
 //! autopin-preload) for threads pinned at birth, and here for the /proc polling fallback
 //! and for turning a plan into the library's environment variables.
 
+use crate::error::PinPlanError;
 use std::ffi::OsString;
 use std::fmt;
 
@@ -23,24 +24,25 @@ impl SkipMask {
     }
 
     /// Parses a hex mask such as `0x5` or `5` (any length up to 4096 bits).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, PinPlanError> {
         let digits = text
             .strip_prefix("0x")
             .or_else(|| text.strip_prefix("0X"))
             .unwrap_or(text);
         if digits.is_empty() {
-            return Err(format!(
-                "skip mask {text:?} has no hex digits (expected e.g. 0x1)"
-            ));
+            return Err(PinPlanError::NoHexDigits {
+                text: text.to_string(),
+            });
         }
         // The first character that is not a hex digit, at its position (counted from 0, as
         // in pin expressions) with a caret under it.
         if let Some((i, c)) = digits.char_indices().find(|(_, c)| !c.is_ascii_hexdigit()) {
             let pos = text.len() - digits.len() + i;
-            return Err(format!(
-                "skip mask {text:?}, position {pos}: {c:?} is not a hex digit (expected e.g. 0x5)\n  {text}\n  {}^",
-                " ".repeat(text[..pos].chars().count())
-            ));
+            return Err(PinPlanError::NotHexDigit {
+                text: text.to_string(),
+                position: pos,
+                found: c,
+            });
         }
         let mut words = vec![0u64; digits.len().div_ceil(16)];
         for (i, c) in digits.chars().rev().enumerate() {
@@ -49,9 +51,10 @@ impl SkipMask {
         }
         let mask = SkipMask { words }.trimmed();
         if mask.highest_bit().is_some_and(|b| b >= MAX_SKIP_BITS) {
-            return Err(format!(
-                "skip mask {text:?} is longer than {MAX_SKIP_BITS} bits"
-            ));
+            return Err(PinPlanError::TooLong {
+                text: text.to_string(),
+                max_bits: MAX_SKIP_BITS,
+            });
         }
         Ok(mask)
     }
@@ -126,9 +129,9 @@ pub struct PinPlan {
 
 impl PinPlan {
     /// `cpus` must not be empty.
-    pub fn new(cpus: Vec<u32>, skip: SkipMask) -> Result<Self, String> {
+    pub fn new(cpus: Vec<u32>, skip: SkipMask) -> Result<Self, PinPlanError> {
         if cpus.is_empty() {
-            return Err("the CPU list is empty".into());
+            return Err(PinPlanError::NoCpus);
         }
         Ok(PinPlan { cpus, skip })
     }
@@ -263,15 +266,21 @@ mod tests {
 
     #[test]
     fn skip_mask_errors_name_the_character() {
-        let e = SkipMask::parse("0x1g").unwrap_err();
+        let e = SkipMask::parse("0x1g").unwrap_err().to_string();
         assert!(e.contains("position 3: 'g' is not a hex digit"), "{e}");
         assert!(e.ends_with("\n  0x1g\n     ^"), "{e}");
         // The first bad character, not the last.
-        let e = SkipMask::parse("zz").unwrap_err();
+        let e = SkipMask::parse("zz").unwrap_err().to_string();
         assert!(e.contains("position 0: 'z'"), "{e}");
-        assert!(SkipMask::parse("0x").unwrap_err().contains("no hex digits"));
+        assert!(SkipMask::parse("0x")
+            .unwrap_err()
+            .to_string()
+            .contains("no hex digits"));
         let too_long = format!("0x1{}", "0".repeat(1024));
-        assert!(SkipMask::parse(&too_long).unwrap_err().contains("4096"));
+        assert!(SkipMask::parse(&too_long)
+            .unwrap_err()
+            .to_string()
+            .contains("4096"));
     }
 
     #[test]

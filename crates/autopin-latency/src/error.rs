@@ -38,4 +38,15 @@ impl LatencyError {
     }
 }
 
+/// Why a memory budget such as `256MiB` was refused ([`crate::memory::parse_size`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("`{text}` is not a size (examples: 256MiB, 1GiB, 64M)")]
+    NotASize { text: String },
+    #[error("`{text}`: unknown unit `{unit}` (use KiB, MiB or GiB)")]
+    UnknownUnit { text: String, unit: String },
+    #[error("`{text}`: the budget must be at least 4MiB")]
+    TooSmall { text: String },
+}
+
 pub type Result<T> = std::result::Result<T, LatencyError>;

@@ -18,7 +18,7 @@ pub mod measure;
 pub mod memory;
 pub mod read;
 
-pub use error::{LatencyError, Result};
+pub use error::{LatencyError, Result, SizeError};
 pub use infer::{infer, Hints, Inference, Level, Role};
 pub use matrix::{LatencyMatrix, Unit};
 

@@ -3,7 +3,7 @@
 //! buffer of at most `budget` bytes exists at a time (MCTOP allocates 2 GiB per thread and
 //! node; that does not fit beside a running job).
 
-use crate::error::{LatencyError, Result};
+use crate::error::{LatencyError, Result, SizeError};
 use crate::measure::affinity::Affinity;
 use autopin_topology::MemoryMeasurement;
 use std::sync::Barrier;
@@ -231,15 +231,15 @@ pub fn measure_node(
 }
 
 /// Parses sizes like `256MiB`, `1G`, `512k`, `1048576` (binary units; `B` optional).
-pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
+pub fn parse_size(s: &str) -> std::result::Result<usize, SizeError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size (examples: 256MiB, 1GiB, 64M)"))?;
+    let v: f64 = num.parse().map_err(|_| SizeError::NotASize {
+        text: s.to_string(),
+    })?;
     let mult: f64 = match unit
         .trim()
         .to_ascii_lowercase()
@@ -251,14 +251,17 @@ pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
         "m" => 1024.0 * 1024.0,
         "g" => 1024.0 * 1024.0 * 1024.0,
         _ => {
-            return Err(format!(
-                "`{s}`: unknown unit `{unit}` (use KiB, MiB or GiB)"
-            ))
+            return Err(SizeError::UnknownUnit {
+                text: s.to_string(),
+                unit: unit.to_string(),
+            })
         }
     };
     let bytes = v * mult;
     if bytes.is_nan() || bytes < (4 << 20) as f64 {
-        return Err(format!("`{s}`: the budget must be at least 4MiB"));
+        return Err(SizeError::TooSmall {
+            text: s.to_string(),
+        });
     }
     Ok(bytes as usize)
 }
@@ -272,11 +275,18 @@ mod tests {
         assert_eq!(parse_size("256MiB"), Ok(256 << 20));
         assert_eq!(parse_size("1G"), Ok(1 << 30));
         assert_eq!(parse_size("8m"), Ok(8 << 20));
-        assert!(parse_size("1k").unwrap_err().contains("at least 4MiB"));
+        assert!(parse_size("1k")
+            .unwrap_err()
+            .to_string()
+            .contains("at least 4MiB"));
         assert!(parse_size("12 parsecs")
             .unwrap_err()
+            .to_string()
             .contains("unknown unit"));
-        assert!(parse_size("lots").unwrap_err().contains("not a size"));
+        assert!(parse_size("lots")
+            .unwrap_err()
+            .to_string()
+            .contains("not a size"));
     }
 
     #[test]

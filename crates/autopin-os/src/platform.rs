@@ -106,7 +106,8 @@ impl LinuxPlatform {
         let mut warnings = Vec::new();
         let pin_at_birth = opts.pin_at_birth.is_some();
         if let Some(cpus) = &opts.pin_at_birth {
-            let plan = PinPlan::new(cpus.clone(), opts.skip.clone()).map_err(EngineError::Usage)?;
+            let plan = PinPlan::new(cpus.clone(), opts.skip.clone())
+                .map_err(|e| EngineError::usage(e.to_string()))?;
             spec.env.extend(plan.env());
         }
         // The preload library records every thread in the registry, in creation order;

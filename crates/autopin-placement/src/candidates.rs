@@ -825,7 +825,7 @@ pub fn free_cpu_candidates(m: &Machine, n: usize, busy: &[u32]) -> Vec<Pinning> 
         .copied()
         .filter(|c| busy.contains(c))
         .collect();
-    let busy_text = crate::CpuList::new(busy_here).to_list();
+    let busy_text = crate::cpulist::CpuList::new(busy_here).to_list();
     let k = free.len().min(n);
     let cpus: Vec<u32> = (0..n).map(|i| free[i % k]).collect();
     vec![Pinning::described(

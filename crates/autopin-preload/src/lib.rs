@@ -88,18 +88,48 @@ const OWN_MACHINE: Option<u16> = if cfg!(target_arch = "x86_64") {
     None
 };
 
+/// Why a file is not a library the dynamic loader can preload into this machine's programs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotPreloadable {
+    /// The file could not be read (the OS's reason).
+    #[error("cannot read it: {reason}")]
+    Unreadable { reason: String },
+    #[error("not an ELF file, so not a shared library the dynamic loader can preload")]
+    NotElf,
+    /// An ELF file of the other word size.
+    #[error("a {bits}-bit ELF file; this autopin is {own_bits}-bit")]
+    WordSize { bits: u32, own_bits: u32 },
+    /// An ELF file that is not a shared object (`e_type`).
+    #[error("an ELF {} (type {elf_type}), not a shared library", elf_kind(*.elf_type))]
+    NotShared { elf_type: u16 },
+    /// A shared object for another architecture (`e_machine`).
+    #[error(
+        "a shared library for another architecture (ELF machine {machine}, this one is {own})"
+    )]
+    OtherArchitecture { machine: u16, own: u16 },
+}
+
+/// What an ELF file of type `elf_type` is, in words.
+fn elf_kind(elf_type: u16) -> &'static str {
+    if elf_type == 2 {
+        "executable"
+    } else {
+        "file"
+    }
+}
+
 /// Checks that `path` is an ELF shared object of this machine's word size and architecture,
 /// as the dynamic loader requires of a preload library; says what it is otherwise.
-pub fn check_shared_library(path: &Path) -> Result<(), String> {
+pub fn check_shared_library(path: &Path) -> Result<(), NotPreloadable> {
     use std::io::Read;
     let mut head = [0u8; 20];
     let n = fs::File::open(path)
         .and_then(|mut f| f.read(&mut head))
-        .map_err(|e| format!("cannot read it: {e}"))?;
+        .map_err(|e| NotPreloadable::Unreadable {
+            reason: e.to_string(),
+        })?;
     if n < head.len() || head[..4] != *b"\x7fELF" {
-        return Err(
-            "not an ELF file, so not a shared library the dynamic loader can preload".into(),
-        );
+        return Err(NotPreloadable::NotElf);
     }
     let class = if cfg!(target_pointer_width = "64") {
         2
@@ -107,11 +137,10 @@ pub fn check_shared_library(path: &Path) -> Result<(), String> {
         1
     };
     if head[4] != class {
-        return Err(format!(
-            "a {}-bit ELF file; this autopin is {}-bit",
-            if head[4] == 2 { 64 } else { 32 },
-            if class == 2 { 64 } else { 32 }
-        ));
+        return Err(NotPreloadable::WordSize {
+            bits: if head[4] == 2 { 64 } else { 32 },
+            own_bits: if class == 2 { 64 } else { 32 },
+        });
     }
     let word = |i: usize| {
         if head[5] == 2 {
@@ -122,17 +151,13 @@ pub fn check_shared_library(path: &Path) -> Result<(), String> {
     };
     const ET_DYN: u16 = 3;
     if word(16) != ET_DYN {
-        return Err(format!(
-            "an ELF {} (type {}), not a shared library",
-            if word(16) == 2 { "executable" } else { "file" },
-            word(16)
-        ));
+        return Err(NotPreloadable::NotShared { elf_type: word(16) });
     }
     match OWN_MACHINE {
-        Some(m) if word(18) != m => Err(format!(
-            "a shared library for another architecture (ELF machine {}, this one is {m})",
-            word(18)
-        )),
+        Some(m) if word(18) != m => Err(NotPreloadable::OtherArchitecture {
+            machine: word(18),
+            own: m,
+        }),
         _ => Ok(()),
     }
 }
@@ -215,13 +240,13 @@ mod tests {
         assert_eq!(check_shared_library(&embedded), Ok(()));
         let text = dir.path().join("notes.txt");
         fs::write(&text, "LD_PRELOAD me\n".repeat(4)).unwrap();
-        let why = check_shared_library(&text).unwrap_err();
+        let why = check_shared_library(&text).unwrap_err().to_string();
         assert!(why.contains("not an ELF file"), "{why}");
         let mut foreign = PRELOAD_SO.to_vec();
         foreign[18] ^= 0x40;
         let other = dir.path().join("other.so");
         fs::write(&other, &foreign).unwrap();
-        let why = check_shared_library(&other).unwrap_err();
+        let why = check_shared_library(&other).unwrap_err().to_string();
         assert!(why.contains("another architecture"), "{why}");
     }
 

@@ -27,4 +27,42 @@ impl TopologyError {
     }
 }
 
+/// Why a machine's object tree breaks an invariant ([`crate::Machine::validate`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidTree {
+    #[error("the first object must be the Machine")]
+    NoMachineFirst,
+    #[error("object {parent} has a child {child} that does not exist")]
+    MissingChild { parent: usize, child: usize },
+    #[error("object {child} is a child of {parent} but names another parent")]
+    OtherParent { parent: usize, child: usize },
+    #[error("object {child} covers CPUs outside its parent {parent}")]
+    OutsideParent { parent: usize, child: usize },
+    #[error("object {0} has no parent")]
+    NoParent(usize),
+    #[error("PU object {0} must cover exactly its own CPU")]
+    PuNotOneCpu(usize),
+    #[error("object {object} names NUMA node {node}, which does not exist")]
+    MissingNumaNode { object: usize, node: usize },
+    #[error("the NUMA distance matrix does not match the number of nodes")]
+    DistanceShape,
+    #[error("NUMA node {0} is attached to an object that does not exist")]
+    NumaAttachedToNothing(u32),
+}
+
+/// Why a text is not a topology JSON document ([`crate::source::json::from_str`]).
+#[derive(Debug, thiserror::Error)]
+pub enum JsonTopologyError {
+    /// Not JSON of the document's shape, at a line and column.
+    #[error("not an autopin topology JSON document (line {line}, column {column}): {cause}")]
+    NotADocument {
+        line: usize,
+        column: usize,
+        cause: serde_json::Error,
+    },
+    /// A document whose object tree is not valid.
+    #[error("inconsistent topology: {0}")]
+    Inconsistent(InvalidTree),
+}
+
 pub type Result<T> = std::result::Result<T, TopologyError>;

@@ -14,7 +14,7 @@ pub mod source;
 pub mod view;
 
 pub use cpuset::{CpuListError, CpuSet};
-pub use error::{Result, TopologyError};
+pub use error::{InvalidTree, JsonTopologyError, Result, TopologyError};
 pub use io::{OsDevice, OsDeviceKind, PciDevice};
 pub use machine::FlatPu;
 pub use model::*;

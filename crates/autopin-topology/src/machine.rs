@@ -1,6 +1,7 @@
 //! Questions asked of a [`Machine`]: walking the tree, finding PUs, the flat per-PU view.
 
 use crate::cpuset::CpuSet;
+use crate::error::InvalidTree;
 use crate::model::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -244,36 +245,38 @@ impl Machine {
 
     /// Checks the tree's invariants; sources call this before handing a model out, so a
     /// hand-edited JSON file cannot produce a model that later code would trip over.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidTree> {
         if self.objects.is_empty() || self.objects[0].ty != ObjType::Machine {
-            return Err("the first object must be the Machine".into());
+            return Err(InvalidTree::NoMachineFirst);
         }
         for (i, o) in self.objects.iter().enumerate() {
             for &c in &o.children {
-                let child = self
-                    .objects
-                    .get(c)
-                    .ok_or_else(|| format!("object {i} has a child {c} that does not exist"))?;
+                let child = self.objects.get(c).ok_or(InvalidTree::MissingChild {
+                    parent: i,
+                    child: c,
+                })?;
                 if child.parent != Some(i) {
-                    return Err(format!(
-                        "object {c} is a child of {i} but names another parent"
-                    ));
+                    return Err(InvalidTree::OtherParent {
+                        parent: i,
+                        child: c,
+                    });
                 }
                 if !child.cpuset.is_subset(&o.cpuset) {
-                    return Err(format!("object {c} covers CPUs outside its parent {i}"));
+                    return Err(InvalidTree::OutsideParent {
+                        parent: i,
+                        child: c,
+                    });
                 }
             }
             if i > 0 && o.parent.is_none() {
-                return Err(format!("object {i} has no parent"));
+                return Err(InvalidTree::NoParent(i));
             }
             if o.ty == ObjType::Pu && (o.cpuset.len() != 1 || o.os_index.is_none()) {
-                return Err(format!("PU object {i} must cover exactly its own CPU"));
+                return Err(InvalidTree::PuNotOneCpu(i));
             }
             for &n in &o.numa {
                 if n >= self.numa_nodes.len() {
-                    return Err(format!(
-                        "object {i} names NUMA node {n}, which does not exist"
-                    ));
+                    return Err(InvalidTree::MissingNumaNode { object: i, node: n });
                 }
             }
         }
@@ -281,15 +284,12 @@ impl Machine {
             if d.len() != self.numa_nodes.len()
                 || d.iter().any(|r| r.len() != self.numa_nodes.len())
             {
-                return Err("the NUMA distance matrix does not match the number of nodes".into());
+                return Err(InvalidTree::DistanceShape);
             }
         }
         for n in &self.numa_nodes {
             if n.attached_to >= self.objects.len() {
-                return Err(format!(
-                    "NUMA node {} is attached to an object that does not exist",
-                    n.os_index
-                ));
+                return Err(InvalidTree::NumaAttachedToNothing(n.os_index));
             }
         }
         Ok(())

@@ -27,7 +27,7 @@ pub struct ClusterArgs {
 impl ClusterArgs {
     pub fn options(&self) -> Result<NodeOptions, CliError> {
         Ok(NodeOptions {
-            combine: Combine::parse(&self.combine).map_err(CliError::usage)?,
+            combine: Combine::parse(&self.combine)?,
             coordinate: !self.no_coordinate,
             rendezvous_timeout: Duration::try_from_secs_f64(self.rendezvous_timeout).map_err(
                 |_| {

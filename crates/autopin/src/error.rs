@@ -26,6 +26,26 @@ impl From<autopin_engine::EngineError> for CliError {
     }
 }
 
+/// The library crates' typed errors, by the exit code they become: bad input is a usage
+/// error (exit 2), a failure of autopin's own an internal one (exit 1). The message is the
+/// error's own.
+macro_rules! cli_errors {
+    ($variant:ident: $($t:ty),* $(,)?) => {$(
+        impl From<$t> for CliError {
+            fn from(e: $t) -> Self {
+                CliError::$variant(e.to_string())
+            }
+        }
+    )*};
+}
+
+cli_errors!(Usage:
+    autopin_engine::PinPlanError,
+    autopin_engine::MergeError,
+    autopin_cluster::UnknownCombine,
+);
+cli_errors!(Internal: autopin_compare::CsvError, autopin_compare::SignalHandlersError);
+
 impl CliError {
     pub fn usage(msg: impl Into<String>) -> Self {
         CliError::Usage(msg.into())

@@ -5,10 +5,11 @@
 //! Order of a run: validate → check counting and measure its cost (`check_counting`) →
 //! start or attach (`start`) → choose the objective along its fallback chain, waiting
 //! briefly for a heartbeat or OpenMP progress (`objective::choose_objective`) → open the
-//! meter and describe the run in the report (`describe_run`) → drive the session until the
-//! program ends or autopin detaches (`drive`; with `migrate_memory` the target's pages
-//! follow its threads at every decision while it still runs, [`memory`]) → finish the
-//! report (monitor cost, `estimate_perturbation`, notes).
+//! meter and the session, and describe the run in the report (`open_session`,
+//! `describe_run`) → drive the session until the program ends or autopin detaches
+//! (`drive`; with `migrate_memory` the target's pages follow its threads at every decision
+//! while it still runs, [`memory`]) → finish the report (`finish`: monitor cost,
+//! `estimate_perturbation`, notes).
 
 pub mod binding;
 pub mod env;
@@ -43,11 +44,7 @@ use objective::{choose_objective, TargetFacts};
 pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     plan.validate()?;
     let counting = check_counting(plan, env)?;
-    let explicit = match (&plan.remembered, &plan.candidates) {
-        (Some(r), _) => Some(r.candidates()),
-        (None, CandidateSource::Explicit(list)) => Some(list.clone()),
-        (None, CandidateSource::Topology { .. }) => None,
-    };
+    let explicit = explicit_candidates(plan);
     let (started, machine, busy_watch) = start(plan, env, explicit.as_deref())?;
     let Started {
         pid,
@@ -62,56 +59,144 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         if !plan.override_binding {
             return stand_back(plan, env, &machine, threads, &binding);
         }
-        // A launched program had the variables unset (so none are left); an attached one
-        // keeps them, and its runtime may bind again what autopin pins.
-        env.sink.message(
-            None,
-            &format!(
-                "warning: the program binds its own OpenMP threads ({binding}); with --override-binding autopin's pinnings override that binding"
-            ),
-        );
+        warn_binding_overridden(env.sink, &binding);
     }
-
-    let mut init = match plan.remembered {
-        Some(_) => plan.search.init.min(Remembered::INIT),
-        None => plan.search.init,
-    };
-    let mut init_waited = 0.0;
     let target = TargetFacts {
         pid,
         openmp_runtime: openmp_runtime.as_deref(),
         preload_active,
     };
+    let (choice, init) = objective_step(plan, &counting, &target, env, threads.as_mut())?;
+    if choice.source == ObjectiveSource::Requested {
+        warn_about_objective(&choice, target_env, counting.in_vm, env.sink);
+    }
+    let allowed = mask.clone().unwrap_or_else(|| machine.allowed_cpuset());
+    let mut meter = env
+        .platform
+        .open_meter(choice.source, &choice.objective, &allowed)
+        .inspect_err(|_| threads.terminate())?;
+    let around = Surroundings {
+        busy: busy_watch,
+        // Only a machine that lists GPUs has a GPU to be near.
+        devices: (!machine.gpus().is_empty())
+            .then(|| env.platform.device_watch())
+            .flatten(),
+        pid,
+    };
+    let counted = meter.counting();
+    let mut session = open_session(plan, &choice, explicit, &machine, around, init, counted);
+    env.sink.checkpoint(&session.report);
+
+    let cpu0 = env.platform.self_cpu_seconds();
+    let place = Place {
+        machine: &machine,
+        allowed: &allowed,
+        pid,
+        init_waited: init.1,
+    };
+    let (outcome, migrate) = drive(
+        plan,
+        env,
+        &mut session,
+        threads.as_mut(),
+        meter.as_mut(),
+        place,
+    )?;
+    let ran = Ran {
+        report: session.report.clone(),
+        outcome,
+        migrate,
+        cpu0,
+        cpus: allowed.len(),
+    };
+    Ok(finish(
+        plan,
+        env,
+        &counting,
+        ran,
+        meter.as_ref(),
+        threads.as_ref(),
+    ))
+}
+
+/// The candidates named before the start: a remembered decision's, or the plan's explicit
+/// list; `None` for topology candidates (planned when a search starts).
+fn explicit_candidates(plan: &RunPlan) -> Option<Vec<Pinning>> {
+    match (&plan.remembered, &plan.candidates) {
+        (Some(r), _) => Some(r.candidates()),
+        (None, CandidateSource::Explicit(list)) => Some(list.clone()),
+        (None, CandidateSource::Topology { .. }) => None,
+    }
+}
+
+/// A program that binds its own threads, with `--override-binding`: autopin's pinnings win.
+fn warn_binding_overridden(sink: &mut dyn RunSink, binding: &str) {
+    // A launched program had the variables unset (so none are left); an attached one
+    // keeps them, and its runtime may bind again what autopin pins.
+    sink.message(
+        None,
+        &format!(
+            "warning: the program binds its own OpenMP threads ({binding}); with --override-binding autopin's pinnings override that binding"
+        ),
+    );
+}
+
+/// Chooses the objective along the plan's fallback chain; returns it with the init time
+/// left and the seconds waited for a heartbeat or OpenMP progress.
+fn objective_step(
+    plan: &RunPlan,
+    counting: &Counting,
+    target: &TargetFacts,
+    env: &mut RunEnv,
+    threads: &mut dyn ThreadSource,
+) -> Result<(ObjectiveChoice, (f64, f64)), EngineError> {
+    let mut init = match plan.remembered {
+        Some(_) => plan.search.init.min(Remembered::INIT),
+        None => plan.search.init,
+    };
+    let mut init_waited = 0.0;
     let choice = choose_objective(
         plan,
         counting.refused.as_deref(),
-        &target,
+        target,
         env,
-        threads.as_mut(),
+        threads,
         (&mut init, &mut init_waited),
     )?;
-    if choice.source == ObjectiveSource::Requested {
-        let ctx = WarningContext {
-            env: target_env,
-            linked_libraries: Vec::new(),
-            counting_mode: Some(CountingMode::PerThread),
-            in_vm: counting.in_vm,
-        };
-        for w in choice.objective.warnings(&ctx) {
-            env.sink.message(None, &format!("warning: {w}"));
-        }
-    }
-    let allowed = mask.clone().unwrap_or_else(|| machine.allowed_cpuset());
-    let mut meter = match env
-        .platform
-        .open_meter(choice.source, &choice.objective, &allowed)
-    {
-        Ok(m) => m,
-        Err(e) => {
-            threads.terminate();
-            return Err(e);
-        }
+    Ok((choice, (init, init_waited)))
+}
+
+/// The warnings a requested objective carries for this target (its environment, a VM).
+fn warn_about_objective(
+    choice: &ObjectiveChoice,
+    target_env: Vec<(String, String)>,
+    in_vm: bool,
+    sink: &mut dyn RunSink,
+) {
+    let ctx = WarningContext {
+        env: target_env,
+        linked_libraries: Vec::new(),
+        counting_mode: Some(CountingMode::PerThread),
+        in_vm,
     };
+    for w in choice.objective.warnings(&ctx) {
+        sink.message(None, &format!("warning: {w}"));
+    }
+}
+
+/// The session that searches: configured from the plan and the objective, with the
+/// candidates and strategies of its searches, seeded with the start-up readings, its
+/// report describing the run (`counting`: how the meter counts, and why).
+/// `init`: the init time left and the seconds already waited.
+fn open_session(
+    plan: &RunPlan,
+    choice: &ObjectiveChoice,
+    explicit: Option<Vec<Pinning>>,
+    machine: &Machine,
+    around: Surroundings,
+    (init, init_waited): (f64, f64),
+    counting: Option<(String, String)>,
+) -> Session {
     let mut session = Session::new(
         SessionConfig {
             init,
@@ -126,51 +211,48 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             remembered_phases: remembered_phases(plan, explicit.as_deref()),
             ..SessionConfig::default()
         },
-        candidate_factory(
-            plan,
-            explicit,
-            machine.clone(),
-            Surroundings {
-                busy: busy_watch,
-                // Only a machine that lists GPUs has a GPU to be near.
-                devices: (!machine.gpus().is_empty())
-                    .then(|| env.platform.device_watch())
-                    .flatten(),
-                pid,
-            },
-        ),
+        candidate_factory(plan, explicit, machine.clone(), around),
         strategy_factory(search_strategy(plan), plan.launch.as_ref()),
     );
     session.seed_startup(&choice.startup);
-    describe_run(
-        plan,
-        &machine,
-        &choice,
-        meter.counting(),
-        &mut session.report,
-    );
-    env.sink.checkpoint(&session.report);
+    describe_run(plan, machine, choice, counting, &mut session.report);
+    session
+}
 
-    let cpu0 = env.platform.self_cpu_seconds();
-    let place = Place {
-        machine: &machine,
-        allowed: &allowed,
-        pid,
-        init_waited,
-    };
-    let (outcome, migrate) = drive(
-        plan,
-        env,
-        &mut session,
-        threads.as_mut(),
-        meter.as_mut(),
-        place,
-    )?;
-    let mut report = session.report.clone();
+/// How the driving loop ended, for the report's last lines.
+struct Ran {
+    /// The session's report as the loop left it.
+    report: Report,
+    outcome: Outcome,
+    /// Whether memory followed the threads.
+    migrate: bool,
+    /// autopin's CPU time when the loop began.
+    cpu0: f64,
+    /// The CPUs the program may use.
+    cpus: usize,
+}
+
+/// Finishes the report: monitor cost, the perturbation estimate, and the notes of the
+/// pinner, the meter, the thread source and the coordination.
+fn finish(
+    plan: &RunPlan,
+    env: &mut RunEnv,
+    counting: &Counting,
+    ran: Ran,
+    meter: &dyn Meter,
+    threads: &dyn ThreadSource,
+) -> Report {
+    let Ran {
+        mut report,
+        outcome,
+        migrate,
+        cpu0,
+        cpus,
+    } = ran;
     let wall = outcome.elapsed.max(1e-9);
     report.monitor_cpu_share = Some((env.platform.self_cpu_seconds() - cpu0) / wall);
     if let (Some(c), Some(rate)) = (&counting.cost, outcome.switch_rate) {
-        estimate_perturbation(c, rate, allowed.len(), &mut report, env.sink);
+        estimate_perturbation(c, rate, cpus, &mut report, env.sink);
     }
     for w in &outcome.pin_warnings {
         report.notes.push(format!("pinning: {w}"));
@@ -189,7 +271,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         env.sink.message(None, note);
         report.notes.push(note.into());
     }
-    Ok(report)
+    report
 }
 
 /// The program binds its own threads and the plan leaves that binding in force: autopin

@@ -44,103 +44,34 @@ pub(super) fn choose_objective(
 ) -> Result<ObjectiveChoice, EngineError> {
     let requested = &plan.objective.requested;
     let launched = !plan.target.is_attach();
-    let mut openmp_idle: Option<String> = None;
-    // OpenMP constructs completed while a heartbeat was waited for: (seconds from the
-    // target's start, constructs so far, threads), each poll.
-    let mut omp_seen: Vec<(f64, u64, usize)> = Vec::new();
-    // An OpenMP runtime found in the process at run time (one of its libraries brought it).
-    let mut loaded_runtime: Option<String> = None;
+    let mut walk = Walk {
+        init,
+        waited: waited_total,
+        openmp_idle: None,
+        omp_seen: Vec::new(),
+        loaded_runtime: None,
+    };
     for source in &plan.objective.chain {
         let instead = match source {
-            ObjectiveSource::Requested => {
-                if refused.is_some() {
-                    continue;
-                }
-                let reason = if plan.objective.explicit {
-                    "chosen with --objective/-e"
-                } else {
-                    "the default: work retired by the threads"
-                };
-                return Ok(ObjectiveChoice {
-                    source: *source,
-                    objective: requested.clone(),
-                    info: info_of(requested, reason.into()),
-                    startup: Vec::new(),
-                });
-            }
-            ObjectiveSource::Heartbeat => {
-                if !launched {
-                    continue;
-                }
-                // A program that knows what useful work is says so in its first moments.
-                let wait = init.clamp(0.3, 2.0);
-                if env.platform.heartbeats() == 0 {
-                    env.sink.message(
-                        None,
-                        &format!(
-                            "waiting up to {} for the program's heartbeat",
-                            duration(wait)
-                        ),
-                    );
-                }
-                let from = *waited_total;
-                let (beats, waited) = wait_for_progress(env, threads, wait, |p, t, n| {
-                    if launched && target.preload_active {
-                        omp_seen.push((from + t, p.openmp_constructs(), n));
-                    }
-                    p.heartbeats()
-                });
-                *init = (*init - waited).max(0.0);
-                *waited_total += waited;
-                if beats == 0 {
-                    continue;
-                }
-                format!("the program's heartbeat ({beats} beat(s) reported in the first {waited:.1} s; work units/s)")
-            }
+            ObjectiveSource::Requested if refused.is_some() => continue,
+            ObjectiveSource::Requested => return Ok(requested_choice(plan, *source)),
+            ObjectiveSource::Heartbeat if !launched => continue,
+            ObjectiveSource::Heartbeat => match walk.heartbeat(env, threads, target) {
+                Some(instead) => instead,
+                None => continue,
+            },
             ObjectiveSource::OpenMpProgress => {
-                // A runtime that one of the program's libraries brings (GROMACS's libgomp
-                // comes with libgromacs): the preload library counts its entry points all
-                // the same, since it comes first in symbol resolution.
-                if target.openmp_runtime.is_none() && launched && target.preload_active {
-                    loaded_runtime = env.platform.openmp_runtime_loaded(target.pid);
-                }
-                match target.openmp_runtime.or(loaded_runtime.as_deref()) {
-                    Some(rt) if launched && target.preload_active => {
-                        // Completed constructs are the progress: a program whose first moments
-                        // complete none (all its work in one long parallel region) would read
-                        // zero for as long as that region runs, so it is measured otherwise.
-                        let wait = init.clamp(0.3, 1.0);
-                        let (done, waited) =
-                            wait_for_progress(env, threads, wait, |p, _, _| p.openmp_constructs());
-                        *init = (*init - waited).max(0.0);
-                        *waited_total += waited;
-                        if done == 0 {
-                            openmp_idle = Some(format!(
-                            "the program uses OpenMP ({rt}) but completed no OpenMP construct in its first {:.1} s, so OpenMP progress would read zero",
-                            *waited_total
-                        ));
-                            continue;
-                        }
-                        format!(
-                        "OpenMP progress: completed parallel regions, loop chunks, barriers and tasks per second, counted at the entry points of the program's OpenMP runtime ({rt})"
-                    )
-                    }
-                    _ => continue,
+                match walk.openmp_progress(env, threads, target, launched) {
+                    Some(instead) => instead,
+                    None => continue,
                 }
             }
             ObjectiveSource::TaskClock => {
-                let why = match (target.openmp_runtime, &openmp_idle) {
-                    (_, Some(idle)) => idle.clone(),
-                    (Some(rt), None) if !launched => format!("the program uses OpenMP ({rt}), but its work is counted by the preload library, which is only in programs that `autopin run` or `autopin pin` start"),
-                    (Some(rt), None) => format!("the program uses OpenMP ({rt}) but the preload library cannot count its work (a static binary)"),
-                (None, None) if launched && target.preload_active => "the program reports no heartbeat and loads no OpenMP runtime".into(),
-                    (None, None) => "the program reports no heartbeat and is not an OpenMP program".into(),
-                };
-                format!("task-clock: each thread's CPU time per second from /proc/TID/schedstat ({why}; CPU share shows time lost to sharing a CPU, but not memory stalls or spin-waiting)")
+                task_clock_reason(target, launched, walk.openmp_idle.as_deref())
             }
         };
         let facts = TargetFacts {
-            openmp_runtime: target.openmp_runtime.or(loaded_runtime.as_deref()),
+            openmp_runtime: target.openmp_runtime.or(walk.loaded_runtime.as_deref()),
             ..*target
         };
         return fallback(
@@ -149,12 +80,12 @@ pub(super) fn choose_objective(
             &instead,
             refused,
             &facts,
-            openmp_idle.as_deref(),
+            walk.openmp_idle.as_deref(),
             &mut *env.sink,
         )
         .map(|mut choice| {
             if *source == ObjectiveSource::OpenMpProgress {
-                choice.startup = startup_intervals(&omp_seen, plan.search.tick);
+                choice.startup = startup_intervals(&walk.omp_seen, plan.search.tick);
             }
             choice
         });
@@ -164,6 +95,128 @@ pub(super) fn choose_objective(
         requested.text(),
         plan.objective.chain
     )))
+}
+
+/// The requested objective, which can be counted here.
+fn requested_choice(plan: &RunPlan, source: ObjectiveSource) -> ObjectiveChoice {
+    let requested = &plan.objective.requested;
+    let reason = if plan.objective.explicit {
+        "chosen with --objective/-e"
+    } else {
+        "the default: work retired by the threads"
+    };
+    ObjectiveChoice {
+        source,
+        objective: requested.clone(),
+        info: info_of(requested, reason.into()),
+        startup: Vec::new(),
+    }
+}
+
+/// What the walk along the fallback chain has learnt and spent so far.
+struct Walk<'a> {
+    /// The init time left (the waits use it up).
+    init: &'a mut f64,
+    /// The seconds waited so far.
+    waited: &'a mut f64,
+    /// Why OpenMP progress would read zero, when the program completed no construct.
+    openmp_idle: Option<String>,
+    /// OpenMP constructs completed while a heartbeat was waited for: (seconds from the
+    /// target's start, constructs so far, threads), each poll.
+    omp_seen: Vec<(f64, u64, usize)>,
+    /// An OpenMP runtime found in the process at run time (one of its libraries brought it).
+    loaded_runtime: Option<String>,
+}
+
+impl Walk<'_> {
+    /// Waits for a launched program's heartbeat; what is measured instead when it beats.
+    fn heartbeat(
+        &mut self,
+        env: &mut RunEnv,
+        threads: &mut dyn ThreadSource,
+        target: &TargetFacts,
+    ) -> Option<String> {
+        // A program that knows what useful work is says so in its first moments.
+        let wait = self.init.clamp(0.3, 2.0);
+        if env.platform.heartbeats() == 0 {
+            env.sink.message(
+                None,
+                &format!(
+                    "waiting up to {} for the program's heartbeat",
+                    duration(wait)
+                ),
+            );
+        }
+        let from = *self.waited;
+        let omp_seen = &mut self.omp_seen;
+        let (beats, waited) = wait_for_progress(env, threads, wait, |p, t, n| {
+            if target.preload_active {
+                omp_seen.push((from + t, p.openmp_constructs(), n));
+            }
+            p.heartbeats()
+        });
+        self.spend(waited);
+        if beats == 0 {
+            return None;
+        }
+        Some(format!("the program's heartbeat ({beats} beat(s) reported in the first {waited:.1} s; work units/s)"))
+    }
+
+    /// Waits for a completed OpenMP construct of a launched OpenMP program that the
+    /// preload library counts; what is measured instead when one completes.
+    fn openmp_progress(
+        &mut self,
+        env: &mut RunEnv,
+        threads: &mut dyn ThreadSource,
+        target: &TargetFacts,
+        launched: bool,
+    ) -> Option<String> {
+        // A runtime that one of the program's libraries brings (GROMACS's libgomp
+        // comes with libgromacs): the preload library counts its entry points all
+        // the same, since it comes first in symbol resolution.
+        if target.openmp_runtime.is_none() && launched && target.preload_active {
+            self.loaded_runtime = env.platform.openmp_runtime_loaded(target.pid);
+        }
+        let rt = target
+            .openmp_runtime
+            .or(self.loaded_runtime.as_deref())
+            .filter(|_| launched && target.preload_active)?
+            .to_string();
+        // Completed constructs are the progress: a program whose first moments
+        // complete none (all its work in one long parallel region) would read
+        // zero for as long as that region runs, so it is measured otherwise.
+        let wait = self.init.clamp(0.3, 1.0);
+        let (done, waited) = wait_for_progress(env, threads, wait, |p, _, _| p.openmp_constructs());
+        self.spend(waited);
+        if done == 0 {
+            self.openmp_idle = Some(format!(
+                "the program uses OpenMP ({rt}) but completed no OpenMP construct in its first {:.1} s, so OpenMP progress would read zero",
+                *self.waited
+            ));
+            return None;
+        }
+        Some(format!(
+            "OpenMP progress: completed parallel regions, loop chunks, barriers and tasks per second, counted at the entry points of the program's OpenMP runtime ({rt})"
+        ))
+    }
+
+    /// `waited` seconds of the init time are spent.
+    fn spend(&mut self, waited: f64) {
+        *self.init = (*self.init - waited).max(0.0);
+        *self.waited += waited;
+    }
+}
+
+/// Why task-clock is what is measured: the program gives no other source of progress.
+fn task_clock_reason(target: &TargetFacts, launched: bool, openmp_idle: Option<&str>) -> String {
+    let why = match (target.openmp_runtime, openmp_idle) {
+        (_, Some(idle)) => idle.to_string(),
+        (Some(rt), None) if !launched => format!("the program uses OpenMP ({rt}), but its work is counted by the preload library, which is only in programs that `autopin run` or `autopin pin` start"),
+        (Some(rt), None) => format!("the program uses OpenMP ({rt}) but the preload library cannot count its work (a static binary)"),
+        (None, None) if launched && target.preload_active => "the program reports no heartbeat and loads no OpenMP runtime".into(),
+        (None, None) => "the program reports no heartbeat and is not an OpenMP program".into(),
+    };
+    format!("task-clock: each thread's CPU time per second from /proc/TID/schedstat ({why}; CPU share shows time lost to sharing a CPU, but not memory stalls or spin-waiting)")
 }
 
 fn info_of(o: &Objective, reason: String) -> ObjectiveInfo {

@@ -9,7 +9,7 @@ use std::path::Path;
 /// What a latency file held, ready for inference.
 #[derive(Debug, Clone)]
 pub enum LatencyFile {
-    C2c(crate::LatencyMatrix),
+    C2c(crate::matrix::LatencyMatrix),
     Mct(mct::MctFile),
 }
 

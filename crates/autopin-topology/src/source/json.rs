@@ -1,6 +1,6 @@
 //! Loading a model back from `autopin topology --format json`.
 
-use crate::error::{Result, TopologyError};
+use crate::error::{JsonTopologyError, Result, TopologyError};
 use crate::model::Machine;
 use std::path::Path;
 
@@ -26,19 +26,18 @@ pub fn to_document(m: &Machine) -> Document {
 pub fn load(path: &Path) -> Result<Machine> {
     let text =
         std::fs::read_to_string(path).map_err(|e| TopologyError::file(path, e.to_string()))?;
-    from_str(&text).map_err(|m| TopologyError::file(path, m))
+    from_str(&text).map_err(|e| TopologyError::file(path, e.to_string()))
 }
 
-pub fn from_str(text: &str) -> std::result::Result<Machine, String> {
-    let doc: Document = serde_json::from_str(text).map_err(|e| {
-        format!(
-            "not an autopin topology JSON document (line {}, column {}): {e}",
-            e.line(),
-            e.column()
-        )
-    })?;
+pub fn from_str(text: &str) -> std::result::Result<Machine, JsonTopologyError> {
+    let doc: Document =
+        serde_json::from_str(text).map_err(|e| JsonTopologyError::NotADocument {
+            line: e.line(),
+            column: e.column(),
+            cause: e,
+        })?;
     doc.machine
         .validate()
-        .map_err(|e| format!("inconsistent topology: {e}"))?;
+        .map_err(JsonTopologyError::Inconsistent)?;
     Ok(doc.machine)
 }

@@ -122,7 +122,7 @@ pub fn run(args: Args) -> CmdResult {
     };
     let allowed = autopin_compare::PlacementCheck::allowed_cpus(&check);
     let interrupt = Interrupt::default();
-    interrupt.install().map_err(CliError::internal)?;
+    interrupt.install()?;
     let mut launcher = ProcessLauncher {
         show_output: args.show_output,
         interrupt: interrupt.clone(),
@@ -227,10 +227,7 @@ fn write_exports(args: &Args, doc: &Document) -> Result<(), CliError> {
     };
     write(&args.export_json, report::to_json(doc))?;
     if args.export_csv.is_some() {
-        write(
-            &args.export_csv,
-            report::to_csv(doc).map_err(CliError::internal)?,
-        )?;
+        write(&args.export_csv, report::to_csv(doc)?)?;
     }
     write(&args.export_markdown, report::to_markdown(doc))?;
     write(&args.svg, report::to_svg(doc))?;

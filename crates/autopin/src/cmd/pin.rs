@@ -85,7 +85,7 @@ pub fn run(args: Args) -> CmdResult {
         .affinity(0)
         .map_err(|e| CliError::internal(format!("cannot read our own affinity: {e}")))?;
     check_allowed(&cpus, &allowed)?;
-    let plan = PinPlan::new(cpus, skip).map_err(CliError::usage)?;
+    let plan = PinPlan::new(cpus, skip)?;
     let mem = args.memory.resolve(&machine)?;
     launch(&args, program, prog_args, &plan, allowed, &pinner, mem)
 }

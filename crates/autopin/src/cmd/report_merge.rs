@@ -21,7 +21,7 @@ pub fn run(files: &[PathBuf], out: Option<&Path>, svg: Option<&Path>) -> CmdResu
         })?;
         inputs.push((f.display().to_string(), r));
     }
-    let job = job_report::merge(&inputs).map_err(CliError::usage)?;
+    let job = job_report::merge(&inputs)?;
     if let Some(o) = out {
         let text =
             serde_json::to_string_pretty(&job).map_err(|e| CliError::internal(e.to_string()))?;
