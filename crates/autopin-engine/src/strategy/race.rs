@@ -8,11 +8,12 @@
 //!   is larger (never below `noise_floor`). One candidate whose rate swings (the OS placement
 //!   beside a busy CPU) widens only its own interval; the OS placement's ticks are not taken
 //!   as independent, and it is judged by the half-the-leader rule alone until it has been
-//!   probed `os_probes` times.
+//!   probed `os_probes` times and seen for `os_ticks` ticks.
 //! - **Elimination** of a challenger by the leader (the highest mean) when any of these holds,
 //!   each at the level `error / (candidates − 1)` (one probe's ticks: `ONE_PROBE_ERROR`):
-//!   Welch's t-test on the log rates (per-candidate variances, Satterthwaite's degrees of
-//!   freedom); order dominance (every probe of the challenger below every probe of the
+//!   a t-test on the log ratio — paired over the rounds that probed both once there are two
+//!   (the machine's slow load changes hit both probes of a round and cancel), Welch's on the
+//!   per-candidate variances before that; order dominance (every probe of the challenger below every probe of the
 //!   leader, p = 1 / C(n_leader + n_challenger, n_challenger)); or every sampling tick of the
 //!   challenger below half of every tick of the leader. A challenger seen in one probe only is
 //!   dropped by the t-test only when the gap is at least `decisive_gap`, with the tick noise
@@ -24,7 +25,9 @@
 //!   keep the base length. Only the leader and challengers within `close` of it, whose probes
 //!   are noisier than `target_cv`, get longer probes (×1.5 a round, after `min_rounds`) — a
 //!   close call costs little per second and needs slow fluctuations averaged out. A probe
-//!   whose first ticks are below half of the leader's ends there (`seen_enough`).
+//!   whose first ticks are below `cut_below` of the leader's lowest ends there
+//!   (`seen_enough`); one whose warm-up already reads below `WARMUP_CUT` of it is the warm-up
+//!   alone (`behind_at_warmup`).
 //! - **No decision without evidence.** Survivors confidently within `tolerance` of the leader
 //!   end the search with the leader; survivors confidently within `indistinct` of it, or a
 //!   budget that ends before the leader is confidently ahead, keep the OS's own placement when
