@@ -464,6 +464,7 @@ fn search_strategy(plan: &RunPlan) -> StrategyChoice {
             // first probe, not held back until three show it (a wrong "worse" keeps that
             // earlier winner, which is cheap).
             os_probes: p.os_probes.min(Remembered::CHECK_OS_PROBES),
+            os_ticks: p.os_ticks.min(Remembered::CHECK_OS_TICKS),
             ..p
         }),
         (s, _) => s,

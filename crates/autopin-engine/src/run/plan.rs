@@ -210,6 +210,8 @@ impl Remembered {
     /// Probes of the OS placement before the check may judge it by more than the
     /// half-the-leader rule.
     pub const CHECK_OS_PROBES: usize = 1;
+    /// Sampling ticks of the OS placement before the check may judge it so: one probe's.
+    pub const CHECK_OS_TICKS: usize = 2;
 
     /// What the check probes: the remembered pinning first, then the OS placement and the
     /// runner-up (each once); then the phases' pinnings not among them, so that each phase

@@ -323,12 +323,14 @@ fn a_settled_memory_is_checked_briefly_an_unsettled_one_searched_in_full() {
     let check = race(search_strategy(&p));
     assert_eq!(check.budget, Remembered::CHECK_BUDGET);
     assert_eq!(check.os_probes, Remembered::CHECK_OS_PROBES);
+    assert_eq!(check.os_ticks, Remembered::CHECK_OS_TICKS);
     // The best so far of a program that ended mid-search: a full search from there.
     memory.settled = false;
     p.remembered = Some(memory);
     let search = race(search_strategy(&p));
     assert_eq!(search.budget, 20.0);
     assert_eq!(search.os_probes, RaceParams::default().os_probes);
+    assert_eq!(search.os_ticks, RaceParams::default().os_ticks);
 }
 
 #[test]
