@@ -114,6 +114,17 @@ impl Guardian {
         self.send(&format!("pid {pid}"));
     }
 
+    /// What the launched program writes before exec to tell the guardian its PID itself
+    /// (`pid PID`), so that it is known even if autopin dies before `spawn` returns.
+    pub fn pid_note(&self) -> Option<autopin_launch::PidNote> {
+        use std::os::fd::AsRawFd;
+        self.pipe.as_ref().map(|p| autopin_launch::PidNote {
+            fd: p.as_raw_fd(),
+            prefix: b"pid ".to_vec(),
+            suffix: b"\n".to_vec(),
+        })
+    }
+
     /// A file of autopin's, told before it is made (removing one that was never made, or
     /// is gone, costs nothing).
     pub fn file(&mut self, path: &Path) {

@@ -138,6 +138,22 @@ fn tell(msg: &str) {
     }
 }
 
+/// Engine: what the launched program writes before exec to tell the keeper its PID itself
+/// (`program PID`), so that it is known even if the engine dies before `spawn` returns (the
+/// program would run on as the keeper's child, unknown to it). None without a keeper.
+pub fn pid_note() -> Option<autopin_launch::PidNote> {
+    use std::os::fd::AsRawFd;
+    CHANNEL
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|s| autopin_launch::PidNote {
+            fd: s.as_raw_fd(),
+            prefix: b"program ".to_vec(),
+            suffix: Vec::new(),
+        })
+}
+
 /// Engine: the program was launched with this PID.
 pub fn tell_launched(pid: i32) {
     tell(&format!("program {pid}"));

@@ -176,6 +176,15 @@ impl LinuxPlatform {
                 spec.env.push((var.into(), "".into()));
             }
         }
+        // The program tells its guardian and its keeper its PID itself before exec: known
+        // to both even if autopin dies before spawn returns. (Told again below.)
+        spec.pid_notes = self
+            .guardian
+            .as_ref()
+            .and_then(|g| g.pid_note())
+            .into_iter()
+            .chain(crate::keeper::pid_note())
+            .collect();
         let launched = process::spawn(&spec).map_err(|e| EngineError::Launch {
             message: e.to_string(),
             exit_code: e.exit_code(),
