@@ -210,13 +210,28 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<i3
     forwarding.clear_child();
     let mut heard = Heard::default();
     let mut buf = [0u8; 128];
-    while let Ok(n) = sock.recv(&mut buf) {
-        heard.take(&String::from_utf8_lossy(&buf[..n]));
-    }
+    let mut drain = |heard: &mut Heard| {
+        while let Ok(n) = sock.recv(&mut buf) {
+            heard.take(&String::from_utf8_lossy(&buf[..n]));
+        }
+    };
+    drain(&mut heard);
     use std::os::unix::process::ExitStatusExt;
     let Some(sig) = status.signal() else {
         return Ok(status.code().unwrap_or(1));
     };
+    // An engine killed inside `spawn` leaves a child that tells its PID between fork and
+    // exec, maybe after the engine's end was seen: while such a child is ours, wait for its
+    // word (its note takes microseconds; 2 s for a loaded machine).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while heard.program.is_none()
+        && heard.exit_code.is_none()
+        && std::time::Instant::now() < deadline
+        && !unannounced_children().is_empty()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        drain(&mut heard);
+    }
     // The engine died. Whatever it had learnt of the program stands; else the program, now
     // ours, is waited for.
     let said = |text: String| {
@@ -238,6 +253,29 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<i3
     let code = wait_for(program).unwrap_or(128 + sig);
     forwarding.clear_child();
     Ok(code)
+}
+
+/// The keeper's children that may be a program the engine was launching when it died: not
+/// a guardian (it leaves autopin's session first thing: a session leader) and not ended.
+/// Empty where the kernel does not list children.
+fn unannounced_children() -> Vec<i32> {
+    let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten();
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .filter(|&pid| {
+            let Some(p) = Pid::from_raw(pid) else {
+                return false;
+            };
+            let leader = rustix::process::getsid(Some(p)).is_ok_and(|s| s == p);
+            !leader && !crate::process::attach_guard::is_zombie(std::path::Path::new("/proc"), pid)
+        })
+        .collect()
 }
 
 /// Waits for a process that is now the keeper's child; its exit code as a shell gives it.
