@@ -5,7 +5,9 @@
 //! executable with the same arguments as the *engine*, which launches and optimizes the
 //! program as before; the program is the engine's child and the keeper's grandchild. The
 //! engine tells the keeper, on a datagram socket with an abstract name (no file, nothing
-//! inherited by the program), the program's PID once launched and its exit code once reaped.
+//! inherited by the program), the program's PID once launched and its exit code once reaped;
+//! the program tells its PID itself too, between fork and exec, for an engine killed inside
+//! `spawn` (the keeper waits up to 2 s for that word while a child of its own may be it).
 //!
 //! - The engine ends in order: the keeper exits with the engine's code (which is the
 //!   program's status, passed through as ever).
