@@ -429,6 +429,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_child_writes_its_pid_notes_before_exec_and_a_closed_reader_costs_nothing() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let (mut read, write) = std::io::pipe().unwrap();
+        let (gone, closed) = std::io::pipe().unwrap();
+        drop(gone);
+        let mut spec = LaunchSpec::new("true", Vec::<OsString>::new());
+        spec.pid_notes = vec![
+            PidNote {
+                fd: closed.as_raw_fd(),
+                prefix: b"x ".to_vec(),
+                suffix: Vec::new(),
+            },
+            PidNote {
+                fd: write.as_raw_fd(),
+                prefix: b"pid ".to_vec(),
+                suffix: b"\n".to_vec(),
+            },
+        ];
+        let mut child = spawn(&spec).unwrap();
+        let pid = child.pid();
+        assert_eq!(child.wait().unwrap(), 0, "SIGPIPE from the closed reader");
+        drop((write, closed, spec));
+        let mut text = String::new();
+        read.read_to_string(&mut text).unwrap();
+        assert_eq!(text, format!("pid {pid}\n"));
+    }
+
+    #[test]
     fn preload_is_prepended() {
         assert_eq!(prepend_preload(OsStr::new("/a.so"), None), "/a.so");
         assert_eq!(
