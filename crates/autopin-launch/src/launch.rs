@@ -34,6 +34,65 @@ pub struct LaunchSpec {
     /// A measured run: stdin from /dev/null, stdout and stderr piped to us
     /// ([`Launched::take_output`]) instead of inherited.
     pub capture_output: bool,
+    /// Descriptors the child writes its own PID to before exec, one message each (see
+    /// [`PidNote`]): whoever reads them knows the program before it runs a line of its own
+    /// code, even if the launching process dies before `spawn` returns.
+    pub pid_notes: Vec<PidNote>,
+}
+
+/// One message `prefix PID suffix` the child writes (one `write(2)`) to `fd` before exec.
+/// The descriptor must stay open in this process until [`spawn`] returns (close-on-exec is
+/// fine: the program never holds it). A reader that is gone costs nothing: SIGPIPE is
+/// ignored while writing, and a failed write is not an error.
+#[derive(Clone, Debug)]
+pub struct PidNote {
+    pub fd: std::os::fd::RawFd,
+    pub prefix: Vec<u8>,
+    pub suffix: Vec<u8>,
+}
+
+/// The longest note written (the rest is cut): far more than any prefix used.
+const PID_NOTE_MAX: usize = 256;
+
+/// Writes every note with this process's PID; in the child between fork and exec, so only
+/// async-signal-safe calls (getpid, sigaction, write) on memory prepared before fork.
+fn write_pid_notes(notes: &[([u8; PID_NOTE_MAX], usize, usize, std::os::fd::RawFd)]) {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let mut digits = [0u8; 12];
+    let mut n = 0;
+    let mut v = pid.max(0) as u32;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    // SAFETY: sigaction with a zeroed struct and SIG_IGN installs no handler; the old
+    // disposition is put back before exec.
+    unsafe {
+        let mut ignore: libc::sigaction = std::mem::zeroed();
+        ignore.sa_sigaction = libc::SIG_IGN;
+        let mut old: libc::sigaction = std::mem::zeroed();
+        let ignored = libc::sigaction(libc::SIGPIPE, &ignore, &mut old) == 0;
+        for (buf, prefix, suffix, fd) in notes {
+            let mut msg = *buf;
+            // prefix, then the digits (stored backwards), then the suffix.
+            let mut len = *prefix;
+            for i in (0..n).rev() {
+                msg[len] = digits[i];
+                len += 1;
+            }
+            msg.copy_within(PID_NOTE_MAX - suffix..PID_NOTE_MAX, len);
+            len += suffix;
+            let _ = libc::write(*fd, msg.as_ptr().cast(), len);
+        }
+        if ignored {
+            libc::sigaction(libc::SIGPIPE, &old, std::ptr::null_mut());
+        }
+    }
 }
 
 impl LaunchSpec {
@@ -217,6 +276,30 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
             });
         }
     }
+    if !spec.pid_notes.is_empty() {
+        // Prepared before fork: each note's prefix at the start of its buffer, its suffix
+        // at the end (the PID goes between them in the child).
+        let notes: Vec<_> = spec
+            .pid_notes
+            .iter()
+            .map(|n| {
+                let prefix = n.prefix.len().min(PID_NOTE_MAX / 2);
+                let suffix = n.suffix.len().min(PID_NOTE_MAX / 2 - 16);
+                let mut buf = [0u8; PID_NOTE_MAX];
+                buf[..prefix].copy_from_slice(&n.prefix[..prefix]);
+                buf[PID_NOTE_MAX - suffix..].copy_from_slice(&n.suffix[..suffix]);
+                (buf, prefix, suffix, n.fd)
+            })
+            .collect();
+        // SAFETY: the closure makes only async-signal-safe calls (getpid, sigaction, write)
+        // on memory prepared before fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                write_pid_notes(&notes);
+                Ok(())
+            });
+        }
+    }
     if let Some(p) = &spec.mem_policy {
         let prepared = crate::mempolicy::PreparedMemPolicy::new(p);
         // SAFETY: apply() makes one system call on memory prepared before fork.
@@ -344,6 +427,35 @@ impl Launched {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_child_writes_its_pid_notes_before_exec_and_a_closed_reader_costs_nothing() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let (mut read, write) = std::io::pipe().unwrap();
+        let (gone, closed) = std::io::pipe().unwrap();
+        drop(gone);
+        let mut spec = LaunchSpec::new("true", Vec::<OsString>::new());
+        spec.pid_notes = vec![
+            PidNote {
+                fd: closed.as_raw_fd(),
+                prefix: b"x ".to_vec(),
+                suffix: Vec::new(),
+            },
+            PidNote {
+                fd: write.as_raw_fd(),
+                prefix: b"pid ".to_vec(),
+                suffix: b"\n".to_vec(),
+            },
+        ];
+        let mut child = spawn(&spec).unwrap();
+        let pid = child.pid();
+        assert_eq!(child.wait().unwrap(), 0, "SIGPIPE from the closed reader");
+        drop((write, closed, spec));
+        let mut text = String::new();
+        read.read_to_string(&mut text).unwrap();
+        assert_eq!(text, format!("pid {pid}\n"));
+    }
 
     #[test]
     fn preload_is_prepended() {

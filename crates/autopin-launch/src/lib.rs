@@ -17,4 +17,4 @@ pub mod mempolicy;
 pub mod signals;
 
 pub use exit::ExitStatus;
-pub use launch::{check_program, exit_code, spawn, LaunchError, LaunchSpec, Launched};
+pub use launch::{check_program, exit_code, spawn, LaunchError, LaunchSpec, Launched, PidNote};

@@ -2,15 +2,20 @@
 //! autopin, so that whatever ends autopin — SIGKILL, a crash, the OOM killer, a closed
 //! terminal — the program keeps running as it was.
 //!
-//! autopin starts it right after launching (or attaching to) the target and waits until it
-//! has read every thread's CPU mask — before autopin pins anything. The guardian leaves
+//! autopin starts it before it makes any file of its own: `attach` right before it takes its
+//! lock, `run` before the launch (the program's PID is told once it exists), and waits until
+//! it has read every thread's CPU mask (for `run`, the mask the program starts with is given)
+//! — before autopin pins anything. The guardian leaves
 //! autopin's session (signals for the terminal's process group do not reach it) and ignores
 //! INT, TERM, HUP, QUIT and PIPE. autopin then tells it, one line at a time on a pipe that
 //! only the two of them hold (close-on-exec: the target never inherits it):
 //!
+//! - `pid PID`: the target, launched after the guardian started (`autopin guard 0 MASK`);
+//!   its threads' masks are read then;
 //! - `decided` / `searching`: whether a decided pinning is in force;
 //! - `file PATH`: a file of autopin's to remove should autopin die (thread registry,
-//!   heartbeat channel); `dir PATH`: a directory of autopin's, removed once empty;
+//!   heartbeat channel, the preload library's copy while it is written), told before the
+//!   file is made; `dir PATH`: a directory of autopin's, removed once empty;
 //!   `lock PATH`: a lock file of autopin's (attach's one-per-process lock), removed only
 //!   while the guardian holds the lock itself, so a new autopin's lock is never taken away;
 //! - `masks`: read the threads' masks again (what they get back) — after autopin undid a
@@ -19,7 +24,8 @@
 //!
 //! The pipe closing without `done` means autopin died. While a search was running, every
 //! thread of the target gets back the mask it had when the guardian started (a thread born
-//! since then, the process's mask); with a decision in force, the decided pinning stays.
+//! since then, the process's mask); with a decision in force, the decided pinning stays;
+//! with no target told yet, there is nothing to restore.
 //! Then autopin's files are removed. The pipe's end is seen at once, so this happens within
 //! milliseconds of autopin's death.
 
@@ -48,18 +54,19 @@ pub struct Guardian {
 }
 
 impl Guardian {
-    /// Starts the guardian of `pid`; `mask`: what its threads had before autopin touched
+    /// Starts the guardian of `pid` (None: a program not launched yet, told with
+    /// [`Guardian::target`] once it is); `mask`: what its threads had before autopin touched
     /// them, when autopin knows it better than the threads' masks now (a launched program
     /// whose preload library pins at birth). Returns once the guardian holds the masks.
     /// `exe`: the autopin executable (its hidden `guard` subcommand runs [`serve`]).
     pub fn start(
         exe: &Path,
-        pid: i32,
+        pid: Option<i32>,
         mask: Option<&CpuSet>,
         leftovers: Leftovers,
     ) -> io::Result<Guardian> {
         let mut cmd = Command::new(exe);
-        cmd.arg(SUBCOMMAND).arg(pid.to_string());
+        cmd.arg(SUBCOMMAND).arg(pid.unwrap_or(0).to_string());
         if let Some(m) = mask {
             cmd.arg(m.to_string());
         }
@@ -102,6 +109,33 @@ impl Guardian {
         }
     }
 
+    /// The program launched after the guardian started (see [`Guardian::start`]).
+    pub fn target(&mut self, pid: i32) {
+        self.send(&format!("pid {pid}"));
+    }
+
+    /// What the launched program writes before exec to tell the guardian its PID itself
+    /// (`pid PID`), so that it is known even if autopin dies before `spawn` returns.
+    pub fn pid_note(&self) -> Option<autopin_launch::PidNote> {
+        use std::os::fd::AsRawFd;
+        self.pipe.as_ref().map(|p| autopin_launch::PidNote {
+            fd: p.as_raw_fd(),
+            prefix: b"pid ".to_vec(),
+            suffix: b"\n".to_vec(),
+        })
+    }
+
+    /// A file of autopin's, told before it is made (removing one that was never made, or
+    /// is gone, costs nothing).
+    pub fn file(&mut self, path: &Path) {
+        self.send(&format!("file {}", path.display()));
+    }
+
+    /// A directory of autopin's, told before it is made; removed once empty.
+    pub fn dir(&mut self, path: &Path) {
+        self.send(&format!("dir {}", path.display()));
+    }
+
     /// A lock file of autopin's, taken after the guardian started.
     pub fn lock(&mut self, path: &Path) {
         self.send(&format!("lock {}", path.display()));
@@ -132,28 +166,34 @@ impl Drop for Guardian {
 }
 
 /// The guardian's side (`autopin guard PID [MASK]`): see the module's documentation.
+/// `pid`: None until autopin says `pid PID` (a program launched after the guardian started).
 /// `input`: the pipe from autopin; `ready`: where to say that the masks are held.
-pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: impl Write) -> i32 {
+pub fn serve(
+    mut pid: Option<i32>,
+    mask: Option<CpuSet>,
+    input: impl io::Read,
+    mut ready: impl Write,
+) -> i32 {
     detach_from_autopin();
     let proc = crate::process::ProcFs::default();
-    let threads = || -> Vec<i32> {
-        proc.threads(pid)
+    let threads = |pid: Option<i32>| -> Vec<i32> {
+        pid.and_then(|p| proc.threads(p).ok())
             .map(|ts| ts.iter().map(|t| t.tid).collect())
             .unwrap_or_default()
     };
-    let read_masks = || {
+    let read_masks = |pid: Option<i32>| {
         let mut original: HashMap<i32, CpuSet> = HashMap::new();
-        for tid in threads() {
+        for tid in threads(pid) {
             if let Ok(m) = autopin_topology::affinity::get(tid) {
                 original.insert(tid, mask.clone().unwrap_or(m));
             }
         }
         let process_mask = mask
             .clone()
-            .or_else(|| autopin_topology::affinity::get(pid).ok());
+            .or_else(|| pid.and_then(|p| autopin_topology::affinity::get(p).ok()));
         (original, process_mask)
     };
-    let (mut original, mut process_mask) = read_masks();
+    let (mut original, mut process_mask) = read_masks(pid);
     if writeln!(ready, "ready")
         .and_then(|_| ready.flush())
         .is_err()
@@ -171,7 +211,7 @@ pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: im
             "done" => return 0,
             "decided" => decided = true,
             "searching" => decided = false,
-            "masks" => (original, process_mask) = read_masks(),
+            "masks" => (original, process_mask) = read_masks(pid),
             l => {
                 if let Some(p) = l.strip_prefix("file ") {
                     files.push(PathBuf::from(p));
@@ -179,13 +219,19 @@ pub fn serve(pid: i32, mask: Option<CpuSet>, input: impl io::Read, mut ready: im
                     dirs.push(PathBuf::from(p));
                 } else if let Some(p) = l.strip_prefix("lock ") {
                     locks.push(PathBuf::from(p));
+                } else if let Some(p) = l.strip_prefix("pid ") {
+                    // Never 0 or less: to the system calls that means this process, or many.
+                    if let Some(p) = p.trim().parse::<i32>().ok().filter(|p| *p > 0) {
+                        pid = Some(p);
+                        (original, process_mask) = read_masks(pid);
+                    }
                 }
             }
         }
     }
     // autopin is gone without a word.
     if !decided {
-        for tid in threads() {
+        for tid in threads(pid) {
             if let Some(m) = original.get(&tid).or(process_mask.as_ref()) {
                 let _ = autopin_topology::affinity::set(tid, m);
             }

@@ -5,7 +5,9 @@
 //! executable with the same arguments as the *engine*, which launches and optimizes the
 //! program as before; the program is the engine's child and the keeper's grandchild. The
 //! engine tells the keeper, on a datagram socket with an abstract name (no file, nothing
-//! inherited by the program), the program's PID once launched and its exit code once reaped.
+//! inherited by the program), the program's PID once launched and its exit code once reaped;
+//! the program tells its PID itself too, between fork and exec, for an engine killed inside
+//! `spawn` (the keeper waits up to 2 s for that word while a child of its own may be it).
 //!
 //! - The engine ends in order: the keeper exits with the engine's code (which is the
 //!   program's status, passed through as ever).
@@ -138,6 +140,22 @@ fn tell(msg: &str) {
     }
 }
 
+/// Engine: what the launched program writes before exec to tell the keeper its PID itself
+/// (`program PID`), so that it is known even if the engine dies before `spawn` returns (the
+/// program would run on as the keeper's child, unknown to it). None without a keeper.
+pub fn pid_note() -> Option<autopin_launch::PidNote> {
+    use std::os::fd::AsRawFd;
+    CHANNEL
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|s| autopin_launch::PidNote {
+            fd: s.as_raw_fd(),
+            prefix: b"program ".to_vec(),
+            suffix: Vec::new(),
+        })
+}
+
 /// Engine: the program was launched with this PID.
 pub fn tell_launched(pid: i32) {
     tell(&format!("program {pid}"));
@@ -194,13 +212,28 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<i3
     forwarding.clear_child();
     let mut heard = Heard::default();
     let mut buf = [0u8; 128];
-    while let Ok(n) = sock.recv(&mut buf) {
-        heard.take(&String::from_utf8_lossy(&buf[..n]));
-    }
+    let mut drain = |heard: &mut Heard| {
+        while let Ok(n) = sock.recv(&mut buf) {
+            heard.take(&String::from_utf8_lossy(&buf[..n]));
+        }
+    };
+    drain(&mut heard);
     use std::os::unix::process::ExitStatusExt;
     let Some(sig) = status.signal() else {
         return Ok(status.code().unwrap_or(1));
     };
+    // An engine killed inside `spawn` leaves a child that tells its PID between fork and
+    // exec, maybe after the engine's end was seen: while such a child is ours, wait for its
+    // word (its note takes microseconds; 2 s for a loaded machine).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while heard.program.is_none()
+        && heard.exit_code.is_none()
+        && std::time::Instant::now() < deadline
+        && !unannounced_children().is_empty()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        drain(&mut heard);
+    }
     // The engine died. Whatever it had learnt of the program stands; else the program, now
     // ours, is waited for.
     let said = |text: String| {
@@ -222,6 +255,29 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<i3
     let code = wait_for(program).unwrap_or(128 + sig);
     forwarding.clear_child();
     Ok(code)
+}
+
+/// The keeper's children that may be a program the engine was launching when it died: not
+/// a guardian (it leaves autopin's session first thing: a session leader) and not ended.
+/// Empty where the kernel does not list children.
+fn unannounced_children() -> Vec<i32> {
+    let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten();
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .filter(|&pid| {
+            let Some(p) = Pid::from_raw(pid) else {
+                return false;
+            };
+            let leader = rustix::process::getsid(Some(p)).is_ok_and(|s| s == p);
+            !leader && !crate::process::attach_guard::is_zombie(std::path::Path::new("/proc"), pid)
+        })
+        .collect()
 }
 
 /// Waits for a process that is now the keeper's child; its exit code as a shell gives it.

@@ -62,18 +62,18 @@ impl LinuxPlatform {
         self
     }
 
-    /// Starts the guardian of `pid` (see [`crate::guardian`]); a warning when it cannot.
-    fn guard(
-        &mut self,
-        pid: i32,
-        mask: Option<&CpuSet>,
-        leftovers: crate::guardian::Leftovers,
-        warnings: &mut Vec<String>,
-    ) {
+    /// Starts the guardian of `pid` (None: a program launched later; see
+    /// [`crate::guardian`]); a warning when it cannot.
+    fn guard(&mut self, pid: Option<i32>, mask: Option<&CpuSet>, warnings: &mut Vec<String>) {
         let Some(exe) = self.guardian_exe.as_deref() else {
             return;
         };
-        match crate::guardian::Guardian::start(exe, pid, mask, leftovers) {
+        match crate::guardian::Guardian::start(
+            exe,
+            pid,
+            mask,
+            crate::guardian::Leftovers::default(),
+        ) {
             Ok(g) => self.guardian = Some(g),
             Err(e) => warnings.push(format!(
                 "no guardian ({e}): should autopin be killed mid-search, the program keeps the probe's CPUs"
@@ -81,10 +81,26 @@ impl LinuxPlatform {
         }
     }
 
+    /// Tells the guardian (if any) a file of autopin's before it is made.
+    fn guard_file(&mut self, path: &std::path::Path) {
+        if let Some(g) = self.guardian.as_mut() {
+            g.file(path);
+        }
+    }
+
     fn launch(&mut self, argv: &[String], opts: &LaunchOptions) -> Result<Started, EngineError> {
+        let mut warnings = Vec::new();
+        // The mask the program starts with (it inherits ours) is what it gets back should
+        // autopin die mid-search.
+        let start_mask = autopin_topology::affinity::get(0).ok();
+        // The guardian first, before autopin has a file to leave behind: every file is told
+        // to it before it is made, and the program's PID once it exists.
+        self.guard(None, start_mask.as_ref(), &mut warnings);
         // The channel a launched program beats into (an attached one cannot be given it, so
         // attach makes none: a file less to leave behind).
-        let (channel, heartbeat) = HeartbeatChannel::create(&std::env::temp_dir())
+        let heartbeat = HeartbeatChannel::fresh_path(&std::env::temp_dir());
+        self.guard_file(&heartbeat);
+        let (channel, heartbeat) = HeartbeatChannel::create_at(&heartbeat)
             .map_err(|e| EngineError::os(format!("heartbeat channel: {e}")))?;
         self.heartbeat = Some(channel);
         let mut spec = LaunchSpec::new(&argv[0], &argv[1..]);
@@ -103,7 +119,6 @@ impl LinuxPlatform {
                 Err(_) => (None, false),
             };
         spec.mem_policy = opts.mem_policy.clone();
-        let mut warnings = Vec::new();
         let pin_at_birth = opts.pin_at_birth.is_some();
         if let Some(cpus) = &opts.pin_at_birth {
             let plan = PinPlan::new(cpus.clone(), opts.skip.clone())
@@ -112,12 +127,17 @@ impl LinuxPlatform {
         }
         // The preload library records every thread in the registry, in creation order;
         // without it (static binaries) /proc scanning finds them.
-        let mut registry = process::Registry::create(4096).ok();
+        let registry_dir = process::Registry::fresh_dir();
+        if let Some(g) = self.guardian.as_mut() {
+            g.dir(&registry_dir);
+            g.file(&process::Registry::file_in(&registry_dir));
+        }
+        let mut registry = process::Registry::create_at(&registry_dir, 4096).ok();
         if let Some(r) = &registry {
             spec.env.push(r.env());
         }
         if pin_at_birth || registry.is_some() {
-            match process::preload_library() {
+            match process::preload_library_telling(&mut |copy| self.guard_file(copy)) {
                 Ok(p) => spec.preload = Some(p),
                 Err(e) => {
                     registry = None;
@@ -157,28 +177,24 @@ impl LinuxPlatform {
                 spec.env.push((var.into(), "".into()));
             }
         }
-        // The mask the program starts with (it inherits ours) is what it gets back should
-        // autopin die mid-search.
-        let start_mask = autopin_topology::affinity::get(0).ok();
+        // The program tells its guardian and its keeper its PID itself before exec: known
+        // to both even if autopin dies before spawn returns. (Told again below.)
+        spec.pid_notes = self
+            .guardian
+            .as_ref()
+            .and_then(|g| g.pid_note())
+            .into_iter()
+            .chain(crate::keeper::pid_note())
+            .collect();
         let launched = process::spawn(&spec).map_err(|e| EngineError::Launch {
             message: e.to_string(),
             exit_code: e.exit_code(),
         })?;
         let pid = launched.pid();
+        if let Some(g) = self.guardian.as_mut() {
+            g.target(pid);
+        }
         crate::keeper::tell_launched(pid);
-        let registry_path = registry.as_ref().map(|r| r.path().to_path_buf());
-        let files: Vec<&std::path::Path> = registry_path
-            .iter()
-            .map(|p| p.as_path())
-            .chain([heartbeat.as_path()])
-            .collect();
-        let dirs: Vec<&std::path::Path> = registry_path.iter().filter_map(|p| p.parent()).collect();
-        let leftovers = crate::guardian::Leftovers {
-            files: &files,
-            dirs: &dirs,
-            locks: &[],
-        };
-        self.guard(pid, start_mask.as_ref(), leftovers, &mut warnings);
         let preload_active = preload_reaches && registry.is_some();
         let mut threads = ProcThreads::new(pid, opts.skip.clone(), Lifetime::Child(launched));
         if let Some(r) = registry {
@@ -262,12 +278,7 @@ impl LinuxPlatform {
         let mut warnings = Vec::new();
         // The guardian first, before autopin has a file to leave behind: every file after
         // this is handed to it as it is made.
-        self.guard(
-            pid,
-            None,
-            crate::guardian::Leftovers::default(),
-            &mut warnings,
-        );
+        self.guard(Some(pid), None, &mut warnings);
         // One autopin per process; a pinning an earlier autopin left in force is undone
         // first, so the CPUs the process had are what it may use again.
         let mark = self.take_attach_mark(pid, &mut warnings)?;

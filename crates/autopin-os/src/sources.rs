@@ -716,12 +716,17 @@ mod tests {
         let mut m = ProcCpuMeter::new(None);
         let tid = rustix::thread::gettid().as_raw_pid() as u32;
         let a = m.cpu_seconds(tid).expect("schedstat of our thread");
+        // Spins until the meter sees 10 ms of CPU (a loaded machine gives a 50 ms spin less
+        // than that); within 5 s, or it sees nothing.
         let t = Instant::now();
         let mut x = 0u64;
-        while t.elapsed().as_millis() < 50 {
-            x = x.wrapping_add(std::hint::black_box(1));
+        let mut b = a;
+        while b - a <= 0.01 && t.elapsed().as_secs() < 5 {
+            for _ in 0..100_000 {
+                x = x.wrapping_add(std::hint::black_box(1));
+            }
+            b = m.cpu_seconds(tid).unwrap();
         }
-        let b = m.cpu_seconds(tid).unwrap();
         assert!(b - a > 0.01, "{a} → {b} ({x})");
     }
 

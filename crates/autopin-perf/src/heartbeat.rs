@@ -180,10 +180,28 @@ pub struct HeartbeatChannel {
 impl HeartbeatChannel {
     /// Create a fresh, initialised channel file in `dir` (mode 0600, removed on drop).
     pub fn create(dir: &Path) -> Result<(HeartbeatChannel, PathBuf), PerfError> {
-        use std::os::unix::fs::OpenOptionsExt;
+        Self::create_at(&Self::fresh_path(dir))
+    }
+
+    /// A name in `dir` no channel has (this process's PID, a counter and the clock), for
+    /// [`HeartbeatChannel::create_at`]: known before the file exists, so a guardian can be
+    /// told it first.
+    pub fn fresh_path(dir: &Path) -> PathBuf {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = dir.join(format!("autopin-heartbeat-{}-{n}", std::process::id()));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        dir.join(format!(
+            "autopin-heartbeat-{}-{n}-{nanos:x}",
+            std::process::id()
+        ))
+    }
+
+    /// Create the channel file `path`, which must not exist (mode 0600, removed on drop).
+    pub fn create_at(path: &Path) -> Result<(HeartbeatChannel, PathBuf), PerfError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = path.to_path_buf();
         let file = OpenOptions::new()
             .read(true)
             .write(true)

@@ -54,6 +54,13 @@ pub fn cache_dir() -> PathBuf {
 /// Returns the path of the preload library to put in `LD_PRELOAD`: `$AUTOPIN_PRELOAD` if
 /// set, else the embedded library written (once, atomically) into [`cache_dir`].
 pub fn install() -> io::Result<PathBuf> {
+    install_telling(&mut |_| {})
+}
+
+/// [`install`], calling `before_write` with the path of the temporary copy before it is made
+/// (the copy is renamed into place once written): a guardian that is told it removes it
+/// should autopin die while it is written.
+pub fn install_telling(before_write: &mut dyn FnMut(&Path)) -> io::Result<PathBuf> {
     if let Some(p) = std::env::var_os(OVERRIDE_ENV).filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         if !p.is_file() {
@@ -72,7 +79,7 @@ pub fn install() -> io::Result<PathBuf> {
         })?;
         return Ok(p);
     }
-    install_into(&cache_dir(), PRELOAD_SO)
+    install_into_telling(&cache_dir(), PRELOAD_SO, before_write)
 }
 
 /// The ELF machine number of the architecture autopin was built for.
@@ -166,6 +173,15 @@ pub fn check_shared_library(path: &Path) -> Result<(), NotPreloadable> {
 /// `dir` is created 0700 and must be a real directory owned by us and closed to others,
 /// since whatever lies there gets loaded into the user's programs.
 pub fn install_into(dir: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
+    install_into_telling(dir, bytes, &mut |_| {})
+}
+
+/// [`install_into`], calling `before_write` with the temporary copy's path before it is made.
+pub fn install_into_telling(
+    dir: &Path,
+    bytes: &[u8],
+    before_write: &mut dyn FnMut(&Path),
+) -> io::Result<PathBuf> {
     ensure_private_dir(dir)?;
     let name = format!("libautopin_preload-{:016x}.so", content_hash(bytes));
     let target = dir.join(name);
@@ -176,6 +192,7 @@ pub fn install_into(dir: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
     }
     // Write beside the target and rename, so a concurrent autopin never maps half a file.
     let tmp = dir.join(format!(".tmp-{}-{:x}", std::process::id(), nanos()));
+    before_write(&tmp);
     let result = (|| {
         let mut f = fs::OpenOptions::new()
             .write(true)

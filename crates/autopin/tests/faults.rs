@@ -5,6 +5,8 @@
 //! seed, so a failure names a moment that can be replayed. Under `run`, every other moment
 //! kills the engine instead of the process the shell waits for (the keeper), as a crash or
 //! the OOM killer would: the program's exit status must then still reach that shell.
+//! `autopin run` is also killed in its first 100 ms, while it makes the files the program
+//! needs at birth: none may be left.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -286,5 +288,176 @@ fn attach_killed_at_twenty_moments_leaves_the_program_as_it_was() {
         }
     }
     stop(target);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// What kills `autopin run` in its first moments.
+#[derive(Clone, Copy, Debug)]
+enum Killed {
+    /// The process the shell waits for (the engine follows: its parent-death signal).
+    Keeper,
+    /// The engine alone (a crash, the OOM killer); the keeper before the engine exists.
+    Engine,
+    /// The whole process group at once (the program too), as `kill -9 -PGID` does.
+    Group,
+}
+
+/// When the kill comes: that long after the start, or as soon as autopin's first file (the
+/// heartbeat channel) or the preload library's copy (being written, or renamed into place)
+/// is seen in its TMPDIR.
+#[derive(Clone, Copy, Debug)]
+enum When {
+    After(Duration),
+    FirstFile,
+    PreloadCopy,
+}
+
+/// Everything under `dir` but the per-user cache autopin keeps on purpose (`autopin/` with
+/// the extracted preload library): files and directories alike.
+fn strays(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            let cache = d == dir && e.file_name() == "autopin";
+            let library = d != dir && {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with("libautopin_preload-") && n.ends_with(".so")
+            };
+            if p.is_dir() {
+                todo.push(p.clone());
+            }
+            if !cache && !library {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Waits until `seen` says yes of autopin's scratch directory; false after `within`.
+fn watch_for(dir: &Path, within: Duration, seen: impl Fn(&Path) -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if seen(dir) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    false
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// `autopin run` killed in its first 100 ms — before, while and after it makes the files the
+/// program needs at birth (the preload library's copy, the thread registry, the heartbeat
+/// channel) — leaves none of them: its guardian exists before the first one and removes them
+/// (in milliseconds; up to 2 s are allowed here for a loaded machine). When the engine alone
+/// dies after the launch, the keeper still ends with the program's exit status.
+#[test]
+fn run_killed_in_its_first_moments_leaves_no_file() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let mine = autopin_testkit::own_cpu_list();
+    let ms = |m| When::After(Duration::from_millis(m));
+    let moments = [
+        ms(0),
+        ms(10),
+        ms(20),
+        ms(40),
+        ms(70),
+        ms(100),
+        When::FirstFile,
+        When::PreloadCopy,
+    ];
+    let mut failures = Vec::new();
+    for when in moments {
+        for how in [Killed::Keeper, Killed::Engine, Killed::Group] {
+            let scratch = Scratch::new();
+            let dir = scratch.0.path();
+            let pids = tempfile::tempdir().unwrap();
+            let pidfile = pids.path().join("pid");
+            let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
+            scratch.apply(&mut cmd);
+            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+            let mut autopin = cmd
+                .arg("run")
+                .args(search_args(&mine))
+                .args(["--", "sh", "-c"])
+                .arg(format!(
+                    "echo $$ > '{}'; sleep 0.3; exit 7",
+                    pidfile.display()
+                ))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let caught = match when {
+                When::After(at) => {
+                    std::thread::sleep(at);
+                    true
+                }
+                When::FirstFile => watch_for(dir, Duration::from_secs(5), |d| {
+                    names_in(d).iter().any(|n| n != "autopin")
+                }),
+                When::PreloadCopy => watch_for(dir, Duration::from_secs(5), |d| {
+                    names_in(&d.join("autopin"))
+                        .iter()
+                        .any(|n| n.starts_with(".tmp-") || n.starts_with("libautopin_preload-"))
+                }),
+            };
+            let group = rustix::process::Pid::from_child(&autopin);
+            let engine = match how {
+                Killed::Engine => engine_of(&autopin),
+                _ => None,
+            };
+            match (how, engine) {
+                (Killed::Group, _) => {
+                    rustix::process::kill_process_group(group, rustix::process::Signal::KILL)
+                        .unwrap()
+                }
+                (_, Some(e)) => rustix::process::kill_process(
+                    rustix::process::Pid::from_raw(e as i32).unwrap(),
+                    rustix::process::Signal::KILL,
+                )
+                .unwrap(),
+                (_, None) => {
+                    rustix::process::kill_process(group, rustix::process::Signal::KILL).unwrap()
+                }
+            }
+            let killed = Instant::now();
+            let name = format!("{how:?} killed at {when:?}");
+            if !caught {
+                failures.push(format!("{name}: no file of autopin's seen in 5 s"));
+            }
+            let clean = watch_for(dir, Duration::from_secs(2), |d| strays(d).is_empty());
+            if !clean {
+                failures.push(format!(
+                    "{name}: left after {:.1} s: {:?}",
+                    killed.elapsed().as_secs_f64(),
+                    strays(dir)
+                ));
+            }
+            // A killed engine's keeper waits for the program, which ends with 7; with no
+            // program launched, it ends as its engine did.
+            let code = autopin.wait().unwrap().code();
+            if engine.is_some() {
+                let launched = pidfile.exists();
+                let want = if launched { 7 } else { 128 + 9 };
+                if code != Some(want) {
+                    failures.push(format!(
+                        "{name}: the keeper ended with {code:?}, not {want} (program launched: {launched})"
+                    ));
+                }
+            }
+        }
+    }
     assert!(failures.is_empty(), "{failures:#?}");
 }

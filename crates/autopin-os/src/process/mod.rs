@@ -38,3 +38,11 @@ pub use registry::{Registry, ThreadState, TrackedThread};
 pub fn preload_library() -> std::io::Result<std::path::PathBuf> {
     autopin_preload::install()
 }
+
+/// [`preload_library`], calling `before_write` with the path of the temporary copy before
+/// it is made (see [`autopin_preload::install_telling`]).
+pub fn preload_library_telling(
+    before_write: &mut dyn FnMut(&std::path::Path),
+) -> std::io::Result<std::path::PathBuf> {
+    autopin_preload::install_telling(before_write)
+}

@@ -95,12 +95,43 @@ impl Registry {
     /// Creates a registry for up to `capacity` threads in a new private (0700) directory
     /// under the temp dir.
     pub fn create(capacity: u32) -> io::Result<Registry> {
+        Self::create_at(&Self::fresh_dir(), capacity)
+    }
+
+    /// A directory name under the temp dir no registry has (this process's PID and the
+    /// clock), for [`Registry::create_at`]: known before anything exists, so a guardian
+    /// can be told it (and [`Registry::file_in`]) first.
+    pub fn fresh_dir() -> PathBuf {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        std::env::temp_dir().join(format!("autopin-reg-{}-{n}-{nanos:x}", std::process::id()))
+    }
+
+    /// The registry file [`Registry::create_at`] makes in `dir`.
+    pub fn file_in(dir: &Path) -> PathBuf {
+        dir.join("threads.reg")
+    }
+
+    /// Creates a registry for up to `capacity` threads in the new private (0700) directory
+    /// `dir`, which must not exist; the directory is removed on drop.
+    pub fn create_at(dir: &Path, capacity: u32) -> io::Result<Registry> {
         use std::os::unix::fs::PermissionsExt;
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: not a directory to create", dir.display()),
+            ));
+        };
         // Private: whoever can write the file can make the engine pin arbitrary tids.
+        // No random part: the name is the one given (a directory there already is an error).
         let dir = tempfile::Builder::new()
-            .prefix("autopin-reg-")
+            .prefix(name)
+            .rand_bytes(0)
             .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir()?;
+            .tempdir_in(parent)?;
         Self::create_in(dir, capacity)
     }
 
@@ -111,7 +142,7 @@ impl Registry {
                 "registry capacity must be at least 1",
             ));
         }
-        let path = dir.path().join("threads.reg");
+        let path = Self::file_in(dir.path());
         let len = HEADER + SLOT * capacity as usize + 8 + 4 * FORK_SLOTS;
         let mut f = OpenOptions::new()
             .read(true)

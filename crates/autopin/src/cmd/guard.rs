@@ -7,7 +7,7 @@ use autopin_topology::CpuSet;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The process to guard
+    /// The process to guard (0: a program launched later, told on standard input)
     pid: i32,
     /// What its threads had before autopin touched them (default: their masks now)
     mask: Option<String>,
@@ -21,7 +21,7 @@ pub fn run(args: Args) -> CmdResult {
         None => None,
     };
     Ok(autopin_os::guardian::serve(
-        args.pid,
+        (args.pid > 0).then_some(args.pid),
         mask,
         std::io::stdin(),
         std::io::stdout(),
