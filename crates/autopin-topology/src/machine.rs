@@ -292,6 +292,32 @@ impl Machine {
                 return Err("the NUMA distance matrix does not match the number of nodes".into());
             }
         }
+        for (i, b) in self.pci_bridges.iter().enumerate() {
+            if b.parent.is_some_and(|p| p >= i) {
+                return Err(format!(
+                    "PCI bridge {i} names a parent bridge that does not come before it"
+                ));
+            }
+            if b.attached_to >= self.objects.len() {
+                return Err(format!(
+                    "PCI bridge {i} is attached to an object that does not exist"
+                ));
+            }
+        }
+        for d in self.io.iter().chain(&self.pci_other) {
+            if d.attached_to >= self.objects.len() {
+                return Err(format!(
+                    "PCI device {} is attached to an object that does not exist",
+                    d.busid
+                ));
+            }
+            if d.bridge.is_some_and(|b| b >= self.pci_bridges.len()) {
+                return Err(format!(
+                    "PCI device {} sits behind a bridge that does not exist",
+                    d.busid
+                ));
+            }
+        }
         for n in &self.numa_nodes {
             if n.attached_to >= self.objects.len() {
                 return Err(format!(
