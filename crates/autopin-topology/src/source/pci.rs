@@ -187,13 +187,22 @@ fn upstream(link: &Path, busid: &str) -> Upstream {
     }
 }
 
-/// A PCI-to-PCI bridge's secondary and subordinate bus, from its configuration space
-/// (bytes 0x19 and 0x1a of a type-1 header), else from its `pci_bus/DDDD:SS` entry.
+/// A PCI-to-PCI bridge's secondary and subordinate bus: what the kernel says
+/// (`secondary_bus_number`, `subordinate_bus_number`), else its configuration space (bytes
+/// 0x19 and 0x1a of a type-1 header, what older dumps have), else its `pci_bus/DDDD:SS`
+/// entry.
 fn bridge_buses(dir: &Path, d: &PciDevice) -> Option<(u8, u8)> {
     if d.class != 0x0604 {
         return None;
     }
-    let config = std::fs::read(dir.join("config")).unwrap_or_default();
+    let number = |f: &str| text(&dir.join(f)).and_then(|t| t.parse::<u8>().ok());
+    if let (Some(a), Some(b)) = (
+        number("secondary_bus_number"),
+        number("subordinate_bus_number"),
+    ) {
+        return Some((a, b));
+    }
+    let config = config(dir);
     if config.len() > 0x1a {
         if config[0x0e] & 0x7f != 1 {
             return None;
@@ -214,8 +223,37 @@ fn bridge_buses(dir: &Path, d: &PciDevice) -> Option<(u8, u8)> {
     Some((bus, bus))
 }
 
-/// The link speed hwloc computes from the PCI Express capability's link status: GT/s per
-/// lane after encoding (8b/10b up to 5 GT/s, 128b/130b above) times the width, in MB/s.
+/// The configuration space, unless the device sleeps: reading it through sysfs would wake
+/// a runtime-suspended device (a laptop's idle GPU) every time autopin looks.
+fn config(dir: &Path) -> Vec<u8> {
+    if text(&dir.join("power/runtime_status"))
+        .is_some_and(|s| s == "suspended" || s == "suspending")
+    {
+        return Vec::new();
+    }
+    std::fs::read(dir.join("config")).unwrap_or_default()
+}
+
+/// The link speed in MB/s, as hwloc computes it: GT/s per lane after encoding (8b/10b up
+/// to 5 GT/s, 128b/130b above) times the width, from `current_link_speed` and
+/// `current_link_width` (`8.0 GT/s PCIe`, `16`), else from the configuration space.
+fn link_speed(dir: &Path) -> Option<u32> {
+    let speed = text(&dir.join("current_link_speed"))
+        .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok());
+    let width = text(&dir.join("current_link_width")).and_then(|t| t.parse::<u32>().ok());
+    match (speed, width) {
+        (Some(gts), Some(w)) => mbs(gts, w),
+        _ => link_mbs(&config(dir)),
+    }
+}
+
+fn mbs(gts: f64, width: u32) -> Option<u32> {
+    let encoding = if gts <= 5.0 { 0.8 } else { 128.0 / 130.0 };
+    let gbs = gts * encoding * f64::from(width) / 8.0;
+    (gbs > 0.0 && gbs < 1e6).then(|| (gbs * 1000.0).round() as u32)
+}
+
+/// The link speed from the PCI Express capability's link status register.
 fn link_mbs(config: &[u8]) -> Option<u32> {
     if config.len() < 0x40 || config[0x06] & 0x10 == 0 {
         return None;
@@ -231,14 +269,13 @@ fn link_mbs(config: &[u8]) -> Option<u32> {
             0x10 => {
                 let sta = u16::from_le_bytes([config[ptr + 0x12], config[ptr + 0x13]]);
                 let speed = u32::from(sta & 0xf);
-                let width = f64::from((sta & 0x3f0) >> 4);
-                let lane = if speed <= 2 {
-                    2.5 * f64::from(speed) * 0.8
+                let width = u32::from((sta & 0x3f0) >> 4);
+                let gts = if speed <= 2 {
+                    2.5 * f64::from(speed)
                 } else {
-                    8.0 * f64::from(1u32 << (speed - 3).min(8)) * 128.0 / 130.0
+                    8.0 * f64::from(1u32 << (speed - 3).min(8))
                 };
-                let gbs = lane * width / 8.0;
-                return (gbs > 0.0).then(|| (gbs * 1000.0).round() as u32);
+                return mbs(gts, width);
             }
             _ => ptr = usize::from(config[ptr + 1]),
         }
@@ -276,7 +313,7 @@ fn device(dir: &Path, name: &str) -> Option<PciDevice> {
         os_devices: Vec::new(),
         attached_to: 0,
         bridge: None,
-        link_mbs: link_mbs(&std::fs::read(dir.join("config")).unwrap_or_default()),
+        link_mbs: link_speed(dir),
     })
 }
 
@@ -326,4 +363,30 @@ fn pci_of(entry: &Path) -> Option<String> {
             .then(|| parse_busid(&s))
             .flatten()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// hwloc's numbers: PCIe 1 x1 is 0.25 GB/s, PCIe 2 x8 4 GB/s, PCIe 3 x16 15.75 GB/s.
+    #[test]
+    fn link_speeds_as_hwloc_computes_them() {
+        assert_eq!(mbs(2.5, 1), Some(250));
+        assert_eq!(mbs(5.0, 8), Some(4000));
+        assert_eq!(mbs(8.0, 16), Some(15754));
+        assert_eq!(mbs(8.0, 0), None);
+        // The same from a configuration space: status register 0x0103 (x16, 8 GT/s) in a
+        // PCI Express capability at 0x40.
+        let mut config = vec![0u8; 0x100];
+        config[0x06] = 0x10;
+        config[0x34] = 0x40;
+        config[0x40] = 0x10;
+        config[0x52] = 0x03;
+        config[0x53] = 0x01;
+        assert_eq!(link_mbs(&config), Some(15754));
+        config[0x06] = 0;
+        assert_eq!(link_mbs(&config), None);
+        assert_eq!(link_mbs(&[]), None);
+    }
 }
