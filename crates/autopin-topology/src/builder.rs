@@ -193,6 +193,8 @@ impl Builder {
         });
         let mut m = Machine {
             io: Vec::new(),
+            pci_bridges: Vec::new(),
+            pci_other: Vec::new(),
             objects: tree,
             numa_nodes,
             numa_distances,

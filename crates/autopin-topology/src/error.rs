@@ -48,6 +48,14 @@ pub enum InvalidTree {
     DistanceShape,
     #[error("NUMA node {0} is attached to an object that does not exist")]
     NumaAttachedToNothing(u32),
+    #[error("PCI bridge {0} names a parent bridge that does not come before it")]
+    BridgeParentAfter(usize),
+    #[error("PCI bridge {0} is attached to an object that does not exist")]
+    BridgeAttachedToNothing(usize),
+    #[error("PCI device {0} is attached to an object that does not exist")]
+    PciAttachedToNothing(String),
+    #[error("PCI device {0} sits behind a bridge that does not exist")]
+    PciBehindMissingBridge(String),
 }
 
 /// Why a text is not a topology JSON document ([`crate::source::json::from_str`]).

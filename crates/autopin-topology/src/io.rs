@@ -5,11 +5,16 @@
 //! smallest one that holds them), which is where lstopo draws its host bridge. What a
 //! machine answers about its devices (`Machine::gpus`, `io_device`, `attach_io`) is in
 //! `machine.rs`.
+//!
+//! The PCI tree itself, what `lstopo --whole-io` shows, is kept beside the list: host
+//! bridges and PCI-to-PCI bridges (`Machine::pci_bridges`, parents before children, in
+//! lstopo's order), the devices lstopo leaves out by default (`Machine::pci_other`), and
+//! for every device the bridge it sits behind (`PciDevice::bridge`).
 
 use crate::cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
 
-/// One PCI device (bridges are not kept: they carry no locality of their own).
+/// One PCI device (bridges are [`PciBridge`]s).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PciDevice {
     /// `domain:bus:device.function`, e.g. `0000:3b:00.0` (domains of 16 or 32 bits).
@@ -30,6 +35,93 @@ pub struct PciDevice {
     /// set by `Machine::attach_io`).
     #[serde(default)]
     pub attached_to: usize,
+    /// The bridge it sits behind, an index into `Machine::pci_bridges`, where the source
+    /// tells the PCI tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridge: Option<usize>,
+    /// Link speed in MB/s (10^6 bytes per second, all lanes, after encoding), as hwloc
+    /// computes it, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_mbs: Option<u32>,
+}
+
+/// A host bridge (the root of a PCI domain's buses, no PCI function of its own) or a
+/// PCI-to-PCI bridge (class `0x0604`), as lstopo shows them under `--whole-io`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PciBridge {
+    /// The bridge's own bus id; `None` for a host bridge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busid: Option<String>,
+    #[serde(default)]
+    pub vendor: u16,
+    #[serde(default)]
+    pub device: u16,
+    /// The PCI domain of the buses below it.
+    pub domain: u32,
+    /// The first and last bus number below it.
+    pub secondary_bus: u8,
+    pub subordinate_bus: u8,
+    /// The bridge above it (an index into `Machine::pci_bridges`); `None` for a host bridge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<usize>,
+    /// CPUs local to it (a host bridge's are its first device's, as hwloc takes them).
+    pub local_cpus: CpuSet,
+    /// The CPU-side object its host bridge hangs from (set by `Machine::attach_io`).
+    #[serde(default)]
+    pub attached_to: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_mbs: Option<u32>,
+}
+
+impl PciBridge {
+    pub fn is_host(&self) -> bool {
+        self.busid.is_none()
+    }
+
+    /// `0000:[04-04]`, the buses below it as lstopo writes them.
+    pub fn buses(&self) -> String {
+        format!(
+            "{:04x}:[{:02x}-{:02x}]",
+            self.domain, self.secondary_bus, self.subordinate_bus
+        )
+    }
+
+    /// `HostBridge` or `PCIBridge`.
+    pub fn type_name(&self) -> &'static str {
+        if self.is_host() {
+            "HostBridge"
+        } else {
+            "PCIBridge"
+        }
+    }
+
+    /// lstopo -v's line, `L#` being `index` (its position in `Machine::pci_bridges`):
+    /// `PCIBridge L#1 (busid=0000:00:03.0 id=8086:340a class=0604(PCIBridge) buses=0000:[01-01])`.
+    pub fn verbose_label(&self, index: usize) -> String {
+        let mut attrs = Vec::new();
+        if let Some(b) = &self.busid {
+            attrs.push(format!("busid={b}"));
+            attrs.push(format!("id={:04x}:{:04x}", self.vendor, self.device));
+            attrs.push("class=0604(PCIBridge)".to_string());
+        }
+        if let Some(l) = self.link_mbs {
+            attrs.push(link_text(l));
+        }
+        attrs.push(format!("buses={}", self.buses()));
+        format!("{} L#{index} ({})", self.type_name(), attrs.join(" "))
+    }
+}
+
+/// `link=0.25GB/s`, hwloc's way.
+fn link_text(mbs: u32) -> String {
+    format!("link={:.2}GB/s", f64::from(mbs) / 1000.0)
+}
+
+/// What lstopo shows without `--whole-io` (hwloc's "important" PCI classes): storage,
+/// network, display, unclassified, co-processors, accelerators, fibre channel, InfiniBand.
+pub fn important_class(class: u16) -> bool {
+    matches!(class >> 8, 0x00 | 0x01 | 0x02 | 0x03 | 0x0b | 0x12)
+        || matches!(class, 0x0c04 | 0x0c06)
 }
 
 /// A device as the OS names it.
@@ -127,6 +219,25 @@ impl PciDevice {
             self.vendor,
             self.device
         )
+    }
+
+    /// lstopo -v's line, `L#` being `index`:
+    /// `PCI L#0 (busid=0000:01:00.0 id=1000:0079 class=0104(RAID) link=0.50GB/s)`.
+    pub fn verbose_label(&self, index: usize) -> String {
+        let mut s = format!(
+            "PCI L#{index} (busid={} id={:04x}:{:04x} class={:04x}({})",
+            self.busid,
+            self.vendor,
+            self.device,
+            self.class,
+            self.class_name()
+        );
+        if let Some(l) = self.link_mbs {
+            s.push(' ');
+            s.push_str(&link_text(l));
+        }
+        s.push(')');
+        s
     }
 
     /// The device with its OS devices: `PCI 0000:01:00.0 (RAID 1000:0079) Storage "sda"`.

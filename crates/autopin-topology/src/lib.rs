@@ -15,6 +15,6 @@ pub mod view;
 
 pub use cpuset::{CpuListError, CpuSet};
 pub use error::{InvalidTree, JsonTopologyError, Result, TopologyError};
-pub use io::{OsDevice, OsDeviceKind, PciDevice};
-pub use machine::FlatPu;
+pub use io::{OsDevice, OsDeviceKind, PciBridge, PciDevice};
+pub use machine::{FlatPu, PciChild};
 pub use model::*;

@@ -6,6 +6,14 @@ use crate::model::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// One node of the PCI tree below a bridge or CPU-side object ([`Machine::pci_children`]).
+#[derive(Debug, Clone, Copy)]
+pub enum PciChild<'a> {
+    /// A bridge and its index in `Machine::pci_bridges`.
+    Bridge(usize, &'a crate::io::PciBridge),
+    Device(&'a crate::io::PciDevice),
+}
+
 /// One PU as the flat JSON view (`pus`) shows it; ids are unique per object (its `ObjId`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlatPu {
@@ -287,6 +295,22 @@ impl Machine {
                 return Err(InvalidTree::DistanceShape);
             }
         }
+        for (i, b) in self.pci_bridges.iter().enumerate() {
+            if b.parent.is_some_and(|p| p >= i) {
+                return Err(InvalidTree::BridgeParentAfter(i));
+            }
+            if b.attached_to >= self.objects.len() {
+                return Err(InvalidTree::BridgeAttachedToNothing(i));
+            }
+        }
+        for d in self.io.iter().chain(&self.pci_other) {
+            if d.attached_to >= self.objects.len() {
+                return Err(InvalidTree::PciAttachedToNothing(d.busid.to_string()));
+            }
+            if d.bridge.is_some_and(|b| b >= self.pci_bridges.len()) {
+                return Err(InvalidTree::PciBehindMissingBridge(d.busid.to_string()));
+            }
+        }
         for n in &self.numa_nodes {
             if n.attached_to >= self.objects.len() {
                 return Err(InvalidTree::NumaAttachedToNothing(n.os_index));
@@ -314,6 +338,77 @@ impl Machine {
                 .sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
         }
         self.io = io;
+        let mut other = std::mem::take(&mut self.pci_other);
+        other.sort_by(|a, b| a.busid.cmp(&b.busid));
+        for d in &mut other {
+            if d.local_cpus.is_empty() {
+                d.local_cpus = all.clone();
+            }
+            d.attached_to = self.io_parent(&d.local_cpus);
+            d.os_devices
+                .sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        }
+        self.pci_other = other;
+        // A bridge hangs where its host bridge does (parents come before children).
+        for i in 0..self.pci_bridges.len() {
+            if self.pci_bridges[i].local_cpus.is_empty() {
+                self.pci_bridges[i].local_cpus = all.clone();
+            }
+            let at = match self.pci_bridges[i].parent {
+                Some(p) if p < i => self.pci_bridges[p].attached_to,
+                _ => self.io_parent(&self.pci_bridges[i].local_cpus),
+            };
+            self.pci_bridges[i].attached_to = at;
+        }
+    }
+
+    /// Forgets the PCI tree (bridges, the devices lstopo hides by default, which bridge
+    /// each device sits behind), leaving the devices lstopo shows without `--whole-io`.
+    pub fn drop_whole_io(&mut self) {
+        self.pci_bridges.clear();
+        self.pci_other.clear();
+        for d in &mut self.io {
+            d.bridge = None;
+        }
+    }
+
+    /// Leaves out every I/O object (`--no-io`).
+    pub fn drop_io(&mut self) {
+        self.drop_whole_io();
+        self.io.clear();
+    }
+
+    /// What hangs directly below a bridge (`Some(index)`) or, with `None`, directly below
+    /// the CPU-side object `at` in the whole PCI tree: bridges and devices (shown or not by
+    /// default) in bus-id order, host bridges first in their own order.
+    pub fn pci_children(&self, bridge: Option<usize>, at: ObjId) -> Vec<PciChild<'_>> {
+        let mut hosts: Vec<PciChild> = Vec::new();
+        let mut out: Vec<(String, PciChild)> = Vec::new();
+        for (i, b) in self.pci_bridges.iter().enumerate() {
+            let here = match bridge {
+                Some(p) => b.parent == Some(p),
+                None => b.parent.is_none() && b.attached_to == at,
+            };
+            if !here {
+                continue;
+            }
+            match &b.busid {
+                Some(id) => out.push((id.clone(), PciChild::Bridge(i, b))),
+                None => hosts.push(PciChild::Bridge(i, b)),
+            }
+        }
+        for d in self.io.iter().chain(&self.pci_other) {
+            let here = match bridge {
+                Some(p) => d.bridge == Some(p),
+                None => d.bridge.is_none() && d.attached_to == at,
+            };
+            if here {
+                out.push((d.busid.clone(), PciChild::Device(d)));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        hosts.extend(out.into_iter().map(|(_, c)| c));
+        hosts
     }
 
     fn io_parent(&self, cpus: &CpuSet) -> ObjId {

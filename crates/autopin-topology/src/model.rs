@@ -291,4 +291,12 @@ pub struct Machine {
     /// source knows none (synthetic machines).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub io: Vec<crate::io::PciDevice>,
+    /// Host and PCI bridges, parents before children in lstopo's order (`--whole-io`);
+    /// empty when the source tells no PCI tree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pci_bridges: Vec<crate::io::PciBridge>,
+    /// PCI devices lstopo shows only under `--whole-io` (host bridge functions, USB,
+    /// SMBus, ...), attached like `io`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pci_other: Vec<crate::io::PciDevice>,
 }

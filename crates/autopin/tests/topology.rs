@@ -255,3 +255,102 @@ fn hwloc_xml_of_this_host_matches_sysfs() {
     let b: serde_json::Value = serde_json::from_slice(&from_sysfs.stdout).unwrap();
     assert_eq!(normalized_pus(&a), normalized_pus(&b));
 }
+
+/// `--whole-io` shows the PCI tree lstopo --whole-io shows (a host bridge, the root port in
+/// front of the RAID controller, the host bridge's own function); the default leaves the
+/// bridges and that function out, in the tree and in the JSON.
+#[test]
+fn whole_io_shows_bridges_and_every_device() {
+    let root = autopin_testkit::hwloc_dump("40intel64-4n10c+pci-conflicts");
+    let run = |extra: &[&str]| {
+        let out = autopin()
+            .arg("topology")
+            .arg("--sysfs-root")
+            .arg(&root)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = run(&[]);
+    assert!(
+        plain.contains("\n  PCI 0000:01:00.0 (RAID 1000:0079)\n    Storage \"sda\"\n"),
+        "{plain}"
+    );
+    assert!(
+        !plain.contains("Bridge") && !plain.contains("0000:00:00.0"),
+        "{plain}"
+    );
+    let whole = run(&["--whole-io"]);
+    assert!(
+        whole.contains(
+            "\n  HostBridge (buses=0000:[00-01])\n    PCI 0000:00:00.0 (HostBridge 8086:3407)\n    \
+             PCIBridge 0000:00:03.0 (buses=0000:[01-01])\n      PCI 0000:01:00.0 (RAID 1000:0079)\n        \
+             Storage \"sda\"\n"
+        ),
+        "{whole}"
+    );
+    let verbose = run(&["--whole-io", "-v"]);
+    assert!(
+        verbose.contains(
+            "\n  HostBridge L#0 (buses=0000:[00-01])\n    \
+             PCI L#0 (busid=0000:00:00.0 id=8086:3407 class=0600(HostBridge))\n    \
+             PCIBridge L#1 (busid=0000:00:03.0 id=8086:340a class=0604(PCIBridge) buses=0000:[01-01])\n      \
+             PCI L#1 (busid=0000:01:00.0 id=1000:0079 class=0104(RAID))\n"
+        ),
+        "{verbose}"
+    );
+    let json = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--format", "json"];
+        args.extend(extra);
+        serde_json::from_str(&run(&args)).unwrap()
+    };
+    let plain = json(&[]);
+    assert!(plain["machine"].get("pci_bridges").is_none(), "{plain}");
+    assert!(plain["machine"].get("pci_other").is_none());
+    assert!(plain["machine"]["io"][0].get("bridge").is_none());
+    let whole = json(&["--whole-io"]);
+    let bridges = whole["machine"]["pci_bridges"].as_array().unwrap();
+    assert_eq!(bridges.len(), 2);
+    assert_eq!(bridges[1]["busid"], "0000:00:03.0");
+    assert_eq!(whole["machine"]["pci_other"][0]["busid"], "0000:00:00.0");
+    assert_eq!(whole["machine"]["io"][0]["bridge"], 1);
+    // The JSON loads back with its tree.
+    let tmp = tempfile::tempdir().unwrap();
+    let saved = tmp.path().join("whole.json");
+    std::fs::write(&saved, serde_json::to_string(&whole).unwrap()).unwrap();
+    let again = autopin()
+        .args(["topology", "--whole-io", "--load"])
+        .arg(&saved)
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stdout).contains("PCIBridge 0000:00:03.0"));
+}
+
+/// `--whole-io` with `--no-io` contradicts itself; a synthetic machine has no I/O to show.
+#[test]
+fn whole_io_contradictions_are_usage_errors() {
+    autopin()
+        .args(["topology", "--whole-io", "--no-io"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--whole-io").and(predicate::str::contains("--no-io")));
+    autopin()
+        .args([
+            "topology",
+            "--whole-io",
+            "--synthetic",
+            "package:2 core:2 pu:1",
+        ])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("--whole-io").and(predicate::str::contains("--synthetic")),
+        );
+}

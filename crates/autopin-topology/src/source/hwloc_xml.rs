@@ -4,8 +4,9 @@
 //! attachment and numbering are left to [`Builder`], exactly as for sysfs, so an imported
 //! machine looks the same as one read live. PCI devices (`PCIDev`) and their OS devices
 //! (`OSDev`) become the model's I/O list, local to the CPUs of the nearest object above
-//! them that has a cpuset; bridges and `Misc` objects are skipped; memory-side caches are
-//! skipped but their NUMA nodes kept.
+//! them that has a cpuset (the classes lstopo hides by default go to `pci_other`, as
+//! hwloc's import filters them); `Bridge` objects become `pci_bridges`; `Misc` objects are
+//! skipped; memory-side caches are skipped but their NUMA nodes kept.
 //!
 //! Sets used (attributes of the `Machine` object):
 //! - `cpuset`: PUs present in the topology; `complete_cpuset`: all PUs that exist. A PU in
@@ -51,6 +52,9 @@ pub fn from_str(text: &str) -> Res<Machine> {
         seen_pus: BTreeMap::new(),
         hidden_numa: Vec::new(),
         io: Vec::new(),
+        other: Vec::new(),
+        bridges: Vec::new(),
+        bridge_stack: Vec::new(),
         near: Vec::new(),
         osdev_bits: root
             .attribute("version")
@@ -108,6 +112,8 @@ pub fn from_str(text: &str) -> Res<Machine> {
     m.validate()
         .map_err(|e| format!("the objects in the XML do not form a valid tree: {e}"))?;
     m.io = std::mem::take(&mut r.io);
+    m.pci_other = std::mem::take(&mut r.other);
+    m.pci_bridges = std::mem::take(&mut r.bridges);
     m.attach_io();
     Ok(m)
 }
@@ -196,6 +202,11 @@ struct Reader<'a, 'input> {
     hidden_numa: Vec<String>,
     /// PCI devices read so far.
     io: Vec<crate::io::PciDevice>,
+    /// PCI devices lstopo shows only under `--whole-io`.
+    other: Vec<crate::io::PciDevice>,
+    /// Bridges read so far, in document order, and the ones enclosing the current object.
+    bridges: Vec<crate::io::PciBridge>,
+    bridge_stack: Vec<usize>,
     /// The cpusets of the objects above the one being read (I/O objects have none: they
     /// are local to the nearest one).
     near: Vec<CpuSet>,
@@ -345,8 +356,22 @@ impl Reader<'_, '_> {
                 });
             }
             "PCIDev" => {
-                let d = pci_device(doc, n, self.near.last(), self.osdev_bits)?;
-                self.io.push(d);
+                let mut d = pci_device(doc, n, self.near.last(), self.osdev_bits)?;
+                d.bridge = self.bridge_stack.last().copied();
+                if crate::io::important_class(d.class) {
+                    self.io.push(d);
+                } else {
+                    self.other.push(d);
+                }
+            }
+            "Bridge" => {
+                let mut b = bridge(doc, n, self.near.last())?;
+                b.parent = self.bridge_stack.last().copied();
+                self.bridge_stack.push(self.bridges.len());
+                self.bridges.push(b);
+                let read = self.children(n, in_core, ty, dist_v1);
+                self.bridge_stack.pop();
+                return read;
             }
             _ => {
                 if let Some(attr) = cache_attr(doc, n, ty)? {
@@ -749,5 +774,73 @@ fn pci_device(
         numa_node: None,
         os_devices,
         attached_to: 0,
+        bridge: None,
+        link_mbs: link_mbs(n),
+    })
+}
+
+/// `pci_link_speed` (GB/s) in MB/s.
+fn link_mbs(n: Node) -> Option<u32> {
+    n.attribute("pci_link_speed")
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v > 0.0 && *v < 1e6)
+        .map(|v| (v * 1000.0).round() as u32)
+}
+
+/// A `Bridge` object: `bridge_type` is `UPSTREAM-DOWNSTREAM` (0 host, 1 PCI),
+/// `bridge_pci` the buses below it (`0000:[04-04]`); a PCI bridge has a bus id and ids.
+fn bridge(doc: &Document, n: Node, near: Option<&CpuSet>) -> Res<crate::io::PciBridge> {
+    let host = n
+        .attribute("bridge_type")
+        .and_then(|t| t.split('-').next())
+        .is_some_and(|u| u.trim() == "0");
+    let (busid, vendor, device) = if host {
+        (None, 0, 0)
+    } else {
+        let text = n
+            .attribute("pci_busid")
+            .ok_or_else(|| format!("{}: a PCI Bridge object without pci_busid", at(doc, n)))?;
+        let busid = crate::io::parse_busid(text).ok_or_else(|| {
+            format!(
+                "{}: pci_busid '{text}' is not a PCI bus id (domain:bus:device.function)",
+                at(doc, n)
+            )
+        })?;
+        let ids = n
+            .attribute("pci_type")
+            .and_then(|t| t.split_whitespace().nth(1))
+            .map(|w| w.trim_matches(['[', ']']))
+            .and_then(|w| w.split_once(':'))
+            .and_then(|(v, d)| {
+                Some((
+                    u16::from_str_radix(v, 16).ok()?,
+                    u16::from_str_radix(d, 16).ok()?,
+                ))
+            })
+            .unwrap_or((0, 0));
+        (Some(busid), ids.0, ids.1)
+    };
+    // `0000:[04-04]`.
+    let buses = n.attribute("bridge_pci").and_then(|t| {
+        let (d, r) = t.trim().split_once(':')?;
+        let (a, b) = r.trim_matches(['[', ']']).split_once('-')?;
+        Some((
+            u32::from_str_radix(d, 16).ok()?,
+            u8::from_str_radix(a, 16).ok()?,
+            u8::from_str_radix(b, 16).ok()?,
+        ))
+    });
+    let (domain, secondary_bus, subordinate_bus) = buses.unwrap_or((0, 0, 0));
+    Ok(crate::io::PciBridge {
+        busid,
+        vendor,
+        device,
+        domain,
+        secondary_bus,
+        subordinate_bus,
+        parent: None,
+        local_cpus: near.cloned().unwrap_or_default(),
+        attached_to: 0,
+        link_mbs: link_mbs(n),
     })
 }

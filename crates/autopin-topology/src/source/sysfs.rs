@@ -234,7 +234,7 @@ pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> 
     b.warnings = fs.warnings.take();
     let mut m = b.build();
     m.warnings.dedup();
-    m.io = super::pci::read(root);
+    super::pci::read_into(root, &mut m);
     m.attach_io();
     Ok(m)
 }

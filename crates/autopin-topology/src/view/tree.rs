@@ -1,5 +1,6 @@
 //! The text tree, in the manner of `lstopo-no-graphics`.
 
+use crate::machine::PciChild;
 use crate::model::*;
 use std::fmt::Write;
 
@@ -51,7 +52,22 @@ fn numa_label(n: &NumaNode) -> String {
     )
 }
 
+/// What the tree shows beyond the CPU side.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TreeOptions {
+    /// The whole PCI tree, as `lstopo --whole-io`: host bridges, PCI bridges and every PCI
+    /// device the machine holds, nested as lstopo nests them.
+    pub whole_io: bool,
+    /// I/O lines as `lstopo -v` writes them: `PCI L#0 (busid=... id=... class=...)`,
+    /// bridges with the buses below them.
+    pub verbose: bool,
+}
+
 pub fn render(m: &Machine) -> String {
+    render_with(m, TreeOptions::default())
+}
+
+pub fn render_with(m: &Machine, opts: TreeOptions) -> String {
     let mut out = String::new();
     let total: u64 = m.numa_nodes.iter().map(|n| n.memory).sum();
     let root_attrs = if total > 0 {
@@ -60,7 +76,14 @@ pub fn render(m: &Machine) -> String {
         String::new()
     };
     let _ = writeln!(out, "Machine{root_attrs}");
-    walk(m, 0, 0, &mut out);
+    let mut w = Walk {
+        m,
+        opts,
+        out: &mut out,
+        bridges: 0,
+        pci: 0,
+    };
+    w.cpu_side(0, 0);
     for line in m.summary_lines() {
         let _ = writeln!(out, "{line}");
     }
@@ -82,21 +105,71 @@ pub fn render(m: &Machine) -> String {
     out
 }
 
-fn walk(m: &Machine, id: ObjId, depth: usize, out: &mut String) {
-    let o = &m.objects[id];
-    let indent = "  ".repeat(depth + 1);
-    for &n in &o.numa {
-        let _ = writeln!(out, "{indent}{}", numa_label(&m.numa_nodes[n]));
+struct Walk<'a> {
+    m: &'a Machine,
+    opts: TreeOptions,
+    out: &'a mut String,
+    /// Bridges and PCI devices written so far, lstopo's logical indexes.
+    bridges: usize,
+    pci: usize,
+}
+
+impl Walk<'_> {
+    fn cpu_side(&mut self, id: ObjId, depth: usize) {
+        let m = self.m;
+        let o = &m.objects[id];
+        let indent = "  ".repeat(depth + 1);
+        for &n in &o.numa {
+            let _ = writeln!(self.out, "{indent}{}", numa_label(&m.numa_nodes[n]));
+        }
+        for &c in &o.children {
+            let _ = writeln!(self.out, "{indent}{}", object_label(m, &m.objects[c]));
+            self.cpu_side(c, depth + 1);
+        }
+        // I/O after the CPU side, as lstopo draws it.
+        if self.opts.whole_io {
+            self.pci_tree(None, id, depth);
+        } else {
+            for d in m.io.iter().filter(|d| d.attached_to == id) {
+                self.device(d, depth);
+            }
+        }
     }
-    for &c in &o.children {
-        let _ = writeln!(out, "{indent}{}", object_label(m, &m.objects[c]));
-        walk(m, c, depth + 1, out);
+
+    /// The bridges and devices below a bridge (or, with `None`, the CPU-side object `at`).
+    fn pci_tree(&mut self, bridge: Option<usize>, at: ObjId, depth: usize) {
+        for child in self.m.pci_children(bridge, at) {
+            match child {
+                PciChild::Bridge(i, b) => {
+                    let indent = "  ".repeat(depth + 1);
+                    let line = if self.opts.verbose {
+                        b.verbose_label(self.bridges)
+                    } else {
+                        match &b.busid {
+                            Some(id) => format!("{} {id} (buses={})", b.type_name(), b.buses()),
+                            None => format!("{} (buses={})", b.type_name(), b.buses()),
+                        }
+                    };
+                    self.bridges += 1;
+                    let _ = writeln!(self.out, "{indent}{line}");
+                    self.pci_tree(Some(i), at, depth + 1);
+                }
+                PciChild::Device(d) => self.device(d, depth),
+            }
+        }
     }
-    // I/O after the CPU side, as lstopo draws it.
-    for d in m.io.iter().filter(|d| d.attached_to == id) {
-        let _ = writeln!(out, "{indent}{}", d.label());
+
+    fn device(&mut self, d: &crate::io::PciDevice, depth: usize) {
+        let indent = "  ".repeat(depth + 1);
+        let line = if self.opts.verbose {
+            d.verbose_label(self.pci)
+        } else {
+            d.label()
+        };
+        self.pci += 1;
+        let _ = writeln!(self.out, "{indent}{line}");
         for os in &d.os_devices {
-            let _ = writeln!(out, "{indent}  {} \"{}\"", os.kind.name(), os.name);
+            let _ = writeln!(self.out, "{indent}  {} \"{}\"", os.kind.name(), os.name);
         }
     }
 }

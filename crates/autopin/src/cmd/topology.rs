@@ -22,7 +22,7 @@ pub enum Format {
 
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  autopin topology\n  autopin topology --format boxes --synthetic \"package:2 l3:1 core:4 pu:2\"\n  autopin topology --format svg -o machine.svg --sysfs-root dump/"
+    after_help = "Examples:\n  autopin topology\n  autopin topology --whole-io -v\n  autopin topology --format boxes --synthetic \"package:2 l3:1 core:4 pu:2\"\n  autopin topology --format svg -o machine.svg --sysfs-root dump/"
 )]
 pub struct Args {
     /// Output format
@@ -34,6 +34,14 @@ pub struct Args {
     /// Leave out the I/O devices (PCI devices, GPUs, network adapters, disks), like lstopo --no-io
     #[arg(long)]
     pub no_io: bool,
+    /// Show the whole PCI tree, like lstopo --whole-io: host bridges, PCI bridges and every
+    /// PCI device, nested as lstopo nests them (the JSON holds the bridges too)
+    #[arg(long, conflicts_with_all = ["no_io", "synthetic"])]
+    pub whole_io: bool,
+    /// Write I/O objects as lstopo -v does (bus ids, vendor:device ids, classes, link
+    /// speeds, the buses below each bridge)
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     #[command(flatten)]
     pub machine: MachineArgs,
 }
@@ -41,10 +49,18 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let mut m = args.machine.load()?;
     if args.no_io {
-        m.io.clear();
+        m.drop_io();
+    } else if !args.whole_io {
+        m.drop_whole_io();
     }
     let text = match args.format {
-        Format::Tree => view::tree::render(&m),
+        Format::Tree => view::tree::render_with(
+            &m,
+            view::tree::TreeOptions {
+                whole_io: args.whole_io,
+                verbose: args.verbose,
+            },
+        ),
         Format::Boxes => view::boxes::render(&m),
         Format::Dot => view::dot::render(&m),
         Format::Svg => view::svg::render(&m),

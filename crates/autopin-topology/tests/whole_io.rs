@@ -1,0 +1,343 @@
+//! The whole PCI tree (`--whole-io`): host bridges, PCI bridges and every PCI device, checked
+//! against `lstopo-no-graphics --whole-io -v` on the real dump and the real XML in tests/data
+//! that have PCI bridges. Both trees are written as `lstopo -v` writes its I/O lines and
+//! read back the same way: each bridge and device must be there in both, with the same
+//! logical index, bus id, ids, class and buses, behind the same bridge, under the same
+//! CPU-side object.
+
+mod support;
+
+use autopin_topology::source::{hwloc_xml, sysfs};
+use autopin_topology::view::tree::{render_with, TreeOptions};
+use autopin_topology::Machine;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use support::sysfs_tree::{mask, SysfsTree};
+
+fn have_lstopo() -> bool {
+    Command::new("lstopo-no-graphics")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `lstopo-no-graphics --whole-io -v --input INPUT`; None when this hwloc cannot read it.
+fn lstopo_whole_io(input: &Path) -> Result<String, String> {
+    let out = Command::new("lstopo-no-graphics")
+        .args(["--whole-io", "-v", "--input"])
+        .arg(input)
+        // The x86 backend would add this host's CPUID caches to another machine's dump.
+        .env("HWLOC_COMPONENTS", "-x86")
+        .output()
+        .expect("run lstopo-no-graphics");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn ours(m: &Machine) -> String {
+    render_with(
+        m,
+        TreeOptions {
+            whole_io: true,
+            verbose: true,
+        },
+    )
+}
+
+/// One I/O line: what it is (`PCIBridge L#1 busid=… id=… class=… buses=…`), the I/O object
+/// it is nested in, the CPU-side object above it.
+#[derive(Debug, PartialEq, Eq)]
+struct IoLine {
+    what: String,
+    behind: String,
+    under: String,
+}
+
+/// The I/O lines of a console (`lstopo -v` or ours), keyed by type and bus id (host
+/// bridges by their buses).
+fn io_lines(console: &str) -> BTreeMap<String, IoLine> {
+    let mut out = BTreeMap::new();
+    // (indent, key of an I/O line or the CPU-side label)
+    let mut stack: Vec<(usize, Option<String>, String)> = Vec::new();
+    for line in console.lines() {
+        if line.trim().is_empty() || !line.starts_with([' ', 'M']) {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        while stack.last().is_some_and(|(i, _, _)| *i >= indent) {
+            stack.pop();
+        }
+        for (n, part) in line.trim_start().split(" + ").enumerate() {
+            let word = part.split_whitespace().next().unwrap_or("");
+            // The attributes between the first `(` and the last `)`, one word each.
+            let attrs = match (part.find('('), part.rfind(')')) {
+                (Some(a), Some(b)) if a < b => &part[a + 1..b],
+                _ => "",
+            };
+            let attr = |name: &str| {
+                attrs
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+                    .map(str::to_string)
+            };
+            let index = part
+                .split_whitespace()
+                .nth(1)
+                .filter(|w| w.starts_with("L#"))
+                .unwrap_or("")
+                .to_string();
+            let io = matches!(word, "HostBridge" | "PCIBridge" | "PCI");
+            let key = io.then(|| {
+                let id = match word {
+                    "HostBridge" => attr("buses").unwrap_or_default(),
+                    _ => attr("busid").unwrap_or_default(),
+                };
+                format!("{word} {id}")
+            });
+            if let Some(k) = &key {
+                let what = ["busid", "id", "class", "buses"]
+                    .iter()
+                    .filter_map(|a| attr(a).map(|v| format!("{a}={v}")))
+                    .fold(format!("{word} {index}"), |s, a| s + " " + &a);
+                let behind = stack
+                    .iter()
+                    .rev()
+                    .find_map(|(_, k, _)| k.clone())
+                    .unwrap_or_default();
+                let under = stack
+                    .iter()
+                    .rev()
+                    .find(|(_, k, _)| k.is_none())
+                    .map(|(_, _, l)| l.clone())
+                    .unwrap_or_default();
+                out.insert(
+                    k.clone(),
+                    IoLine {
+                        what,
+                        behind,
+                        under,
+                    },
+                );
+            }
+            // OS devices enclose nothing worth tracking; everything else may.
+            let cpu_side = cpu_label(word, &index);
+            if key.is_some() || cpu_side.is_some() {
+                stack.push((indent + n, key, cpu_side.unwrap_or_default()));
+            }
+        }
+    }
+    out
+}
+
+/// A CPU-side object as both consoles can name it: `Machine`, `Package L#1`, `L3 L#0`,
+/// `Group L#0` (lstopo -v writes `L3Cache`, `Group0`; autopin `L3`, `Group(kind)`).
+fn cpu_label(word: &str, index: &str) -> Option<String> {
+    let kind: String = word
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let kind = kind.strip_suffix("Cache").unwrap_or(&kind).to_string();
+    let kind = if kind.starts_with("Group") {
+        "Group".to_string()
+    } else {
+        kind
+    };
+    match kind.as_str() {
+        "Machine" => Some("Machine".into()),
+        "HostBridge" | "PCIBridge" | "PCI" | "" => None,
+        k if index.starts_with("L#") && !k.is_empty() => Some(format!("{k} {index}")),
+        _ => None,
+    }
+}
+
+fn compare(name: &str, theirs: &str, m: &Machine) {
+    let theirs = io_lines(theirs);
+    let ours_text = ours(m);
+    let ours = io_lines(&ours_text);
+    assert!(
+        theirs.keys().any(|k| k.starts_with("PCIBridge")),
+        "{name}: lstopo shows no PCI bridge here"
+    );
+    assert_eq!(
+        theirs.keys().collect::<Vec<_>>(),
+        ours.keys().collect::<Vec<_>>(),
+        "{name}: other bridges and devices than lstopo --whole-io; ours:\n{ours_text}"
+    );
+    assert_eq!(
+        theirs.len(),
+        m.pci_bridges.len() + m.io.len() + m.pci_other.len(),
+        "{name}: lstopo's I/O lines are not all the model's bridges and devices"
+    );
+    for (k, t) in &theirs {
+        assert!(!t.under.is_empty(), "{name}: {k} under no CPU-side object");
+        assert!(
+            t.behind.is_empty() == k.starts_with("HostBridge"),
+            "{name}: {k} behind {:?}",
+            t.behind
+        );
+        assert_eq!(Some(t), ours.get(k), "{name}: {k} differs from lstopo");
+    }
+}
+
+/// The sysfs dump with a PCI bridge (a RAID controller behind a root port, a host bridge
+/// function beside it).
+#[test]
+fn dump_whole_io_matches_lstopo() {
+    autopin_testkit::require!(have_lstopo(), "lstopo-no-graphics is not installed");
+    let name = "40intel64-4n10c+pci-conflicts";
+    let root = autopin_testkit::hwloc_dump(name);
+    let theirs = lstopo_whole_io(&root).unwrap_or_else(|e| panic!("{name}: lstopo: {e}"));
+    let m = sysfs::read_with_affinity(&root, None).unwrap();
+    compare(name, &theirs, &m);
+    // What lstopo shows without --whole-io is unchanged: only the RAID controller.
+    let busids: Vec<&str> = m.io.iter().map(|d| d.busid.as_str()).collect();
+    assert_eq!(busids, ["0000:01:00.0"]);
+    assert_eq!(m.pci_other.len(), 1, "the host bridge's own function");
+    let mut plain = m.clone();
+    plain.drop_whole_io();
+    let t = render_with(&plain, TreeOptions::default());
+    assert!(!t.contains("Bridge") && !t.contains("0000:00:00.0"), "{t}");
+    assert!(
+        t.contains("\n  PCI 0000:01:00.0 (RAID 1000:0079)\n    Storage \"sda\"\n"),
+        "{t}"
+    );
+}
+
+/// The hwloc XML with eight bridges over two packages. hwloc 2 refuses the file's version
+/// 3.0 header; the objects compared here read the same under either, so lstopo gets a copy
+/// that says 2.0.
+#[test]
+fn xml_whole_io_matches_lstopo() {
+    autopin_testkit::require!(have_lstopo(), "lstopo-no-graphics is not installed");
+    let path = autopin_testkit::data("hwloc-xml/24em64t-2n6c2t-pci.xml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let theirs = match lstopo_whole_io(&path) {
+        Ok(t) => t,
+        Err(e) if e.contains("cannot import XML version") => {
+            let dir = tempfile::tempdir().unwrap();
+            let copy = dir.path().join("v2.xml");
+            std::fs::write(
+                &copy,
+                text.replacen(
+                    "<topology version=\"3.0\">",
+                    "<topology version=\"2.0\">",
+                    1,
+                ),
+            )
+            .unwrap();
+            lstopo_whole_io(&copy).unwrap_or_else(|e| panic!("lstopo: {e}"))
+        }
+        Err(e) => panic!("lstopo: {e}"),
+    };
+    let m = hwloc_xml::from_str(&text).unwrap();
+    compare("24em64t-2n6c2t-pci.xml", &theirs, &m);
+    assert_eq!(m.pci_bridges.iter().filter(|b| b.is_host()).count(), 2);
+    assert_eq!(m.pci_bridges.len(), 8);
+    assert_eq!(m.io.len(), 9);
+    // A JSON document keeps the tree.
+    let doc = serde_json::to_string(&autopin_topology::source::json::to_document(&m)).unwrap();
+    assert!(autopin_topology::source::json::from_str(&doc).unwrap() == m);
+}
+
+/// The dump through lstopo's own XML export with --whole-io (hwloc 2 format): the import
+/// keeps every bridge and device, and the hidden classes stay out of the default list.
+#[test]
+fn lstopo_whole_io_xml_imports_like_the_dump_reads() {
+    autopin_testkit::require!(have_lstopo(), "lstopo-no-graphics is not installed");
+    let name = "40intel64-4n10c+pci-conflicts";
+    let root = autopin_testkit::hwloc_dump(name);
+    let out = Command::new("lstopo-no-graphics")
+        .args(["--whole-io", "--of", "xml", "-"])
+        .env("HWLOC_FSROOT", &root)
+        .env("HWLOC_COMPONENTS", "-x86")
+        .output()
+        .expect("run lstopo-no-graphics");
+    assert!(out.status.success());
+    let from_xml = hwloc_xml::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let from_sysfs = sysfs::read_with_affinity(&root, None).unwrap();
+    assert_eq!(ours(&from_xml), ours(&from_sysfs));
+    assert_eq!(from_xml.io.len(), 1);
+    assert_eq!(from_xml.pci_other.len(), 1);
+}
+
+/// One PCI function in a hand-built sysfs tree: `path` below `sys/devices` (the host
+/// bridge's `pciDDDD:BB` directory, the bridges, the function), its class, local CPUs and,
+/// for a bridge, its secondary and subordinate bus in a type-1 configuration header.
+fn function(root: &Path, path: &str, class: u32, cpus: &[u32], buses: Option<(u8, u8)>) {
+    let busid = path.rsplit('/').next().unwrap();
+    let dir = root.join("sys/devices").join(path);
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |f: &str, t: String| std::fs::write(dir.join(f), t).unwrap();
+    write("class", format!("0x{class:06x}\n"));
+    write("vendor", "0x8086\n".into());
+    write("device", format!("0x{:04x}\n", class >> 8));
+    write("local_cpus", format!("{}\n", mask(cpus)));
+    write("numa_node", "-1\n".into());
+    let mut config = vec![0u8; 64];
+    config[0..2].copy_from_slice(&0x8086u16.to_le_bytes());
+    config[2..4].copy_from_slice(&((class >> 8) as u16).to_le_bytes());
+    config[0x09..0x0c].copy_from_slice(&class.to_le_bytes()[..3]);
+    if let Some((secondary, subordinate)) = buses {
+        config[0x0e] = 1;
+        config[0x19] = secondary;
+        config[0x1a] = subordinate;
+    }
+    std::fs::write(dir.join("config"), config).unwrap();
+    let bus = root.join("sys/bus/pci/devices");
+    std::fs::create_dir_all(&bus).unwrap();
+    std::os::unix::fs::symlink(format!("../../../devices/{path}"), bus.join(busid)).unwrap();
+}
+
+/// Two packages, each with a host bridge: a switch two bridges deep in front of a GPU, a
+/// SATA controller and a USB controller (shown only with --whole-io) on the first; a NIC
+/// behind a root port on the second.
+#[test]
+fn nested_bridges_match_lstopo() {
+    autopin_testkit::require!(have_lstopo(), "lstopo-no-graphics is not installed");
+    let dir = SysfsTree::regular(2, 2, 1, true).tempdir();
+    let root = dir.path();
+    let (p0, p1) = (&[0, 1][..], &[2, 3][..]);
+    function(root, "pci0000:00/0000:00:00.0", 0x060000, p0, None);
+    function(root, "pci0000:00/0000:00:01.0", 0x060400, p0, Some((1, 2)));
+    function(
+        root,
+        "pci0000:00/0000:00:01.0/0000:01:00.0",
+        0x060400,
+        p0,
+        Some((2, 2)),
+    );
+    let gpu = "pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0";
+    function(root, gpu, 0x030200, p0, None);
+    function(root, "pci0000:00/0000:00:14.0", 0x0c0330, p0, None);
+    function(root, "pci0000:00/0000:00:1f.2", 0x010601, p0, None);
+    function(
+        root,
+        "pci0000:80/0000:80:02.0",
+        0x060400,
+        p1,
+        Some((0x81, 0x81)),
+    );
+    let nic = "pci0000:80/0000:80:02.0/0000:81:00.0";
+    function(root, nic, 0x020000, p1, None);
+    std::fs::create_dir_all(root.join("sys/devices").join(nic).join("net/eth0")).unwrap();
+    std::fs::create_dir_all(root.join("sys/class/net")).unwrap();
+    std::os::unix::fs::symlink(
+        format!("../../devices/{nic}/net/eth0"),
+        root.join("sys/class/net/eth0"),
+    )
+    .unwrap();
+    let theirs = lstopo_whole_io(root).unwrap_or_else(|e| panic!("lstopo: {e}"));
+    let m = sysfs::read_with_affinity(root, None).unwrap();
+    compare("nested bridges", &theirs, &m);
+    assert_eq!(m.pci_bridges.len(), 5, "{:?}", m.pci_bridges);
+    let busids: Vec<&str> = m.io.iter().map(|d| d.busid.as_str()).collect();
+    assert_eq!(busids, ["0000:00:1f.2", "0000:02:00.0", "0000:81:00.0"]);
+    assert_eq!(m.gpus().len(), 1);
+    assert_eq!(m.io_device("eth0").unwrap().busid, "0000:81:00.0");
+    let t = ours(&m);
+    assert!(t.contains("Network \"eth0\""), "{t}");
+}
