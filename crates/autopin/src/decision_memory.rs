@@ -121,6 +121,7 @@ impl RunMemory {
             pinning: to_pinning(&r.pinning),
             runner_up: r.runner_up.as_ref().map(to_pinning),
             settled: r.outcome != Outcome::Unfinished,
+            rate: r.rate.map(|v| (v, r.unit.clone())),
             phases: r
                 .phases
                 .iter()
@@ -188,6 +189,15 @@ impl RunMemory {
             }
             Some(_) => Outcome::Overturned,
             None => Outcome::New,
+        };
+        // Confirmed by its first probe alone (it ran at its remembered rate), nothing else
+        // was measured: the runner-up and the rate to hold it to next time stay as they were,
+        // so a slow decline cannot creep in a band's width at a time.
+        let (runner_up, rate) = match &self.found {
+            Some(r) if outcome == Outcome::Confirmed && runner_up.is_none() => {
+                (r.runner_up.clone(), r.rate.or(rate))
+            }
+            _ => (runner_up, rate),
         };
         let record = Record {
             id: key.id(),

@@ -206,6 +206,13 @@ fn open_session(
             higher_is_better: choice.info.higher_is_better,
             unit: choice.info.unit.clone(),
             check_first: plan.remembered.as_ref().is_some_and(|r| r.settled),
+            check_rate: plan
+                .remembered
+                .as_ref()
+                .filter(|r| r.settled)
+                .and_then(|r| r.rate.as_ref())
+                .filter(|(_, unit)| *unit == choice.info.unit)
+                .map(|(rate, _)| *rate),
             startup_is_os: !plan.target.is_attach()
                 && pinned_at_birth(plan, explicit.as_deref()).is_none(),
             remembered_phases: remembered_phases(plan, explicit.as_deref()),

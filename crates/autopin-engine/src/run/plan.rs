@@ -186,6 +186,10 @@ pub struct Remembered {
     pub pinning: Pinning,
     pub runner_up: Option<Pinning>,
     pub settled: bool,
+    /// The decided pinning's rate then, with its unit: a settled pinning that runs at that
+    /// rate again (within `RaceParams::confirm_band`) is confirmed by its first probe, with
+    /// no probe of another candidate.
+    pub rate: Option<(f64, String)>,
     /// Per phase of a program that names its phases: the pinning decided for it. When the
     /// program enters such a phase, its pinning is applied without a search, and the phase
     /// watch holds it to the remembered rate (a drop below it searches the phase again).

@@ -317,6 +317,7 @@ fn a_settled_memory_is_checked_briefly_an_unsettled_one_searched_in_full() {
         pinning: Pinning::pinned("0,1", vec![0, 1]),
         runner_up: None,
         settled: true,
+        rate: None,
         phases: Vec::new(),
     };
     p.remembered = Some(memory.clone());

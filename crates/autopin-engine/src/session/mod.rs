@@ -121,6 +121,8 @@ pub struct SessionConfig {
     /// The first search checks its first candidate, already in force (a remembered
     /// decision): what it cannot show worse stays.
     pub check_first: bool,
+    /// The checked candidate's rate when it was decided (in this run's unit), when known.
+    pub check_rate: Option<f64>,
     /// The program starts where the OS places it (launched, nothing applied at its birth):
     /// the end of its start-up is the OS placement's first probe.
     pub startup_is_os: bool,
@@ -142,6 +144,7 @@ impl Default for SessionConfig {
             init_extra: 5.0,
             init_waited: 0.0,
             check_first: false,
+            check_rate: None,
             startup_is_os: false,
             remembered_phases: Vec::new(),
         }
@@ -830,6 +833,9 @@ impl Session {
         }
         if self.cfg.check_first && self.search == 0 {
             strat.set_incumbent(0);
+            if let Some(r) = self.cfg.check_rate {
+                strat.expect_incumbent(self.score(r));
+            }
         }
         self.strategy_name = strat.name().to_string();
         self.report.strategy = self.strategy_name.clone();

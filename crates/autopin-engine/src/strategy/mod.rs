@@ -85,6 +85,9 @@ pub trait Strategy {
     /// Which candidate is in force already and stays unless another is shown better (a
     /// remembered decision being checked): it is what indistinguishable candidates keep.
     fn set_incumbent(&mut self, _candidate: usize) {}
+    /// The incumbent's score when it was decided: a first probe of it at about that score
+    /// confirms it without a probe of any other candidate. Ignored by default.
+    fn expect_incumbent(&mut self, _score: f64) {}
     /// Whether the probe of `candidate` in progress may end now, given the scores of its
     /// sampling intervals so far: one far behind the leader need not be watched for the
     /// whole probe (each further interval is work the program loses). Never, by default.

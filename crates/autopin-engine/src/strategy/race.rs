@@ -85,6 +85,12 @@ pub struct RaceParams {
     /// A probe ends early once every tick so far is below this share of the leader's
     /// lowest tick (it is far behind; more ticks would only cost).
     pub cut_below: f64,
+    /// The band, as (lowest, highest) share of an incumbent's expected score, in which its
+    /// first probe confirms it with no probe of another candidate
+    /// ([`Strategy::expect_incumbent`]). Below, something slows it today (a neighbour on its
+    /// CPUs, another build); well above, something changed that may favour another pinning
+    /// too (a neighbour it kept away from has gone): either way the others are probed.
+    pub confirm_band: (f64, f64),
 }
 
 impl Default for RaceParams {
@@ -108,6 +114,7 @@ impl Default for RaceParams {
             os_probes: 3,
             os_ticks: 8,
             cut_below: 0.8,
+            confirm_band: (0.9, 1.15),
         }
     }
 }
@@ -189,6 +196,8 @@ pub struct Race {
     os_placement: Option<usize>,
     /// The pinning in force that a search checks (see [`Strategy::set_incumbent`]).
     incumbent: Option<usize>,
+    /// The incumbent's score when it was decided (see [`Strategy::expect_incumbent`]).
+    expected: Option<f64>,
     /// Why each eliminated candidate went.
     eliminated: Vec<Option<Why>>,
 }
@@ -241,6 +250,7 @@ impl Race {
             rounds: 0,
             os_placement: None,
             incumbent: None,
+            expected: None,
             eliminated: vec![None; candidates],
         }
     }
@@ -749,6 +759,32 @@ impl Race {
         }
     }
 
+    /// The incumbent confirmed by its first probe alone: nothing else probed yet, and that
+    /// probe within `confirm_band` of the score it was decided at.
+    fn confirmed(&self) -> Option<Decision> {
+        let (i, expected) = (self.incumbent?, self.expected?);
+        let others_probed = (0..self.arms.len()).any(|c| c != i && !self.arms[c].scores.is_empty());
+        let seen = &self.arms[i].scores;
+        if others_probed || seen.is_empty() {
+            return None;
+        }
+        let share = autopin_stats::mean(seen)? / expected;
+        let (lo, hi) = self.p.confirm_band;
+        if !(lo..=hi).contains(&share) {
+            return None;
+        }
+        let est = self.estimates();
+        Some(self.decision(
+            &est,
+            i,
+            None,
+            &format!(
+                "the pinning in force runs at {:.0}% of its rate when it was decided: kept without probing another",
+                100.0 * share
+            ),
+        ))
+    }
+
     /// Probe lengths for the next round: close calls with noisy probes get longer ones, every
     /// other survivor keeps the base length (its probes are lost work).
     fn plan_lengths(&mut self, est: &[Option<Estimate>], l: Option<usize>) {
@@ -791,6 +827,9 @@ impl Strategy for Race {
         if self.arms.len() == 1 {
             let est = self.estimates();
             return Plan::Decide(self.decision(&est, 0, None, "only one candidate"));
+        }
+        if let Some(d) = self.confirmed() {
+            return Plan::Decide(d);
         }
         if !self.queue.is_empty() {
             // A candidate the probes so far in this round already rule out is not probed
@@ -864,6 +903,10 @@ impl Strategy for Race {
 
     fn set_incumbent(&mut self, candidate: usize) {
         self.incumbent = (candidate < self.arms.len()).then_some(candidate);
+    }
+
+    fn expect_incumbent(&mut self, score: f64) {
+        self.expected = (score.is_finite() && score > 0.0).then_some(score);
     }
 
     fn takes_earlier_probes(&self) -> bool {
@@ -1233,6 +1276,39 @@ mod faster_race_tests {
         let kept = check(100.0);
         assert_eq!(kept.candidate, 0, "{}", kept.reason);
         assert_eq!(check(140.0).candidate, 2);
+    }
+
+    #[test]
+    fn a_pinning_in_force_at_its_remembered_rate_is_kept_on_its_first_probe() {
+        // The remembered pinning (#0) decided at 100/s; the OS placement (#1) and the
+        // runner-up (#2) would run at 70/s.
+        let check = |today: f64| {
+            let mut r = Race::new(RaceParams::default(), 3);
+            r.set_os_placement(1);
+            r.set_incumbent(0);
+            r.expect_incumbent(100.0);
+            super::tests::drive_race(r, |candidate, _, measure| ProbeOutcome {
+                candidate,
+                score: if candidate == 0 { today } else { 70.0 },
+                duration: measure,
+                interval_cv: Some(0.01),
+                interval_range: None,
+                intervals: 2,
+            })
+        };
+        // At 97/s today: kept after its one probe, nothing else probed.
+        let (d, order, _) = check(97.0);
+        assert_eq!((d.candidate, order), (0, vec![0]), "{}", d.reason);
+        assert!(d.reason.contains("without probing another"), "{}", d.reason);
+        // At 80/s (a neighbour on its CPU) or at 130/s (something changed): the others are
+        // probed as in any check.
+        for today in [80.0, 130.0] {
+            let (_, order, _) = check(today);
+            assert!(
+                order.contains(&1) && order.contains(&2),
+                "{today}: {order:?}"
+            );
+        }
     }
 
     #[test]
