@@ -61,7 +61,7 @@ pub fn apply(
     report.counters_missing = Some(missing);
 }
 
-/// A count as the table shows it: clocks in milliseconds, others with an SI prefix, a `*`
+/// A count as the table shows it: clocks in seconds, others with an SI prefix, a `*`
 /// where the kernel multiplexed it.
 fn count_cell(event: &str, value: Option<f64>, multiplexed: bool) -> String {
     let Some(v) = value else {
@@ -69,7 +69,7 @@ fn count_cell(event: &str, value: Option<f64>, multiplexed: bool) -> String {
     };
     let mark = if multiplexed { "*" } else { "" };
     if is_clock(event) {
-        format!("{:.1}{mark}", v * 1e-6)
+        format!("{v:.3}{mark}")
     } else {
         format!("{}{mark}", autopin_human::si(v))
     }
@@ -102,7 +102,7 @@ pub fn render(r: &StatReport) -> String {
         let mut head = vec!["TID".to_string()];
         head.extend(counted.iter().map(|e| {
             if is_clock(e) {
-                format!("{e}(ms)")
+                format!("{e}(s)")
             } else {
                 e.to_string()
             }
@@ -177,6 +177,8 @@ mod tests {
             verdicts: vec![],
             groups: vec![],
             counters_missing: None,
+            counting_mode: None,
+            counting_overhead: None,
         }
     }
 
@@ -196,14 +198,14 @@ mod tests {
             &[
                 ("cycles", 4e9),
                 ("instructions", 8e9),
-                ("task-clock", 2e9),
+                ("task-clock", 2.0),
                 ("context-switches", 10.0),
             ],
             2.0,
         );
         a.multiplexed = vec!["cycles".into()];
         // Thread 11 began 1 s later: its per-second figures divide by its own second.
-        let b = counts(&[("task-clock", 0.5e9), ("context-switches", 4.0)], 1.0);
+        let b = counts(&[("task-clock", 0.5), ("context-switches", 4.0)], 1.0);
         let missing = vec![
             Missing {
                 event: "cpu-migrations".into(),
@@ -236,7 +238,7 @@ mod tests {
         // The missing events have no column; the others do.
         assert!(text.contains("context-switches"), "{text}");
         assert!(!text.contains("page-faults"), "{text}");
-        assert!(text.contains("2000.0"), "task-clock in ms: {text}");
+        assert!(text.contains("2.000"), "task-clock in seconds: {text}");
     }
 
     #[test]

@@ -25,11 +25,16 @@ pub struct Metric {
     pub factor: f64,
     /// A share (0..1), shown as a percentage in the table; the JSON keeps the fraction.
     pub share: bool,
+    /// The formula in words where the factor reads better spelled out.
+    pub written: Option<&'static str>,
 }
 
 impl Metric {
     /// The formula as a person reads it: `instructions / cycles`.
     pub fn formula(&self) -> String {
+        if let Some(w) = self.written {
+            return w.to_string();
+        }
         let per = match self.per {
             Per::Event(e) => e.to_string(),
             Per::Second => "seconds".into(),
@@ -85,7 +90,7 @@ pub fn is_software(event: &str) -> bool {
     )
 }
 
-/// Events counted in nanoseconds (the table shows them in milliseconds).
+/// Clock events: counted in seconds (perf counts nanoseconds; autopin-perf scales them).
 pub fn is_clock(event: &str) -> bool {
     matches!(event, "task-clock" | "cpu-clock")
 }
@@ -97,6 +102,7 @@ const fn ratio(name: &'static str, numerator: &'static str, per: &'static str) -
         per: Per::Event(per),
         factor: 1.0,
         share: false,
+        written: None,
     }
 }
 
@@ -122,6 +128,7 @@ const fn per_second(name: &'static str, numerator: &'static str, factor: f64) ->
         per: Per::Second,
         factor,
         share: false,
+        written: None,
     }
 }
 
@@ -132,7 +139,7 @@ pub const GROUPS: &[Group] = &[
         description: "kernel software events: CPU time, context switches, migrations, page faults (no PMU needed)",
         events: &["task-clock", "context-switches", "cpu-migrations", "page-faults"],
         metrics: &[
-            per_second("CPUs", "task-clock", 1e-9),
+            per_second("CPUs", "task-clock", 1.0),
             per_second("cs/s", "context-switches", 1.0),
             per_second("migrations/s", "cpu-migrations", 1.0),
             per_second("faults/s", "page-faults", 1.0),
@@ -145,7 +152,11 @@ pub const GROUPS: &[Group] = &[
         metrics: &[
             ratio("IPC", "instructions", "cycles"),
             ratio("CPI", "cycles", "instructions"),
-            ratio("GHz", "cycles", "task-clock"),
+            Metric {
+                factor: 1e-9,
+                written: Some("cycles / task-clock seconds / 10^9"),
+                ..ratio("GHz", "cycles", "task-clock")
+            },
         ],
     },
     Group {
@@ -200,7 +211,10 @@ pub const GROUPS: &[Group] = &[
         events: &["LLC-loads", "LLC-load-misses"],
         metrics: &[
             share("LLC-miss-rate", "LLC-load-misses", "LLC-loads"),
-            per_second("read-MB/s", "LLC-load-misses", 64e-6),
+            Metric {
+                written: Some("64 bytes × LLC-load-misses / seconds / 10^6"),
+                ..per_second("read-MB/s", "LLC-load-misses", 64e-6)
+            },
         ],
     },
 ];
@@ -336,7 +350,7 @@ mod tests {
         let c = counts(&[
             ("cycles", 2e9),
             ("instructions", 3e9),
-            ("task-clock", 1e9),
+            ("task-clock", 1.0),
             ("branches", 5e8),
             ("branch-misses", 1e7),
             ("cache-references", 1e6),

@@ -55,7 +55,7 @@ pub struct ThreadStat {
     /// The NUMA nodes of the CPUs it ran on (empty on a machine of one node).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub numa_nodes: Vec<u32>,
-    /// `-g` groups' event counts (perf's event names; clocks in nanoseconds), scaled where
+    /// `-g` groups' event counts (perf's event names; clocks in seconds), scaled where
     /// multiplexed; an event not counted is absent.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub counters: BTreeMap<String, f64>,
@@ -105,6 +105,13 @@ pub struct StatReport {
     /// With `-g`: the groups' events that were not counted, and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counters_missing: Option<Vec<crate::groups::Missing>>,
+    /// With `-g`: how the counters counted, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counting_mode: Option<String>,
+    /// With `-g`: the estimated slowdown counting caused (0.01 = 1%): the program's context
+    /// switches a second × the measured cost of a counted switch, over the CPUs it used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counting_overhead: Option<f64>,
 }
 
 fn pct(x: f64) -> String {
@@ -449,6 +456,8 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
         verdicts,
         groups: Vec::new(),
         counters_missing: None,
+        counting_mode: None,
+        counting_overhead: None,
     }
 }
 
