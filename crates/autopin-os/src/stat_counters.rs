@@ -105,6 +105,16 @@ pub struct Reading {
     values: BTreeMap<i32, Vec<CounterValue>>,
 }
 
+impl Reading {
+    /// A reading of no thread at `t`.
+    pub fn empty(t: f64) -> Self {
+        Reading {
+            t,
+            values: BTreeMap::new(),
+        }
+    }
+}
+
 /// Counters on every thread of a program.
 pub struct GroupCounters<S: CounterSource> {
     source: S,

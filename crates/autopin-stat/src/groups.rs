@@ -272,7 +272,8 @@ pub fn events_of(groups: &[&Group]) -> Vec<&'static str> {
 pub fn list_text() -> String {
     let mut out = String::from(
         "Event groups for autopin stat -g GROUP (several: -g IPC,BRANCH or -g IPC -g BRANCH).\n\
-         Counted per thread; hardware events count user space only; without a PMU only SW counts.\n",
+         Counted per thread; hardware events count user space only; without a hardware PMU only\n\
+         software events (task-clock, context-switches, ...) count: SW is all software.\n",
     );
     for g in GROUPS {
         out.push_str(&format!("\n{}: {}\n", g.name, g.description));
