@@ -20,6 +20,7 @@ pub mod keeper;
 pub mod opened_gpus;
 pub mod show_source;
 pub mod sources;
+pub mod stat_counters;
 pub mod stat_source;
 pub use autopin_launch::mempolicy;
 pub mod numa;

@@ -4,6 +4,8 @@
 //! per-thread figures and the verdicts that say why the program is slow where it runs, each
 //! with its evidence and a command to try. Pure: the samples come from autopin-os.
 
+pub mod counting;
+pub mod groups;
 pub mod sample;
 pub mod svg;
 pub mod table;

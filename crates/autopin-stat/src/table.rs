@@ -43,6 +43,7 @@ pub fn render(r: &StatReport) -> String {
     );
     // Names and CPU lists read left-aligned, numbers right-aligned.
     out.push_str(&autopin_human::columns(&rows, |i| i != 1 && i != 4));
+    out.push_str(&crate::counting::render(r));
     for (pid, name, share, cpus) in &r.neighbours {
         out.push_str(&format!(
             "neighbour: PID {pid} ({name}) ran {:.0}% of a CPU on CPU {}\n",

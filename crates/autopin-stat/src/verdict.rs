@@ -55,6 +55,16 @@ pub struct ThreadStat {
     /// The NUMA nodes of the CPUs it ran on (empty on a machine of one node).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub numa_nodes: Vec<u32>,
+    /// `-g` groups' event counts (perf's event names; clocks in seconds), scaled where
+    /// multiplexed; an event not counted is absent.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, f64>,
+    /// The groups' derived metrics (shares as fractions).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, f64>,
+    /// Events of `counters` the kernel multiplexed (counted part of the time, scaled up).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub multiplexed: Vec<String>,
 }
 
 /// One finding, with what shows it and what to try.
@@ -89,6 +99,19 @@ pub struct StatReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pages_per_node: Vec<(u32, u64)>,
     pub verdicts: Vec<Verdict>,
+    /// The `-g` event groups counted (empty: none asked for).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// With `-g`: the groups' events that were not counted, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters_missing: Option<Vec<crate::groups::Missing>>,
+    /// With `-g`: how the counters counted, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counting_mode: Option<String>,
+    /// With `-g`: the estimated slowdown counting caused (0.01 = 1%): the program's context
+    /// switches a second × the measured cost of a counted switch, over the CPUs it used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counting_overhead: Option<f64>,
 }
 
 fn pct(x: f64) -> String {
@@ -142,6 +165,9 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
                 } else {
                     Vec::new()
                 },
+                counters: BTreeMap::new(),
+                metrics: BTreeMap::new(),
+                multiplexed: Vec::new(),
             }
         })
         .collect();
@@ -428,6 +454,10 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
             .map(|n| n.saturating_sub(a.openmp.unwrap_or(0)) as f64 / wall),
         pages_per_node,
         verdicts,
+        groups: Vec::new(),
+        counters_missing: None,
+        counting_mode: None,
+        counting_overhead: None,
     }
 }
 

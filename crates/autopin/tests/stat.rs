@@ -338,3 +338,170 @@ fn the_programs_heartbeats_and_openmp_progress_are_shown() {
         .collect();
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
 }
+
+/// `-g list` shows every group of the catalogue with its events and metrics, and exits 0
+/// without a program to watch.
+#[test]
+fn group_list_shows_every_group() {
+    let out = autopin().args(["stat", "-g", "list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for g in autopin_stat::groups::GROUPS {
+        assert!(text.contains(&format!("\n{}: ", g.name)), "{text}");
+        for e in g.events {
+            assert!(text.contains(e), "{e}: {text}");
+        }
+        for m in g.metrics {
+            assert!(text.contains(&format!("  {} = ", m.name)), "{text}");
+        }
+    }
+}
+
+/// A group that does not exist is a usage error naming the valid ones; the program is not
+/// started.
+#[test]
+fn an_unknown_group_is_a_usage_error_listing_the_groups() {
+    for g in ["nosuch", "IPC,nosuch"] {
+        let out = autopin()
+            .args(["stat", "-g", g, "--", "sh", "-c", "echo started"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "-g {g}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("-g nosuch: no such event group"), "{err}");
+        for g in autopin_stat::groups::GROUPS {
+            assert!(err.contains(g.name), "{err}");
+        }
+        assert!(String::from_utf8_lossy(&out.stdout).is_empty());
+    }
+}
+
+/// The thread of `v` that ran most.
+fn busiest(v: &serde_json::Value) -> &serde_json::Value {
+    v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by(|a, b| {
+            a["cpu_share"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["cpu_share"].as_f64().unwrap())
+        })
+        .unwrap()
+}
+
+/// A thread's task-clock (perf, seconds) agrees with the CPU time Linux's schedstat gave it
+/// over the report's period (the counters are read once more after the program ends: up to
+/// a look, 0.1 s, later).
+fn task_clock_matches_schedstat(v: &serde_json::Value, t: &serde_json::Value) -> f64 {
+    let clock = t["counters"]["task-clock"].as_f64().unwrap();
+    let ran = t["cpu_share"].as_f64().unwrap() * v["seconds"].as_f64().unwrap();
+    assert!((clock - ran).abs() < 0.15 + 0.2 * ran, "{t}");
+    clock
+}
+
+/// The software group needs no PMU: a busy thread's task-clock over a second is most of
+/// that second (where nothing else takes its CPU), and its context switches and page
+/// faults are counted.
+#[test]
+fn the_software_group_counts_each_busy_thread() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = autopin_testkit::spin_program();
+    let load = autopin_testkit::OutsideLoad::start();
+    let (v, out) = stat_json(&["-g", "SW", "--", spin.to_str().unwrap(), "1", "1"]);
+    let outside = load.cpus();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(v["groups"], serde_json::json!(["SW"]));
+    assert!(v["counters_missing"].as_array().unwrap().is_empty(), "{v}");
+    assert!(
+        err.contains("group SW: ") && err.contains("task-clock(s)"),
+        "{err}"
+    );
+    assert!(!err.contains("not counted"), "{err}");
+    let t = busiest(&v);
+    let c = &t["counters"];
+    assert!(c["context-switches"].as_f64().is_some(), "{c}");
+    assert!(c["cpu-migrations"].as_f64().is_some(), "{c}");
+    assert!(c["page-faults"].as_f64().is_some(), "{c}");
+    assert!(t["metrics"]["CPUs"].as_f64().unwrap() > 0.0, "{t}");
+    let clock = task_clock_matches_schedstat(&v, t);
+    autopin_testkit::require!(
+        outside < 0.5,
+        "other work used {outside:.1} CPUs while the busy thread was counted"
+    );
+    assert!(clock > 0.3 && clock < 1.5, "{t}");
+}
+
+/// Can this machine count `cycles` on a thread of its own?
+fn cycles_countable() -> bool {
+    let Ok(spec) = autopin_perf::EventSpec::parse("cycles") else {
+        return false;
+    };
+    let Ok(mut src) = autopin_perf::PerfCounterSource::new(vec![spec], Default::default()) else {
+        return false;
+    };
+    let me = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    autopin_perf::CounterSource::open(&mut src, autopin_perf::Target::Thread(me)).is_ok()
+}
+
+/// `-g IPC` with a PMU counts cycles and instructions per thread; without one (or without
+/// permission) the whole per-thread table still comes, the exit status is 0, and one block
+/// says once which counters are missing and why.
+#[test]
+fn the_ipc_group_counts_or_says_once_what_is_missing() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let spin = autopin_testkit::spin_program();
+    let (v, out) = stat_json(&["-g", "IPC", "--", spin.to_str().unwrap(), "1", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // The per-thread table in full: its header and a row per thread of the report.
+    assert!(err.contains("TID  NAME  CPU%  WAIT%"), "{err}");
+    let threads = v["threads"].as_array().unwrap();
+    for t in threads {
+        assert!(err.contains(&t["tid"].to_string()), "{err}");
+    }
+    let busy = busiest(&v);
+    let missing = v["counters_missing"].as_array().unwrap();
+    let missing_names: Vec<&str> = missing
+        .iter()
+        .map(|m| m["event"].as_str().unwrap())
+        .collect();
+    task_clock_matches_schedstat(&v, busy);
+    let not_counted: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("not counted:"))
+        .collect();
+    if cycles_countable() {
+        assert!(!missing_names.contains(&"cycles"), "{v}");
+        let c = &busy["counters"];
+        assert!(c["cycles"].as_f64().unwrap() > 1e6, "{c}");
+        assert!(c["instructions"].as_f64().unwrap() > 1e6, "{c}");
+        let ipc = busy["metrics"]["IPC"].as_f64().unwrap();
+        assert!(ipc > 0.01 && ipc < 10.0, "{busy}");
+        assert!(!not_counted.iter().any(|l| l.contains("cycles")), "{err}");
+    } else {
+        // Named once, with the reason, in one block after the tables.
+        assert!(
+            missing_names.contains(&"cycles") && missing_names.contains(&"instructions"),
+            "{v}"
+        );
+        for m in missing {
+            assert!(!m["reason"].as_str().unwrap().is_empty(), "{m}");
+        }
+        let naming_cycles: Vec<&&str> = not_counted
+            .iter()
+            .filter(|l| l.contains("cycles"))
+            .collect();
+        assert_eq!(naming_cycles.len(), 1, "{err}");
+        assert!(
+            naming_cycles[0].contains("cycles, instructions — "),
+            "{err}"
+        );
+        assert_eq!(err.matches("not counted: cycles").count(), 1, "{err}");
+        // No IPC, but the task-clock (a software event) is counted.
+        assert!(busy["metrics"].get("IPC").is_none(), "{busy}");
+        assert!(err.contains("group IPC: "), "{err}");
+    }
+}

@@ -5,10 +5,13 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::number_args::positive_seconds;
+use autopin_os::stat_counters::{self, GroupCounters, Plan, Reading};
 use autopin_os::stat_source::{
     neighbours, pages_by_node, thread_samples, throttling, ProgressChannel,
 };
-use autopin_stat::{analyze, Context, CpusSeen, Snapshot};
+use autopin_perf::PerfCounterSource;
+use autopin_stat::groups::{self, Group};
+use autopin_stat::{analyze, Context, CpusSeen, Snapshot, StatReport};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -17,7 +20,14 @@ use std::time::Instant;
 #[command(after_help = "Examples:\n  \
 autopin stat -- ./solver input\n  \
 autopin stat -p 4242 --duration 10\n  \
-autopin stat --interval 1 --csv samples.csv --json stat.json -- ./omp_app")]
+autopin stat --interval 1 --csv samples.csv --json stat.json -- ./omp_app\n  \
+autopin stat -g list\n  \
+autopin stat -g IPC,BRANCH -- ./solver input\n  \
+autopin stat -g SW -p 4242 --duration 10\n\n\
+-g counts an event group on every thread with perf_event_open (perf's event names) and \
+adds a table per group: the counts and the metrics derived from them. Events this machine \
+cannot count (no hardware PMU, perf_event_paranoid) are named once, with the reason; the \
+rest is printed in full. The SW group needs no PMU.")]
 pub struct Args {
     /// Watch this running process instead of starting one
     #[arg(short = 'p', long, value_name = "PID")]
@@ -37,6 +47,10 @@ pub struct Args {
     /// Draw the threads over time as SVG: the CPU each ran on, how much it ran and waited
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Count an event group on every thread (IPC, BRANCH, CACHE, SW, ...; repeat or
+    /// comma-separate for several); `-g list` shows the groups, their events and metrics
+    #[arg(short = 'g', long = "group", value_name = "GROUP")]
+    pub groups: Vec<String>,
     /// The program and its arguments
     #[arg(
         trailing_var_arg = true,
@@ -50,9 +64,26 @@ pub struct Args {
 const LOOK: f64 = 0.1;
 
 pub fn run(args: Args) -> CmdResult {
+    if args
+        .groups
+        .iter()
+        .any(|g| g.trim().eq_ignore_ascii_case("list"))
+    {
+        print!("{}", groups::list_text());
+        return Ok(0);
+    }
+    let groups = groups::select(&args.groups).map_err(|e| CliError::usage(e.to_string()))?;
     for p in [&args.json, &args.csv, &args.svg].into_iter().flatten() {
         crate::output::check_writable(p)?;
     }
+    // Which events can be counted, and what counting costs, is found before the program
+    // starts, so that the probes do not run beside it.
+    let plan = (!groups.is_empty()).then(|| {
+        let cpus: Vec<u32> = autopin_topology::affinity::get(args.pid.unwrap_or(0))
+            .map(|m| m.iter().collect())
+            .unwrap_or_default();
+        stat_counters::plan(&groups::events_of(&groups), &cpus, true)
+    });
     let mut target = match start(&args)? {
         Start::Watching(t) => t,
         Start::Failed(code) => return Ok(code),
@@ -87,6 +118,7 @@ pub fn run(args: Args) -> CmdResult {
     };
     let mut samples = Samples::new(args.svg.is_some());
     samples.record(&first);
+    let mut counting = plan.map(|plan| Counting::begin(plan, groups, &first, begun));
     let duration = args.duration.or(target.child.is_none().then_some(5.0));
     let mut last = first.clone();
     let mut interval_from = first.clone();
@@ -110,13 +142,20 @@ pub fn run(args: Args) -> CmdResult {
             }
         }
         samples.record(&s);
+        if let Some(c) = counting.as_mut() {
+            c.follow(&s);
+        }
         last = s;
         if due {
+            let mut report = analyze(&interval_from, &last, &samples.seen, &ctx);
+            if let Some(c) = counting.as_mut() {
+                c.fill(&mut report, true);
+            }
             eprint!(
                 "autopin stat: {:.1}–{:.1} s\n{}",
                 interval_from.t,
                 last.t,
-                autopin_stat::table::render(&analyze(&interval_from, &last, &samples.seen, &ctx))
+                autopin_stat::table::render(&report)
             );
             interval_from = last.clone();
         }
@@ -132,8 +171,21 @@ pub fn run(args: Args) -> CmdResult {
             last.pages = pages_by_node(pid);
         }
     }
-    let report = analyze(&first, &last, &samples.seen, &ctx);
+    let mut report = analyze(&first, &last, &samples.seen, &ctx);
+    if let Some(c) = counting.as_mut() {
+        c.fill(&mut report, false);
+    }
     eprint!("{}", autopin_stat::table::render(&report));
+    if let Some(missing) = &report.counters_missing {
+        // Once, after the last table: what was not counted, and why.
+        eprint!("{}", groups::missing_text(missing));
+    }
+    if let Some(o) = report.counting_overhead.filter(|o| *o > 0.01) {
+        eprintln!(
+            "warning: counting per thread may have slowed the program by ~{:.1}% (frequent context switches); count fewer groups, or none",
+            100.0 * o
+        );
+    }
     write_outputs(&args, &report, &samples, &ctx)?;
     match (status, target.child.as_mut()) {
         (Some(code), _) => Ok(code),
@@ -319,5 +371,80 @@ fn finish_without_samples(
         None => Err(CliError::usage(format!(
             "-p {pid}: the process ended before it could be looked at"
         ))),
+    }
+}
+
+/// `-g`: the groups' counters on the program's threads, and the reading each report
+/// counts from.
+struct Counting {
+    plan: Plan,
+    groups: Vec<&'static Group>,
+    counters: Option<GroupCounters<PerfCounterSource>>,
+    begun: Instant,
+    /// The reading at the first look, and at the start of the current interval.
+    first: Reading,
+    interval: Reading,
+}
+
+impl Counting {
+    fn begin(plan: Plan, groups: Vec<&'static Group>, first: &Snapshot, begun: Instant) -> Self {
+        let mut c = Counting {
+            counters: GroupCounters::for_plan(&plan),
+            plan,
+            groups,
+            begun,
+            first: Reading::default(),
+            interval: Reading::default(),
+        };
+        c.follow(first);
+        c.first = c.read();
+        c.interval = c.first.clone();
+        c
+    }
+
+    /// Counts the threads a look sees for the first time.
+    fn follow(&mut self, look: &Snapshot) {
+        if let Some(c) = self.counters.as_mut() {
+            c.follow(look.threads.iter().map(|t| t.tid), look.t);
+        }
+    }
+
+    fn read(&mut self) -> Reading {
+        let t = self.begun.elapsed().as_secs_f64();
+        match self.counters.as_mut() {
+            Some(c) => c.read(t),
+            None => Reading::empty(t),
+        }
+    }
+
+    /// Puts the counts since the first look (or, for an interval, since the last interval)
+    /// into `report`.
+    fn fill(&mut self, report: &mut StatReport, interval: bool) {
+        let now = self.read();
+        let from = if interval {
+            &self.interval
+        } else {
+            &self.first
+        };
+        let (counts, mut missing) = match &self.counters {
+            Some(c) => (c.counts(from, &now), c.refused()),
+            None => Default::default(),
+        };
+        missing.splice(0..0, self.plan.missing.iter().cloned());
+        autopin_stat::counting::apply(report, &self.groups, &counts, missing);
+        report.counting_mode = Some(self.plan.mode.clone());
+        report.counting_overhead = self.plan.cost.as_ref().map(|cost| {
+            let switches: u64 = report
+                .threads
+                .iter()
+                .map(|t| t.voluntary_switches + t.involuntary_switches)
+                .sum();
+            let cpus: std::collections::BTreeSet<u32> =
+                report.threads.iter().flat_map(|t| t.cpus.clone()).collect();
+            cost.estimated_slowdown(switches as f64 / report.seconds.max(1e-9), cpus.len())
+        });
+        if interval {
+            self.interval = now;
+        }
     }
 }
