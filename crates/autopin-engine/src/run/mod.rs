@@ -636,17 +636,17 @@ fn within(machine: &Machine, mask: &CpuSet) -> Machine {
     m
 }
 
-/// The candidates of each search: the explicit list, or topology candidates for the
-/// threads seen (or the planned thread count).
-/// The candidates of each search. Topology candidates keep off the CPUs `busy` finds busy
-/// with other work when the search starts (it looks at process `pid`'s surroundings).
-/// What the candidate factory looks at around the target when a search starts.
+/// What the candidate factory looks at around the target when a search starts: the CPUs
+/// busy with other work, and the GPUs it has open.
 struct Surroundings {
     busy: Option<Box<dyn BusyWatch>>,
     devices: Option<Box<dyn DeviceWatch>>,
     pid: i32,
 }
 
+/// The candidates of each search: the explicit list, or topology candidates for the
+/// threads seen (or the planned thread count), kept off the CPUs busy with other work when
+/// the search starts and near the GPUs the program has open.
 fn candidate_factory(
     plan: &RunPlan,
     explicit: Option<Vec<Pinning>>,
