@@ -25,13 +25,80 @@ pub struct Context {
     pub allowed: Vec<u32>,
     /// CPU → its core (SMT siblings share one); empty when unknown.
     pub core_of: BTreeMap<u32, usize>,
-    /// How the program is named in suggestions (e.g. `./solver`, or `PID 4242`).
-    pub program: String,
+    /// What the suggestions name: the command `stat` started, or the process it watched.
+    pub subject: Subject,
     /// CPU → its NUMA node; empty when unknown.
     pub node_of: BTreeMap<u32, u32>,
 }
 
+/// What a verdict's suggested command acts on.
+#[derive(Debug, Clone)]
+pub enum Subject {
+    /// A program `stat` started: the suggestion starts it again under autopin.
+    Command(Vec<String>),
+    /// A running process: the suggestion attaches to it.
+    Process(i32),
+}
+
+impl Subject {
+    /// How it is named in a title: the command line, or `PID n`.
+    pub fn name(&self) -> String {
+        match self {
+            Subject::Command(argv) => argv.join(" "),
+            Subject::Process(pid) => format!("PID {pid}"),
+        }
+    }
+}
+
+impl Default for Subject {
+    fn default() -> Self {
+        Subject::Command(Vec::new())
+    }
+}
+
+/// A word as a POSIX shell reads it back: quoted unless it is plain.
+fn shell_word(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./,:=+@%".contains(c));
+    if plain {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
 impl Context {
+    /// The command that lets autopin search for this program: `autopin run OPTS-- CMD`, or
+    /// `autopin attach OPTSPID` for a running process (`opts` ends with a space when given).
+    pub fn optimize(&self, opts: &str) -> String {
+        match &self.subject {
+            Subject::Command(argv) => format!(
+                "autopin run {opts}-- {}",
+                argv.iter()
+                    .map(|a| shell_word(a))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            Subject::Process(pid) => format!("autopin attach {opts}{pid}"),
+        }
+    }
+
+    /// The command that pins this program's threads to `cpus` (a CPU list or a pin
+    /// expression): `autopin pin -c CPUS -- CMD`, or a fixed attach for a running process.
+    pub fn pin(&self, cpus: &str) -> String {
+        match &self.subject {
+            Subject::Command(_) => self.optimize("").replacen(
+                "autopin run -- ",
+                &format!("autopin pin -c {} -- ", shell_word(cpus)),
+                1,
+            ),
+            Subject::Process(_) => self.optimize(&format!(
+                "--strategy fixed --candidates {} ",
+                shell_word(cpus)
+            )),
+        }
+    }
     /// The machine has CPUs on more than one NUMA node: where threads and pages are matters.
     pub fn multi_node(&self) -> bool {
         self.node_of.values().collect::<BTreeSet<_>>().len() > 1
@@ -245,14 +312,11 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
                         ctx.allowed.len()
                     )
                 } else if free.is_empty() {
-                    format!(
-                        "`autopin run -- {}` finds the placement that suffers least",
-                        ctx.program
-                    )
+                    format!("`{}` finds the placement that suffers least", ctx.optimize(""))
                 } else {
                     format!(
-                        "spread the threads: `autopin run -- {}` (CPUs {} are idle)",
-                        ctx.program,
+                        "spread the threads: `{}` (CPUs {} are idle)",
+                        ctx.optimize(""),
                         list(&free)
                     )
                 },
@@ -265,7 +329,13 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
                     "another process takes CPU time on the program's CPUs: {}",
                     neighbours
                         .iter()
-                        .map(|n| format!("PID {} ({}) {} of CPU {}", n.0, n.1, pct(n.2), list(&n.3)))
+                        .map(|n| format!(
+                            "PID {} ({}) {} of CPU {}",
+                            n.0,
+                            n.1,
+                            pct(n.2),
+                            list(&n.3)
+                        ))
                         .collect::<Vec<_>>()
                         .join("; ")
                 ),
@@ -282,12 +352,15 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
                     })
                     .collect(),
                 suggestion: if free.is_empty() {
-                    format!("`autopin run -- {}` moves the threads to where they wait least", ctx.program)
+                    format!(
+                        "`{}` moves the threads to where they wait least",
+                        ctx.optimize("")
+                    )
                 } else {
                     format!(
-                        "`autopin run -- {}` moves the threads off the busy CPUs, or `taskset -c {}`",
-                        ctx.program,
-                        list(&free)
+                        "`{}` moves the threads off the busy CPUs, or `{}`",
+                        ctx.optimize(""),
+                        ctx.pin(&list(&free))
                     )
                 },
             });
@@ -314,7 +387,7 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
                     )
                 })
                 .collect(),
-            suggestion: format!("pin the threads: `autopin run -- {}`", ctx.program),
+            suggestion: format!("pin the threads: `{}`", ctx.optimize("")),
         });
     }
     if waiting.is_empty() && working.len() >= 2 {
@@ -396,9 +469,8 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
                     })
                     .collect(),
                 suggestion: format!(
-                    "one thread per core: `autopin pin -c E:N:{}:1:2 -- {}`",
-                    busy.len(),
-                    ctx.program
+                    "one thread per core: `{}`",
+                    ctx.pin(&format!("E:N:{}:1:2", busy.len()))
                 ),
             });
         }
@@ -521,16 +593,15 @@ fn numa_remote(working: &[&ThreadStat], pages: &[(u32, u64)], ctx: &Context) -> 
         ],
         suggestion: if home_cpus.is_empty() {
             format!(
-                "move the pages after the threads: `autopin run --migrate-memory -- {}`",
-                ctx.program
+                "move the pages after the threads: `{}`",
+                ctx.optimize("--migrate-memory ")
             )
         } else {
             format!(
-                "run the threads where the memory is (node {home}, {:.0} MiB): `autopin pin -c {} -- {}`, or move the pages after them: `autopin run --migrate-memory -- {}`",
+                "run the threads where the memory is (node {home}, {:.0} MiB): `{}`, or move the pages after them: `{}`",
                 pages_mib(home_pages),
-                list(&home_cpus),
-                ctx.program,
-                ctx.program
+                ctx.pin(&list(&home_cpus)),
+                ctx.optimize("--migrate-memory ")
             )
         },
     })
@@ -558,7 +629,7 @@ mod tests {
         Context {
             allowed: vec![0, 1],
             core_of: BTreeMap::new(),
-            program: "./prog".into(),
+            subject: Subject::Command(vec!["./prog".into()]),
             node_of: BTreeMap::new(),
         }
     }
@@ -581,6 +652,39 @@ mod tests {
             threads,
             ..Snapshot::default()
         }
+    }
+
+    #[test]
+    fn suggestions_quote_the_command_and_attach_to_a_watched_process() {
+        let started = Context {
+            subject: Subject::Command(vec![
+                "sh".into(),
+                "-c".into(),
+                "while :; do :; done".into(),
+                "it's".into(),
+            ]),
+            ..ctx()
+        };
+        assert_eq!(
+            started.optimize(""),
+            "autopin run -- sh -c 'while :; do :; done' 'it'\\''s'"
+        );
+        assert_eq!(
+            started.pin("E:N:2:1:2"),
+            "autopin pin -c E:N:2:1:2 -- sh -c 'while :; do :; done' 'it'\\''s'"
+        );
+        let watched = Context {
+            subject: Subject::Process(4242),
+            ..ctx()
+        };
+        assert_eq!(
+            watched.optimize("--migrate-memory "),
+            "autopin attach --migrate-memory 4242"
+        );
+        assert_eq!(
+            watched.pin("0,1"),
+            "autopin attach --strategy fixed --candidates 0,1 4242"
+        );
     }
 
     /// Two nodes: CPUs 0,1 on node 0 and 2,3 on node 1.

@@ -11,7 +11,7 @@ use autopin_os::stat_source::{
 };
 use autopin_perf::PerfCounterSource;
 use autopin_stat::groups::{self, Group};
-use autopin_stat::{analyze, Context, CpusSeen, Snapshot, StatReport};
+use autopin_stat::{analyze, Context, CpusSeen, Snapshot, StatReport, Subject};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> CmdResult {
         Start::Failed(code) => return Ok(code),
     };
     let pid = target.pid;
-    let ctx = context(pid, target.program.clone());
+    let ctx = context(pid, target.subject.clone());
     // Where the pages live is read only where there is more than one node to be on.
     let multi_node = ctx.multi_node();
     let me = std::process::id() as i32;
@@ -201,7 +201,7 @@ pub fn run(args: Args) -> CmdResult {
 struct Target {
     pid: i32,
     child: Option<autopin_os::process::Launched>,
-    program: String,
+    subject: Subject,
     /// The program's own progress (a program `stat` started).
     progress: Option<ProgressChannel>,
 }
@@ -228,7 +228,7 @@ fn start(args: &Args) -> Result<Start, CliError> {
             Ok(Start::Watching(Target {
                 pid: *pid,
                 child: None,
-                program: format!("-p {pid}"),
+                subject: Subject::Process(*pid),
                 progress: None,
             }))
         }
@@ -241,7 +241,7 @@ fn start(args: &Args) -> Result<Start, CliError> {
                 Ok(l) => Ok(Start::Watching(Target {
                     pid: l.pid(),
                     child: Some(l),
-                    program: args.command.join(" "),
+                    subject: Subject::Command(args.command.clone()),
                     progress,
                 })),
                 Err(e) => {
@@ -256,7 +256,7 @@ fn start(args: &Args) -> Result<Start, CliError> {
 
 /// What the verdicts need to know of the machine: the CPUs the process may use and the
 /// core of each CPU.
-fn context(pid: i32, program: String) -> Context {
+fn context(pid: i32, subject: Subject) -> Context {
     let machine = autopin_topology::source::sysfs::read(std::path::Path::new("/")).ok();
     let allowed: Vec<u32> = autopin_topology::affinity::get(pid)
         .map(|m| m.iter().collect())
@@ -288,7 +288,7 @@ fn context(pid: i32, program: String) -> Context {
     Context {
         allowed,
         core_of,
-        program,
+        subject,
         node_of,
     }
 }
@@ -348,7 +348,7 @@ fn write_outputs(
     if let (Some(p), Some(looks)) = (&args.svg, &samples.looks) {
         let title = format!(
             "autopin stat: {}, {} thread(s) over {:.1} s",
-            ctx.program,
+            ctx.subject.name(),
             report.threads.len(),
             report.seconds
         );
