@@ -685,7 +685,7 @@ fn pci_devices_from_hwloc_xml_hang_where_hwloc_put_them() {
         .iter()
         .map(|o| format!("{}:{}", o.kind.name(), o.name))
         .collect();
-    assert_eq!(kinds, ["Network:eth2", "Network:ib0", "OpenFabrics:mlx4_0"]);
+    assert_eq!(kinds, ["Net:eth2", "Net:ib0", "OpenFabrics:mlx4_0"]);
     assert_eq!(m.io_device("sda").unwrap().busid, "0000:00:1f.2");
     // The 3D controllers count as GPUs in bus-id order; the ATI ES1000 console does not.
     let gpus: Vec<&str> = m.gpus().iter().map(|d| d.busid.as_str()).collect();
@@ -698,7 +698,7 @@ fn pci_devices_from_hwloc_xml_hang_where_hwloc_put_them() {
         b.contains("PCI 0000:14:00.0 (3D 10de:06d2) near socket 1\n"),
         "{b}"
     );
-    assert!(b.contains("PCI 0000:05:00.0 (InfiniBand 15b3:6746) Network \"eth2\" Network \"ib0\" OpenFabrics \"mlx4_0\" near socket 0"), "{b}");
+    assert!(b.contains("PCI 0000:05:00.0 (InfiniBand 15b3:6746) Net \"eth2\" Net \"ib0\" OpenFabrics \"mlx4_0\" near socket 0"), "{b}");
     let d = dot::render(&m);
     assert_eq!(d.matches("shape=component").count(), 9, "{d}");
     let svg = autopin_topology::view::svg::render(&m);

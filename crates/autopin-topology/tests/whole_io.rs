@@ -22,10 +22,20 @@ fn have_lstopo() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// `lstopo-no-graphics --whole-io -v --input INPUT`; None when this hwloc cannot read it.
+/// `lstopo-no-graphics --whole-io -v --input INPUT`; the error when this hwloc cannot
+/// read it.
 fn lstopo_whole_io(input: &Path) -> Result<String, String> {
-    let out = Command::new("lstopo-no-graphics")
-        .args(["--whole-io", "-v", "--input"])
+    lstopo_verbose(input, true)
+}
+
+/// `lstopo-no-graphics -v --input INPUT`, with `--whole-io` or without.
+fn lstopo_verbose(input: &Path, whole_io: bool) -> Result<String, String> {
+    let mut c = Command::new("lstopo-no-graphics");
+    if whole_io {
+        c.arg("--whole-io");
+    }
+    let out = c
+        .args(["-v", "--input"])
         .arg(input)
         // The x86 backend would add this host's CPUID caches to another machine's dump.
         .env("HWLOC_COMPONENTS", "-x86")
@@ -46,6 +56,25 @@ fn ours(m: &Machine) -> String {
             verbose: true,
         },
     )
+}
+
+/// Our tree as `lstopo -v` without `--whole-io` writes it.
+fn ours_default(m: &Machine) -> String {
+    render_with(
+        m,
+        TreeOptions {
+            whole_io: false,
+            verbose: true,
+        },
+    )
+}
+
+/// The OS devices' lines of a console (`OSDev "eth0"` -> `Network L#1` under `PCI 0000:04:00.0`).
+fn os_lines(console: &str) -> BTreeMap<String, IoLine> {
+    io_lines(console)
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("OSDev "))
+        .collect()
 }
 
 /// One I/O line: what it is (`PCIBridge L#1 busid=… id=… class=… buses=…`), the I/O object
@@ -90,6 +119,33 @@ fn io_lines(console: &str) -> BTreeMap<String, IoLine> {
                 .filter(|w| w.starts_with("L#"))
                 .unwrap_or("")
                 .to_string();
+            // An OS device (`Network L#1 (Address=…) "eth0"`): its kind, index and name,
+            // under the PCI device it belongs to; it encloses nothing.
+            if OS_KINDS.contains(&word) && part.ends_with('"') {
+                let name = part[..part.len() - 1]
+                    .rsplit_once('"')
+                    .map_or("", |(_, n)| n);
+                let behind = stack
+                    .iter()
+                    .rev()
+                    .find_map(|(_, k, _)| k.clone())
+                    .unwrap_or_default();
+                let under = stack
+                    .iter()
+                    .rev()
+                    .find(|(_, k, _)| k.is_none())
+                    .map(|(_, _, l)| l.clone())
+                    .unwrap_or_default();
+                out.insert(
+                    format!("OSDev \"{name}\""),
+                    IoLine {
+                        what: format!("{word} {index}"),
+                        behind,
+                        under,
+                    },
+                );
+                continue;
+            }
             let io = matches!(word, "HostBridge" | "PCIBridge" | "PCI");
             let key = io.then(|| {
                 let id = match word {
@@ -133,6 +189,16 @@ fn io_lines(console: &str) -> BTreeMap<String, IoLine> {
     out
 }
 
+/// The kinds of OS device as `lstopo -v` (2.x) names them.
+const OS_KINDS: [&str; 6] = [
+    "Block",
+    "Network",
+    "OpenFabrics",
+    "GPU",
+    "Co-Processor",
+    "DMA",
+];
+
 /// A CPU-side object as both consoles can name it: `Machine`, `Package L#1`, `L3 L#0`,
 /// `Group L#0` (lstopo -v writes `L3Cache`, `Group0`; autopin `L3`, `Group(kind)`).
 fn cpu_label(word: &str, index: &str) -> Option<String> {
@@ -167,9 +233,14 @@ fn compare(name: &str, theirs: &str, m: &Machine) {
         ours.keys().collect::<Vec<_>>(),
         "{name}: other bridges and devices than lstopo --whole-io; ours:\n{ours_text}"
     );
+    let os_devices: usize =
+        m.io.iter()
+            .chain(&m.pci_other)
+            .map(|d| d.os_devices.len())
+            .sum();
     assert_eq!(
         theirs.len(),
-        m.pci_bridges.len() + m.io.len() + m.pci_other.len(),
+        m.pci_bridges.len() + m.io.len() + m.pci_other.len() + os_devices,
         "{name}: lstopo's I/O lines are not all the model's bridges and devices"
     );
     for (k, t) in &theirs {
@@ -179,8 +250,23 @@ fn compare(name: &str, theirs: &str, m: &Machine) {
             "{name}: {k} behind {:?}",
             t.behind
         );
+        if k.starts_with("OSDev") {
+            assert!(t.behind.starts_with("PCI "), "{name}: {k} behind {t:?}");
+        }
         assert_eq!(Some(t), ours.get(k), "{name}: {k} differs from lstopo");
     }
+}
+
+/// The OS devices of `lstopo -v` without `--whole-io` (`theirs`) against our default
+/// verbose tree: the same names, kinds and indexes, under the same PCI devices.
+fn compare_default_os_devices(name: &str, theirs: &str, m: &Machine) {
+    let ours_text = ours_default(m);
+    let (theirs, ours) = (os_lines(theirs), os_lines(&ours_text));
+    assert!(!theirs.is_empty(), "{name}: lstopo shows no OS device");
+    assert_eq!(
+        theirs, ours,
+        "{name}: OS devices differ; ours:\n{ours_text}"
+    );
 }
 
 /// The sysfs dump with a PCI bridge (a RAID controller behind a root port, a host bridge
@@ -193,6 +279,8 @@ fn dump_whole_io_matches_lstopo() {
     let theirs = lstopo_whole_io(&root).unwrap_or_else(|e| panic!("{name}: lstopo: {e}"));
     let m = sysfs::read_with_affinity(&root, None).unwrap();
     compare(name, &theirs, &m);
+    let plain_theirs = lstopo_verbose(&root, false).unwrap_or_else(|e| panic!("lstopo: {e}"));
+    compare_default_os_devices(name, &plain_theirs, &m);
     // What lstopo shows without --whole-io is unchanged: only the RAID controller.
     let busids: Vec<&str> = m.io.iter().map(|d| d.busid.as_str()).collect();
     assert_eq!(busids, ["0000:01:00.0"]);
@@ -202,42 +290,76 @@ fn dump_whole_io_matches_lstopo() {
     let t = render_with(&plain, TreeOptions::default());
     assert!(!t.contains("Bridge") && !t.contains("0000:00:00.0"), "{t}");
     assert!(
-        t.contains("\n  PCI 0000:01:00.0 (RAID 1000:0079)\n    Storage \"sda\"\n"),
+        t.contains("\n  PCI 0000:01:00.0 (RAID 1000:0079)\n    Block \"sda\"\n"),
         "{t}"
     );
 }
 
+/// hwloc 3's XML as hwloc 2 reads it: version 2.0, and the OS device types of 3.0 (a mask:
+/// storage 1, GPU 4, co-processor 8, network 16, OpenFabrics 32, DMA 64) as 2.x numbers them
+/// (block 0, GPU 1, network 2, OpenFabrics 3, DMA 4, co-processor 5).
+fn as_hwloc2_xml(text: &str) -> String {
+    let text = text.replacen(
+        "<topology version=\"3.0\">",
+        "<topology version=\"2.0\">",
+        1,
+    );
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    let key = "osdev_type=\"";
+    while let Some(at) = rest.find(key) {
+        let (head, tail) = rest.split_at(at + key.len());
+        let end = tail.find('"').unwrap();
+        let v2 = match tail[..end].parse::<u32>().unwrap() {
+            t if t & 4 != 0 => 1,
+            t if t & 8 != 0 => 5,
+            t if t & 32 != 0 => 3,
+            t if t & 16 != 0 => 2,
+            t if t & 64 != 0 => 4,
+            _ => 0,
+        };
+        out.push_str(head);
+        out.push_str(&v2.to_string());
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The hwloc XML with eight bridges over two packages. hwloc 2 refuses the file's version
 /// 3.0 header; the objects compared here read the same under either, so lstopo gets a copy
-/// that says 2.0.
+/// in the 2.0 format (header and OS device types).
 #[test]
 fn xml_whole_io_matches_lstopo() {
     autopin_testkit::require!(have_lstopo(), "lstopo-no-graphics is not installed");
     let path = autopin_testkit::data("hwloc-xml/24em64t-2n6c2t-pci.xml");
     let text = std::fs::read_to_string(&path).unwrap();
-    let theirs = match lstopo_whole_io(&path) {
-        Ok(t) => t,
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("v2.xml");
+    let input = match lstopo_whole_io(&path) {
+        Ok(_) => path.clone(),
         Err(e) if e.contains("cannot import XML version") => {
-            let dir = tempfile::tempdir().unwrap();
-            let copy = dir.path().join("v2.xml");
-            std::fs::write(
-                &copy,
-                text.replacen(
-                    "<topology version=\"3.0\">",
-                    "<topology version=\"2.0\">",
-                    1,
-                ),
-            )
-            .unwrap();
-            lstopo_whole_io(&copy).unwrap_or_else(|e| panic!("lstopo: {e}"))
+            std::fs::write(&copy, as_hwloc2_xml(&text)).unwrap();
+            copy.clone()
         }
         Err(e) => panic!("lstopo: {e}"),
     };
+    let theirs = lstopo_whole_io(&input).unwrap_or_else(|e| panic!("lstopo: {e}"));
     let m = hwloc_xml::from_str(&text).unwrap();
     compare("24em64t-2n6c2t-pci.xml", &theirs, &m);
+    let plain_theirs = lstopo_verbose(&input, false).unwrap_or_else(|e| panic!("lstopo: {e}"));
+    compare_default_os_devices("24em64t-2n6c2t-pci.xml", &plain_theirs, &m);
     assert_eq!(m.pci_bridges.iter().filter(|b| b.is_host()).count(), 2);
     assert_eq!(m.pci_bridges.len(), 8);
     assert_eq!(m.io.len(), 9);
+    let t = ours_default(&m);
+    for line in [
+        "Network L#3 \"ib0\"",
+        "OpenFabrics L#4 \"mlx4_0\"",
+        "Block L#5 \"sda\"",
+    ] {
+        assert!(t.contains(line), "{line}: {t}");
+    }
     // A JSON document keeps the tree.
     let doc = serde_json::to_string(&autopin_topology::source::json::to_document(&m)).unwrap();
     assert!(autopin_topology::source::json::from_str(&doc).unwrap() == m);
@@ -330,14 +452,54 @@ fn nested_bridges_match_lstopo() {
         root.join("sys/class/net/eth0"),
     )
     .unwrap();
+    os_device(root, gpu, "drm", "card0");
+    os_device(root, gpu, "drm", "renderD128");
+    os_device(root, gpu, "drm", "card0-DP-1");
+    let sata = "pci0000:00/0000:00:1f.2";
+    os_device(root, sata, "block", "sda");
+    os_device(root, sata, "block", "sda1");
+    std::fs::write(
+        root.join("sys/devices")
+            .join(sata)
+            .join("block/sda1/partition"),
+        "1\n",
+    )
+    .unwrap();
+    os_device(root, "pci0000:00/0000:00:14.0", "dma", "dma0chan0");
+    os_device(root, nic, "infiniband", "mlx5_0");
     let theirs = lstopo_whole_io(root).unwrap_or_else(|e| panic!("lstopo: {e}"));
     let m = sysfs::read_with_affinity(root, None).unwrap();
     compare("nested bridges", &theirs, &m);
+    let plain_theirs = lstopo_verbose(root, false).unwrap_or_else(|e| panic!("lstopo: {e}"));
+    compare_default_os_devices("nested bridges", &plain_theirs, &m);
     assert_eq!(m.pci_bridges.len(), 5, "{:?}", m.pci_bridges);
     let busids: Vec<&str> = m.io.iter().map(|d| d.busid.as_str()).collect();
     assert_eq!(busids, ["0000:00:1f.2", "0000:02:00.0", "0000:81:00.0"]);
     assert_eq!(m.gpus().len(), 1);
     assert_eq!(m.io_device("eth0").unwrap().busid, "0000:81:00.0");
     let t = ours(&m);
-    assert!(t.contains("Network \"eth0\""), "{t}");
+    assert!(t.contains("Network L#"), "{t}");
+    let t = render_with(&m, TreeOptions::default());
+    assert!(t.contains("\n      Net \"eth0\"\n"), "{t}");
+}
+
+/// An OS device of a sysfs class (`drm`, `net`, `block`, ...) below a PCI function.
+/// Its `dev` file is there unless it is a connector (`card0-DP-1`), as in Linux.
+fn os_device(root: &Path, function: &str, class: &str, name: &str) {
+    let dir = root
+        .join("sys/devices")
+        .join(function)
+        .join(class)
+        .join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    if !name.contains('-') {
+        std::fs::write(dir.join("dev"), "1:0\n").unwrap();
+    }
+    let links = root.join("sys/class").join(class);
+    std::fs::create_dir_all(&links).unwrap();
+    std::os::unix::fs::symlink(
+        format!("../../devices/{function}/{class}/{name}"),
+        links.join(name),
+    )
+    .unwrap();
 }

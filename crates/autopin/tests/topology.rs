@@ -279,7 +279,7 @@ fn whole_io_shows_bridges_and_every_device() {
     };
     let plain = run(&[]);
     assert!(
-        plain.contains("\n  PCI 0000:01:00.0 (RAID 1000:0079)\n    Storage \"sda\"\n"),
+        plain.contains("\n  PCI 0000:01:00.0 (RAID 1000:0079)\n    Block \"sda\"\n"),
         "{plain}"
     );
     assert!(
@@ -291,7 +291,7 @@ fn whole_io_shows_bridges_and_every_device() {
         whole.contains(
             "\n  HostBridge (buses=0000:[00-01])\n    PCI 0000:00:00.0 (HostBridge 8086:3407)\n    \
              PCIBridge 0000:00:03.0 (buses=0000:[01-01])\n      PCI 0000:01:00.0 (RAID 1000:0079)\n        \
-             Storage \"sda\"\n"
+             Block \"sda\"\n"
         ),
         "{whole}"
     );

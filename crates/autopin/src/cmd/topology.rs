@@ -50,7 +50,8 @@ pub fn run(args: Args) -> CmdResult {
     let mut m = args.machine.load()?;
     if args.no_io {
         m.drop_io();
-    } else if !args.whole_io {
+    } else if !args.whole_io && !matches!(args.format, Format::Tree) {
+        // The tree leaves the bridges out itself, keeping lstopo's order of the devices.
         m.drop_whole_io();
     }
     let text = match args.format {
