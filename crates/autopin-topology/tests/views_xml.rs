@@ -3,7 +3,7 @@
 
 use autopin_topology::source::{hwloc_xml, synthetic};
 use autopin_topology::view::{boxes, dot, svg};
-use autopin_topology::{Machine, ObjType};
+use autopin_topology::{HwlocXmlError, Machine, ObjType, XmlPosition};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -378,12 +378,33 @@ fn malformed_xml_is_an_error_with_a_line() {
         ("", "line 1"),
     ];
     for (xml, want) in cases {
-        let e = hwloc_xml::from_str(xml).expect_err(xml);
+        let e = hwloc_xml::from_str(xml).expect_err(xml).to_string();
         assert!(
             e.contains(want),
             "error for {xml:?} should mention {want:?}: {e}"
         );
     }
+    // The errors are typed: the position apart from the message, the same text as ever.
+    let e = hwloc_xml::from_str(
+        "<topology>\n<object type=\"Machine\" cpuset=\"0x1\">\n  <object type=\"PU\" cpuset=\"0x1\"/></object></topology>",
+    )
+    .unwrap_err();
+    assert_eq!(e.position(), Some(XmlPosition::new(3, Some(3))));
+    assert!(
+        matches!(&e, HwlocXmlError::At { message, .. } if message == "a PU object without os_index"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "line 3, column 3: a PU object without os_index"
+    );
+    let e = hwloc_xml::from_str("<topology").unwrap_err();
+    assert_eq!(e.position().map(|p| p.line), Some(1), "{e}");
+    assert!(e.to_string().contains(": not well-formed XML: "), "{e}");
+    let e = hwloc_xml::from_str("<topology><object type=\"Machine\" cpuset=\"0x0\"/></topology>")
+        .unwrap_err();
+    assert_eq!(e, HwlocXmlError::NoPus);
+    assert_eq!(e.position(), None);
 }
 
 #[test]
@@ -395,7 +416,9 @@ fn hostile_nesting_is_refused_not_a_stack_overflow() {
         "</object>".repeat(n)
     );
     let e = hwloc_xml::from_str(&xml).unwrap_err();
-    assert!(e.contains("line 2") && e.contains("nested"), "{e}");
+    assert_eq!(e.position(), Some(XmlPosition::new(2, None)));
+    let e = e.to_string();
+    assert!(e.starts_with("line 2: ") && e.contains("nested"), "{e}");
     // Quoted '>' and comments do not confuse the depth scan.
     let ok = "<!-- <a><b> --><topology><object type=\"Machine\" cpuset=\"0x1\"><info name=\"x\" value=\"a>b\"/><object type=\"PU\" os_index=\"0\" cpuset=\"0x1\"/></object></topology>";
     assert_eq!(hwloc_xml::from_str(ok).unwrap().pus().len(), 1);
