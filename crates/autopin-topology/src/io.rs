@@ -95,6 +95,15 @@ impl PciBridge {
         }
     }
 
+    /// lstopo's line (`--whole-io`): `HostBridge (buses=0000:[00-0f])`,
+    /// `PCIBridge 0000:00:01.0 (buses=0000:[04-04])`.
+    pub fn label(&self) -> String {
+        match &self.busid {
+            Some(id) => format!("{} {id} (buses={})", self.type_name(), self.buses()),
+            None => format!("{} (buses={})", self.type_name(), self.buses()),
+        }
+    }
+
     /// lstopo -v's line, `L#` being `index` (its position in `Machine::pci_bridges`):
     /// `PCIBridge L#1 (busid=0000:00:03.0 id=8086:340a class=0604(PCIBridge) buses=0000:[01-01])`.
     pub fn verbose_label(&self, index: usize) -> String {

@@ -503,3 +503,140 @@ fn os_device(root: &Path, function: &str, class: &str, name: &str) {
     )
     .unwrap();
 }
+
+/// Every view of the 24em64t XML shows its I/O objects: with the PCI tree kept (what
+/// `--whole-io` keeps) the bridges too, without it (the default) the devices and their OS
+/// devices but no bridge, with `--no-io` nothing of either.
+#[test]
+fn every_view_shows_the_io_objects() {
+    use autopin_topology::source::json;
+    use autopin_topology::view::{boxes, dot, svg};
+    let path = autopin_testkit::data("hwloc-xml/24em64t-2n6c2t-pci.xml");
+    let whole = hwloc_xml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut plain = whole.clone();
+    plain.drop_whole_io();
+    let mut none = whole.clone();
+    none.drop_io();
+    let views = |m: &Machine| -> Vec<(&'static str, String)> {
+        let tree = TreeOptions {
+            whole_io: !m.pci_bridges.is_empty(),
+            verbose: false,
+        };
+        vec![
+            ("tree", render_with(m, tree)),
+            ("boxes", boxes::render(m)),
+            ("dot", dot::render(m)),
+            ("svg", svg::render(m)),
+            (
+                "json",
+                serde_json::to_string_pretty(&json::to_document(m)).unwrap(),
+            ),
+        ]
+    };
+    let devices = [
+        "0000:04:00.0",
+        "0000:05:00.0",
+        "0000:06:00.0",
+        "0000:01:03.0",
+        "0000:00:1f.2",
+        "0000:14:00.0",
+        "0000:11:00.0",
+    ];
+    let os_devices = ["eth0", "eth1", "ib0", "mlx4_0", "sda"];
+    let bridges = ["0000:00:01.0", "0000:00:05.0", "0000:10:07.0"];
+    for (name, text) in views(&whole) {
+        for want in devices.iter().chain(&os_devices).chain(&bridges) {
+            assert!(
+                text.contains(want),
+                "{name} --whole-io lacks {want}:\n{text}"
+            );
+        }
+        if name != "json" {
+            assert!(text.contains("HostBridge"), "{name}:\n{text}");
+            assert!(text.contains("PCIBridge"), "{name}:\n{text}");
+        }
+    }
+    for (name, text) in views(&plain) {
+        for want in devices.iter().chain(&os_devices) {
+            assert!(text.contains(want), "{name} lacks {want}:\n{text}");
+        }
+        for gone in bridges {
+            assert!(!text.contains(gone), "{name} shows bridge {gone}:\n{text}");
+        }
+        assert!(!text.contains("PCIBridge"), "{name}:\n{text}");
+    }
+    for (name, text) in views(&none) {
+        for gone in devices.iter().chain(&os_devices).chain(&bridges) {
+            assert!(!text.contains(gone), "{name} --no-io shows {gone}:\n{text}");
+        }
+    }
+    // The OS devices as lstopo names them, in their device's box / line / node.
+    let b = boxes::render(&whole);
+    assert!(
+        b.contains("    PCI 0000:04:00.0 (Ethernet 8086:10c9) Net \"eth0\" near socket 0\n"),
+        "{b}"
+    );
+    assert!(
+        b.contains("  PCIBridge 0000:00:01.0 (buses=0000:[04-04]) near socket 0\n"),
+        "{b}"
+    );
+    let d = dot::render(&whole);
+    assert_eq!(d.matches("shape=cds").count(), 8, "{d}");
+    assert_eq!(d.matches("shape=note").count(), 6, "{d}");
+    assert!(d.contains("label=\"OpenFabrics \\\"mlx4_0\\\"\""), "{d}");
+    // The SVG: a box per bridge, device and OS device, each inside the box of the object
+    // above it and the package it is local to.
+    let text = svg::render(&whole);
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let rect = |n: roxmltree::Node| {
+        let r = n.children().find(|c| c.has_tag_name("rect")).unwrap();
+        let f = |a: &str| r.attribute(a).unwrap().parse::<f64>().unwrap();
+        (f("x"), f("y"), f("x") + f("width"), f("y") + f("height"))
+    };
+    let groups = |class: &str| {
+        doc.descendants()
+            .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some(class))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(groups("Bridge").len(), 8);
+    assert_eq!(groups("PCIDev").len(), 9);
+    assert_eq!(groups("OSDev").len(), 6);
+    for g in groups("Bridge")
+        .into_iter()
+        .chain(groups("PCIDev"))
+        .chain(groups("OSDev"))
+    {
+        let parent = g.parent_element().unwrap();
+        let (a, b) = (rect(g), rect(parent));
+        assert!(
+            a.0 >= b.0 && a.1 >= b.1 && a.2 <= b.2 && a.3 <= b.3,
+            "{:?} outside {:?}",
+            g.attribute("class"),
+            parent.attribute("class")
+        );
+        let package = g
+            .ancestors()
+            .find(|n| n.attribute("class") == Some("Package"))
+            .expect("inside a package");
+        let label = |n: roxmltree::Node| -> String {
+            n.children()
+                .find(|c| c.has_tag_name("text"))
+                .and_then(|t| t.text())
+                .unwrap_or("")
+                .to_string()
+        };
+        if label(g).contains("0000:14:00.0") {
+            assert_eq!(label(package), "Package P#1");
+        }
+        if label(g).contains("\"sda\"") {
+            assert_eq!(label(package), "Package P#0");
+            assert!(label(parent).contains("0000:00:1f.2"));
+        }
+    }
+    for want in [
+        "&quot;mlx4_0&quot;",
+        "PCIBridge 0000:10:07.0 (buses=0000:[11-13])",
+    ] {
+        assert!(text.contains(want), "{want}");
+    }
+}

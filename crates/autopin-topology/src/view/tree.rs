@@ -147,10 +147,7 @@ impl Walk<'_> {
                     let line = if self.opts.verbose {
                         b.verbose_label(self.bridges)
                     } else {
-                        match &b.busid {
-                            Some(id) => format!("{} {id} (buses={})", b.type_name(), b.buses()),
-                            None => format!("{} (buses={})", b.type_name(), b.buses()),
-                        }
+                        b.label()
                     };
                     self.bridges += 1;
                     let _ = writeln!(self.out, "{indent}{line}");

@@ -35,7 +35,8 @@ pub struct Args {
     #[arg(long)]
     pub no_io: bool,
     /// Show the whole PCI tree, like lstopo --whole-io: host bridges, PCI bridges and every
-    /// PCI device, nested as lstopo nests them (the JSON holds the bridges too)
+    /// PCI device, nested as lstopo nests them, in every format; DMA engines and GPUs' DRM
+    /// devices too
     #[arg(long, conflicts_with_all = ["no_io", "synthetic"])]
     pub whole_io: bool,
     /// Write I/O objects as lstopo -v does (bus ids, vendor:device ids, classes, link
