@@ -258,14 +258,32 @@ fn compare(name: &str, theirs: &str, m: &Machine) {
 }
 
 /// The OS devices of `lstopo -v` without `--whole-io` (`theirs`) against our default
-/// verbose tree: the same names, kinds and indexes, under the same PCI devices.
-fn compare_default_os_devices(name: &str, theirs: &str, m: &Machine) {
+/// verbose tree: the same names, kinds and indexes, under the same PCI devices; and the
+/// same PCI devices with the same indexes.
+fn compare_default(name: &str, theirs: &str, m: &Machine) {
     let ours_text = ours_default(m);
-    let (theirs, ours) = (os_lines(theirs), os_lines(&ours_text));
-    assert!(!theirs.is_empty(), "{name}: lstopo shows no OS device");
+    assert!(
+        !os_lines(theirs).is_empty(),
+        "{name}: lstopo shows no OS device"
+    );
     assert_eq!(
-        theirs, ours,
+        os_lines(theirs),
+        os_lines(&ours_text),
         "{name}: OS devices differ; ours:\n{ours_text}"
+    );
+    // The PCI devices too, with lstopo's indexes, under the same CPU-side objects (lstopo
+    // nests them in bridges even here, which our default tree leaves out).
+    let devices = |text: &str| -> BTreeMap<String, (String, String)> {
+        io_lines(text)
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("PCI "))
+            .map(|(k, l)| (k, (l.what, l.under)))
+            .collect()
+    };
+    assert_eq!(
+        devices(theirs),
+        devices(&ours_text),
+        "{name}: PCI devices differ; ours:\n{ours_text}"
     );
 }
 
@@ -280,7 +298,7 @@ fn dump_whole_io_matches_lstopo() {
     let m = sysfs::read_with_affinity(&root, None).unwrap();
     compare(name, &theirs, &m);
     let plain_theirs = lstopo_verbose(&root, false).unwrap_or_else(|e| panic!("lstopo: {e}"));
-    compare_default_os_devices(name, &plain_theirs, &m);
+    compare_default(name, &plain_theirs, &m);
     // What lstopo shows without --whole-io is unchanged: only the RAID controller.
     let busids: Vec<&str> = m.io.iter().map(|d| d.busid.as_str()).collect();
     assert_eq!(busids, ["0000:01:00.0"]);
@@ -348,7 +366,7 @@ fn xml_whole_io_matches_lstopo() {
     let m = hwloc_xml::from_str(&text).unwrap();
     compare("24em64t-2n6c2t-pci.xml", &theirs, &m);
     let plain_theirs = lstopo_verbose(&input, false).unwrap_or_else(|e| panic!("lstopo: {e}"));
-    compare_default_os_devices("24em64t-2n6c2t-pci.xml", &plain_theirs, &m);
+    compare_default("24em64t-2n6c2t-pci.xml", &plain_theirs, &m);
     assert_eq!(m.pci_bridges.iter().filter(|b| b.is_host()).count(), 2);
     assert_eq!(m.pci_bridges.len(), 8);
     assert_eq!(m.io.len(), 9);
@@ -471,7 +489,7 @@ fn nested_bridges_match_lstopo() {
     let m = sysfs::read_with_affinity(root, None).unwrap();
     compare("nested bridges", &theirs, &m);
     let plain_theirs = lstopo_verbose(root, false).unwrap_or_else(|e| panic!("lstopo: {e}"));
-    compare_default_os_devices("nested bridges", &plain_theirs, &m);
+    compare_default("nested bridges", &plain_theirs, &m);
     assert_eq!(m.pci_bridges.len(), 5, "{:?}", m.pci_bridges);
     let busids: Vec<&str> = m.io.iter().map(|d| d.busid.as_str()).collect();
     assert_eq!(busids, ["0000:00:1f.2", "0000:02:00.0", "0000:81:00.0"]);
