@@ -16,6 +16,12 @@ pub enum TopologyError {
     },
     #[error("{0}")]
     Invalid(String),
+    /// An hwloc XML file that could not be imported.
+    #[error("{path}: {source}")]
+    HwlocXml {
+        path: PathBuf,
+        source: HwlocXmlError,
+    },
 }
 
 impl TopologyError {
@@ -71,6 +77,60 @@ pub enum JsonTopologyError {
     /// A document whose object tree is not valid.
     #[error("inconsistent topology: {0}")]
     Inconsistent(InvalidTree),
+}
+
+/// Where in an hwloc XML text something is: a line, and the column where known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct XmlPosition {
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: Option<usize>,
+}
+
+impl XmlPosition {
+    pub fn new(line: usize, column: Option<usize>) -> Self {
+        XmlPosition { line, column }
+    }
+}
+
+/// `line 3, column 5` (or `line 3`).
+impl std::fmt::Display for XmlPosition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}", self.line)?;
+        if let Some(c) = self.column {
+            write!(f, ", column {c}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a text is not an hwloc XML topology ([`crate::source::hwloc_xml::from_str`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HwlocXmlError {
+    /// Something wrong at a place in the text: `line 3, column 1: a PU object without
+    /// os_index`.
+    #[error("{position}: {message}")]
+    At {
+        position: XmlPosition,
+        message: String,
+    },
+    /// A well-formed topology without a single PU.
+    #[error("the XML describes no PU objects (processing units), so there is nothing to pin to")]
+    NoPus,
+    /// Objects whose CPU sets do not nest into a valid tree.
+    #[error("the objects in the XML do not form a valid tree: {0}")]
+    Inconsistent(InvalidTree),
+}
+
+impl HwlocXmlError {
+    /// Where in the text, when the error is about a place.
+    pub fn position(&self) -> Option<XmlPosition> {
+        match self {
+            HwlocXmlError::At { position, .. } => Some(*position),
+            _ => None,
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, TopologyError>;

@@ -95,6 +95,15 @@ impl PciBridge {
         }
     }
 
+    /// lstopo's line (`--whole-io`): `HostBridge (buses=0000:[00-0f])`,
+    /// `PCIBridge 0000:00:01.0 (buses=0000:[04-04])`.
+    pub fn label(&self) -> String {
+        match &self.busid {
+            Some(id) => format!("{} {id} (buses={})", self.type_name(), self.buses()),
+            None => format!("{} (buses={})", self.type_name(), self.buses()),
+        }
+    }
+
     /// lstopo -v's line, `L#` being `index` (its position in `Machine::pci_bridges`):
     /// `PCIBridge L#1 (busid=0000:00:03.0 id=8086:340a class=0604(PCIBridge) buses=0000:[01-01])`.
     pub fn verbose_label(&self, index: usize) -> String {
@@ -149,16 +158,54 @@ pub enum OsDeviceKind {
 }
 
 impl OsDeviceKind {
-    /// The name lstopo gives the kind (`OSDev[GPU]`, `OSDev[Network]`, ...).
+    /// The name lstopo 2.9 gives the kind in its default console output: `Block "sda"`,
+    /// `Net "eth0"`, `OpenFabrics "mlx5_0"`, `GPU "card0"`, `CoProc "opencl0d0"`,
+    /// `DMA "dma0chan0"`.
     pub fn name(self) -> &'static str {
         match self {
             OsDeviceKind::Gpu => "GPU",
-            OsDeviceKind::Network => "Network",
+            OsDeviceKind::Network => "Net",
             OsDeviceKind::OpenFabrics => "OpenFabrics",
-            OsDeviceKind::Storage => "Storage",
+            OsDeviceKind::Storage => "Block",
             OsDeviceKind::Dma => "DMA",
             OsDeviceKind::CoProcessor => "CoProc",
         }
+    }
+
+    /// The name lstopo 2.9 gives the kind under `-v` (`Network L#1 "eth0"`,
+    /// `Co-Processor L#2 "opencl0d0"`; the others as [`OsDeviceKind::name`]).
+    pub fn verbose_name(self) -> &'static str {
+        match self {
+            OsDeviceKind::Network => "Network",
+            OsDeviceKind::CoProcessor => "Co-Processor",
+            k => k.name(),
+        }
+    }
+}
+
+impl OsDevice {
+    /// Whether lstopo 2.x shows it without `--whole-io`: hwloc's Linux backend looks for
+    /// DMA engines and DRM devices (`card0`, `renderD128`) only when asked for every I/O
+    /// object.
+    pub fn important(&self) -> bool {
+        match self.kind {
+            OsDeviceKind::Dma => false,
+            OsDeviceKind::Gpu => !["card", "renderD", "controlD"]
+                .iter()
+                .any(|p| self.name.starts_with(p)),
+            _ => true,
+        }
+    }
+
+    /// lstopo's line: `Block "sda"`.
+    pub fn label(&self) -> String {
+        format!("{} \"{}\"", self.kind.name(), self.name)
+    }
+
+    /// lstopo -v's line, `L#` being `index` (its place among the OS devices shown, in
+    /// the tree's order): `Network L#1 "eth0"`.
+    pub fn verbose_label(&self, index: usize) -> String {
+        format!("{} L#{index} \"{}\"", self.kind.verbose_name(), self.name)
     }
 }
 
@@ -240,11 +287,12 @@ impl PciDevice {
         s
     }
 
-    /// The device with its OS devices: `PCI 0000:01:00.0 (RAID 1000:0079) Storage "sda"`.
+    /// The device with its OS devices: `PCI 0000:01:00.0 (RAID 1000:0079) Block "sda"`.
     pub fn label_with_os_devices(&self) -> String {
         let mut s = self.label();
         for o in &self.os_devices {
-            s.push_str(&format!(" {} \"{}\"", o.kind.name(), o.name));
+            s.push(' ');
+            s.push_str(&o.label());
         }
         s
     }

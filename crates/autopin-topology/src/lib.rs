@@ -14,7 +14,9 @@ pub mod source;
 pub mod view;
 
 pub use cpuset::{CpuListError, CpuSet};
-pub use error::{InvalidTree, JsonTopologyError, Result, TopologyError};
+pub use error::{
+    HwlocXmlError, InvalidTree, JsonTopologyError, Result, TopologyError, XmlPosition,
+};
 pub use io::{OsDevice, OsDeviceKind, PciBridge, PciDevice};
 pub use machine::{FlatPu, PciChild};
 pub use model::*;

@@ -363,12 +363,14 @@ impl Machine {
     }
 
     /// Forgets the PCI tree (bridges, the devices lstopo hides by default, which bridge
-    /// each device sits behind), leaving the devices lstopo shows without `--whole-io`.
+    /// each device sits behind), the DMA engines and DRM devices, leaving the devices and OS devices
+    /// lstopo shows without `--whole-io`.
     pub fn drop_whole_io(&mut self) {
         self.pci_bridges.clear();
         self.pci_other.clear();
         for d in &mut self.io {
             d.bridge = None;
+            d.os_devices.retain(|o| o.important());
         }
     }
 

@@ -3,7 +3,7 @@
 
 use autopin_topology::source::{hwloc_xml, synthetic};
 use autopin_topology::view::{boxes, dot, svg};
-use autopin_topology::{Machine, ObjType};
+use autopin_topology::{HwlocXmlError, Machine, ObjType, XmlPosition};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -378,12 +378,33 @@ fn malformed_xml_is_an_error_with_a_line() {
         ("", "line 1"),
     ];
     for (xml, want) in cases {
-        let e = hwloc_xml::from_str(xml).expect_err(xml);
+        let e = hwloc_xml::from_str(xml).expect_err(xml).to_string();
         assert!(
             e.contains(want),
             "error for {xml:?} should mention {want:?}: {e}"
         );
     }
+    // The errors are typed: the position apart from the message, the same text as ever.
+    let e = hwloc_xml::from_str(
+        "<topology>\n<object type=\"Machine\" cpuset=\"0x1\">\n  <object type=\"PU\" cpuset=\"0x1\"/></object></topology>",
+    )
+    .unwrap_err();
+    assert_eq!(e.position(), Some(XmlPosition::new(3, Some(3))));
+    assert!(
+        matches!(&e, HwlocXmlError::At { message, .. } if message == "a PU object without os_index"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "line 3, column 3: a PU object without os_index"
+    );
+    let e = hwloc_xml::from_str("<topology").unwrap_err();
+    assert_eq!(e.position().map(|p| p.line), Some(1), "{e}");
+    assert!(e.to_string().contains(": not well-formed XML: "), "{e}");
+    let e = hwloc_xml::from_str("<topology><object type=\"Machine\" cpuset=\"0x0\"/></topology>")
+        .unwrap_err();
+    assert_eq!(e, HwlocXmlError::NoPus);
+    assert_eq!(e.position(), None);
 }
 
 #[test]
@@ -395,7 +416,9 @@ fn hostile_nesting_is_refused_not_a_stack_overflow() {
         "</object>".repeat(n)
     );
     let e = hwloc_xml::from_str(&xml).unwrap_err();
-    assert!(e.contains("line 2") && e.contains("nested"), "{e}");
+    assert_eq!(e.position(), Some(XmlPosition::new(2, None)));
+    let e = e.to_string();
+    assert!(e.starts_with("line 2: ") && e.contains("nested"), "{e}");
     // Quoted '>' and comments do not confuse the depth scan.
     let ok = "<!-- <a><b> --><topology><object type=\"Machine\" cpuset=\"0x1\"><info name=\"x\" value=\"a>b\"/><object type=\"PU\" os_index=\"0\" cpuset=\"0x1\"/></object></topology>";
     assert_eq!(hwloc_xml::from_str(ok).unwrap().pus().len(), 1);
@@ -685,7 +708,7 @@ fn pci_devices_from_hwloc_xml_hang_where_hwloc_put_them() {
         .iter()
         .map(|o| format!("{}:{}", o.kind.name(), o.name))
         .collect();
-    assert_eq!(kinds, ["Network:eth2", "Network:ib0", "OpenFabrics:mlx4_0"]);
+    assert_eq!(kinds, ["Net:eth2", "Net:ib0", "OpenFabrics:mlx4_0"]);
     assert_eq!(m.io_device("sda").unwrap().busid, "0000:00:1f.2");
     // The 3D controllers count as GPUs in bus-id order; the ATI ES1000 console does not.
     let gpus: Vec<&str> = m.gpus().iter().map(|d| d.busid.as_str()).collect();
@@ -698,13 +721,13 @@ fn pci_devices_from_hwloc_xml_hang_where_hwloc_put_them() {
         b.contains("PCI 0000:14:00.0 (3D 10de:06d2) near socket 1\n"),
         "{b}"
     );
-    assert!(b.contains("PCI 0000:05:00.0 (InfiniBand 15b3:6746) Network \"eth2\" Network \"ib0\" OpenFabrics \"mlx4_0\" near socket 0"), "{b}");
+    assert!(b.contains("PCI 0000:05:00.0 (InfiniBand 15b3:6746) Net \"eth2\" Net \"ib0\" OpenFabrics \"mlx4_0\" near socket 0"), "{b}");
     let d = dot::render(&m);
     assert_eq!(d.matches("shape=component").count(), 9, "{d}");
-    let svg = autopin_topology::view::svg::render(&m);
-    assert_eq!(svg.matches(">I/O near ").count(), 9, "{svg}");
+    let svg = svg_doc_checks(&m);
+    assert_eq!(svg.matches(r#"class="PCIDev"><title>"#).count(), 9, "{svg}");
     assert!(
-        svg.contains(">I/O near Package P#1: PCI 0000:14:00.0 (3D 10de:06d2)<"),
+        svg.contains(">PCI 0000:14:00.0 (3D 10de:06d2)</text>"),
         "{svg}"
     );
     let tree = autopin_topology::view::tree::render(&m);

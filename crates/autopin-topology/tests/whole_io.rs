@@ -22,10 +22,20 @@ fn have_lstopo() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// `lstopo-no-graphics --whole-io -v --input INPUT`; None when this hwloc cannot read it.
+/// `lstopo-no-graphics --whole-io -v --input INPUT`; the error when this hwloc cannot
+/// read it.
 fn lstopo_whole_io(input: &Path) -> Result<String, String> {
-    let out = Command::new("lstopo-no-graphics")
-        .args(["--whole-io", "-v", "--input"])
+    lstopo_verbose(input, true)
+}
+
+/// `lstopo-no-graphics -v --input INPUT`, with `--whole-io` or without.
+fn lstopo_verbose(input: &Path, whole_io: bool) -> Result<String, String> {
+    let mut c = Command::new("lstopo-no-graphics");
+    if whole_io {
+        c.arg("--whole-io");
+    }
+    let out = c
+        .args(["-v", "--input"])
         .arg(input)
         // The x86 backend would add this host's CPUID caches to another machine's dump.
         .env("HWLOC_COMPONENTS", "-x86")
@@ -46,6 +56,25 @@ fn ours(m: &Machine) -> String {
             verbose: true,
         },
     )
+}
+
+/// Our tree as `lstopo -v` without `--whole-io` writes it.
+fn ours_default(m: &Machine) -> String {
+    render_with(
+        m,
+        TreeOptions {
+            whole_io: false,
+            verbose: true,
+        },
+    )
+}
+
+/// The OS devices' lines of a console (`OSDev "eth0"` -> `Network L#1` under `PCI 0000:04:00.0`).
+fn os_lines(console: &str) -> BTreeMap<String, IoLine> {
+    io_lines(console)
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("OSDev "))
+        .collect()
 }
 
 /// One I/O line: what it is (`PCIBridge L#1 busid=… id=… class=… buses=…`), the I/O object
@@ -90,6 +119,33 @@ fn io_lines(console: &str) -> BTreeMap<String, IoLine> {
                 .filter(|w| w.starts_with("L#"))
                 .unwrap_or("")
                 .to_string();
+            // An OS device (`Network L#1 (Address=…) "eth0"`): its kind, index and name,
+            // under the PCI device it belongs to; it encloses nothing.
+            if OS_KINDS.contains(&word) && part.ends_with('"') {
+                let name = part[..part.len() - 1]
+                    .rsplit_once('"')
+                    .map_or("", |(_, n)| n);
+                let behind = stack
+                    .iter()
+                    .rev()
+                    .find_map(|(_, k, _)| k.clone())
+                    .unwrap_or_default();
+                let under = stack
+                    .iter()
+                    .rev()
+                    .find(|(_, k, _)| k.is_none())
+                    .map(|(_, _, l)| l.clone())
+                    .unwrap_or_default();
+                out.insert(
+                    format!("OSDev \"{name}\""),
+                    IoLine {
+                        what: format!("{word} {index}"),
+                        behind,
+                        under,
+                    },
+                );
+                continue;
+            }
             let io = matches!(word, "HostBridge" | "PCIBridge" | "PCI");
             let key = io.then(|| {
                 let id = match word {
@@ -133,6 +189,16 @@ fn io_lines(console: &str) -> BTreeMap<String, IoLine> {
     out
 }
 
+/// The kinds of OS device as `lstopo -v` (2.x) names them.
+const OS_KINDS: [&str; 6] = [
+    "Block",
+    "Network",
+    "OpenFabrics",
+    "GPU",
+    "Co-Processor",
+    "DMA",
+];
+
 /// A CPU-side object as both consoles can name it: `Machine`, `Package L#1`, `L3 L#0`,
 /// `Group L#0` (lstopo -v writes `L3Cache`, `Group0`; autopin `L3`, `Group(kind)`).
 fn cpu_label(word: &str, index: &str) -> Option<String> {
@@ -167,9 +233,14 @@ fn compare(name: &str, theirs: &str, m: &Machine) {
         ours.keys().collect::<Vec<_>>(),
         "{name}: other bridges and devices than lstopo --whole-io; ours:\n{ours_text}"
     );
+    let os_devices: usize =
+        m.io.iter()
+            .chain(&m.pci_other)
+            .map(|d| d.os_devices.len())
+            .sum();
     assert_eq!(
         theirs.len(),
-        m.pci_bridges.len() + m.io.len() + m.pci_other.len(),
+        m.pci_bridges.len() + m.io.len() + m.pci_other.len() + os_devices,
         "{name}: lstopo's I/O lines are not all the model's bridges and devices"
     );
     for (k, t) in &theirs {
@@ -179,8 +250,41 @@ fn compare(name: &str, theirs: &str, m: &Machine) {
             "{name}: {k} behind {:?}",
             t.behind
         );
+        if k.starts_with("OSDev") {
+            assert!(t.behind.starts_with("PCI "), "{name}: {k} behind {t:?}");
+        }
         assert_eq!(Some(t), ours.get(k), "{name}: {k} differs from lstopo");
     }
+}
+
+/// The OS devices of `lstopo -v` without `--whole-io` (`theirs`) against our default
+/// verbose tree: the same names, kinds and indexes, under the same PCI devices; and the
+/// same PCI devices with the same indexes.
+fn compare_default(name: &str, theirs: &str, m: &Machine) {
+    let ours_text = ours_default(m);
+    assert!(
+        !os_lines(theirs).is_empty(),
+        "{name}: lstopo shows no OS device"
+    );
+    assert_eq!(
+        os_lines(theirs),
+        os_lines(&ours_text),
+        "{name}: OS devices differ; ours:\n{ours_text}"
+    );
+    // The PCI devices too, with lstopo's indexes, under the same CPU-side objects (lstopo
+    // nests them in bridges even here, which our default tree leaves out).
+    let devices = |text: &str| -> BTreeMap<String, (String, String)> {
+        io_lines(text)
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("PCI "))
+            .map(|(k, l)| (k, (l.what, l.under)))
+            .collect()
+    };
+    assert_eq!(
+        devices(theirs),
+        devices(&ours_text),
+        "{name}: PCI devices differ; ours:\n{ours_text}"
+    );
 }
 
 /// The sysfs dump with a PCI bridge (a RAID controller behind a root port, a host bridge
@@ -193,6 +297,8 @@ fn dump_whole_io_matches_lstopo() {
     let theirs = lstopo_whole_io(&root).unwrap_or_else(|e| panic!("{name}: lstopo: {e}"));
     let m = sysfs::read_with_affinity(&root, None).unwrap();
     compare(name, &theirs, &m);
+    let plain_theirs = lstopo_verbose(&root, false).unwrap_or_else(|e| panic!("lstopo: {e}"));
+    compare_default(name, &plain_theirs, &m);
     // What lstopo shows without --whole-io is unchanged: only the RAID controller.
     let busids: Vec<&str> = m.io.iter().map(|d| d.busid.as_str()).collect();
     assert_eq!(busids, ["0000:01:00.0"]);
@@ -202,42 +308,76 @@ fn dump_whole_io_matches_lstopo() {
     let t = render_with(&plain, TreeOptions::default());
     assert!(!t.contains("Bridge") && !t.contains("0000:00:00.0"), "{t}");
     assert!(
-        t.contains("\n  PCI 0000:01:00.0 (RAID 1000:0079)\n    Storage \"sda\"\n"),
+        t.contains("\n  PCI 0000:01:00.0 (RAID 1000:0079)\n    Block \"sda\"\n"),
         "{t}"
     );
 }
 
+/// hwloc 3's XML as hwloc 2 reads it: version 2.0, and the OS device types of 3.0 (a mask:
+/// storage 1, GPU 4, co-processor 8, network 16, OpenFabrics 32, DMA 64) as 2.x numbers them
+/// (block 0, GPU 1, network 2, OpenFabrics 3, DMA 4, co-processor 5).
+fn as_hwloc2_xml(text: &str) -> String {
+    let text = text.replacen(
+        "<topology version=\"3.0\">",
+        "<topology version=\"2.0\">",
+        1,
+    );
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    let key = "osdev_type=\"";
+    while let Some(at) = rest.find(key) {
+        let (head, tail) = rest.split_at(at + key.len());
+        let end = tail.find('"').unwrap();
+        let v2 = match tail[..end].parse::<u32>().unwrap() {
+            t if t & 4 != 0 => 1,
+            t if t & 8 != 0 => 5,
+            t if t & 32 != 0 => 3,
+            t if t & 16 != 0 => 2,
+            t if t & 64 != 0 => 4,
+            _ => 0,
+        };
+        out.push_str(head);
+        out.push_str(&v2.to_string());
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The hwloc XML with eight bridges over two packages. hwloc 2 refuses the file's version
 /// 3.0 header; the objects compared here read the same under either, so lstopo gets a copy
-/// that says 2.0.
+/// in the 2.0 format (header and OS device types).
 #[test]
 fn xml_whole_io_matches_lstopo() {
     autopin_testkit::require!(have_lstopo(), "lstopo-no-graphics is not installed");
     let path = autopin_testkit::data("hwloc-xml/24em64t-2n6c2t-pci.xml");
     let text = std::fs::read_to_string(&path).unwrap();
-    let theirs = match lstopo_whole_io(&path) {
-        Ok(t) => t,
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("v2.xml");
+    let input = match lstopo_whole_io(&path) {
+        Ok(_) => path.clone(),
         Err(e) if e.contains("cannot import XML version") => {
-            let dir = tempfile::tempdir().unwrap();
-            let copy = dir.path().join("v2.xml");
-            std::fs::write(
-                &copy,
-                text.replacen(
-                    "<topology version=\"3.0\">",
-                    "<topology version=\"2.0\">",
-                    1,
-                ),
-            )
-            .unwrap();
-            lstopo_whole_io(&copy).unwrap_or_else(|e| panic!("lstopo: {e}"))
+            std::fs::write(&copy, as_hwloc2_xml(&text)).unwrap();
+            copy.clone()
         }
         Err(e) => panic!("lstopo: {e}"),
     };
+    let theirs = lstopo_whole_io(&input).unwrap_or_else(|e| panic!("lstopo: {e}"));
     let m = hwloc_xml::from_str(&text).unwrap();
     compare("24em64t-2n6c2t-pci.xml", &theirs, &m);
+    let plain_theirs = lstopo_verbose(&input, false).unwrap_or_else(|e| panic!("lstopo: {e}"));
+    compare_default("24em64t-2n6c2t-pci.xml", &plain_theirs, &m);
     assert_eq!(m.pci_bridges.iter().filter(|b| b.is_host()).count(), 2);
     assert_eq!(m.pci_bridges.len(), 8);
     assert_eq!(m.io.len(), 9);
+    let t = ours_default(&m);
+    for line in [
+        "Network L#3 \"ib0\"",
+        "OpenFabrics L#4 \"mlx4_0\"",
+        "Block L#5 \"sda\"",
+    ] {
+        assert!(t.contains(line), "{line}: {t}");
+    }
     // A JSON document keeps the tree.
     let doc = serde_json::to_string(&autopin_topology::source::json::to_document(&m)).unwrap();
     assert!(autopin_topology::source::json::from_str(&doc).unwrap() == m);
@@ -330,14 +470,191 @@ fn nested_bridges_match_lstopo() {
         root.join("sys/class/net/eth0"),
     )
     .unwrap();
+    os_device(root, gpu, "drm", "card0");
+    os_device(root, gpu, "drm", "renderD128");
+    os_device(root, gpu, "drm", "card0-DP-1");
+    let sata = "pci0000:00/0000:00:1f.2";
+    os_device(root, sata, "block", "sda");
+    os_device(root, sata, "block", "sda1");
+    std::fs::write(
+        root.join("sys/devices")
+            .join(sata)
+            .join("block/sda1/partition"),
+        "1\n",
+    )
+    .unwrap();
+    os_device(root, "pci0000:00/0000:00:14.0", "dma", "dma0chan0");
+    os_device(root, nic, "infiniband", "mlx5_0");
     let theirs = lstopo_whole_io(root).unwrap_or_else(|e| panic!("lstopo: {e}"));
     let m = sysfs::read_with_affinity(root, None).unwrap();
     compare("nested bridges", &theirs, &m);
+    let plain_theirs = lstopo_verbose(root, false).unwrap_or_else(|e| panic!("lstopo: {e}"));
+    compare_default("nested bridges", &plain_theirs, &m);
     assert_eq!(m.pci_bridges.len(), 5, "{:?}", m.pci_bridges);
     let busids: Vec<&str> = m.io.iter().map(|d| d.busid.as_str()).collect();
     assert_eq!(busids, ["0000:00:1f.2", "0000:02:00.0", "0000:81:00.0"]);
     assert_eq!(m.gpus().len(), 1);
     assert_eq!(m.io_device("eth0").unwrap().busid, "0000:81:00.0");
     let t = ours(&m);
-    assert!(t.contains("Network \"eth0\""), "{t}");
+    assert!(t.contains("Network L#"), "{t}");
+    let t = render_with(&m, TreeOptions::default());
+    assert!(t.contains("\n      Net \"eth0\"\n"), "{t}");
+}
+
+/// An OS device of a sysfs class (`drm`, `net`, `block`, ...) below a PCI function.
+/// Its `dev` file is there unless it is a connector (`card0-DP-1`), as in Linux.
+fn os_device(root: &Path, function: &str, class: &str, name: &str) {
+    let dir = root
+        .join("sys/devices")
+        .join(function)
+        .join(class)
+        .join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    if !name.contains('-') {
+        std::fs::write(dir.join("dev"), "1:0\n").unwrap();
+    }
+    let links = root.join("sys/class").join(class);
+    std::fs::create_dir_all(&links).unwrap();
+    std::os::unix::fs::symlink(
+        format!("../../devices/{function}/{class}/{name}"),
+        links.join(name),
+    )
+    .unwrap();
+}
+
+/// Every view of the 24em64t XML shows its I/O objects: with the PCI tree kept (what
+/// `--whole-io` keeps) the bridges too, without it (the default) the devices and their OS
+/// devices but no bridge, with `--no-io` nothing of either.
+#[test]
+fn every_view_shows_the_io_objects() {
+    use autopin_topology::source::json;
+    use autopin_topology::view::{boxes, dot, svg};
+    let path = autopin_testkit::data("hwloc-xml/24em64t-2n6c2t-pci.xml");
+    let whole = hwloc_xml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut plain = whole.clone();
+    plain.drop_whole_io();
+    let mut none = whole.clone();
+    none.drop_io();
+    let views = |m: &Machine| -> Vec<(&'static str, String)> {
+        let tree = TreeOptions {
+            whole_io: !m.pci_bridges.is_empty(),
+            verbose: false,
+        };
+        vec![
+            ("tree", render_with(m, tree)),
+            ("boxes", boxes::render(m)),
+            ("dot", dot::render(m)),
+            ("svg", svg::render(m)),
+            (
+                "json",
+                serde_json::to_string_pretty(&json::to_document(m)).unwrap(),
+            ),
+        ]
+    };
+    let devices = [
+        "0000:04:00.0",
+        "0000:05:00.0",
+        "0000:06:00.0",
+        "0000:01:03.0",
+        "0000:00:1f.2",
+        "0000:14:00.0",
+        "0000:11:00.0",
+    ];
+    let os_devices = ["eth0", "eth1", "ib0", "mlx4_0", "sda"];
+    let bridges = ["0000:00:01.0", "0000:00:05.0", "0000:10:07.0"];
+    for (name, text) in views(&whole) {
+        for want in devices.iter().chain(&os_devices).chain(&bridges) {
+            assert!(
+                text.contains(want),
+                "{name} --whole-io lacks {want}:\n{text}"
+            );
+        }
+        if name != "json" {
+            assert!(text.contains("HostBridge"), "{name}:\n{text}");
+            assert!(text.contains("PCIBridge"), "{name}:\n{text}");
+        }
+    }
+    for (name, text) in views(&plain) {
+        for want in devices.iter().chain(&os_devices) {
+            assert!(text.contains(want), "{name} lacks {want}:\n{text}");
+        }
+        for gone in bridges {
+            assert!(!text.contains(gone), "{name} shows bridge {gone}:\n{text}");
+        }
+        assert!(!text.contains("PCIBridge"), "{name}:\n{text}");
+    }
+    for (name, text) in views(&none) {
+        for gone in devices.iter().chain(&os_devices).chain(&bridges) {
+            assert!(!text.contains(gone), "{name} --no-io shows {gone}:\n{text}");
+        }
+    }
+    // The OS devices as lstopo names them, in their device's box / line / node.
+    let b = boxes::render(&whole);
+    assert!(
+        b.contains("    PCI 0000:04:00.0 (Ethernet 8086:10c9) Net \"eth0\" near socket 0\n"),
+        "{b}"
+    );
+    assert!(
+        b.contains("  PCIBridge 0000:00:01.0 (buses=0000:[04-04]) near socket 0\n"),
+        "{b}"
+    );
+    let d = dot::render(&whole);
+    assert_eq!(d.matches("shape=cds").count(), 8, "{d}");
+    assert_eq!(d.matches("shape=note").count(), 6, "{d}");
+    assert!(d.contains("label=\"OpenFabrics \\\"mlx4_0\\\"\""), "{d}");
+    // The SVG: a box per bridge, device and OS device, each inside the box of the object
+    // above it and the package it is local to.
+    let text = svg::render(&whole);
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let rect = |n: roxmltree::Node| {
+        let r = n.children().find(|c| c.has_tag_name("rect")).unwrap();
+        let f = |a: &str| r.attribute(a).unwrap().parse::<f64>().unwrap();
+        (f("x"), f("y"), f("x") + f("width"), f("y") + f("height"))
+    };
+    let groups = |class: &str| {
+        doc.descendants()
+            .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some(class))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(groups("Bridge").len(), 8);
+    assert_eq!(groups("PCIDev").len(), 9);
+    assert_eq!(groups("OSDev").len(), 6);
+    for g in groups("Bridge")
+        .into_iter()
+        .chain(groups("PCIDev"))
+        .chain(groups("OSDev"))
+    {
+        let parent = g.parent_element().unwrap();
+        let (a, b) = (rect(g), rect(parent));
+        assert!(
+            a.0 >= b.0 && a.1 >= b.1 && a.2 <= b.2 && a.3 <= b.3,
+            "{:?} outside {:?}",
+            g.attribute("class"),
+            parent.attribute("class")
+        );
+        let package = g
+            .ancestors()
+            .find(|n| n.attribute("class") == Some("Package"))
+            .expect("inside a package");
+        let label = |n: roxmltree::Node| -> String {
+            n.children()
+                .find(|c| c.has_tag_name("text"))
+                .and_then(|t| t.text())
+                .unwrap_or("")
+                .to_string()
+        };
+        if label(g).contains("0000:14:00.0") {
+            assert_eq!(label(package), "Package P#1");
+        }
+        if label(g).contains("\"sda\"") {
+            assert_eq!(label(package), "Package P#0");
+            assert!(label(parent).contains("0000:00:1f.2"));
+        }
+    }
+    for want in [
+        "&quot;mlx4_0&quot;",
+        "PCIBridge 0000:10:07.0 (buses=0000:[11-13])",
+    ] {
+        assert!(text.contains(want), "{want}");
+    }
 }

@@ -233,6 +233,17 @@ fn topology_drawings_fit() {
         "topology-256cpus",
         &String::from_utf8_lossy(&big.get_output().stdout),
     );
+    // The I/O objects drawn in their packages: PCI devices, OS devices and bridges.
+    let xml = autopin_testkit::data("hwloc-xml/24em64t-2n6c2t-pci.xml");
+    let io = autopin()
+        .args(["topology", "--format", "svg", "--whole-io", "--load"])
+        .arg(&xml)
+        .assert()
+        .success();
+    check(
+        "topology-whole-io",
+        &String::from_utf8_lossy(&io.get_output().stdout),
+    );
 }
 
 #[test]

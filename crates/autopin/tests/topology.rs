@@ -256,6 +256,56 @@ fn hwloc_xml_of_this_host_matches_sysfs() {
     assert_eq!(normalized_pus(&a), normalized_pus(&b));
 }
 
+/// Every format shows the I/O objects of the 24em64t XML (devices by bus id, OS devices by
+/// name), the bridges only with `--whole-io`, none of them with `--no-io`.
+#[test]
+fn every_format_shows_io_unless_no_io() {
+    let xml = autopin_testkit::data("hwloc-xml/24em64t-2n6c2t-pci.xml");
+    let run = |format: &str, extra: &[&str]| {
+        let out = autopin()
+            .args(["topology", "--format", format, "--load"])
+            .arg(&xml)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{format} {extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let devices = ["0000:05:00.0", "0000:00:1f.2", "0000:11:00.0"];
+    let names = ["eth0", "ib0", "mlx4_0", "sda"];
+    for format in ["tree", "boxes", "json", "dot", "svg"] {
+        let plain = run(format, &[]);
+        for want in devices.iter().chain(&names) {
+            assert!(plain.contains(want), "{format} lacks {want}:\n{plain}");
+        }
+        assert!(!plain.contains("0000:00:01.0"), "{format}:\n{plain}");
+        let whole = run(format, &["--whole-io"]);
+        for want in devices.iter().chain(&names).chain(&["0000:00:01.0"]) {
+            assert!(
+                whole.contains(want),
+                "{format} --whole-io lacks {want}:\n{whole}"
+            );
+        }
+        let none = run(format, &["--no-io"]);
+        for gone in devices.iter().chain(&names).chain(&["0000:00:01.0"]) {
+            assert!(
+                !none.contains(gone),
+                "{format} --no-io shows {gone}:\n{none}"
+            );
+        }
+    }
+    let tree = run("tree", &["-v"]);
+    assert!(
+        tree.contains("\n      OpenFabrics L#4 \"mlx4_0\"\n"),
+        "{tree}"
+    );
+    assert!(tree.contains("\n      Block L#5 \"sda\"\n"), "{tree}");
+}
+
 /// `--whole-io` shows the PCI tree lstopo --whole-io shows (a host bridge, the root port in
 /// front of the RAID controller, the host bridge's own function); the default leaves the
 /// bridges and that function out, in the tree and in the JSON.
@@ -279,7 +329,7 @@ fn whole_io_shows_bridges_and_every_device() {
     };
     let plain = run(&[]);
     assert!(
-        plain.contains("\n  PCI 0000:01:00.0 (RAID 1000:0079)\n    Storage \"sda\"\n"),
+        plain.contains("\n  PCI 0000:01:00.0 (RAID 1000:0079)\n    Block \"sda\"\n"),
         "{plain}"
     );
     assert!(
@@ -291,7 +341,7 @@ fn whole_io_shows_bridges_and_every_device() {
         whole.contains(
             "\n  HostBridge (buses=0000:[00-01])\n    PCI 0000:00:00.0 (HostBridge 8086:3407)\n    \
              PCIBridge 0000:00:03.0 (buses=0000:[01-01])\n      PCI 0000:01:00.0 (RAID 1000:0079)\n        \
-             Storage \"sda\"\n"
+             Block \"sda\"\n"
         ),
         "{whole}"
     );

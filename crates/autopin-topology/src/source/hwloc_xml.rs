@@ -17,13 +17,24 @@
 
 use crate::builder::{Builder, NumaSpec};
 use crate::cpuset::CpuSet;
+use crate::error::{HwlocXmlError, XmlPosition};
 use crate::model::*;
 use roxmltree::{Document, Node, ParsingOptions};
 use std::collections::BTreeMap;
 
-type Res<T> = std::result::Result<T, String>;
+type Res<T> = std::result::Result<T, HwlocXmlError>;
 
-/// Parses hwloc XML text; the error message says what was wrong and where (line).
+/// An [`HwlocXmlError::At`] a position: `xml_err!(at(doc, n), "a {ty} object ...")`.
+macro_rules! xml_err {
+    ($pos:expr, $($fmt:tt)+) => {
+        HwlocXmlError::At {
+            position: $pos,
+            message: format!($($fmt)+),
+        }
+    };
+}
+
+/// Parses hwloc XML text; the error says what was wrong and where (line and column).
 pub fn from_str(text: &str) -> Res<Machine> {
     check_nesting(text)?;
     let opts = ParsingOptions {
@@ -32,13 +43,16 @@ pub fn from_str(text: &str) -> Res<Machine> {
     };
     let doc = Document::parse_with_options(text, opts).map_err(|e| {
         let p = e.pos();
-        format!("line {}, column {}: not well-formed XML: {e}", p.row, p.col)
+        xml_err!(
+            XmlPosition::new(p.row as usize, Some(p.col as usize)),
+            "not well-formed XML: {e}"
+        )
     })?;
     let root = doc.root_element();
     if root.tag_name().name() != "topology" {
-        return Err(format!(
-            "{}: the root element is <{}>, expected <topology> (the output of `lstopo --of xml`)",
+        return Err(xml_err!(
             at(&doc, root),
+            "the root element is <{}>, expected <topology> (the output of `lstopo --of xml`)",
             root.tag_name().name()
         ));
     }
@@ -69,16 +83,13 @@ pub fn from_str(text: &str) -> Res<Machine> {
         r.object(child, false, &mut distances_v1)?;
     }
     let Some(sets) = r.machine.take() else {
-        return Err(format!(
-            "{}: no <object type=\"Machine\"> under <topology>",
-            at(&doc, root)
+        return Err(xml_err!(
+            at(&doc, root),
+            "no <object type=\"Machine\"> under <topology>"
         ));
     };
     if r.pus.is_empty() {
-        return Err(
-            "the XML describes no PU objects (processing units), so there is nothing to pin to"
-                .into(),
-        );
+        return Err(HwlocXmlError::NoPus);
     }
 
     // Core kinds come after the objects; only more than one kind is worth recording.
@@ -109,8 +120,7 @@ pub fn from_str(text: &str) -> Res<Machine> {
     }
 
     let mut m = r.b.build();
-    m.validate()
-        .map_err(|e| format!("the objects in the XML do not form a valid tree: {e}"))?;
+    m.validate().map_err(HwlocXmlError::Inconsistent)?;
     m.io = std::mem::take(&mut r.io);
     m.pci_other = std::mem::take(&mut r.other);
     m.pci_bridges = std::mem::take(&mut r.bridges);
@@ -160,8 +170,9 @@ fn check_nesting(text: &str) -> Res<()> {
                 if j < b.len() && b[j - 1] != b'/' {
                     depth += 1;
                     if depth > MAX_DEPTH {
-                        return Err(format!(
-                            "line {line}: elements nested more than {MAX_DEPTH} deep; real topologies are far shallower"
+                        return Err(xml_err!(
+                            XmlPosition::new(line, None),
+                            "elements nested more than {MAX_DEPTH} deep; real topologies are far shallower"
                         ));
                     }
                 }
@@ -174,10 +185,10 @@ fn check_nesting(text: &str) -> Res<()> {
     Ok(())
 }
 
-/// `line L, column C` of a node, for error messages.
-fn at(doc: &Document, n: Node) -> String {
+/// Where a node starts (`line L, column C`), for error messages.
+fn at(doc: &Document, n: Node) -> XmlPosition {
     let p = doc.text_pos_at(n.range().start);
-    format!("line {}, column {}", p.row, p.col)
+    XmlPosition::new(p.row as usize, Some(p.col as usize))
 }
 
 struct MachineSets {
@@ -197,7 +208,7 @@ struct Reader<'a, 'input> {
     /// NUMA OS indexes in document (logical) order, for hwloc 1.x distances.
     numa_logical: Vec<u32>,
     /// PU OS index → line where it was first seen, to report duplicates.
-    seen_pus: BTreeMap<u32, String>,
+    seen_pus: BTreeMap<u32, XmlPosition>,
     /// NUMA nodes left out because none of their CPUs is in the XML.
     hidden_numa: Vec<String>,
     /// PCI devices read so far.
@@ -230,23 +241,23 @@ impl Reader<'_, '_> {
         let doc = self.doc;
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(format!(
-                "{}: objects nested more than {MAX_DEPTH} deep; real topologies are far shallower",
-                at(doc, n)
+            return Err(xml_err!(
+                at(doc, n),
+                "objects nested more than {MAX_DEPTH} deep; real topologies are far shallower"
             ));
         }
         let ty = n
             .attribute("type")
-            .ok_or_else(|| format!("{}: <object> without a type attribute", at(doc, n)))?;
+            .ok_or_else(|| xml_err!(at(doc, n), "<object> without a type attribute"))?;
         let cpuset = match n.attribute("cpuset") {
             Some(s) => mask(doc, n, "cpuset", s)?,
             None => CpuSet::new(),
         };
         let os_index = match n.attribute("os_index") {
             Some(s) => Some(s.trim().parse::<u32>().map_err(|_| {
-                format!(
-                    "{}: os_index '{s}' of a {ty} object is not a non-negative integer",
-                    at(doc, n)
+                xml_err!(
+                    at(doc, n),
+                    "os_index '{s}' of a {ty} object is not a non-negative integer"
                 )
             })?),
             None => None,
@@ -294,19 +305,19 @@ impl Reader<'_, '_> {
                 self.b.add(o);
             }
             "PU" => {
-                let os = os_index
-                    .ok_or_else(|| format!("{}: a PU object without os_index", at(doc, n)))?;
+                let os =
+                    os_index.ok_or_else(|| xml_err!(at(doc, n), "a PU object without os_index"))?;
                 if cpuset.len() != 1 || !cpuset.contains(os) {
-                    return Err(format!(
-                        "{}: PU P#{os} has cpuset {} but a PU must cover exactly its own CPU",
+                    return Err(xml_err!(
                         at(doc, n),
+                        "PU P#{os} has cpuset {} but a PU must cover exactly its own CPU",
                         cpuset
                     ));
                 }
                 if let Some(first) = self.seen_pus.insert(os, at(doc, n)) {
-                    return Err(format!(
-                        "{}: PU P#{os} appears twice (first at {first})",
-                        at(doc, n)
+                    return Err(xml_err!(
+                        at(doc, n),
+                        "PU P#{os} appears twice (first at {first})"
                     ));
                 }
                 self.pus.push(os);
@@ -318,13 +329,10 @@ impl Reader<'_, '_> {
             }
             "NUMANode" => {
                 let os = os_index
-                    .ok_or_else(|| format!("{}: a NUMANode object without os_index", at(doc, n)))?;
+                    .ok_or_else(|| xml_err!(at(doc, n), "a NUMANode object without os_index"))?;
                 let memory = match n.attribute("local_memory") {
                     Some(s) => s.trim().parse::<u64>().map_err(|_| {
-                        format!(
-                            "{}: local_memory '{s}' is not a number of bytes",
-                            at(doc, n)
-                        )
+                        xml_err!(at(doc, n), "local_memory '{s}' is not a number of bytes")
                     })?,
                     None => 0,
                 };
@@ -456,9 +464,9 @@ fn cache_attr(doc: &Document, n: Node, ty: &str) -> Res<Option<CacheAttr>> {
     let num = |name: &str| -> Res<Option<i64>> {
         match n.attribute(name) {
             Some(s) => s.trim().parse::<i64>().map(Some).map_err(|_| {
-                format!(
-                    "{}: {name} '{s}' of a {ty} object is not an integer",
-                    at(doc, n)
+                xml_err!(
+                    at(doc, n),
+                    "{name} '{s}' of a {ty} object is not an integer"
                 )
             }),
             None => Ok(None),
@@ -469,9 +477,9 @@ fn cache_attr(doc: &Document, n: Node, ty: &str) -> Res<Option<CacheAttr>> {
         None => match num("depth")? {
             Some(d) if (1..=255).contains(&d) => d as u8,
             _ => {
-                return Err(format!(
-                    "{}: a {ty} object needs a cache level (depth=\"1\"..)",
-                    at(doc, n)
+                return Err(xml_err!(
+                    at(doc, n),
+                    "a {ty} object needs a cache level (depth=\"1\"..)"
                 ))
             }
         },
@@ -527,13 +535,10 @@ fn mask(doc: &Document, n: Node, attr: &str, text: &str) -> Res<CpuSet> {
             .iter()
             .any(|w| w.is_empty() || w.len() > 8 || !w.bytes().all(|b| b.is_ascii_hexdigit()))
     {
-        return Err(format!(
-            "{}: {attr}=\"{text}\" is not an hwloc CPU mask (comma-separated 32-bit hex words like 0x000000ff,0xffffffff)",
-            at(doc, n)
-        ));
+        return Err(xml_err!(at(doc, n), "{attr}=\"{text}\" is not an hwloc CPU mask (comma-separated 32-bit hex words like 0x000000ff,0xffffffff)"));
     }
     let mut set = CpuSet::parse_mask(&cleaned.join(","))
-        .map_err(|e| format!("{}: {attr}: {}", at(doc, n), e.message))?;
+        .map_err(|e| xml_err!(at(doc, n), "{attr}: {}", e.message))?;
     if text.trim().starts_with("0xf...f") {
         // Infinite set: every CPU from the first written word on, up to Linux's NR_CPUS limit.
         let from = 32 * (cleaned.len() as u32 - 1);
@@ -558,7 +563,7 @@ fn cpu_kinds(doc: &Document, root: Node) -> Res<Vec<CoreKind>> {
     {
         let cpuset = match k.attribute("cpuset") {
             Some(s) => mask(doc, k, "cpuset", s)?,
-            None => return Err(format!("{}: <cpukind> without a cpuset", at(doc, k))),
+            None => return Err(xml_err!(at(doc, k), "<cpukind> without a cpuset")),
         };
         let info = infos(k);
         let name = if let Some(t) = info.get("CoreType") {
@@ -604,24 +609,25 @@ fn numa_distances_v2(
     let n: usize = d
         .attribute("nbobjs")
         .and_then(|v| v.parse().ok())
-        .ok_or_else(|| format!("{}: <distances2> without a valid nbobjs", at(doc, *d)))?;
-    let numbers = |tag: &str| -> Res<Vec<u64>> {
-        let mut out = Vec::new();
-        for c in d.children().filter(|c| c.has_tag_name(tag)) {
-            for tok in c.text().unwrap_or("").split_whitespace() {
-                out.push(tok.parse::<u64>().map_err(|_| {
-                    format!("{}: '{tok}' in <{tag}> is not an integer", at(doc, c))
-                })?);
+        .ok_or_else(|| xml_err!(at(doc, *d), "<distances2> without a valid nbobjs"))?;
+    let numbers =
+        |tag: &str| -> Res<Vec<u64>> {
+            let mut out = Vec::new();
+            for c in d.children().filter(|c| c.has_tag_name(tag)) {
+                for tok in c.text().unwrap_or("").split_whitespace() {
+                    out.push(tok.parse::<u64>().map_err(|_| {
+                        xml_err!(at(doc, c), "'{tok}' in <{tag}> is not an integer")
+                    })?);
+                }
             }
-        }
-        Ok(out)
-    };
+            Ok(out)
+        };
     let idx = numbers("indexes")?;
     let vals = numbers("u64values")?;
     if idx.len() != n || vals.len() != n * n {
-        return Err(format!(
-            "{}: <distances2> of {n} objects has {} indexes and {} values (expected {n} and {})",
+        return Err(xml_err!(
             at(doc, *d),
+            "<distances2> of {n} objects has {} indexes and {} values (expected {n} and {})",
             idx.len(),
             vals.len(),
             n * n
@@ -632,13 +638,13 @@ fn numa_distances_v2(
     for &i in &idx {
         let o = if by_gp {
             *gp.get(&i).ok_or_else(|| {
-                format!(
-                    "{}: <distances2> names gp_index {i}, which is no NUMA node",
-                    at(doc, *d)
+                xml_err!(
+                    at(doc, *d),
+                    "<distances2> names gp_index {i}, which is no NUMA node"
                 )
             })?
         } else {
-            u32::try_from(i).map_err(|_| format!("{}: NUMA index {i} is too large", at(doc, *d)))?
+            u32::try_from(i).map_err(|_| xml_err!(at(doc, *d), "NUMA index {i} is too large"))?
         };
         os.push(o);
     }
@@ -675,13 +681,13 @@ fn numa_distances_v1(
             let v: f64 = l
                 .attribute("value")
                 .and_then(|v| v.parse().ok())
-                .ok_or_else(|| format!("{}: <latency> without a numeric value", at(doc, l)))?;
+                .ok_or_else(|| xml_err!(at(doc, l), "<latency> without a numeric value"))?;
             vals.push(v);
         }
         if vals.len() != n * n {
-            return Err(format!(
-                "{}: <distances> of {n} nodes has {} latencies, expected {}",
+            return Err(xml_err!(
                 at(doc, *d),
+                "<distances> of {n} nodes has {} latencies, expected {}",
                 vals.len(),
                 n * n
             ));
@@ -708,11 +714,11 @@ fn pci_device(
     use crate::io::{OsDevice, OsDeviceKind};
     let busid_text = n
         .attribute("pci_busid")
-        .ok_or_else(|| format!("{}: a PCIDev object without pci_busid", at(doc, n)))?;
+        .ok_or_else(|| xml_err!(at(doc, n), "a PCIDev object without pci_busid"))?;
     let busid = crate::io::parse_busid(busid_text).ok_or_else(|| {
-        format!(
-            "{}: pci_busid '{busid_text}' is not a PCI bus id (domain:bus:device.function)",
-            at(doc, n)
+        xml_err!(
+            at(doc, n),
+            "pci_busid '{busid_text}' is not a PCI bus id (domain:bus:device.function)"
         )
     })?;
     let ty = n.attribute("pci_type").unwrap_or("");
@@ -729,9 +735,9 @@ fn pci_device(
             ))
         });
     let (Some(class), Some((vendor, device))) = (class, ids) else {
-        return Err(format!(
-            "{}: pci_type '{ty}' of PCI device {busid} is not 'CLASS [VENDOR:DEVICE] ...' in hex",
-            at(doc, n)
+        return Err(xml_err!(
+            at(doc, n),
+            "pci_type '{ty}' of PCI device {busid} is not 'CLASS [VENDOR:DEVICE] ...' in hex"
         ));
     };
     let os_devices = n
@@ -799,11 +805,11 @@ fn bridge(doc: &Document, n: Node, near: Option<&CpuSet>) -> Res<crate::io::PciB
     } else {
         let text = n
             .attribute("pci_busid")
-            .ok_or_else(|| format!("{}: a PCI Bridge object without pci_busid", at(doc, n)))?;
+            .ok_or_else(|| xml_err!(at(doc, n), "a PCI Bridge object without pci_busid"))?;
         let busid = crate::io::parse_busid(text).ok_or_else(|| {
-            format!(
-                "{}: pci_busid '{text}' is not a PCI bus id (domain:bus:device.function)",
-                at(doc, n)
+            xml_err!(
+                at(doc, n),
+                "pci_busid '{text}' is not a PCI bus id (domain:bus:device.function)"
             )
         })?;
         let ids = n

@@ -16,7 +16,10 @@ pub fn load_file(path: &Path) -> Result<Machine> {
         std::fs::read_to_string(path).map_err(|e| TopologyError::file(path, e.to_string()))?;
     match text.trim_start().as_bytes().first() {
         Some(b'{') => json::from_str(&text).map_err(|e| TopologyError::file(path, e.to_string())),
-        Some(b'<') => hwloc_xml::from_str(&text).map_err(|m| TopologyError::file(path, m)),
+        Some(b'<') => hwloc_xml::from_str(&text).map_err(|source| TopologyError::HwlocXml {
+            path: path.to_path_buf(),
+            source,
+        }),
         _ => Err(TopologyError::file(
             path,
             "neither an autopin topology JSON document nor hwloc XML",

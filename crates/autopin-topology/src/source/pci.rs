@@ -317,21 +317,25 @@ fn device(dir: &Path, name: &str) -> Option<PciDevice> {
     })
 }
 
-/// (bus id of the PCI device it belongs to, the OS device) for every OS device under PCI.
+/// (bus id of the PCI device it belongs to, the OS device) for every OS device under PCI,
+/// in the order hwloc's Linux backend finds them (class by class, then by name), which is
+/// the order lstopo lists and numbers them in.
 fn os_devices(root: &Path) -> Vec<(String, OsDevice)> {
     let mut out = Vec::new();
     for (class, kind) in [
-        ("drm", OsDeviceKind::Gpu),
+        ("block", OsDeviceKind::Storage),
         ("net", OsDeviceKind::Network),
         ("infiniband", OsDeviceKind::OpenFabrics),
-        ("block", OsDeviceKind::Storage),
+        ("drm", OsDeviceKind::Gpu),
         ("dma", OsDeviceKind::Dma),
     ] {
         let dir = root.join("sys/class").join(class);
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        for e in entries.flatten() {
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
             let name = e.file_name().to_string_lossy().into_owned();
             let keep = match kind {
                 // The card and render nodes, not the connectors (card0-DP-1).

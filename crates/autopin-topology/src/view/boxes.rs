@@ -2,6 +2,7 @@
 //! its PU OS indexes, then one row per cache level with boxes spanning the cores that share
 //! each cache. Wide sockets wrap onto several rows of cores.
 
+use crate::machine::PciChild;
 use crate::model::*;
 use std::fmt::Write;
 
@@ -64,20 +65,46 @@ pub fn render(m: &Machine) -> String {
             );
         }
     }
-    // I/O devices under the socket (or the machine) their CPUs are local to.
-    for d in &m.io {
+    // I/O devices under the socket (or the machine) their CPUs are local to; where the
+    // machine keeps the PCI tree (`--whole-io`), the bridges too, with what is behind each
+    // indented below it.
+    for id in m.dfs_order() {
         let at = sockets
             .iter()
-            .find(|&&s| s != 0 && is_within(m, d.attached_to, s))
+            .find(|&&s| s != 0 && is_within(m, id, s))
             .map_or("the machine".to_string(), |&s| {
                 format!("socket {}", m.obj(s).logical_index)
             });
-        let _ = writeln!(out, "{} near {at}", d.label_with_os_devices());
+        io_lines(m, None, id, 0, &at, &mut out);
     }
     for l in legend(m, &levels) {
         let _ = writeln!(out, "{l}");
     }
     out
+}
+
+/// The bridges and devices below a bridge (or, with `None`, hanging from the CPU-side
+/// object `id`), one line each: `PCI 0000:04:00.0 (Ethernet 8086:10c9) Net "eth0" near socket 0`.
+fn io_lines(
+    m: &Machine,
+    bridge: Option<usize>,
+    id: ObjId,
+    depth: usize,
+    at: &str,
+    out: &mut String,
+) {
+    let indent = "  ".repeat(depth);
+    for c in m.pci_children(bridge, id) {
+        match c {
+            PciChild::Bridge(i, b) => {
+                let _ = writeln!(out, "{indent}{} near {at}", b.label());
+                io_lines(m, Some(i), id, depth + 1, at, out);
+            }
+            PciChild::Device(d) => {
+                let _ = writeln!(out, "{indent}{} near {at}", d.label_with_os_devices());
+            }
+        }
+    }
 }
 
 /// `Socket 0:` plus the OS index when it differs, and the NUMA nodes local to it.

@@ -1,5 +1,7 @@
 //! A graphviz digraph of the tree: one node per object, edges from parent to child; NUMA
-//! nodes are separate boxes linked (dashed) to the object their memory is local to.
+//! nodes are separate boxes linked (dashed) to the object their memory is local to; PCI
+//! devices (and, with `--whole-io`, the bridges) hang from the object they are local to,
+//! each OS device from its PCI device.
 //! Render with `dot -Tsvg`.
 
 use super::tree::human_size;
@@ -55,14 +57,56 @@ pub fn render(m: &Machine) -> String {
             n.attached_to
         );
     }
-    // I/O devices hang (dashed) from the object whose CPUs are local to them.
-    for (i, d) in m.io.iter().enumerate() {
+    // I/O devices hang (dashed) from the object whose CPUs are local to them, or, where the
+    // machine keeps the PCI tree (`--whole-io`), from the bridge they sit behind; host
+    // bridges hang from that object. Each OS device hangs from its PCI device.
+    for (i, b) in m.pci_bridges.iter().enumerate() {
         let _ = writeln!(
             out,
-            "  d{i} [label=\"{}\", shape=component, fillcolor=\"#dfe8f5\"];",
-            quote(&d.label_with_os_devices())
+            "  b{i} [label=\"{}\", shape=cds, fillcolor=\"#f4f4f4\"];",
+            quote(&b.label())
         );
-        let _ = writeln!(out, "  o{} -> d{i} [style=dashed];", d.attached_to);
+        match b.parent {
+            Some(p) => {
+                let _ = writeln!(out, "  b{p} -> b{i};");
+            }
+            None => {
+                let _ = writeln!(out, "  o{} -> b{i} [style=dashed];", b.attached_to);
+            }
+        }
+    }
+    let devices =
+        m.io.iter()
+            .enumerate()
+            .map(|(i, d)| (format!("d{i}"), d))
+            .chain(
+                m.pci_other
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| (format!("x{i}"), d)),
+            );
+    for (node, d) in devices {
+        let _ = writeln!(
+            out,
+            "  {node} [label=\"{}\", shape=component, fillcolor=\"#dfe8f5\"];",
+            quote(&d.label())
+        );
+        match d.bridge {
+            Some(b) => {
+                let _ = writeln!(out, "  b{b} -> {node};");
+            }
+            None => {
+                let _ = writeln!(out, "  o{} -> {node} [style=dashed];", d.attached_to);
+            }
+        }
+        for (j, os) in d.os_devices.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  {node}_{j} [label=\"{}\", shape=note, fillcolor=\"#fff6d5\"];",
+                quote(&os.label())
+            );
+            let _ = writeln!(out, "  {node} -> {node}_{j};");
+        }
     }
     if !m.offline.is_empty() {
         let _ = writeln!(

@@ -1,12 +1,17 @@
 //! An lstopo-like drawing written directly as SVG text: each object is a box holding its
 //! children, NUMA nodes are bars across the top of the object they are local to, disallowed
-//! PUs are greyed, and a caption lists offline PUs and other facts.
+//! PUs are greyed, and a caption lists offline PUs and other facts. I/O objects are boxes
+//! below the CPU-side object they are local to, as lstopo draws them: each PCI device holds
+//! its OS devices, and where the machine keeps the PCI tree (`--whole-io`) the host and PCI
+//! bridges hold what is behind them.
 //!
 //! Layout is two passes: sizes bottom-up ([`measure`]), then positions top-down ([`draw`]).
 //! Children go left to right and wrap onto a new row once a row would get wider than
 //! [`MAX_ROW_WIDTH`], so a 256-PU machine stays a readable rectangle instead of a ribbon.
 
 use super::tree::human_size;
+use crate::io::{OsDevice, PciBridge, PciDevice};
+use crate::machine::PciChild;
 use crate::model::*;
 use std::fmt::Write;
 
@@ -22,13 +27,34 @@ const NUMA_H: f64 = 20.0;
 const MAX_ROW_WIDTH: f64 = 1400.0;
 
 /// Size of an object's box and where its children go inside it.
-struct Boxed {
+struct Boxed<'a> {
     w: f64,
     h: f64,
     /// (child index into the object's children, x, y) relative to the box's corner.
     place: Vec<(usize, f64, f64)>,
-    children: Vec<Boxed>,
+    children: Vec<Boxed<'a>>,
+    /// The I/O objects local to it (its PCI tree), below its children: (box, x, y).
+    io: Vec<(IoBoxed<'a>, f64, f64)>,
 }
+
+/// An I/O object's box: a bridge holding what is behind it, a PCI device holding its OS
+/// devices, or an OS device.
+struct IoBoxed<'a> {
+    w: f64,
+    h: f64,
+    what: IoWhat<'a>,
+    /// (box, x, y) relative to the box's corner.
+    kids: Vec<(IoBoxed<'a>, f64, f64)>,
+}
+
+enum IoWhat<'a> {
+    Bridge(&'a PciBridge),
+    Device(&'a PciDevice),
+    Os(&'a OsDevice),
+}
+
+/// Height of an OS device's box (one line).
+const OS_H: f64 = LINE_H + 4.0;
 
 pub fn render(m: &Machine) -> String {
     let root = measure(m, 0);
@@ -137,8 +163,29 @@ fn fill(m: &Machine, o: &Object) -> &'static str {
     }
 }
 
-/// Bottom-up sizes. Children are placed in rows, wrapping past `MAX_ROW_WIDTH`.
-fn measure(m: &Machine, id: ObjId) -> Boxed {
+/// Places boxes of the given sizes left to right from `(PAD, top)`, wrapping onto a new
+/// row past `MAX_ROW_WIDTH`: their corners, the widest row's right edge plus `PAD`, and the
+/// bottom of the last row (`top` when there are none).
+fn rows(sizes: impl Iterator<Item = (f64, f64)>, top: f64) -> (Vec<(f64, f64)>, f64, f64) {
+    let mut place = Vec::new();
+    let (mut x, mut y, mut row_h, mut widest) = (PAD, top, 0.0f64, 0.0f64);
+    for (w, h) in sizes {
+        if x > PAD && x + w > MAX_ROW_WIDTH {
+            x = PAD;
+            y += row_h + GAP;
+            row_h = 0.0;
+        }
+        place.push((x, y));
+        x += w + GAP;
+        widest = widest.max(x - GAP + PAD);
+        row_h = row_h.max(h);
+    }
+    (place, widest, y + row_h)
+}
+
+/// Bottom-up sizes. Children are placed in rows, wrapping past `MAX_ROW_WIDTH`; the I/O
+/// objects local to the object go in rows of their own below them, as lstopo draws them.
+fn measure(m: &Machine, id: ObjId) -> Boxed<'_> {
     let o = m.obj(id);
     let children: Vec<Boxed> = o.children.iter().map(|&c| measure(m, c)).collect();
     let mut w = text_w(&label(m, id)) + 2.0 * PAD;
@@ -146,31 +193,146 @@ fn measure(m: &Machine, id: ObjId) -> Boxed {
         w = w.max(text_w(&numa_label(&m.numa_nodes[n])) + 4.0 * PAD);
     }
     let top = LINE_H + PAD + o.numa.len() as f64 * (NUMA_H + GAP);
-    let mut place = Vec::new();
-    let (mut x, mut y, mut row_h, mut widest) = (PAD, top, 0.0f64, 0.0f64);
-    for (i, c) in children.iter().enumerate() {
-        if x > PAD && x + c.w > MAX_ROW_WIDTH {
-            x = PAD;
-            y += row_h + GAP;
-            row_h = 0.0;
-        }
-        place.push((i, x, y));
-        x += c.w + GAP;
-        widest = widest.max(x - GAP + PAD);
-        row_h = row_h.max(c.h);
-    }
-    w = w.max(widest);
-    let h = if children.is_empty() {
-        top.max(LINE_H + PAD)
+    let (corners, widest, bottom) = rows(children.iter().map(|c| (c.w, c.h)), top);
+    let place = corners
+        .into_iter()
+        .enumerate()
+        .map(|(i, (x, y))| (i, x, y))
+        .collect();
+    let io: Vec<IoBoxed> = m
+        .pci_children(None, id)
+        .into_iter()
+        .map(|c| measure_io(m, c))
+        .collect();
+    let io_top = if children.is_empty() {
+        top
     } else {
-        y + row_h + PAD
+        bottom + GAP
+    };
+    let (io_corners, io_widest, io_bottom) = rows(io.iter().map(|b| (b.w, b.h)), io_top);
+    w = w.max(widest).max(io_widest);
+    let h = if !io.is_empty() {
+        io_bottom + PAD
+    } else if !children.is_empty() {
+        bottom + PAD
+    } else {
+        top.max(LINE_H + PAD)
     };
     Boxed {
         w,
         h,
         place,
         children,
+        io: io
+            .into_iter()
+            .zip(io_corners)
+            .map(|(b, (x, y))| (b, x, y))
+            .collect(),
     }
+}
+
+/// An I/O object's size: its label on top, then what it holds (a bridge's children in
+/// rows, a device's OS devices one per line).
+fn measure_io<'a>(m: &'a Machine, c: PciChild<'a>) -> IoBoxed<'a> {
+    let top = LINE_H + PAD;
+    match c {
+        PciChild::Bridge(i, b) => {
+            let kids: Vec<IoBoxed> = m
+                .pci_children(Some(i), b.attached_to)
+                .into_iter()
+                .map(|c| measure_io(m, c))
+                .collect();
+            let (corners, widest, bottom) = rows(kids.iter().map(|k| (k.w, k.h)), top);
+            IoBoxed {
+                w: (text_w(&b.label()) + 2.0 * PAD).max(widest),
+                h: if kids.is_empty() { top } else { bottom + PAD },
+                what: IoWhat::Bridge(b),
+                kids: kids
+                    .into_iter()
+                    .zip(corners)
+                    .map(|(k, (x, y))| (k, x, y))
+                    .collect(),
+            }
+        }
+        PciChild::Device(d) => {
+            let mut w = text_w(&d.label()) + 2.0 * PAD;
+            let mut kids = Vec::new();
+            let mut y = top;
+            for os in &d.os_devices {
+                let kw = text_w(&os.label()) + 2.0 * PAD;
+                w = w.max(kw + 2.0 * PAD);
+                let leaf = IoBoxed {
+                    w: kw,
+                    h: OS_H,
+                    what: IoWhat::Os(os),
+                    kids: Vec::new(),
+                };
+                kids.push((leaf, PAD, y));
+                y += OS_H + GAP;
+            }
+            // OS devices stretch to the device's width, as lstopo draws them.
+            for (k, _, _) in &mut kids {
+                k.w = w - 2.0 * PAD;
+            }
+            IoBoxed {
+                w,
+                h: if kids.is_empty() { top } else { y - GAP + PAD },
+                what: IoWhat::Device(d),
+                kids,
+            }
+        }
+    }
+}
+
+/// Draws an I/O object's box at absolute coordinates, then what it holds.
+fn draw_io(b: &IoBoxed, x: f64, y: f64, out: &mut String) {
+    let (class, fill, text, title) = match b.what {
+        IoWhat::Bridge(br) => (
+            "Bridge",
+            "#ffffff",
+            br.label(),
+            format!("{}, local to PUs {}", br.label(), br.local_cpus),
+        ),
+        IoWhat::Device(d) => (
+            "PCIDev",
+            "#dfe8f5",
+            d.label(),
+            format!(
+                "PCI {} id={:04x}:{:04x} class={:04x}({}), local to PUs {}",
+                d.busid,
+                d.vendor,
+                d.device,
+                d.class,
+                d.class_name(),
+                d.local_cpus
+            ),
+        ),
+        IoWhat::Os(os) => (
+            "OSDev",
+            "#fff6d5",
+            os.label(),
+            format!("{} \"{}\"", os.kind.verbose_name(), os.name),
+        ),
+    };
+    let _ = writeln!(out, r#"<g class="{class}">"#);
+    let _ = writeln!(
+        out,
+        r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{fill}" class="{class}"><title>{}</title></rect>"#,
+        b.w,
+        b.h,
+        esc(&title)
+    );
+    let _ = writeln!(
+        out,
+        r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+        x + PAD,
+        y + LINE_H - 3.0,
+        esc(&text)
+    );
+    for (k, kx, ky) in &b.kids {
+        draw_io(k, x + kx, y + ky, out);
+    }
+    out.push_str("</g>\n");
 }
 
 /// Top-down drawing at absolute coordinates.
@@ -224,6 +386,9 @@ fn draw(m: &Machine, id: ObjId, b: &Boxed, x: f64, y: f64, out: &mut String) {
     }
     for &(i, cx, cy) in &b.place {
         draw(m, o.children[i], &b.children[i], x + cx, y + cy, out);
+    }
+    for (io, ix, iy) in &b.io {
+        draw_io(io, x + ix, y + iy, out);
     }
     out.push_str("</g>\n");
 }
@@ -284,14 +449,6 @@ fn caption_lines(m: &Machine) -> Vec<String> {
         out.push(format!(
             "Core kinds, least to most performant (less performant PUs shaded): {}",
             kinds.join(", ")
-        ));
-    }
-    // I/O devices, each with the object its CPUs are local to (lstopo hangs them there).
-    for d in &m.io {
-        out.push(format!(
-            "I/O near {}: {}",
-            label(m, d.attached_to),
-            d.label_with_os_devices()
         ));
     }
     out

@@ -82,6 +82,7 @@ pub fn render_with(m: &Machine, opts: TreeOptions) -> String {
         out: &mut out,
         bridges: 0,
         pci: 0,
+        osdev: 0,
     };
     w.cpu_side(0, 0);
     for line in m.summary_lines() {
@@ -109,9 +110,10 @@ struct Walk<'a> {
     m: &'a Machine,
     opts: TreeOptions,
     out: &'a mut String,
-    /// Bridges and PCI devices written so far, lstopo's logical indexes.
+    /// Bridges, PCI devices and OS devices written so far, lstopo's logical indexes.
     bridges: usize,
     pci: usize,
+    osdev: usize,
 }
 
 impl Walk<'_> {
@@ -127,28 +129,25 @@ impl Walk<'_> {
             self.cpu_side(c, depth + 1);
         }
         // I/O after the CPU side, as lstopo draws it.
-        if self.opts.whole_io {
-            self.pci_tree(None, id, depth);
-        } else {
-            for d in m.io.iter().filter(|d| d.attached_to == id) {
-                self.device(d, depth);
-            }
-        }
+        self.pci_tree(None, id, depth);
     }
 
     /// The bridges and devices below a bridge (or, with `None`, the CPU-side object `at`).
+    /// Without `--whole-io` the bridges are not written and only the devices lstopo shows
+    /// by default are, in the order lstopo writes them (the PCI tree's, where the machine
+    /// still knows it; else by bus id).
     fn pci_tree(&mut self, bridge: Option<usize>, at: ObjId, depth: usize) {
         for child in self.m.pci_children(bridge, at) {
             match child {
+                PciChild::Bridge(i, _) if !self.opts.whole_io => self.pci_tree(Some(i), at, depth),
+                PciChild::Device(d)
+                    if !self.opts.whole_io && !self.m.io.iter().any(|x| std::ptr::eq(x, d)) => {}
                 PciChild::Bridge(i, b) => {
                     let indent = "  ".repeat(depth + 1);
                     let line = if self.opts.verbose {
                         b.verbose_label(self.bridges)
                     } else {
-                        match &b.busid {
-                            Some(id) => format!("{} {id} (buses={})", b.type_name(), b.buses()),
-                            None => format!("{} (buses={})", b.type_name(), b.buses()),
-                        }
+                        b.label()
                     };
                     self.bridges += 1;
                     let _ = writeln!(self.out, "{indent}{line}");
@@ -168,8 +167,20 @@ impl Walk<'_> {
         };
         self.pci += 1;
         let _ = writeln!(self.out, "{indent}{line}");
-        for os in &d.os_devices {
-            let _ = writeln!(self.out, "{indent}  {} \"{}\"", os.kind.name(), os.name);
+        // lstopo shows DMA engines and DRM devices only with --whole-io, and numbers only
+        // what it shows.
+        for os in d
+            .os_devices
+            .iter()
+            .filter(|o| self.opts.whole_io || o.important())
+        {
+            let line = if self.opts.verbose {
+                os.verbose_label(self.osdev)
+            } else {
+                os.label()
+            };
+            self.osdev += 1;
+            let _ = writeln!(self.out, "{indent}  {line}");
         }
     }
 }

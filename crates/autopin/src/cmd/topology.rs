@@ -35,7 +35,8 @@ pub struct Args {
     #[arg(long)]
     pub no_io: bool,
     /// Show the whole PCI tree, like lstopo --whole-io: host bridges, PCI bridges and every
-    /// PCI device, nested as lstopo nests them (the JSON holds the bridges too)
+    /// PCI device, nested as lstopo nests them, in every format; DMA engines and GPUs' DRM
+    /// devices too
     #[arg(long, conflicts_with_all = ["no_io", "synthetic"])]
     pub whole_io: bool,
     /// Write I/O objects as lstopo -v does (bus ids, vendor:device ids, classes, link
@@ -50,7 +51,8 @@ pub fn run(args: Args) -> CmdResult {
     let mut m = args.machine.load()?;
     if args.no_io {
         m.drop_io();
-    } else if !args.whole_io {
+    } else if !args.whole_io && !matches!(args.format, Format::Tree) {
+        // The tree leaves the bridges out itself, keeping lstopo's order of the devices.
         m.drop_whole_io();
     }
     let text = match args.format {
