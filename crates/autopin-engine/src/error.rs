@@ -65,6 +65,17 @@ impl EngineError {
     }
 }
 
+/// A failure of the OS side: a refusal is the user's to fix (another user's process), every
+/// other kind is the OS's.
+impl From<crate::os::OsError> for EngineError {
+    fn from(e: crate::os::OsError) -> Self {
+        match e {
+            crate::os::OsError::PermissionDenied(m) => EngineError::Permission(m),
+            other => EngineError::Os(other.to_string()),
+        }
+    }
+}
+
 /// Why a skip mask or a pin plan was refused ([`crate::pin_plan`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PinPlanError {

@@ -23,6 +23,7 @@ pub mod sources;
 pub mod stat_source;
 pub use autopin_launch::mempolicy;
 pub mod numa;
+pub mod os_error;
 pub mod platform;
 pub mod process;
 
