@@ -131,4 +131,17 @@ mod tests {
         assert_eq!((e.exit_code(), e.kind()), (127, ErrorKind::Os));
         assert_eq!(e.to_string(), "nope: command not found");
     }
+
+    #[test]
+    fn an_os_refusal_is_the_users_to_fix_and_keeps_its_message() {
+        use crate::os::OsError;
+        let refused = EngineError::from(OsError::PermissionDenied("move_pages(7): EPERM".into()));
+        assert_eq!(
+            (refused.exit_code(), refused.kind()),
+            (2, ErrorKind::Permission)
+        );
+        assert_eq!(refused.to_string(), "move_pages(7): EPERM");
+        let gone = EngineError::from(OsError::Gone("/proc/7/maps: not found".into()));
+        assert_eq!(gone, EngineError::Os("/proc/7/maps: not found".into()));
+    }
 }
