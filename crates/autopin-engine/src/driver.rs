@@ -260,8 +260,8 @@ impl Driver<'_> {
                 (self.on_message)(cfg.started, &m);
             }
         }
-        let mut snap = self.threads.poll().map_err(EngineError::Os)?;
-        let mut prev: Reading = self.meter.read(&snap.all).map_err(EngineError::Os)?;
+        let mut snap = self.threads.poll().map_err(EngineError::from)?;
+        let mut prev: Reading = self.meter.read(&snap.all).map_err(EngineError::from)?;
         // The threads the last reading was taken on: a meter that reads the program's total
         // (no per-thread amounts) still needs a changed thread set to mark the interval.
         let mut prev_set = ThreadSet::of(&snap.all);
@@ -313,7 +313,7 @@ impl Driver<'_> {
                 step = 0;
                 if counting {
                     self.meter.whole_program(session.is_decided());
-                    prev = self.meter.read(&snap.all).map_err(EngineError::Os)?;
+                    prev = self.meter.read(&snap.all).map_err(EngineError::from)?;
                     prev_set = ThreadSet::of(&snap.all);
                     prev_t = self.clock.now() - t0;
                 }
@@ -341,7 +341,7 @@ impl Driver<'_> {
                 grid_from = now + t0;
                 step = 0;
             }
-            snap = self.threads.poll().map_err(EngineError::Os)?;
+            snap = self.threads.poll().map_err(EngineError::from)?;
             if snap.ended.is_some() {
                 continue;
             }
@@ -349,7 +349,7 @@ impl Driver<'_> {
             switches.observe(now, snap.context_switches);
             let mut actions = Vec::new();
             if counting {
-                let cur = self.meter.read(&snap.all).map_err(EngineError::Os)?;
+                let cur = self.meter.read(&snap.all).map_err(EngineError::from)?;
                 let set = ThreadSet::of(&snap.all);
                 let mut iv = interval(&prev, &cur, prev_t, now, &snap);
                 iv.disturbed |= set != prev_set;

@@ -65,6 +65,17 @@ impl EngineError {
     }
 }
 
+/// A failure of the OS side: a refusal is the user's to fix (another user's process), every
+/// other kind is the OS's.
+impl From<crate::os::OsError> for EngineError {
+    fn from(e: crate::os::OsError) -> Self {
+        match e {
+            crate::os::OsError::PermissionDenied(m) => EngineError::Permission(m),
+            other => EngineError::Os(other.to_string()),
+        }
+    }
+}
+
 /// Why a skip mask or a pin plan was refused ([`crate::pin_plan`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PinPlanError {
@@ -119,5 +130,18 @@ mod tests {
         };
         assert_eq!((e.exit_code(), e.kind()), (127, ErrorKind::Os));
         assert_eq!(e.to_string(), "nope: command not found");
+    }
+
+    #[test]
+    fn an_os_refusal_is_the_users_to_fix_and_keeps_its_message() {
+        use crate::os::OsError;
+        let refused = EngineError::from(OsError::PermissionDenied("move_pages(7): EPERM".into()));
+        assert_eq!(
+            (refused.exit_code(), refused.kind()),
+            (2, ErrorKind::Permission)
+        );
+        assert_eq!(refused.to_string(), "move_pages(7): EPERM");
+        let gone = EngineError::from(OsError::Gone("/proc/7/maps: not found".into()));
+        assert_eq!(gone, EngineError::Os("/proc/7/maps: not found".into()));
     }
 }

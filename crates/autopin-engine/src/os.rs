@@ -5,6 +5,57 @@
 
 use std::collections::BTreeMap;
 
+/// Why the OS side could not do what one of these traits (or [`crate::run::Platform`]) asked,
+/// by kind, so that the engine can tell a vanished target from a refusal without reading
+/// messages. Each variant carries the whole message the user reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OsError {
+    /// The process or thread is gone (ESRCH, or its /proc entry is missing).
+    #[error("{0}")]
+    Gone(String),
+    /// The OS refused (EPERM, EACCES): another user's process, a capability missing.
+    #[error("{0}")]
+    PermissionDenied(String),
+    /// This machine or kernel cannot do it (no PMU, perf counting forbidden, no NUMA node).
+    #[error("{0}")]
+    NotSupported(String),
+    /// Any other failure of an OS call, with its message.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl OsError {
+    /// The error of an OS call that failed with `e`, classified by its kind, as
+    /// "`context`: `e`".
+    pub fn from_io(context: impl std::fmt::Display, e: &std::io::Error) -> Self {
+        Self::classify(e, format!("{context}: {e}"))
+    }
+
+    /// `message` (which the caller words) as the kind of error `e` is.
+    pub fn classify(e: &std::io::Error, message: String) -> Self {
+        use std::io::ErrorKind as K;
+        // ESRCH has no io::ErrorKind of its own.
+        const ESRCH: i32 = 3;
+        match e.kind() {
+            _ if e.raw_os_error() == Some(ESRCH) => OsError::Gone(message),
+            K::NotFound => OsError::Gone(message),
+            K::PermissionDenied => OsError::PermissionDenied(message),
+            K::Unsupported => OsError::NotSupported(message),
+            _ => OsError::Io(message),
+        }
+    }
+
+    /// The message, whatever the kind.
+    pub fn message(&self) -> &str {
+        match self {
+            OsError::Gone(m)
+            | OsError::PermissionDenied(m)
+            | OsError::NotSupported(m)
+            | OsError::Io(m) => m,
+        }
+    }
+}
+
 /// Seconds on a monotonic clock, and waiting.
 pub trait Clock {
     fn now(&self) -> f64;
@@ -55,7 +106,7 @@ pub struct ThreadSnapshot {
 
 /// Where threads come from: the preload registry, a /proc scan, or a simulation.
 pub trait ThreadSource {
-    fn poll(&mut self) -> Result<ThreadSnapshot, String>;
+    fn poll(&mut self) -> Result<ThreadSnapshot, OsError>;
     /// Stops a launched target (after a failure); attached targets are left alone.
     fn terminate(&mut self) {}
     /// Waits up to `seconds` or until the target ends, whichever is first. False when this
@@ -97,7 +148,7 @@ pub struct Reading {
 pub trait Meter {
     /// Reads the cumulative amounts of these threads (opening counters for new ones and
     /// closing those of threads that are gone).
-    fn read(&mut self, threads: &[u32]) -> Result<Reading, String>;
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError>;
     /// Stops counting (after a final decision with nothing left to watch), so counting no
     /// longer taxes the target.
     fn pause(&mut self) {}
@@ -113,5 +164,26 @@ pub trait Meter {
     /// How it counts ("per-thread", "per-CPU on 0-3", ...) and why, when it uses perf.
     fn counting(&self) -> Option<(String, String)> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OsError;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn io_errors_are_classified_by_kind_and_keep_their_message() {
+        let gone = OsError::from_io("/proc/42/maps", &Error::from(ErrorKind::NotFound));
+        assert!(matches!(gone, OsError::Gone(_)));
+        assert!(gone.message().starts_with("/proc/42/maps: "));
+        // ESRCH: the process is gone.
+        let esrch = OsError::from_io("move_pages(42)", &Error::from_raw_os_error(3));
+        assert!(matches!(esrch, OsError::Gone(_)));
+        let denied = OsError::from_io("x", &Error::from(ErrorKind::PermissionDenied));
+        assert!(matches!(denied, OsError::PermissionDenied(_)));
+        let other = OsError::from_io("x", &Error::other("boom"));
+        assert_eq!(other, OsError::Io("x: boom".into()));
+        assert_eq!(other.to_string(), "x: boom");
     }
 }

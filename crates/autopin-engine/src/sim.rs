@@ -4,7 +4,7 @@
 //! thread's pages live, what distance to them costs, pages that move when the platform
 //! migrates them). Runs a 96-CPU, 4-socket machine through a whole search in milliseconds.
 
-use crate::os::{Clock, Meter, Reading, ThreadSnapshot, ThreadSource};
+use crate::os::{Clock, Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
 use crate::pinner::{PinError, Pinner};
 use crate::stats::Rng;
 use autopin_placement::Pinning;
@@ -624,7 +624,7 @@ impl Clock for Sim {
 }
 
 impl ThreadSource for Sim {
-    fn poll(&mut self) -> Result<ThreadSnapshot, String> {
+    fn poll(&mut self) -> Result<ThreadSnapshot, OsError> {
         let s = self.lock();
         let tracked: Vec<(u32, usize)> = s.placement.iter().map(|(t, (i, _))| (*t, *i)).collect();
         Ok(ThreadSnapshot {
@@ -675,7 +675,7 @@ impl Pinner for Sim {
 }
 
 impl Meter for Sim {
-    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
         let mut s = self.lock();
         s.advance();
         let per_thread = threads
@@ -702,7 +702,7 @@ impl Meter for Sim {
 pub struct SimPlatform {
     pub sim: Sim,
     /// Err(reason) simulates a machine where perf may not count (paranoid level, no PMU).
-    pub counting: Result<(), String>,
+    pub counting: Result<(), OsError>,
     /// The program reports heartbeats from this time on (None: never).
     pub beats_from: Option<f64>,
     /// Starting fails with this error (e.g. command not found).
@@ -725,7 +725,7 @@ pub struct SimPlatform {
     /// Unix time at simulated time 0 (None: the platform has no wall clock).
     pub epoch: Option<f64>,
     /// Err(reason): moving pages is refused (e.g. another user's process).
-    pub migration: Result<(), String>,
+    pub migration: Result<(), OsError>,
     /// Page migrations asked for: (simulated time, pid, CPUs, file-backed pages too).
     pub migrated: Vec<(f64, i32, Vec<u32>, bool)>,
     /// The program's environment (a launch removes what `LaunchOptions::unset` names).
@@ -877,14 +877,16 @@ impl crate::run::Platform for SimPlatform {
         pid: i32,
         cpus: &[u32],
         files: bool,
-    ) -> Result<crate::report::MigrationOutcome, String> {
+    ) -> Result<crate::report::MigrationOutcome, OsError> {
         self.migration.clone()?;
         self.migrated
             .push((self.sim.now(), pid, cpus.to_vec(), files));
         // The simulated pages move, so the threads' rates change from here on.
         let to: Vec<u32> = crate::run::memory::nodes_of(m, cpus).into_iter().collect();
         if to.is_empty() {
-            return Err(format!("CPUs {cpus:?} are on no NUMA node"));
+            return Err(OsError::NotSupported(format!(
+                "CPUs {cpus:?} are on no NUMA node"
+            )));
         }
         Ok(crate::report::MigrationOutcome {
             numa_balancing: Some(false),
@@ -900,7 +902,7 @@ struct SimMeter {
 }
 
 impl Meter for SimMeter {
-    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
         self.sim.read(threads)
     }
     fn counting(&self) -> Option<(String, String)> {

@@ -57,8 +57,8 @@ const PID_NOTE_MAX: usize = 256;
 /// Writes every note with this process's PID; in the child between fork and exec, so only
 /// async-signal-safe calls (getpid, sigaction, write) on memory prepared before fork.
 fn write_pid_notes(notes: &[([u8; PID_NOTE_MAX], usize, usize, std::os::fd::RawFd)]) {
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
+    // rustix makes the system call itself (no libc cache, no lock): async-signal-safe.
+    let pid = rustix::process::getpid().as_raw_nonzero().get();
     let mut digits = [0u8; 12];
     let mut n = 0;
     let mut v = pid.max(0) as u32;
@@ -410,17 +410,16 @@ impl Launched {
         Ok((self.finish(ExitStatus::from_wait(status)), usage))
     }
 
-    /// Sends a signal to the program (if it has not been reaped yet).
+    /// Sends a signal to the program (if it has not been reaped yet); EINVAL for a number
+    /// that names no signal.
     pub fn signal(&self, sig: i32) -> io::Result<()> {
         if self.status.is_some() {
             return Ok(());
         }
-        // SAFETY: kill has no memory preconditions.
-        if unsafe { libc::kill(self.pid(), sig) } == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        let einval = || io::Error::from_raw_os_error(libc::EINVAL);
+        let pid = rustix::process::Pid::from_raw(self.pid()).ok_or_else(einval)?;
+        let sig = rustix::process::Signal::from_named_raw(sig).ok_or_else(einval)?;
+        Ok(rustix::process::kill_process(pid, sig)?)
     }
 }
 

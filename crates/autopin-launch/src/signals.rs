@@ -39,6 +39,16 @@ static INSTALLED: Mutex<Installed> = Mutex::new(Installed {
     old: Vec::new(),
 });
 
+/// Sends `sig` (one of [`FORWARDED`]) to `pid`; a failure (the child just ended) is
+/// ignored. rustix makes the system call itself, so this is async-signal-safe.
+fn forward(pid: i32, sig: libc::c_int) {
+    let pid = rustix::process::Pid::from_raw(pid);
+    let sig = rustix::process::Signal::from_named_raw(sig);
+    if let (Some(pid), Some(sig)) = (pid, sig) {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // Only async-signal-safe work here: atomics and kill(2).
     RECEIVED.store(sig, Ordering::Release);
@@ -55,8 +65,7 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
         if pid > 0 {
             any_child = true;
             if code != libc::SI_KERNEL {
-                // SAFETY: kill has no memory preconditions.
-                unsafe { libc::kill(pid, sig) };
+                forward(pid, sig);
             }
         } else if pid == WAITING {
             waiting = true;
@@ -128,8 +137,7 @@ impl Forwarding {
         let pending = PENDING.swap(0, Ordering::AcqRel);
         for sig in 1..64 {
             if pending >> sig & 1 == 1 {
-                // SAFETY: kill has no memory preconditions.
-                unsafe { libc::kill(pid, sig) };
+                forward(pid, sig);
             }
         }
     }

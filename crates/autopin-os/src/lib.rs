@@ -24,6 +24,7 @@ pub mod stat_counters;
 pub mod stat_source;
 pub use autopin_launch::mempolicy;
 pub mod numa;
+pub mod os_error;
 pub mod platform;
 pub mod process;
 

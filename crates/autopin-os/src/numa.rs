@@ -3,6 +3,7 @@
 //! on the old node). Pages move with `move_pages(2)` in bounded batches, so the target keeps
 //! running between them and the result is known per page: where it went, or why it stayed.
 
+use autopin_engine::os::OsError;
 use autopin_topology::Machine;
 use std::time::Instant;
 
@@ -115,7 +116,7 @@ pub fn migrate_to(
     pid: i32,
     cpus: &[u32],
     opts: &MigrateOptions,
-) -> Result<MigrationOutcome, String> {
+) -> Result<MigrationOutcome, OsError> {
     let started = Instant::now();
     let to: Vec<u32> = nodes_of(m, cpus).into_iter().collect();
     let mut out = MigrationOutcome {
@@ -124,12 +125,12 @@ pub fn migrate_to(
         ..Default::default()
     };
     if to.is_empty() {
-        return Err(format!(
+        return Err(OsError::NotSupported(format!(
             "the CPUs {cpus:?} belong to no NUMA node with CPUs"
-        ));
+        )));
     }
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
-        .map_err(|e| format!("/proc/{pid}/maps: {e}"))?;
+        .map_err(|e| OsError::from_io(format_args!("/proc/{pid}/maps"), &e))?;
     let ranges = movable_ranges(&maps, opts.include_files);
     out.mappings = ranges.len();
     let page = rustix::param::page_size() as u64;
@@ -150,10 +151,10 @@ pub fn migrate_to(
             // Where each page is now (negative: not resident, or why not movable).
             let mut where_ = vec![0; n];
             move_pages(pid, &pages, None, &mut where_).map_err(|e| match e.raw_os_error() {
-                Some(libc::EPERM) | Some(libc::EACCES) => format!(
+                Some(libc::EPERM) | Some(libc::EACCES) => OsError::PermissionDenied(format!(
                     "move_pages({pid}): {e} — moving another user's pages needs CAP_SYS_NICE"
-                ),
-                _ => format!("move_pages({pid}): {e}"),
+                )),
+                _ => OsError::from_io(format_args!("move_pages({pid})"), &e),
             })?;
             let mut sel = Vec::new();
             let mut dest = Vec::new();
@@ -177,7 +178,7 @@ pub fn migrate_to(
             }
             let mut status = vec![0; sel.len()];
             move_pages(pid, &sel, Some(&dest), &mut status)
-                .map_err(|e| format!("move_pages({pid}): {e}"))?;
+                .map_err(|e| OsError::from_io(format_args!("move_pages({pid})"), &e))?;
             // A huge page split while moving can report EBUSY for parts that did move:
             // ask the kernel where the pages that failed are now.
             let retry: Vec<usize> = (0..sel.len()).filter(|&i| status[i] != dest[i]).collect();

@@ -6,7 +6,7 @@
 use crate::process::{self, LaunchSpec, PinPlan};
 use crate::sources::{self, Lifetime, PerfMeter, ProcCpuMeter, ProcThreads};
 use autopin_engine::error::EngineError;
-use autopin_engine::os::Meter;
+use autopin_engine::os::{Meter, OsError};
 use autopin_engine::report::MigrationOutcome;
 use autopin_engine::run::{
     BusyWatch, CountingCheck, LaunchOptions, ObjectiveSource, Platform, Started, TargetSpec,
@@ -334,7 +334,7 @@ impl Platform for LinuxPlatform {
             &autopin_perf::system_probe::RealProbeOps,
         );
         CountingCheck {
-            result: avail.check(events).map_err(|e| e.to_string()),
+            result: avail.check(events).map_err(crate::os_error::from_perf),
             in_vm: avail.ctx.in_vm,
         }
     }
@@ -453,7 +453,7 @@ impl Platform for LinuxPlatform {
         pid: i32,
         cpus: &[u32],
         files: bool,
-    ) -> Result<MigrationOutcome, String> {
+    ) -> Result<MigrationOutcome, OsError> {
         let opts = crate::numa::MigrateOptions {
             include_files: files,
             ..Default::default()

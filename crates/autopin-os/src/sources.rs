@@ -5,7 +5,7 @@
 use crate::process::exit_watch::ExitWatch;
 use crate::process::offspring::Offspring;
 use crate::process::{Launched, ProcFs, Registry, SkipMask, TaskScan, ThreadOrder};
-use autopin_engine::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
+use autopin_engine::os::{Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
 use autopin_perf::{
     CountingMode, EnergySource, HeartbeatChannel, ModeChoice, Objective, PerfCounterSource, Sample,
     Sampler, Target,
@@ -189,7 +189,7 @@ impl ThreadSource for ProcThreads {
         }
     }
 
-    fn poll(&mut self) -> Result<ThreadSnapshot, String> {
+    fn poll(&mut self) -> Result<ThreadSnapshot, OsError> {
         if let Some(e) = self.ended() {
             return Ok(ThreadSnapshot {
                 ended: Some(e),
@@ -349,7 +349,7 @@ impl PerfMeter {
 }
 
 impl Meter for PerfMeter {
-    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
         if self.paused {
             return Ok(Reading::default());
         }
@@ -388,7 +388,7 @@ impl Meter for PerfMeter {
         };
         let beats = self.heartbeat.as_ref().map(|h| h.read());
         let joules = match self.energy.as_mut() {
-            Some(e) => Some(e.read_joules().map_err(|e| e.to_string())?),
+            Some(e) => Some(e.read_joules().map_err(crate::os_error::from_perf)?),
             None => None,
         };
         let mut present = BTreeMap::new();
@@ -579,7 +579,7 @@ impl Meter for ProcCpuMeter {
         self.whole_program = yes;
     }
 
-    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
         // A program of very many threads is read as a whole while it is searched too: one
         // system call instead of one per thread a tick (2000 threads cost ~5% of a CPU).
         // Its probes then carry no per-thread rates, and the report says so.

@@ -46,8 +46,7 @@ pub fn cache_dir() -> PathBuf {
             return rt.join("autopin");
         }
     }
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
+    let uid = rustix::process::getuid().as_raw();
     std::env::temp_dir().join(format!("autopin-{uid}"))
 }
 
@@ -231,8 +230,7 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
         }
     }
     let meta = fs::symlink_metadata(dir)?;
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
+    let uid = rustix::process::getuid().as_raw();
     if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,

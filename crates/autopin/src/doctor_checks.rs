@@ -48,16 +48,17 @@ fn check(name: &'static str, status: Status, found: impl Into<String>, fix: Opti
     }
 }
 
-/// What the command tried itself (None: not tried, e.g. under `--root`).
+/// What the command tried on this machine itself, besides reading facts (each None: not
+/// tried, e.g. under `--root`).
 #[derive(Debug, Default)]
-pub struct Live {
+pub struct TriedHere {
     /// The preload library loaded into a program: Ok, or what went wrong.
     pub preload: Option<Result<(), String>>,
     /// The decision store: Ok(what it holds) or the error; Some(Ok) with "off" when turned off.
     pub memory: Option<Result<String, String>>,
 }
 
-pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> Vec<Check> {
+pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, tried: &TriedHere) -> Vec<Check> {
     let mut out = vec![
         counters(f),
         paranoid(f),
@@ -69,8 +70,8 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, live: &Live) -> V
         busy(f),
         launcher(env),
     ];
-    out.extend(preload(live));
-    out.extend(memory(live));
+    out.extend(preload(tried));
+    out.extend(memory(tried));
     out
 }
 
@@ -274,8 +275,8 @@ fn launcher(env: &dyn Fn(&str) -> Option<String>) -> Check {
 }
 
 /// Whether the preload library loads (when it was tried).
-fn preload(live: &Live) -> Option<Check> {
-    match &live.preload {
+fn preload(tried: &TriedHere) -> Option<Check> {
+    match &tried.preload {
         Some(Ok(())) => Some(check("preload library", Status::Ok, "loads into programs (threads can be pinned at birth)", None)),
         Some(Err(e)) => Some(check(
             "preload library",
@@ -288,8 +289,8 @@ fn preload(live: &Live) -> Option<Check> {
 }
 
 /// Whether the decision store opens (when it was tried).
-fn memory(live: &Live) -> Option<Check> {
-    match &live.memory {
+fn memory(tried: &TriedHere) -> Option<Check> {
+    match &tried.memory {
         Some(Ok(what)) => Some(check(
             "remembered decisions",
             Status::Ok,
@@ -351,7 +352,7 @@ mod tests {
 
     #[test]
     fn a_healthy_machine_has_nothing_to_fix() {
-        let cs = checks(&facts(), &|_| None, &Live::default());
+        let cs = checks(&facts(), &|_| None, &TriedHere::default());
         assert!(cs.iter().all(|c| c.fix.is_none()), "{cs:?}");
         assert_eq!(status(&cs, "hardware counters"), Status::Ok);
     }
@@ -368,7 +369,7 @@ mod tests {
         let cs = checks(
             &f,
             &env,
-            &Live {
+            &TriedHere {
                 preload: Some(Err("ld.so: bad ELF".into())),
                 memory: None,
             },

@@ -307,8 +307,10 @@ fn work_in_child_processes_and_a_process_left_running_are_named() {
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|p| p.parse().ok());
     if let Some(pid) = left {
-        // SAFETY: kill has no memory effects; the PID is the sleep the test started.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // The PID is the sleep the test started.
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
     }
     assert_eq!(code, Some(0), "{err}");
     assert!(left.is_some(), "no word of the sleep left running: {err}");

@@ -7,7 +7,7 @@
 
 use super::plan::{ObjectiveSource, TargetSpec};
 use crate::error::EngineError;
-use crate::os::{Clock, Meter, ThreadSource};
+use crate::os::{Clock, Meter, OsError, ThreadSource};
 use crate::pin_plan::SkipMask;
 use crate::pinner::Pinner;
 use crate::report::{MigrationOutcome, Report};
@@ -19,7 +19,7 @@ use autopin_topology::{CpuSet, Machine};
 #[derive(Debug, Clone, PartialEq)]
 pub struct CountingCheck {
     /// Err(why not) — the perf helper's explanation, fallback advice included.
-    pub result: Result<(), String>,
+    pub result: Result<(), OsError>,
     /// We run in a VM (per-thread counting taxes context switches there).
     pub in_vm: bool,
 }
@@ -141,7 +141,7 @@ pub trait Platform {
         pid: i32,
         cpus: &[u32],
         files: bool,
-    ) -> Result<MigrationOutcome, String>;
+    ) -> Result<MigrationOutcome, OsError>;
 }
 
 /// Where a run reports while it runs.

@@ -82,7 +82,7 @@ pub fn after_decision(
     let cpus = d.cpus.as_deref().unwrap_or_default();
     match platform.migrate_memory(m, pid, cpus, files) {
         Ok(o) => rec.outcome = Some(o),
-        Err(e) => rec.error = Some(e),
+        Err(e) => rec.error = Some(e.to_string()),
     }
     rec
 }

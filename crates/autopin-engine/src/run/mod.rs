@@ -313,7 +313,7 @@ fn stand_back(
     let mut seen = 0;
     if !attached {
         loop {
-            let snap = threads.poll().map_err(EngineError::Os)?;
+            let snap = threads.poll().map_err(EngineError::from)?;
             seen = seen.max(snap.all.len());
             if let Some(status) = snap.ended {
                 report.exit_status = status;
@@ -437,7 +437,9 @@ fn check_counting(plan: &RunPlan, env: &mut RunEnv) -> Result<Counting, EngineEr
     let requested = &plan.objective.requested;
     let events = requested.events();
     let check = (!events.is_empty()).then(|| env.platform.check_counting(&events));
-    let refused = check.as_ref().and_then(|c| c.result.clone().err());
+    let refused = check
+        .as_ref()
+        .and_then(|c| c.result.as_ref().err().map(|e| e.to_string()));
     if let (Some(why), true) = (&refused, plan.objective.explicit) {
         return Err(EngineError::usage(format!(
             "cannot measure {}: {why}",

@@ -260,24 +260,37 @@ pub trait Coordination: std::fmt::Debug {
     fn take_notes(&self) -> Vec<String>;
 }
 
+/// `x` seconds given for the option `name`: a usage error unless a finite number ≥ 0.
+fn non_negative_seconds(name: &str, x: f64) -> Result<(), EngineError> {
+    if x.is_finite() && x >= 0.0 {
+        Ok(())
+    } else {
+        Err(EngineError::usage(format!(
+            "{name} must be a number of seconds ≥ 0, got {x}"
+        )))
+    }
+}
+
 impl RunPlan {
     /// Checks the plan before anything starts; every failure is a usage error naming the
-    /// value that is wrong and what is valid.
+    /// value that is wrong and what is valid. The checks run in this order, so the first
+    /// wrong value is the one reported.
     pub fn validate(&self) -> Result<(), EngineError> {
-        let seconds = |name: &str, x: f64| {
-            if x.is_finite() && x >= 0.0 {
-                Ok(())
-            } else {
-                Err(EngineError::usage(format!(
-                    "{name} must be a number of seconds ≥ 0, got {x}"
-                )))
-            }
-        };
-        seconds("-i", self.search.init)?;
-        seconds("-t", self.search.report_every)?;
+        self.check_search_times()?;
+        self.check_tick_and_watch()?;
+        self.check_target()?;
+        self.check_migration()?;
+        self.check_mem_policy_nodes()?;
+        self.check_candidates()
+    }
+
+    /// The search's durations: `-i`, `-t` and the strategy's own (warm-up, budget, sample).
+    fn check_search_times(&self) -> Result<(), EngineError> {
+        non_negative_seconds("-i", self.search.init)?;
+        non_negative_seconds("-t", self.search.report_every)?;
         match &self.search.strategy {
             StrategyChoice::Race(p) => {
-                seconds("-w", p.warmup)?;
+                non_negative_seconds("-w", p.warmup)?;
                 if p.budget.is_nan() || p.budget <= 0.0 {
                     return Err(EngineError::usage(format!(
                         "--budget must be > 0 seconds, got {}",
@@ -286,11 +299,16 @@ impl RunPlan {
                 }
             }
             StrategyChoice::Autopin1(p) => {
-                seconds("-w", p.warmup)?;
-                seconds("-t", p.sample)?;
+                non_negative_seconds("-w", p.warmup)?;
+                non_negative_seconds("-t", p.sample)?;
             }
             StrategyChoice::Fixed => {}
         }
+        Ok(())
+    }
+
+    /// The tick is a positive number of seconds; the phase watch's threshold is in [0, 1).
+    fn check_tick_and_watch(&self) -> Result<(), EngineError> {
         if !(self.search.tick > 0.0 && self.search.tick.is_finite()) {
             return Err(EngineError::usage(format!(
                 "--tick must be > 0 seconds, got {}",
@@ -305,62 +323,83 @@ impl RunPlan {
                 )));
             }
         }
-        if let TargetSpec::Launch(argv) = &self.target {
-            if argv.is_empty() {
-                return Err(EngineError::usage("no program given"));
+        Ok(())
+    }
+
+    /// A launch names a program; an attach names a plausible PID and asks nothing only a
+    /// launch can give (a memory policy, the heartbeat channel).
+    fn check_target(&self) -> Result<(), EngineError> {
+        match &self.target {
+            TargetSpec::Launch(argv) if argv.is_empty() => {
+                Err(EngineError::usage("no program given"))
             }
+            TargetSpec::Launch(_) => Ok(()),
+            TargetSpec::Attach { pid, duration } => self.check_attach(*pid, *duration),
         }
-        if let TargetSpec::Attach { pid, duration } = &self.target {
-            if *pid <= 0 {
-                return Err(EngineError::usage(format!(
-                    "attach: no process with PID {pid}"
-                )));
-            }
-            if let Some(d) = duration {
-                seconds("--duration", *d)?;
-            }
-            if let Some(p) = &self.mem_policy {
-                return Err(EngineError::usage(format!(
-                    "{p}: a memory policy is set in a program autopin starts (pin, run); a running process keeps its own (use --migrate-memory to move its pages)"
-                )));
-            }
-            if self.objective.requested.needs_heartbeat() {
-                return Err(EngineError::usage(
-                    "--objective heartbeat needs a program started by `autopin run` (it finds the channel through AUTOPIN_HEARTBEAT)",
-                ));
-            }
+    }
+
+    fn check_attach(&self, pid: i32, duration: Option<f64>) -> Result<(), EngineError> {
+        if pid <= 0 {
+            return Err(EngineError::usage(format!(
+                "attach: no process with PID {pid}"
+            )));
         }
+        if let Some(d) = duration {
+            non_negative_seconds("--duration", d)?;
+        }
+        if let Some(p) = &self.mem_policy {
+            return Err(EngineError::usage(format!(
+                "{p}: a memory policy is set in a program autopin starts (pin, run); a running process keeps its own (use --migrate-memory to move its pages)"
+            )));
+        }
+        if self.objective.requested.needs_heartbeat() {
+            return Err(EngineError::usage(
+                "--objective heartbeat needs a program started by `autopin run` (it finds the channel through AUTOPIN_HEARTBEAT)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `--migrate-files` only refines `--migrate-memory`.
+    fn check_migration(&self) -> Result<(), EngineError> {
         if self.migrate_files && !self.migrate_memory {
             return Err(EngineError::usage(
                 "--migrate-files says which pages --migrate-memory moves; add --migrate-memory",
             ));
         }
-        if let Some(p) = &self.mem_policy {
-            if let Some(n) = p
-                .nodes
-                .iter()
-                .find(|n| !self.machine.numa_nodes.iter().any(|x| x.os_index == **n))
-            {
-                return Err(EngineError::usage(format!(
-                    "{p}: there is no NUMA node {n} on this machine ({} node(s))",
-                    self.machine.numa_nodes.len()
-                )));
-            }
+        Ok(())
+    }
+
+    /// The memory policy names only NUMA nodes this machine has.
+    fn check_mem_policy_nodes(&self) -> Result<(), EngineError> {
+        let Some(p) = &self.mem_policy else {
+            return Ok(());
+        };
+        let has_node = |n: &u32| self.machine.numa_nodes.iter().any(|x| x.os_index == *n);
+        match p.nodes.iter().find(|n| !has_node(n)) {
+            Some(n) => Err(EngineError::usage(format!(
+                "{p}: there is no NUMA node {n} on this machine ({} node(s))",
+                self.machine.numa_nodes.len()
+            ))),
+            None => Ok(()),
         }
-        if let CandidateSource::Explicit(list) = &self.candidates {
-            if list.is_empty() {
-                return Err(EngineError::usage("no candidate pinnings given"));
-            }
-            let allowed = self.machine.allowed_cpuset();
-            for c in list {
-                for cpu in c.cpus() {
-                    if !allowed.contains(*cpu) {
-                        return Err(EngineError::usage(format!(
-                            "candidate {} uses CPU {cpu}, which is not allowed here (allowed: {allowed})",
-                            c.label
-                        )));
-                    }
-                }
+    }
+
+    /// Explicit candidates: at least one, each on CPUs this process may use.
+    fn check_candidates(&self) -> Result<(), EngineError> {
+        let CandidateSource::Explicit(list) = &self.candidates else {
+            return Ok(());
+        };
+        if list.is_empty() {
+            return Err(EngineError::usage("no candidate pinnings given"));
+        }
+        let allowed = self.machine.allowed_cpuset();
+        for c in list {
+            if let Some(cpu) = c.cpus().iter().find(|cpu| !allowed.contains(**cpu)) {
+                return Err(EngineError::usage(format!(
+                    "candidate {} uses CPU {cpu}, which is not allowed here (allowed: {allowed})",
+                    c.label
+                )));
             }
         }
         Ok(())

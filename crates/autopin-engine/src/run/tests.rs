@@ -2,6 +2,7 @@
 //! incomplete searches, attach without a trace, reports. Milliseconds each.
 
 use super::*;
+use crate::os::OsError;
 use crate::phase::WatchParams;
 use crate::pin_plan::SkipMask;
 use crate::sim::{HpcModel, Sim, SimPlatform, SimSink, SimTopo};
@@ -140,9 +141,9 @@ fn launch_failure_carries_the_shell_exit_code() {
 fn refused_counting_falls_back_to_task_clock_and_says_why() {
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err(
+    p.counting = Err(OsError::NotSupported(
         "cannot count instructions:u: perf_event_paranoid is 3; fallback: use task-clock".into(),
-    );
+    ));
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
     let r = r.unwrap();
     assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
@@ -164,7 +165,7 @@ fn refused_counting_falls_back_to_task_clock_and_says_why() {
 fn refused_counting_falls_back_to_the_heartbeat_of_a_program_that_beats() {
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err("no PMU".into());
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
     p.beats_from = Some(0.2);
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
     let r = r.unwrap();
@@ -182,7 +183,7 @@ fn refused_counting_falls_back_to_the_heartbeat_of_a_program_that_beats() {
 fn an_objective_the_user_named_is_not_replaced() {
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err("perf_event_paranoid is 3".into());
+    p.counting = Err(OsError::NotSupported("perf_event_paranoid is 3".into()));
     let mut pl = plan(&m, launch(), topology());
     pl.objective = ObjectivePlan::explicit(Objective::parse("cycles").unwrap());
     let e = go(&pl, &mut p).0.unwrap_err();
@@ -196,7 +197,7 @@ fn the_chain_is_walked_in_order() {
     // Without the heartbeat link, a beating program still gets task-clock.
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err("no PMU".into());
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
     p.beats_from = Some(0.0);
     let mut pl = plan(&m, launch(), topology());
     pl.objective.chain = vec![ObjectiveSource::Requested, ObjectiveSource::TaskClock];
@@ -208,7 +209,7 @@ fn the_chain_is_walked_in_order() {
 fn an_openmp_program_without_a_pmu_gets_openmp_progress_and_the_report_says_why() {
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err("no PMU".into());
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
     p.openmp_runtime = Some("libgomp.so.1".into());
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
     let r = r.unwrap();
@@ -241,7 +242,7 @@ fn openmp_progress_needs_the_preload_library_and_completed_constructs() {
     let m = small();
     // A static binary (no preload library in it): its OpenMP work cannot be counted.
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err("no PMU".into());
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
     p.openmp_runtime = Some("libgomp.so.1".into());
     p.preload_active = false;
     let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
@@ -254,7 +255,7 @@ fn openmp_progress_needs_the_preload_library_and_completed_constructs() {
     // All work in one long parallel region: no construct completes at first, and OpenMP
     // progress would read zero, so CPU time it is, and the report says why.
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err("no PMU".into());
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
     p.openmp_runtime = Some("libgomp.so.1".into());
     p.openmp_from = None;
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
@@ -640,7 +641,9 @@ fn migrate_files_reaches_the_platform_and_needs_migrate_memory() {
 fn refused_migration_warns_and_moves_nothing() {
     let m = two_nodes();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.migration = Err("move_pages(1000): Operation not permitted".into());
+    p.migration = Err(OsError::PermissionDenied(
+        "move_pages(1000): Operation not permitted".into(),
+    ));
     let mut pl = plan(&m, launch(), on_node_1());
     pl.search.strategy = StrategyChoice::Fixed;
     pl.migrate_memory = true;
@@ -850,7 +853,7 @@ fn a_plain_plan_has_no_launch_record() {
 fn the_run_says_what_it_is_doing_at_each_step() {
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err("no PMU".into());
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
     p.beats_from = Some(0.2);
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
     let r = r.unwrap();

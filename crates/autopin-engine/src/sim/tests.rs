@@ -1,6 +1,6 @@
 use super::*;
 use crate::driver::{Driver, DriverConfig, DECIDED_TICK};
-use crate::os::{Meter, Reading, ThreadSnapshot, ThreadSource};
+use crate::os::{Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
 use crate::session::{Session, SessionConfig};
 use crate::strategy::{Autopin1, Autopin1Params, Race, RaceParams, Strategy};
 use std::collections::BTreeMap;
@@ -124,7 +124,7 @@ struct RecordingMeter {
 }
 
 impl Meter for RecordingMeter {
-    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
         self.reads.push(self.sim.now());
         self.sim.read(threads)
     }
@@ -198,7 +198,7 @@ fn drive_with(
 struct WholeMeter(Sim);
 
 impl Meter for WholeMeter {
-    fn read(&mut self, threads: &[u32]) -> Result<Reading, String> {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
         let mut r = self.0.read(threads)?;
         r.total = Some(r.per_thread.values().sum());
         r.per_thread.clear();
@@ -214,7 +214,7 @@ struct OneMoreThread {
 }
 
 impl ThreadSource for OneMoreThread {
-    fn poll(&mut self) -> Result<ThreadSnapshot, String> {
+    fn poll(&mut self) -> Result<ThreadSnapshot, OsError> {
         let mut snap = self.sim.poll()?;
         let now = self.sim.now();
         if now >= self.born && now < self.gone {

@@ -23,12 +23,7 @@ pub struct SmtVerdict {
 /// CPU time of the calling thread, so time the OS gave to other processes on this CPU does
 /// not count as a slowdown.
 fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 

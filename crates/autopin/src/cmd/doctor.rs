@@ -2,7 +2,7 @@
 //! counters and perf's paranoia, RAPL, NUMA and its balancing, the cgroup's CPU quota and
 //! cpuset, SMT, Slurm/MPI, busy CPUs, the preload library, the decision store.
 
-use crate::doctor_checks::{checks, render, Live};
+use crate::doctor_checks::{checks, render, TriedHere};
 use crate::error::{CliError, CmdResult};
 use std::path::PathBuf;
 
@@ -73,12 +73,12 @@ pub fn run(args: Args) -> CmdResult {
     let facts =
         autopin_os::doctor_facts::read(&root, affinity, std::time::Duration::from_millis(300));
     let tried = if live {
-        Live {
+        TriedHere {
             preload: Some(preload_loads()),
             memory: Some(memory_state()),
         }
     } else {
-        Live::default()
+        TriedHere::default()
     };
     let env = |k: &str| std::env::var(k).ok();
     let found = checks(&facts, &env, &tried);
