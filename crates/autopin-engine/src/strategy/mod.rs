@@ -114,6 +114,9 @@ pub trait Strategy {
 /// now share a CPU, or a thread moved onto a busy CPU, reads 2–1000× slower from the start.
 pub const WARMUP_CUT: f64 = 0.4;
 
+/// A warm-up read below this share of the leader's lowest tick shows a collapse.
+pub const COLLAPSE: f64 = 0.1;
+
 /// Per-candidate mean scores; None for candidates never probed.
 pub(crate) fn means(samples: &[Vec<f64>]) -> Vec<Option<f64>> {
     samples.iter().map(|s| autopin_stats::mean(s)).collect()

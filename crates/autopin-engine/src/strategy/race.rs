@@ -33,7 +33,7 @@
 //!   budget that ends before the leader is confidently ahead, keep the OS's own placement when
 //!   it survives, or else the first surviving candidate, and the reason says so.
 
-use super::{Decision, Plan, ProbeOutcome, Strategy, WARMUP_CUT};
+use super::{Decision, Plan, ProbeOutcome, Strategy, COLLAPSE, WARMUP_CUT};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -785,6 +785,15 @@ impl Race {
         ))
     }
 
+    /// `score` of candidate `c` is below [`COLLAPSE`] of the leader's lowest tick.
+    fn collapse(&self, c: usize, score: f64) -> bool {
+        let est = self.estimates();
+        self.leader(&est)
+            .filter(|&l| l != c)
+            .and_then(|l| self.arms[l].range)
+            .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < COLLAPSE * l_lo)
+    }
+
     /// Probe lengths for the next round: close calls with noisy probes get longer ones, every
     /// other survivor keeps the base length (its probes are lost work).
     fn plan_lengths(&mut self, est: &[Option<Estimate>], l: Option<usize>) {
@@ -945,9 +954,10 @@ impl Strategy for Race {
     }
 
     fn record(&mut self, outcome: ProbeOutcome) {
-        let Some(a) = self.arms.get_mut(outcome.candidate) else {
+        if outcome.candidate >= self.arms.len() {
             return;
-        };
+        }
+        let a = &mut self.arms[outcome.candidate];
         if !(outcome.score.is_finite() && outcome.score >= 0.0) {
             return;
         }
@@ -966,7 +976,15 @@ impl Strategy for Race {
                 a.tick_probes += 1.0;
             }
         }
-        if let Some((lo, hi)) = outcome.interval_range {
+        // A reading as short as a warm-up (the probe `behind_at_warmup` ended there) may have
+        // caught the thread waiting for its CPU for much of it: it ends the probe, but its
+        // tick range, which the half-the-leader rule judges on, takes only a collapse (below
+        // `COLLAPSE` of the leader's lowest tick). Otherwise the candidate goes by the
+        // evidence of more probes.
+        let short = outcome.intervals == 1 && outcome.duration <= 1.5 * self.p.warmup;
+        let keep_range = !short || self.collapse(outcome.candidate, outcome.score);
+        let a = &mut self.arms[outcome.candidate];
+        if let Some((lo, hi)) = outcome.interval_range.filter(|_| keep_range) {
             a.range = Some(match a.range {
                 Some((x, y)) => (x.min(lo), y.max(hi)),
                 None => (lo, hi),
