@@ -398,3 +398,155 @@ fn a_candidate_written_twice_is_probed_once() {
         .collect();
     assert_eq!(labels.len(), 2, "{labels:?}");
 }
+
+/// `--json` puts JSON on stdout wherever a command lists something: `cpus` (an expression's
+/// CPUs, or the domains with -p), `place`, `candidates`, and `compare` (the document
+/// --export-json writes; the table goes to stderr).
+#[test]
+fn json_on_stdout_from_cpus_place_candidates_and_compare() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let text = stdout(args);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"))
+    };
+    let syn = ["--synthetic", "package:2 core:2 pu:2"];
+    let v = json(&[&["cpus", "S1:0-1", "--json"][..], &syn].concat());
+    assert_eq!(v["expression"], "S1:0-1");
+    assert_eq!(v["cpus"], serde_json::json!([4, 6]), "{v}");
+    assert_eq!(v["list"], "4,6");
+    let v = json(&[&["cpus", "-p", "--json"][..], &syn].concat());
+    assert_eq!(v[0]["tag"], "N");
+    assert!(
+        v.as_array().unwrap().iter().any(|d| d["tag"] == "S1"),
+        "{v}"
+    );
+    let v = json(
+        &[
+            &["place", "-n", "2", "--policy", "scatter", "--json"][..],
+            &syn,
+        ]
+        .concat(),
+    );
+    assert_eq!(v["policy"], "scatter");
+    assert_eq!(v["cpus"].as_array().unwrap().len(), 2, "{v}");
+    let v = json(&[&["candidates", "-n", "2", "--unpinned", "--json"][..], &syn].concat());
+    assert!(v.as_array().unwrap().len() >= 2, "{v}");
+    // --json is --format json: the two together are a usage error.
+    autopin()
+        .args([
+            "place", "-n", "2", "--policy", "scatter", "--json", "--format", "text",
+        ])
+        .assert()
+        .code(2);
+    let out = autopin()
+        .args([
+            "compare",
+            "-r",
+            "2",
+            "--seed",
+            "1",
+            "--strategy",
+            "none",
+            "--strategy",
+            "0",
+        ])
+        .args(["--json", "--", "true"])
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["strategies"].as_array().unwrap().len(), 2, "{v}");
+    let err = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(
+        err.contains("none (baseline)"),
+        "the table goes to stderr: {err}"
+    );
+}
+
+/// A run report reads back as text with the objective check, and draws a timeline whose
+/// legend explains the grey and the pale bars (no rsvg needed for this); the ranks' reports
+/// merge into a job report that `autopin report job.json` reads back, whose picture names
+/// every candidate by its pinning and has its whole title (issue #23, item 1).
+#[test]
+fn a_run_report_and_a_job_report_read_back_and_draw() {
+    let spin = autopin_testkit::spin_program();
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("r0.json");
+    autopin()
+        .args([
+            "run",
+            "-q",
+            "--objective",
+            "task-clock",
+            "--budget",
+            "2",
+            "--report",
+        ])
+        .arg(&rep)
+        .arg("--")
+        .arg(&spin)
+        .args(["3", "2"])
+        .assert()
+        .success();
+    let mut r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
+    let text = stdout(&["report", rep.to_str().unwrap()]);
+    assert!(text.starts_with("command:"), "{text}");
+    if !r["objective_check"].is_null() {
+        assert!(
+            text.contains("objective check: against the program's heartbeat"),
+            "{text}"
+        );
+    }
+    let svg = dir.path().join("t.svg");
+    autopin()
+        .arg("report")
+        .arg(&rep)
+        .arg("--svg")
+        .arg(&svg)
+        .assert()
+        .success();
+    let t = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        t.contains("start-up: the program ran where the OS placed it"),
+        "{t}"
+    );
+    assert!(t.contains("pale: a warm-up after a move"), "{t}");
+    // Two ranks of a plain launch: the same report as ranks 0 and 1 of 2.
+    r["launch"]["size"] = 2.into();
+    std::fs::write(&rep, r.to_string()).unwrap();
+    r["launch"]["rank"] = 1.into();
+    let rep1 = dir.path().join("r1.json");
+    std::fs::write(&rep1, r.to_string()).unwrap();
+    let job = dir.path().join("job.json");
+    let job_svg = dir.path().join("job.svg");
+    let merged = autopin()
+        .args(["report", "--merge"])
+        .arg(&rep)
+        .arg(&rep1)
+        .arg("-o")
+        .arg(&job)
+        .arg("--svg")
+        .arg(&job_svg)
+        .assert()
+        .success();
+    let table = String::from_utf8_lossy(&merged.get_output().stdout).into_owned();
+    assert_eq!(table.lines().count(), 3, "{table}");
+    assert_eq!(stdout(&["report", job.to_str().unwrap()]), table);
+    let s = std::fs::read_to_string(&job_svg).unwrap();
+    assert!(
+        s.contains(">CPU-s/s per rank and candidate (mean of probes)</text>"),
+        "no job named, no dangling 'jobs:': {s}"
+    );
+    for c in r["candidates"].as_array().unwrap() {
+        let key = format!(">#{}: {}<", c["index"], c["label"].as_str().unwrap());
+        assert!(s.contains(&key), "{key} in {s}");
+    }
+    let again = dir.path().join("job2.svg");
+    autopin()
+        .arg("report")
+        .arg(&job)
+        .arg("--svg")
+        .arg(&again)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), s);
+}
