@@ -160,6 +160,40 @@ fn completions_are_valid_scripts() {
             "{shell}"
         );
     }
+    // A policy (or a synthetic machine) is a word, not a file: no file names are offered.
+    let bash = stdout(&["completions", "bash"]);
+    let cases: Vec<&str> = bash.split("\n                --").skip(1).collect();
+    for option in ["policy)", "synthetic)"] {
+        let found: Vec<&&str> = cases.iter().filter(|c| c.starts_with(option)).collect();
+        assert!(!found.is_empty(), "bash: no --{option}");
+        for c in found {
+            let body = c.split(";;").next().unwrap();
+            assert!(
+                !body.contains("compgen -f"),
+                "bash offers files for --{option}: {body}"
+            );
+        }
+    }
+    let zsh = stdout(&["completions", "zsh"]);
+    for line in zsh
+        .lines()
+        .filter(|l| l.starts_with("'--policy=") || l.starts_with("'--synthetic="))
+    {
+        assert!(
+            line.trim_end().ends_with(":' \\"),
+            "zsh offers files: {line}"
+        );
+    }
+    let fish = stdout(&["completions", "fish"]);
+    for line in fish
+        .lines()
+        .filter(|l| l.contains("-l policy ") || l.contains("-l synthetic "))
+    {
+        assert!(
+            line.trim_end().ends_with("-r -f"),
+            "fish offers files: {line}"
+        );
+    }
     require!(autopin_testkit::have("bash"), "bash not installed");
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("autopin.bash");
