@@ -584,3 +584,154 @@ fn a_run_report_and_a_job_report_read_back_and_draw() {
         .success();
     assert_eq!(std::fs::read_to_string(&again).unwrap(), s);
 }
+
+/// The lines of the first ```sh block after `heading` in README.md, continuations joined.
+fn readme_block(heading: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .unwrap();
+    let at = readme
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading}"));
+    let start = at + readme[at..].find("```sh\n").unwrap() + 6;
+    let end = start + readme[start..].find("```\n").unwrap();
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for l in readme[start..end].lines() {
+        match l.strip_suffix('\\') {
+            Some(head) => cur.push_str(head),
+            None => {
+                cur.push_str(l);
+                if !cur.trim().is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                cur.clear();
+            }
+        }
+    }
+    out
+}
+
+/// The README's install step makes `man autopin` work (the page goes beside cargo's bin
+/// directory) and creates every directory it writes into (issue #23, item 4).
+#[test]
+fn the_readmes_install_step_creates_its_directories_and_man_finds_the_page() {
+    let lines = readme_block("## Installing");
+    let mut made: Vec<String> = Vec::new();
+    for l in &lines {
+        if let Some(dirs) = l.strip_prefix("mkdir -p ") {
+            made.extend(dirs.split_whitespace().map(str::to_string));
+        }
+        if let Some((_, target)) = l.split_once(" > ") {
+            let file = target.split_whitespace().next().unwrap();
+            let dir = &file[..file.rfind('/').unwrap()];
+            assert!(
+                made.iter().any(|d| d == dir),
+                "{l}: no mkdir -p {dir} before"
+            );
+        }
+    }
+    assert!(lines.iter().any(|l| l.trim() == "man autopin"), "{lines:?}");
+    require!(autopin_testkit::have("man"), "man not installed");
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path().to_str().unwrap();
+    std::fs::create_dir_all(home.path().join(".cargo/bin")).unwrap();
+    for l in lines
+        .iter()
+        .filter(|l| l.starts_with("mkdir") || l.starts_with("autopin man"))
+    {
+        let l = l.replace('~', h);
+        let (cmd, file) = match l.split_once(" > ") {
+            Some((cmd, file)) => (cmd.to_string(), Some(file.trim().to_string())),
+            None => (l.clone(), None),
+        };
+        if cmd.starts_with("mkdir") {
+            let st = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(&cmd)
+                .status()
+                .unwrap();
+            assert!(st.success(), "{cmd}");
+        } else {
+            std::fs::write(file.unwrap(), stdout(&["man"])).unwrap();
+        }
+    }
+    let found = std::process::Command::new("man")
+        .args(["-w", "autopin"])
+        .env("HOME", h)
+        .env("PATH", format!("{h}/.cargo/bin:/usr/bin:/bin"))
+        .env_remove("MANPATH")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&found.stdout).trim(),
+        format!("{h}/.cargo/share/man/man1/autopin.1"),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+}
+
+/// The tour shows `show` and `doctor`, names no placeholder program, marks what needs more
+/// CPUs, and its quick commands run as written on this machine (the ones that start a
+/// workload or measure are run by hand: see the README).
+#[test]
+fn the_readmes_tour_runs_as_written() {
+    let lines = readme_block("## A tour");
+    let text = lines.join("\n");
+    for want in ["autopin show ", "autopin doctor", "make -C workloads"] {
+        assert!(text.contains(want), "the tour lacks {want}");
+    }
+    for placeholder in ["./program", "./prog ", "./omp_program", " PID", "/path/to"] {
+        assert!(
+            !text.contains(placeholder),
+            "placeholder {placeholder:?} in the tour"
+        );
+    }
+    require!(autopin_testkit::allowed_cpus() >= 2, "needs two CPUs");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(repo.join("tests"), dir.path().join("tests")).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("autopin");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let slow = [
+        "make ",
+        "workloads/",
+        "measure ",
+        "mem.json",
+        "c2c.csv",
+        "r.json",
+        "compare",
+    ];
+    let mut ran = 0;
+    for l in lines.iter().filter(|l| !slow.iter().any(|s| l.contains(s))) {
+        if l.contains("lstopo") && !autopin_testkit::have("lstopo") {
+            continue;
+        }
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(l)
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("XDG_STATE_HOME", dir.path())
+            .env_remove("AUTOPIN_MEMORY")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if l.contains("needs ") && l.contains(" CPUs") {
+            assert!(
+                out.status.code() == Some(0)
+                    || (out.status.code() == Some(2) && err.contains("allowed")),
+                "{l}: {err}"
+            );
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{l}: {err}");
+        }
+        ran += 1;
+    }
+    assert!(ran >= 15, "only {ran} commands ran");
+}
