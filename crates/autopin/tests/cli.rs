@@ -299,6 +299,20 @@ fn measure_says_what_it_does_unless_quiet() {
         .arg(&svg)
         .assert()
         .success();
+    // The time a pair took is said in its own unit (ms or µs), as the whole is.
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let first = text.lines().next().unwrap_or_default();
+    let exponent = first
+        .as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && w[1] == b'e' && (w[2] == b'-' || w[2].is_ascii_digit()));
+    assert!(
+        first.starts_with("measured ")
+            && first.contains(" a pair)")
+            && !exponent
+            && !first.contains("0.000"),
+        "{first}"
+    );
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     for step in [
         "measuring core-to-core latency",
@@ -734,4 +748,24 @@ fn the_readmes_tour_runs_as_written() {
         ran += 1;
     }
     assert!(ran >= 15, "only {ran} commands ran");
+}
+
+/// `--objective`'s help names every named objective, `openmp` among them, in `run` and
+/// `attach` alike (issue #23, item 4).
+#[test]
+fn objective_help_names_every_named_objective() {
+    for cmd in ["run", "attach"] {
+        let help = stdout(&[cmd, "--help"]);
+        let line = help
+            .lines()
+            .skip_while(|l| !l.contains("--objective"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("{cmd}: no --objective"));
+        for name in ["heartbeat", "openmp", "task-clock", "energy", "power"] {
+            assert!(
+                line.contains(name),
+                "{cmd} --objective help lacks {name}: {line}"
+            );
+        }
+    }
 }
