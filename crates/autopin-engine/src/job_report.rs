@@ -198,11 +198,15 @@ impl JobReport {
         let bar = 14.0;
         let group = bar * nr as f64 + 16.0;
         let (left, top, h) = (70.0, 40.0, 220.0);
-        let title = format!(
-            "{} per rank and candidate (mean of probes); jobs: {}",
-            self.unit,
-            self.jobs.join(", ")
-        );
+        // Ranks of a plain launch belong to no job: then the title names none.
+        let title = match self.jobs.len() {
+            0 => format!("{} per rank and candidate (mean of probes)", self.unit),
+            _ => format!(
+                "{} per rank and candidate (mean of probes); jobs: {}",
+                self.unit,
+                self.jobs.join(", ")
+            ),
+        };
         // The key under the axis names each candidate: its label where every rank has the
         // same one, else each rank's (ranks pin their own share of the node's CPUs).
         let key: Vec<String> = cands

@@ -825,12 +825,22 @@ pub fn free_cpu_candidates(m: &Machine, n: usize, busy: &[u32]) -> Vec<Pinning> 
         .copied()
         .filter(|c| busy.contains(c))
         .collect();
+    let busy_word = if busy_here.len() == 1 { "CPU" } else { "CPUs" };
     let busy_text = crate::cpulist::CpuList::new(busy_here).to_list();
     let k = free.len().min(n);
     let cpus: Vec<u32> = (0..n).map(|i| free[i % k]).collect();
+    // "2 threads on 1 free CPU, away from busy CPU 0": counts in words, no "(s)".
+    let count = |c: usize, word: &str| match c {
+        1 => format!("1 {word}"),
+        _ => format!("{c} {word}s"),
+    };
     vec![Pinning::described(
         cpus,
-        format!("{n} thread(s) on {k} free CPU(s), away from busy CPU(s) {busy_text}"),
+        format!(
+            "{} on {}, away from busy {busy_word} {busy_text}",
+            count(n, "thread"),
+            count(k, "free CPU")
+        ),
     )]
 }
 
@@ -885,7 +895,7 @@ mod free_cpu_tests {
             .find(|c| c.cpus() == vec![1, 1])
             .expect("1,1 added");
         assert!(
-            free.description.contains("busy CPU(s) 0"),
+            free.description == "2 threads on 1 free CPU, away from busy CPU 0",
             "{}",
             free.description
         );

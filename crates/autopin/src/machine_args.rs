@@ -13,7 +13,7 @@ pub struct MachineArgs {
     #[arg(long, value_name = "DIR", global = true)]
     pub sysfs_root: Option<PathBuf>,
     /// Use a synthetic machine, e.g. "package:2 l3:1 core:4 pu:2"
-    #[arg(long, value_name = "SPEC", global = true)]
+    #[arg(long, value_name = "SPEC", global = true, value_hint = clap::ValueHint::Other)]
     pub synthetic: Option<String>,
     /// Load a machine from `autopin topology --format json` output or hwloc XML (`lstopo --of xml`)
     #[arg(long, value_name = "FILE", global = true)]

@@ -160,6 +160,40 @@ fn completions_are_valid_scripts() {
             "{shell}"
         );
     }
+    // A policy (or a synthetic machine) is a word, not a file: no file names are offered.
+    let bash = stdout(&["completions", "bash"]);
+    let cases: Vec<&str> = bash.split("\n                --").skip(1).collect();
+    for option in ["policy)", "synthetic)"] {
+        let found: Vec<&&str> = cases.iter().filter(|c| c.starts_with(option)).collect();
+        assert!(!found.is_empty(), "bash: no --{option}");
+        for c in found {
+            let body = c.split(";;").next().unwrap();
+            assert!(
+                !body.contains("compgen -f"),
+                "bash offers files for --{option}: {body}"
+            );
+        }
+    }
+    let zsh = stdout(&["completions", "zsh"]);
+    for line in zsh
+        .lines()
+        .filter(|l| l.starts_with("'--policy=") || l.starts_with("'--synthetic="))
+    {
+        assert!(
+            line.trim_end().ends_with(":' \\"),
+            "zsh offers files: {line}"
+        );
+    }
+    let fish = stdout(&["completions", "fish"]);
+    for line in fish
+        .lines()
+        .filter(|l| l.contains("-l policy ") || l.contains("-l synthetic "))
+    {
+        assert!(
+            line.trim_end().ends_with("-r -f"),
+            "fish offers files: {line}"
+        );
+    }
     require!(autopin_testkit::have("bash"), "bash not installed");
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("autopin.bash");
@@ -265,6 +299,20 @@ fn measure_says_what_it_does_unless_quiet() {
         .arg(&svg)
         .assert()
         .success();
+    // The time a pair took is said in its own unit (ms or µs), as the whole is.
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let first = text.lines().next().unwrap_or_default();
+    let exponent = first
+        .as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && w[1] == b'e' && (w[2] == b'-' || w[2].is_ascii_digit()));
+    assert!(
+        first.starts_with("measured ")
+            && first.contains(" a pair)")
+            && !exponent
+            && !first.contains("0.000"),
+        "{first}"
+    );
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     for step in [
         "measuring core-to-core latency",
@@ -397,4 +445,327 @@ fn a_candidate_written_twice_is_probed_once() {
         .map(|c| c["label"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(labels.len(), 2, "{labels:?}");
+}
+
+/// `--json` puts JSON on stdout wherever a command lists something: `cpus` (an expression's
+/// CPUs, or the domains with -p), `place`, `candidates`, and `compare` (the document
+/// --export-json writes; the table goes to stderr).
+#[test]
+fn json_on_stdout_from_cpus_place_candidates_and_compare() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let text = stdout(args);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"))
+    };
+    let syn = ["--synthetic", "package:2 core:2 pu:2"];
+    let v = json(&[&["cpus", "S1:0-1", "--json"][..], &syn].concat());
+    assert_eq!(v["expression"], "S1:0-1");
+    assert_eq!(v["cpus"], serde_json::json!([4, 6]), "{v}");
+    assert_eq!(v["list"], "4,6");
+    let v = json(&[&["cpus", "-p", "--json"][..], &syn].concat());
+    assert_eq!(v[0]["tag"], "N");
+    assert!(
+        v.as_array().unwrap().iter().any(|d| d["tag"] == "S1"),
+        "{v}"
+    );
+    let v = json(
+        &[
+            &["place", "-n", "2", "--policy", "scatter", "--json"][..],
+            &syn,
+        ]
+        .concat(),
+    );
+    assert_eq!(v["policy"], "scatter");
+    assert_eq!(v["cpus"].as_array().unwrap().len(), 2, "{v}");
+    let v = json(&[&["candidates", "-n", "2", "--unpinned", "--json"][..], &syn].concat());
+    assert!(v.as_array().unwrap().len() >= 2, "{v}");
+    // --json is --format json: the two together are a usage error.
+    autopin()
+        .args([
+            "place", "-n", "2", "--policy", "scatter", "--json", "--format", "text",
+        ])
+        .assert()
+        .code(2);
+    let out = autopin()
+        .args([
+            "compare",
+            "-r",
+            "2",
+            "--seed",
+            "1",
+            "--strategy",
+            "none",
+            "--strategy",
+            "0",
+        ])
+        .args(["--json", "--", "true"])
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["strategies"].as_array().unwrap().len(), 2, "{v}");
+    let err = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(
+        err.contains("none (baseline)"),
+        "the table goes to stderr: {err}"
+    );
+}
+
+/// A run report reads back as text with the objective check, and draws a timeline whose
+/// legend explains the grey and the pale bars (no rsvg needed for this); the ranks' reports
+/// merge into a job report that `autopin report job.json` reads back, whose picture names
+/// every candidate by its pinning and has its whole title (issue #23, item 1).
+#[test]
+fn a_run_report_and_a_job_report_read_back_and_draw() {
+    let spin = autopin_testkit::spin_program();
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("r0.json");
+    autopin()
+        .args([
+            "run",
+            "-q",
+            "--objective",
+            "task-clock",
+            "--budget",
+            "2",
+            "--report",
+        ])
+        .arg(&rep)
+        .arg("--")
+        .arg(&spin)
+        .args(["3", "2"])
+        .assert()
+        .success();
+    let mut r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
+    let text = stdout(&["report", rep.to_str().unwrap()]);
+    assert!(text.starts_with("command:"), "{text}");
+    if !r["objective_check"].is_null() {
+        assert!(
+            text.contains("objective check: against the program's heartbeat"),
+            "{text}"
+        );
+    }
+    let svg = dir.path().join("t.svg");
+    autopin()
+        .arg("report")
+        .arg(&rep)
+        .arg("--svg")
+        .arg(&svg)
+        .assert()
+        .success();
+    let t = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        t.contains("start-up: the program ran where the OS placed it"),
+        "{t}"
+    );
+    assert!(t.contains("pale: a warm-up after a move"), "{t}");
+    // Two ranks of a plain launch: the same report as ranks 0 and 1 of 2.
+    r["launch"]["size"] = 2.into();
+    std::fs::write(&rep, r.to_string()).unwrap();
+    r["launch"]["rank"] = 1.into();
+    let rep1 = dir.path().join("r1.json");
+    std::fs::write(&rep1, r.to_string()).unwrap();
+    let job = dir.path().join("job.json");
+    let job_svg = dir.path().join("job.svg");
+    let merged = autopin()
+        .args(["report", "--merge"])
+        .arg(&rep)
+        .arg(&rep1)
+        .arg("-o")
+        .arg(&job)
+        .arg("--svg")
+        .arg(&job_svg)
+        .assert()
+        .success();
+    let table = String::from_utf8_lossy(&merged.get_output().stdout).into_owned();
+    assert_eq!(table.lines().count(), 3, "{table}");
+    assert_eq!(stdout(&["report", job.to_str().unwrap()]), table);
+    let s = std::fs::read_to_string(&job_svg).unwrap();
+    assert!(
+        s.contains(">CPU-s/s per rank and candidate (mean of probes)</text>"),
+        "no job named, no dangling 'jobs:': {s}"
+    );
+    for c in r["candidates"].as_array().unwrap() {
+        let key = format!(">#{}: {}<", c["index"], c["label"].as_str().unwrap());
+        assert!(s.contains(&key), "{key} in {s}");
+    }
+    let again = dir.path().join("job2.svg");
+    autopin()
+        .arg("report")
+        .arg(&job)
+        .arg("--svg")
+        .arg(&again)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), s);
+}
+
+/// The lines of the first ```sh block after `heading` in README.md, continuations joined.
+fn readme_block(heading: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .unwrap();
+    let at = readme
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading}"));
+    let start = at + readme[at..].find("```sh\n").unwrap() + 6;
+    let end = start + readme[start..].find("```\n").unwrap();
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for l in readme[start..end].lines() {
+        match l.strip_suffix('\\') {
+            Some(head) => cur.push_str(head),
+            None => {
+                cur.push_str(l);
+                if !cur.trim().is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                cur.clear();
+            }
+        }
+    }
+    out
+}
+
+/// The README's install step makes `man autopin` work (the page goes beside cargo's bin
+/// directory) and creates every directory it writes into (issue #23, item 4).
+#[test]
+fn the_readmes_install_step_creates_its_directories_and_man_finds_the_page() {
+    let lines = readme_block("## Installing");
+    let mut made: Vec<String> = Vec::new();
+    for l in &lines {
+        if let Some(dirs) = l.strip_prefix("mkdir -p ") {
+            made.extend(dirs.split_whitespace().map(str::to_string));
+        }
+        if let Some((_, target)) = l.split_once(" > ") {
+            let file = target.split_whitespace().next().unwrap();
+            let dir = &file[..file.rfind('/').unwrap()];
+            assert!(
+                made.iter().any(|d| d == dir),
+                "{l}: no mkdir -p {dir} before"
+            );
+        }
+    }
+    assert!(lines.iter().any(|l| l.trim() == "man autopin"), "{lines:?}");
+    require!(autopin_testkit::have("man"), "man not installed");
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path().to_str().unwrap();
+    std::fs::create_dir_all(home.path().join(".cargo/bin")).unwrap();
+    for l in lines
+        .iter()
+        .filter(|l| l.starts_with("mkdir") || l.starts_with("autopin man"))
+    {
+        let l = l.replace('~', h);
+        let (cmd, file) = match l.split_once(" > ") {
+            Some((cmd, file)) => (cmd.to_string(), Some(file.trim().to_string())),
+            None => (l.clone(), None),
+        };
+        if cmd.starts_with("mkdir") {
+            let st = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(&cmd)
+                .status()
+                .unwrap();
+            assert!(st.success(), "{cmd}");
+        } else {
+            std::fs::write(file.unwrap(), stdout(&["man"])).unwrap();
+        }
+    }
+    let found = std::process::Command::new("man")
+        .args(["-w", "autopin"])
+        .env("HOME", h)
+        .env("PATH", format!("{h}/.cargo/bin:/usr/bin:/bin"))
+        .env_remove("MANPATH")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&found.stdout).trim(),
+        format!("{h}/.cargo/share/man/man1/autopin.1"),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+}
+
+/// The tour shows `show` and `doctor`, names no placeholder program, marks what needs more
+/// CPUs, and its quick commands run as written on this machine (the ones that start a
+/// workload or measure are run by hand: see the README).
+#[test]
+fn the_readmes_tour_runs_as_written() {
+    let lines = readme_block("## A tour");
+    let text = lines.join("\n");
+    for want in ["autopin show ", "autopin doctor", "make -C workloads"] {
+        assert!(text.contains(want), "the tour lacks {want}");
+    }
+    for placeholder in ["./program", "./prog ", "./omp_program", " PID", "/path/to"] {
+        assert!(
+            !text.contains(placeholder),
+            "placeholder {placeholder:?} in the tour"
+        );
+    }
+    require!(autopin_testkit::allowed_cpus() >= 2, "needs two CPUs");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(repo.join("tests"), dir.path().join("tests")).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("autopin");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let slow = [
+        "make ",
+        "workloads/",
+        "measure ",
+        "mem.json",
+        "c2c.csv",
+        "r.json",
+        "compare",
+    ];
+    let mut ran = 0;
+    for l in lines.iter().filter(|l| !slow.iter().any(|s| l.contains(s))) {
+        if l.contains("lstopo") && !autopin_testkit::have("lstopo") {
+            continue;
+        }
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(l)
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("XDG_STATE_HOME", dir.path())
+            .env_remove("AUTOPIN_MEMORY")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if l.contains("needs ") && l.contains(" CPUs") {
+            assert!(
+                out.status.code() == Some(0)
+                    || (out.status.code() == Some(2) && err.contains("allowed")),
+                "{l}: {err}"
+            );
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{l}: {err}");
+        }
+        ran += 1;
+    }
+    assert!(ran >= 15, "only {ran} commands ran");
+}
+
+/// `--objective`'s help names every named objective, `openmp` among them, in `run` and
+/// `attach` alike (issue #23, item 4).
+#[test]
+fn objective_help_names_every_named_objective() {
+    for cmd in ["run", "attach"] {
+        let help = stdout(&[cmd, "--help"]);
+        let line = help
+            .lines()
+            .skip_while(|l| !l.contains("--objective"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("{cmd}: no --objective"));
+        for name in ["heartbeat", "openmp", "task-clock", "energy", "power"] {
+            assert!(
+                line.contains(name),
+                "{cmd} --objective help lacks {name}: {line}"
+            );
+        }
+    }
 }

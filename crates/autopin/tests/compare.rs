@@ -213,6 +213,13 @@ fn runs_are_measured_and_exported() {
             .count(),
         3
     );
+    // The y-axis names what was compared, not "metric".
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.contains("program metric, higher is better (from its output, rate = ([0-9.]+))")
+            && !svg.contains(">metric<"),
+        "{svg}"
+    );
 }
 
 /// When no run succeeds there is nothing to compare: the table shows every strategy as

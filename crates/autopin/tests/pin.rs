@@ -597,3 +597,39 @@ fn memory_policy_bad_input_leaves_the_target_untouched() {
     assert!(err.contains("changes nothing; not applied"), "{err}");
     assert!(marker.exists());
 }
+
+/// `--policy scatter -s 0x1` on a GNU OpenMP program (no helper thread) leaves a worker
+/// unpinned, free to share the main thread's CPU: a warning says so and what to do; a
+/// program without OpenMP gets the note that spells the mask out.
+#[test]
+fn a_skip_mask_on_gnu_openmp_warns_that_a_worker_is_left_unpinned() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/syncbench.c");
+    let exe = build_c_file(&src, &["-fopenmp"]).unwrap_or_else(|e| panic!("{e}"));
+    let out = autopin()
+        .env("OMP_NUM_THREADS", "2")
+        .args(["pin", "--policy", "scatter", "-s", "0x1", "--"])
+        .arg(&exe)
+        .args(["-b", "10", "-s", "1", "-n", "1000"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("autopin: warning: skip mask 0x1: main thread → CPU ")
+            && err.contains("uses GNU OpenMP (libgomp), which creates no helper thread")
+            && err.contains("it may share CPU ")
+            && err.contains("Drop -s 0x1"),
+        "{err}"
+    );
+    let out = autopin()
+        .args(["pin", "--policy", "scatter", "-s", "0x1", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("autopin: note: skip mask 0x1: main thread → CPU ")
+            && !err.contains("warning"),
+        "{err}"
+    );
+}

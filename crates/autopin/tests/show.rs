@@ -85,3 +85,38 @@ fn a_process_that_is_not_there_is_a_usage_error() {
     let out = autopin().args(["show"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--job ID` finds a Slurm job's processes by the job id in their environment (or their
+/// cgroup), without Slurm installed; `--json` says the same as the table.
+#[test]
+fn a_slurm_jobs_processes_are_found_by_the_job_id() {
+    let job = format!("autopin-test-{}", std::process::id());
+    let mut prog = Command::new("sleep")
+        .arg("20")
+        .env("SLURM_JOB_ID", &job)
+        .spawn()
+        .unwrap();
+    let pid = prog.id() as u64;
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let out = autopin()
+        .args(["show", "--job", &job, "--json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let table = autopin().args(["show", "--job", &job]).output().unwrap();
+    let _ = prog.kill();
+    let _ = prog.wait();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let procs = v.as_array().unwrap();
+    assert_eq!(procs.len(), 1, "{v}");
+    assert_eq!(procs[0]["pid"], pid, "{v}");
+    assert_eq!(procs[0]["threads"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(table.status.code(), Some(0));
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains(&pid.to_string()) && table.contains("sleep"),
+        "{table}"
+    );
+}

@@ -380,5 +380,27 @@ mod tests {
             })
             .unwrap_or_else(|| panic!("{lines:?}"));
         assert!(line.len() > 70, "{line}");
+        // `autopin report FILE` shows it too.
+        let text = view::summary(&r);
+        assert!(
+            text.contains("objective check: against the program's heartbeat over 3 probes: "),
+            "{text}"
+        );
+    }
+
+    /// How the objective was measured is said in words: "counting none" read as "nothing
+    /// was measured".
+    #[test]
+    fn the_summary_says_how_the_objective_was_measured_in_words() {
+        let r = Report {
+            counting_mode: "none".into(),
+            ..Report::default()
+        };
+        let text = view::summary(&r);
+        assert!(
+            text.contains("measured with no perf counters (the program's own progress is read)")
+                && !text.contains("counting none"),
+            "{text}"
+        );
     }
 }

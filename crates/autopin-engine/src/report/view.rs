@@ -123,6 +123,14 @@ pub fn summary(r: &Report) -> String {
             );
         }
     }
+    // Whether the objective ranked the probes as the program's own progress did.
+    if let Some(c) = &r.objective_check {
+        let _ = writeln!(
+            s,
+            "objective check: against the program's {} over {} probes: {}",
+            c.progress, c.tracking.probes, c.tracking.verdict
+        );
+    }
     if r.searches.len() > 1 {
         for x in &r.searches[1..] {
             let _ = writeln!(

@@ -14,7 +14,7 @@ pub enum Format {
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  autopin candidates -n 4\n  \
 autopin candidates -n 8 --max-candidates 0 --sysfs-root dump/\n  \
-autopin candidates -n 2 --unpinned --format json")]
+autopin candidates -n 2 --unpinned --json")]
 pub struct Args {
     /// Number of threads
     #[arg(short = 'n', long, value_name = "N", value_parser = crate::number_args::count_at_least::<1>)]
@@ -32,6 +32,9 @@ pub struct Args {
     pub unpinned: bool,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// JSON on stdout (the same as --format json)
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Say on stderr which launcher (Slurm, Open MPI, MPICH) was detected
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -39,7 +42,10 @@ pub struct Args {
     pub machine: MachineArgs,
 }
 
-pub fn run(args: Args) -> CmdResult {
+pub fn run(mut args: Args) -> CmdResult {
+    if args.json {
+        args.format = Format::Json;
+    }
     let m = args.machine.load()?;
     if args.verbose {
         say!(

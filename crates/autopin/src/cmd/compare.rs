@@ -86,6 +86,10 @@ pub struct Args {
     /// Write all runs and statistics as JSON
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
+    /// Print all runs and statistics as JSON on stdout (the document --export-json writes);
+    /// the table goes to stderr instead, unless -q
+    #[arg(long)]
+    pub json: bool,
     /// Write one CSV row per run
     #[arg(long, value_name = "FILE")]
     pub export_csv: Option<PathBuf>,
@@ -143,7 +147,15 @@ pub fn run(args: Args) -> CmdResult {
     // Exports first, so an interrupt or a launch failure still leaves the completed runs.
     let doc = comparison.document(&plan);
     write_exports(&args, &doc)?;
-    print!("{}", report::to_table(&doc));
+    if args.json {
+        println!("{}", report::to_json(&doc).trim_end());
+        if !args.quiet {
+            let table = report::to_table(&doc);
+            say!("{}", table.trim_end());
+        }
+    } else {
+        print!("{}", report::to_table(&doc));
+    }
     match comparison.verdict(&plan) {
         Ok(()) => Ok(0),
         Err(e) => {

@@ -4,7 +4,9 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
-use autopin_placement::{device_domains_listing, domains_listing, pin_expression, CpuList};
+use autopin_placement::{
+    device_domains_listing, domains, domains_listing, pin_expression, CpuList,
+};
 
 #[derive(clap::Args)]
 #[command(
@@ -23,6 +25,10 @@ pub struct Args {
     /// Separator between CPUs (default: the compressed list form 0-3,8)
     #[arg(short = 'd', long, value_name = "SEP")]
     pub delimiter: Option<String>,
+    /// JSON on stdout: the expression, its CPUs in thread order and their list (with -p or
+    /// --devices: the domains)
+    #[arg(long, conflicts_with = "delimiter")]
+    pub json: bool,
     #[command(flatten)]
     pub machine: MachineArgs,
 }
@@ -30,12 +36,21 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let m = args.machine.load()?;
     let Some(expr) = args.expr else {
+        if args.json {
+            let kinds = if args.devices { "GPI" } else { "NSDCM" };
+            let ds: Vec<_> = domains(&m)
+                .into_iter()
+                .filter(|d| kinds.contains(d.kind))
+                .collect();
+            if ds.is_empty() && args.devices {
+                return Err(no_devices());
+            }
+            return print_json(&ds);
+        }
         if args.devices {
             let listing = device_domains_listing(&m);
             if listing.is_empty() {
-                return Err(CliError::usage(
-                    "this machine description lists no I/O devices (synthetic machines have none; sysfs, hwloc dumps and hwloc XML do)",
-                ));
+                return Err(no_devices());
             }
             print!("{listing}");
         } else {
@@ -44,6 +59,13 @@ pub fn run(args: Args) -> CmdResult {
         return Ok(0);
     };
     let cpus = pin_expression(&m, &expr).map_err(|e| CliError::usage(e.to_string()))?;
+    if args.json {
+        return print_json(&serde_json::json!({
+            "expression": expr,
+            "cpus": cpus,
+            "list": CpuList(cpus.clone()).to_string(),
+        }));
+    }
     match args.delimiter {
         Some(d) => println!(
             "{}",
@@ -54,5 +76,17 @@ pub fn run(args: Args) -> CmdResult {
         ),
         None => println!("{}", CpuList(cpus)),
     }
+    Ok(0)
+}
+
+fn no_devices() -> CliError {
+    CliError::usage(
+        "this machine description lists no I/O devices (synthetic machines have none; sysfs, hwloc dumps and hwloc XML do)",
+    )
+}
+
+fn print_json(v: &impl serde::Serialize) -> CmdResult {
+    let text = serde_json::to_string_pretty(v).map_err(|e| CliError::internal(e.to_string()))?;
+    println!("{text}");
     Ok(0)
 }

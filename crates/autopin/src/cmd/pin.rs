@@ -211,7 +211,21 @@ fn launch(
         // Every thread then starts on the main thread's CPU until the poller moves it.
         spec.initial_affinity = Some(CpuSet::from_cpus([plan.main_cpu()]));
     }
-    if !plan.skip.is_empty() {
+    // GNU OpenMP creates no helper thread before its workers: a skip mask there leaves a
+    // worker unpinned, free to run on the main thread's CPU (or any other).
+    let gnu_openmp = !plan.skip.is_empty()
+        && elf::resolve_program(program, path_var.as_deref())
+            .and_then(|p| elf::needed_libraries(&p))
+            .is_ok_and(|libs| libs.iter().any(|l| l.starts_with("libgomp.so")));
+    if gnu_openmp {
+        say!(
+            "autopin: warning: skip mask {}: {}; {name} uses GNU OpenMP (libgomp), which creates no helper thread, so a skipped thread is a worker left unpinned: it may share CPU {} with the main thread. Drop -s {} (-s is for runtimes that create a helper thread first, such as older Intel OpenMP)",
+            plan.skip,
+            plan.first_threads(),
+            plan.main_cpu(),
+            plan.skip
+        );
+    } else if !plan.skip.is_empty() {
         // likwid-pin applies a skip mask without a word; which thread it leaves unpinned
         // depends on the runtime, so it is spelt out.
         say!(

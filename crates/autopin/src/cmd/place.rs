@@ -15,7 +15,7 @@ pub enum Format {
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  autopin place -n 8 --policy scatter\n  \
 autopin place -n 4 --policy CON_CORE --synthetic \"package:2 core:4 pu:2\"\n  \
-autopin place --sharing LP_COMPACT:comm.csv --format json")]
+autopin place --sharing LP_COMPACT:comm.csv --json")]
 pub struct Args {
     /// Number of threads (with --sharing: taken from the matrix size)
     #[arg(
@@ -43,6 +43,9 @@ pub struct Args {
     pub sharing: Option<String>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// JSON on stdout (the same as --format json)
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     #[command(flatten)]
     pub machine: MachineArgs,
 }
@@ -64,7 +67,10 @@ struct ShareOutput {
     list: String,
 }
 
-pub fn run(args: Args) -> CmdResult {
+pub fn run(mut args: Args) -> CmdResult {
+    if args.json {
+        args.format = Format::Json;
+    }
     let mut m = args.machine.load()?;
     if let (Some(ranks), Some(rank)) = (args.ranks, args.rank) {
         let env = |k: &str| std::env::var(k).ok();
