@@ -161,3 +161,18 @@ impl Drop for Forwarding {
         }
     }
 }
+
+/// Lets SIGPIPE end the process quietly, as it ends `ls` or `cat`: for the commands that
+/// only print, so that `autopin topology | head` stops when `head` has read enough, instead
+/// of panicking on the closed pipe. Not for the commands that run or watch a program
+/// (`run`, `pin`, `attach`, `stat`, `compare`): those must outlive a closed output and put
+/// the program back as it was.
+pub fn end_quietly_on_closed_output() {
+    // SAFETY: restores the default disposition of one signal with a zeroed action (no
+    // handler, no flags, an empty mask); no memory is shared with a handler.
+    unsafe {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(libc::SIGPIPE, &dfl, std::ptr::null_mut());
+    }
+}

@@ -88,6 +88,22 @@ fn main() {
             e.exit();
         }
     };
+    // Commands that only print stop quietly when their reader has gone (`| head`).
+    if matches!(
+        cli.command,
+        Command::Topology(_)
+            | Command::Cpus(_)
+            | Command::Place(_)
+            | Command::Candidates(_)
+            | Command::Report(_)
+            | Command::Memory(_)
+            | Command::Show(_)
+            | Command::Doctor(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+    ) {
+        autopin_os::process::signals::end_quietly_on_closed_output();
+    }
     let result = match cli.command {
         Command::Topology(a) => cmd::topology::run(a),
         Command::Cpus(a) => cmd::cpus::run(a),

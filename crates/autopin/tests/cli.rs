@@ -769,3 +769,30 @@ fn objective_help_names_every_named_objective() {
         }
     }
 }
+
+/// A listing read only in part (`autopin topology | head -1`) ends quietly when its reader
+/// goes, as `ls` does: no panic about a broken pipe.
+#[test]
+fn a_listing_piped_into_head_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["topology", "--synthetic", "package:16 l3:4 core:16 pu:2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("Machine"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        out.status.success() || out.status.signal() == Some(libc::SIGPIPE),
+        "{:?}: {err}",
+        out.status
+    );
+}
