@@ -770,14 +770,15 @@ fn objective_help_names_every_named_objective() {
     }
 }
 
-/// A listing read only in part (`autopin topology | head -1`) ends quietly when its reader
+/// A listing read only in part (`autopin place ... | head -1`) ends quietly when its reader
 /// goes, as `ls` does: no panic about a broken pipe.
 #[test]
 fn a_listing_piped_into_head_ends_quietly() {
     use std::io::{BufRead, BufReader};
     use std::os::unix::process::ExitStatusExt;
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
-        .args(["topology", "--synthetic", "package:16 l3:4 core:16 pu:2"])
+        .args(["place", "-n", "8192", "--policy", "compact"])
+        .args(["--synthetic", "package:16 core:256 pu:2"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -786,7 +787,7 @@ fn a_listing_piped_into_head_ends_quietly() {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
         .unwrap();
-    assert!(first.starts_with("Machine"), "{first}");
+    assert!(first.starts_with("policy compact"), "{first}");
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
