@@ -304,7 +304,9 @@ fn the_programs_heartbeats_and_openmp_progress_are_shown() {
         .arg(&json)
         .arg("--")
         .arg(&exe)
-        .args(["-b", "100000", "-s", "20", "-r", "1"])
+        // Eight rounds (most of a second): one round (0.2 s on a quiet machine) could end
+        // before stat's first look at its threads.
+        .args(["-b", "100000", "-s", "20", "-r", "8"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

@@ -470,8 +470,12 @@ cat /tmp/s.json; wait $pid",
         .iter()
         .find(|v| v["kind"] == "numa_remote")
         .unwrap_or_else(|| panic!("no numa_remote: {stat}"));
+    // (stat watched the process: the suggestion pins it through a fixed attach)
     assert!(
-        remote["suggestion"].as_str().unwrap().contains("-c 0,1"),
+        remote["suggestion"]
+            .as_str()
+            .unwrap()
+            .contains("--candidates 0,1"),
         "{remote}"
     );
     let pages = stat["pages_per_node"].as_array().unwrap();
