@@ -416,6 +416,12 @@ impl Race {
     /// paired relative deviations, so a swinging candidate is still valued by its mean).
     /// None before two such rounds.
     fn paired_own(&self, l: usize, c: usize) -> Option<Paired> {
+        // Not the OS placement: a probe of it right after a pinned one starts where that
+        // pinning left the threads (the kernel moves them only later), so within a round it
+        // mimics its neighbour, and its pairs would call it as good as the leader.
+        if self.os_placement.is_some_and(|o| o == l || o == c) {
+            return None;
+        }
         let pairs = self.pairs(l, c);
         let n = pairs.len();
         if n < 2 {
