@@ -160,11 +160,17 @@ impl RunMemory {
         let Some(key) = self.key.clone() else {
             return;
         };
-        // What to remember: the decision; or, when the program ended during a first search
-        // of its own (no remembered pinning was being checked), the best so far.
+        // What to remember: the decision; or, when the program ended during a search of its
+        // own (nothing remembered, or only an earlier search's best so far, which is searched
+        // from and not checked), the best so far.
         let chosen = match (&report.decision, &self.found) {
             (Some(d), _) => Some((d.candidate.clone(), d.runner_up.clone(), d.rate, false)),
-            (None, None) if report.own_binding.is_none() => {
+            (None, found)
+                if report.own_binding.is_none()
+                    && found
+                        .as_ref()
+                        .is_none_or(|r| r.outcome == Outcome::Unfinished) =>
+            {
                 best_so_far(report).map(|(best, next, rate)| (best, next, Some(rate), true))
             }
             (None, _) => None,
@@ -182,14 +188,7 @@ impl RunMemory {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         let phases = phase_decisions(report, self.found.as_ref());
-        let outcome = match &self.found {
-            _ if unfinished => Outcome::Unfinished,
-            Some(r) if r.pinning.cpus == pinning.cpus && same_phases(&r.phases, &phases) => {
-                Outcome::Confirmed
-            }
-            Some(_) => Outcome::Overturned,
-            None => Outcome::New,
-        };
+        let outcome = outcome_of(self.found.as_ref(), &pinning, &phases, unfinished);
         // Confirmed by its first probe alone (it ran at its remembered rate), nothing else
         // was measured: the runner-up and the rate to hold it to next time stay as they were,
         // so a slow decline cannot creep in a band's width at a time.
@@ -238,6 +237,33 @@ impl RunMemory {
             }
         }
         report.memory = Some(use_);
+    }
+}
+
+/// What became of the record: `unfinished` when this run's search ended without a decision
+/// (`pinning` is then its best so far).
+fn outcome_of(
+    found: Option<&Record>,
+    pinning: &RememberedPinning,
+    phases: &[PhaseDecision],
+    unfinished: bool,
+) -> Outcome {
+    match found {
+        // A program too short for a whole search: when a second search, started on the
+        // first one's best so far, ends leaning to the same pinning, two runs agree and the
+        // decision is settled (the next run checks it instead of searching again, which such
+        // a program never finishes).
+        Some(r)
+            if unfinished && r.outcome == Outcome::Unfinished && r.pinning.cpus == pinning.cpus =>
+        {
+            Outcome::Confirmed
+        }
+        _ if unfinished => Outcome::Unfinished,
+        Some(r) if r.pinning.cpus == pinning.cpus && same_phases(&r.phases, phases) => {
+            Outcome::Confirmed
+        }
+        Some(_) => Outcome::Overturned,
+        None => Outcome::New,
     }
 }
 
@@ -369,4 +395,74 @@ fn key_for(a: &EngineArgs, plan: &RunPlan) -> Result<DecisionKey, String> {
         objective,
         share,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pinning(cpus: &[u32]) -> RememberedPinning {
+        RememberedPinning {
+            label: format!("{cpus:?}"),
+            cpus: Some(cpus.to_vec()),
+        }
+    }
+
+    fn record(cpus: &[u32], outcome: Outcome) -> Record {
+        Record {
+            id: "k".into(),
+            key: DecisionKey {
+                program: "/bin/p".into(),
+                program_id: "x".into(),
+                args: None,
+                machine: "m".into(),
+                cpus: "0-1".into(),
+                threads: "2".into(),
+                objective: "default".into(),
+                share: None,
+            },
+            pinning: pinning(cpus),
+            runner_up: None,
+            rate: Some(1.0),
+            unit: "u/s".into(),
+            outcome,
+            uses: 1,
+            created: 0.0,
+            updated: 0.0,
+            phases: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn two_unfinished_searches_that_lean_the_same_way_settle_the_decision() {
+        let earlier = record(&[1, 0], Outcome::Unfinished);
+        // The second short run's search ended leaning to the same pinning: settled.
+        assert_eq!(
+            outcome_of(Some(&earlier), &pinning(&[1, 0]), &[], true),
+            Outcome::Confirmed
+        );
+        // Leaning elsewhere: still unfinished (the next run searches from the new best).
+        assert_eq!(
+            outcome_of(Some(&earlier), &pinning(&[0, 1]), &[], true),
+            Outcome::Unfinished
+        );
+        // A first search cut short, and a settled record a search cut short did not check.
+        assert_eq!(
+            outcome_of(None, &pinning(&[1, 0]), &[], true),
+            Outcome::Unfinished
+        );
+        let settled = record(&[1, 0], Outcome::Confirmed);
+        assert_eq!(
+            outcome_of(Some(&settled), &pinning(&[1, 0]), &[], false),
+            Outcome::Confirmed
+        );
+        assert_eq!(
+            outcome_of(Some(&settled), &pinning(&[0, 1]), &[], false),
+            Outcome::Overturned
+        );
+        assert_eq!(
+            outcome_of(None, &pinning(&[0, 1]), &[], false),
+            Outcome::New
+        );
+    }
 }
