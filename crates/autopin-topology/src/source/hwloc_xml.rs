@@ -703,6 +703,19 @@ fn numa_distances_v1(
     Ok(None)
 }
 
+/// The `pci_busid` attribute of `n` (`what`, e.g. "a PCIDev object", names it in errors).
+fn pci_busid(doc: &Document, n: Node, what: &str) -> Res<String> {
+    let text = n
+        .attribute("pci_busid")
+        .ok_or_else(|| xml_err!(at(doc, n), "{what} without pci_busid"))?;
+    crate::io::parse_busid(text).ok_or_else(|| {
+        xml_err!(
+            at(doc, n),
+            "pci_busid '{text}' is not a PCI bus id (domain:bus:device.function)"
+        )
+    })
+}
+
 /// A `PCIDev` object and the `OSDev` objects below it. `pci_type` reads
 /// `CCCC [VVVV:DDDD] [subvendor:subdevice] revision` (class and subclass first).
 fn pci_device(
@@ -712,15 +725,7 @@ fn pci_device(
     osdev_bits: bool,
 ) -> Res<crate::io::PciDevice> {
     use crate::io::{OsDevice, OsDeviceKind};
-    let busid_text = n
-        .attribute("pci_busid")
-        .ok_or_else(|| xml_err!(at(doc, n), "a PCIDev object without pci_busid"))?;
-    let busid = crate::io::parse_busid(busid_text).ok_or_else(|| {
-        xml_err!(
-            at(doc, n),
-            "pci_busid '{busid_text}' is not a PCI bus id (domain:bus:device.function)"
-        )
-    })?;
+    let busid = pci_busid(doc, n, "a PCIDev object")?;
     let ty = n.attribute("pci_type").unwrap_or("");
     let mut words = ty.split_whitespace();
     let class = words.next().and_then(|c| u16::from_str_radix(c, 16).ok());
@@ -803,15 +808,7 @@ fn bridge(doc: &Document, n: Node, near: Option<&CpuSet>) -> Res<crate::io::PciB
     let (busid, vendor, device) = if host {
         (None, 0, 0)
     } else {
-        let text = n
-            .attribute("pci_busid")
-            .ok_or_else(|| xml_err!(at(doc, n), "a PCI Bridge object without pci_busid"))?;
-        let busid = crate::io::parse_busid(text).ok_or_else(|| {
-            xml_err!(
-                at(doc, n),
-                "pci_busid '{text}' is not a PCI bus id (domain:bus:device.function)"
-            )
-        })?;
+        let busid = pci_busid(doc, n, "a PCI Bridge object")?;
         let ids = n
             .attribute("pci_type")
             .and_then(|t| t.split_whitespace().nth(1))
