@@ -28,15 +28,20 @@ pub fn read_into(root: &Path, m: &mut Machine) {
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return;
     };
+    // A dump's configuration spaces are plain files; the live system's are the devices',
+    // read through the kernel: in a virtual machine every 4 bytes is a trap (10 ms for one
+    // device's 4 KiB, on every `autopin run`), and a sleeping device would be woken. There
+    // the kernel's own files say what autopin needs.
+    let live = root == Path::new("/");
     let mut all: BTreeMap<String, Read> = BTreeMap::new();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let path = e.path();
-        let Some(d) = device(&path, &name) else {
+        let Some(d) = device(&path, &name, live) else {
             continue;
         };
         let up = upstream(&path, &d.busid);
-        let buses = bridge_buses(&path, &d);
+        let buses = bridge_buses(&path, &d, live);
         all.insert(d.busid.clone(), (d, up, buses));
     }
     for (busid, os) in os_devices(root) {
@@ -191,7 +196,7 @@ fn upstream(link: &Path, busid: &str) -> Upstream {
 /// (`secondary_bus_number`, `subordinate_bus_number`), else its configuration space (bytes
 /// 0x19 and 0x1a of a type-1 header, what older dumps have), else its `pci_bus/DDDD:SS`
 /// entry.
-fn bridge_buses(dir: &Path, d: &PciDevice) -> Option<(u8, u8)> {
+fn bridge_buses(dir: &Path, d: &PciDevice, live: bool) -> Option<(u8, u8)> {
     if d.class != 0x0604 {
         return None;
     }
@@ -202,7 +207,7 @@ fn bridge_buses(dir: &Path, d: &PciDevice) -> Option<(u8, u8)> {
     ) {
         return Some((a, b));
     }
-    let config = config(dir);
+    let config = config(dir, live);
     if config.len() > 0x1a {
         if config[0x0e] & 0x7f != 1 {
             return None;
@@ -223,27 +228,34 @@ fn bridge_buses(dir: &Path, d: &PciDevice) -> Option<(u8, u8)> {
     Some((bus, bus))
 }
 
-/// The configuration space, unless the device sleeps: reading it through sysfs would wake
-/// a runtime-suspended device (a laptop's idle GPU) every time autopin looks.
-fn config(dir: &Path) -> Vec<u8> {
-    if text(&dir.join("power/runtime_status"))
-        .is_some_and(|s| s == "suspended" || s == "suspending")
+/// The configuration space of a dump's device (its first 256 bytes: the header and the
+/// standard capabilities); nothing on the live system (see `read_into`), nor for a device
+/// that sleeps.
+fn config(dir: &Path, live: bool) -> Vec<u8> {
+    use std::io::Read;
+    if live
+        || text(&dir.join("power/runtime_status"))
+            .is_some_and(|s| s == "suspended" || s == "suspending")
     {
         return Vec::new();
     }
-    std::fs::read(dir.join("config")).unwrap_or_default()
+    let mut head = Vec::new();
+    if let Ok(f) = std::fs::File::open(dir.join("config")) {
+        let _ = f.take(256).read_to_end(&mut head);
+    }
+    head
 }
 
 /// The link speed in MB/s, as hwloc computes it: GT/s per lane after encoding (8b/10b up
 /// to 5 GT/s, 128b/130b above) times the width, from `current_link_speed` and
 /// `current_link_width` (`8.0 GT/s PCIe`, `16`), else from the configuration space.
-fn link_speed(dir: &Path) -> Option<u32> {
+fn link_speed(dir: &Path, live: bool) -> Option<u32> {
     let speed = text(&dir.join("current_link_speed"))
         .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok());
     let width = text(&dir.join("current_link_width")).and_then(|t| t.parse::<u32>().ok());
     match (speed, width) {
         (Some(gts), Some(w)) => mbs(gts, w),
-        _ => link_mbs(&config(dir)),
+        _ => link_mbs(&config(dir, live)),
     }
 }
 
@@ -294,7 +306,7 @@ fn hex(p: &Path) -> Option<u32> {
     u32::from_str_radix(t.trim_start_matches("0x"), 16).ok()
 }
 
-fn device(dir: &Path, name: &str) -> Option<PciDevice> {
+fn device(dir: &Path, name: &str, live: bool) -> Option<PciDevice> {
     let busid = parse_busid(name)?;
     let class = hex(&dir.join("class"))? >> 8;
     let local_cpus = text(&dir.join("local_cpulist"))
@@ -313,7 +325,7 @@ fn device(dir: &Path, name: &str) -> Option<PciDevice> {
         os_devices: Vec::new(),
         attached_to: 0,
         bridge: None,
-        link_mbs: link_speed(dir),
+        link_mbs: link_speed(dir, live),
     })
 }
 
