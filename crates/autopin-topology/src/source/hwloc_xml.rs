@@ -716,6 +716,15 @@ fn pci_busid(doc: &Document, n: Node, what: &str) -> Res<String> {
     })
 }
 
+/// `[VVVV:DDDD]`, the vendor and device ids of a `pci_type` attribute, in hex.
+fn vendor_device(word: &str) -> Option<(u16, u16)> {
+    let (v, d) = word.trim_matches(['[', ']']).split_once(':')?;
+    Some((
+        u16::from_str_radix(v, 16).ok()?,
+        u16::from_str_radix(d, 16).ok()?,
+    ))
+}
+
 /// A `PCIDev` object and the `OSDev` objects below it. `pci_type` reads
 /// `CCCC [VVVV:DDDD] [subvendor:subdevice] revision` (class and subclass first).
 fn pci_device(
@@ -729,16 +738,7 @@ fn pci_device(
     let ty = n.attribute("pci_type").unwrap_or("");
     let mut words = ty.split_whitespace();
     let class = words.next().and_then(|c| u16::from_str_radix(c, 16).ok());
-    let ids = words
-        .next()
-        .map(|w| w.trim_matches(['[', ']']))
-        .and_then(|w| w.split_once(':'))
-        .and_then(|(v, d)| {
-            Some((
-                u16::from_str_radix(v, 16).ok()?,
-                u16::from_str_radix(d, 16).ok()?,
-            ))
-        });
+    let ids = words.next().and_then(vendor_device);
     let (Some(class), Some((vendor, device))) = (class, ids) else {
         return Err(xml_err!(
             at(doc, n),
@@ -812,14 +812,7 @@ fn bridge(doc: &Document, n: Node, near: Option<&CpuSet>) -> Res<crate::io::PciB
         let ids = n
             .attribute("pci_type")
             .and_then(|t| t.split_whitespace().nth(1))
-            .map(|w| w.trim_matches(['[', ']']))
-            .and_then(|w| w.split_once(':'))
-            .and_then(|(v, d)| {
-                Some((
-                    u16::from_str_radix(v, 16).ok()?,
-                    u16::from_str_radix(d, 16).ok()?,
-                ))
-            })
+            .and_then(vendor_device)
             .unwrap_or((0, 0));
         (Some(busid), ids.0, ids.1)
     };
