@@ -396,7 +396,7 @@ fn run_killed_in_its_first_moments_leaves_no_file() {
                     pidfile.display()
                 ))
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .stderr(std::fs::File::create(pids.path().join("stderr")).unwrap())
                 .spawn()
                 .unwrap();
             let caught = match when {
@@ -453,7 +453,8 @@ fn run_killed_in_its_first_moments_leaves_no_file() {
                 let want = if launched { 7 } else { 128 + 9 };
                 if code != Some(want) {
                     failures.push(format!(
-                        "{name}: the keeper ended with {code:?}, not {want} (program launched: {launched})"
+                        "{name}: the keeper ended with {code:?}, not {want} (program launched: {launched}); autopin said: {:?}",
+                        std::fs::read_to_string(pids.path().join("stderr")).unwrap_or_default()
                     ));
                 }
             }
