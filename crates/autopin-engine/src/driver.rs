@@ -63,6 +63,8 @@ struct Pinned {
     set: BTreeMap<u32, CpuSet>,
     /// Re-pins done, for the rotation of the threads looked at before one.
     repins: usize,
+    /// Masks set by the last pass.
+    last_moved: usize,
     /// The thread the next periodic look at those masks starts from (they are looked at a
     /// few at a time, in tid order, so thousands of threads cost a few system calls a second).
     check_from: u32,
@@ -191,6 +193,7 @@ impl Driver<'_> {
         let stride = snap.tracked.len().div_ceil(REPIN_CHECKS).max(1);
         let offset = pinned.repins % stride;
         let mut moved = false;
+        pinned.last_moved = 0;
         for (i, (tid, index)) in snap.tracked.iter().enumerate() {
             let before = pinned.with.get(tid).copied();
             if before.is_some_and(|p| p.applied == pinned.applied) {
@@ -210,6 +213,7 @@ impl Driver<'_> {
                 continue;
             }
             moved = true;
+            pinned.last_moved += 1;
             if cfg.respect_own_binding && i % stride == offset {
                 if let Some(what) = self.bound_by_someone_else(*tid, pinned) {
                     return Ok(Some(what));
@@ -401,13 +405,24 @@ impl Driver<'_> {
                 prev_set = set;
                 prev_t = now;
             }
+            let mut applied = false;
             for a in actions {
                 match a {
                     Action::Message(m) => (self.on_message)(now, &m),
-                    Action::Apply(_) => pinned.applied += 1,
+                    Action::Apply(_) => {
+                        pinned.applied += 1;
+                        applied = true;
+                    }
                 }
             }
+            // What a move costs autopin, for the strategy's probe lengths.
+            let cpu_before = applied.then(|| self.clock.cpu_seconds()).flatten();
             let mut own = self.pin_tracked(session, &snap, &mut pinned, cfg, &mut warnings)?;
+            if let (Some(a), Some(b)) = (cpu_before, self.clock.cpu_seconds()) {
+                if own.is_none() && pinned.last_moved > 0 {
+                    session.moved((b - a).max(0.0), pinned.last_moved);
+                }
+            }
             if own.is_none() && cfg.respect_own_binding && now >= next_mask_check {
                 next_mask_check = now + MASK_CHECK_PERIOD;
                 own = self.look_at_masks(&mut pinned);
