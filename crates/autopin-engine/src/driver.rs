@@ -9,7 +9,7 @@ use crate::pinner::{PinError, Pinner};
 use crate::session::{Action, Interval, Session};
 use autopin_placement::Pinning;
 use autopin_topology::CpuSet;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
@@ -32,11 +32,29 @@ pub struct DriverConfig {
     pub respect_own_binding: bool,
 }
 
+/// Where the driver last put one thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Placed {
+    /// The [`Pinned::applied`] count when it was placed: a later candidate moves it.
+    applied: u64,
+    /// Its CPU then (None: its unpinned mask), for a move that would leave it where it is.
+    cpu: Option<u32>,
+}
+
 /// What the driver has done to the target's threads.
 #[derive(Default)]
 struct Pinned {
-    /// Which candidate (by label) each tracked thread was last pinned with.
-    with: HashMap<u32, String>,
+    /// Where each tracked thread was last placed, and under which applied candidate (a
+    /// count, not the label: a label can list thousands of CPUs, and this is written for
+    /// every thread at every move).
+    with: HashMap<u32, Placed>,
+    /// Candidates applied so far: each Apply counts one, and the threads placed under an
+    /// earlier count are due to move.
+    applied: u64,
+    /// The tracked threads and the applied count when every tracked thread was last seen
+    /// placed: while neither changes there is nothing to look at (at thousands of threads
+    /// a walk over them every tick cost more than the rest of the tick).
+    settled: Option<(ThreadSet, u64)>,
     /// tid → CPU mask before autopin first touched it (attached targets only).
     original: HashMap<u32, CpuSet>,
     /// tid → its mask right after autopin set it (what was asked, when that lies inside the
@@ -45,6 +63,8 @@ struct Pinned {
     set: BTreeMap<u32, CpuSet>,
     /// Re-pins done, for the rotation of the threads looked at before one.
     repins: usize,
+    /// Masks set by the last pass.
+    last_moved: usize,
     /// The thread the next periodic look at those masks starts from (they are looked at a
     /// few at a time, in tid order, so thousands of threads cost a few system calls a second).
     check_from: u32,
@@ -160,47 +180,74 @@ impl Driver<'_> {
         cfg: &DriverConfig,
         warnings: &mut Vec<String>,
     ) -> Result<Option<String>, EngineError> {
-        let Some(c) = session.applied().cloned() else {
+        let Some(c) = session.applied() else {
             return Ok(None);
         };
+        // Nothing applied and no thread came or went since every thread was placed.
+        let tracked = ThreadSet::of_tracked(&snap.tracked);
+        if pinned.settled == Some((tracked, pinned.applied)) {
+            return Ok(None);
+        }
         // Which threads' masks are looked at before they are moved: all of them, or every
         // stride-th from a rotating start.
         let stride = snap.tracked.len().div_ceil(REPIN_CHECKS).max(1);
         let offset = pinned.repins % stride;
         let mut moved = false;
+        pinned.last_moved = 0;
         for (i, (tid, index)) in snap.tracked.iter().enumerate() {
-            if pinned.with.get(tid) != Some(&c.label) {
-                moved = true;
-                if cfg.respect_own_binding && i % stride == offset {
-                    if let Some(what) = self.bound_by_someone_else(*tid, pinned) {
-                        return Ok(Some(what));
-                    }
+            let before = pinned.with.get(tid).copied();
+            if before.is_some_and(|p| p.applied == pinned.applied) {
+                continue;
+            }
+            let cpu = c.cpu_for(*index);
+            let placed = Placed {
+                applied: pinned.applied,
+                cpu,
+            };
+            // A thread the new candidate leaves on its CPU keeps its mask: a move between two
+            // candidates that share most places costs only the threads that change (a system
+            // call each, thousands a move). Only while masks are watched: with
+            // --override-binding every move sets each mask again, whoever changed it.
+            if cfg.respect_own_binding && before.is_some_and(|p| p.cpu == cpu) {
+                pinned.with.insert(*tid, placed);
+                continue;
+            }
+            moved = true;
+            pinned.last_moved += 1;
+            if cfg.respect_own_binding && i % stride == offset {
+                if let Some(what) = self.bound_by_someone_else(*tid, pinned) {
+                    return Ok(Some(what));
                 }
-                if cfg.keep_masks && !pinned.original.contains_key(tid) {
-                    if let Ok(mask) = self.pinner.affinity(*tid as i32) {
-                        pinned.original.insert(*tid, mask);
-                    }
+            }
+            if cfg.keep_masks && !pinned.original.contains_key(tid) {
+                if let Ok(mask) = self.pinner.affinity(*tid as i32) {
+                    pinned.original.insert(*tid, mask);
                 }
-                let unpinned = pinned.original.get(tid).unwrap_or(&cfg.allowed);
-                let target = target_cpus(&c, *index, unpinned);
-                let set = self.pin(*tid, &target, warnings)?;
-                pinned.with.insert(*tid, c.label.clone());
-                if cfg.respect_own_binding && set {
-                    // Inside the allowed CPUs the kernel keeps exactly what was asked.
-                    if target.is_subset(&cfg.allowed) {
-                        pinned.set.insert(*tid, target);
-                    } else if let Ok(mask) = self.pinner.affinity(*tid as i32) {
-                        pinned.set.insert(*tid, mask);
-                    }
+            }
+            let unpinned = pinned.original.get(tid).unwrap_or(&cfg.allowed);
+            let target = target_cpus(c, *index, unpinned);
+            let set = self.pin(*tid, &target, warnings)?;
+            pinned.with.insert(*tid, placed);
+            if cfg.respect_own_binding && set {
+                // Inside the allowed CPUs the kernel keeps exactly what was asked.
+                if target.is_subset(&cfg.allowed) {
+                    pinned.set.insert(*tid, target);
+                } else if let Ok(mask) = self.pinner.affinity(*tid as i32) {
+                    pinned.set.insert(*tid, mask);
                 }
             }
         }
         if moved {
             pinned.repins += 1;
         }
-        let live: BTreeSet<u32> = snap.tracked.iter().map(|t| t.0).collect();
-        pinned.with.retain(|t, _| live.contains(t));
-        pinned.set.retain(|t, _| live.contains(t));
+        // Threads gone since the last pass are forgotten (none are when the tracked threads
+        // are those of the last pass, and a move changed only where they are).
+        if pinned.settled.map(|s| s.0) != Some(tracked) {
+            let live: HashSet<u32> = snap.tracked.iter().map(|t| t.0).collect();
+            pinned.with.retain(|t, _| live.contains(t));
+            pinned.set.retain(|t, _| live.contains(t));
+        }
+        pinned.settled = Some((tracked, pinned.applied));
         Ok(None)
     }
 
@@ -358,13 +405,24 @@ impl Driver<'_> {
                 prev_set = set;
                 prev_t = now;
             }
+            let mut applied = false;
             for a in actions {
                 match a {
                     Action::Message(m) => (self.on_message)(now, &m),
-                    Action::Apply(_) => pinned.with.clear(),
+                    Action::Apply(_) => {
+                        pinned.applied += 1;
+                        applied = true;
+                    }
                 }
             }
+            // What a move costs autopin, for the strategy's probe lengths.
+            let cpu_before = applied.then(|| self.clock.cpu_seconds()).flatten();
             let mut own = self.pin_tracked(session, &snap, &mut pinned, cfg, &mut warnings)?;
+            if let (Some(a), Some(b)) = (cpu_before, self.clock.cpu_seconds()) {
+                if own.is_none() && pinned.last_moved > 0 {
+                    session.moved((b - a).max(0.0), pinned.last_moved);
+                }
+            }
             if own.is_none() && cfg.respect_own_binding && now >= next_mask_check {
                 next_mask_check = now + MASK_CHECK_PERIOD;
                 own = self.look_at_masks(&mut pinned);
@@ -411,6 +469,15 @@ struct ThreadSet {
 
 impl ThreadSet {
     fn of(threads: &[u32]) -> ThreadSet {
+        Self::of_ids(threads.iter().copied())
+    }
+
+    /// The set of the tracked threads' ids (a thread's index follows from its id).
+    fn of_tracked(tracked: &[(u32, usize)]) -> ThreadSet {
+        Self::of_ids(tracked.iter().map(|t| t.0))
+    }
+
+    fn of_ids(ids: impl Iterator<Item = u32>) -> ThreadSet {
         let mix = |t: u32| {
             // splitmix64's finaliser: neighbouring ids land far apart.
             let mut z = u64::from(t).wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -418,10 +485,10 @@ impl ThreadSet {
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
             z ^ (z >> 31)
         };
-        ThreadSet {
-            count: threads.len(),
-            sum: threads.iter().fold(0u64, |a, t| a.wrapping_add(mix(*t))),
-        }
+        ids.fold(ThreadSet { count: 0, sum: 0 }, |s, t| ThreadSet {
+            count: s.count + 1,
+            sum: s.sum.wrapping_add(mix(t)),
+        })
     }
 }
 
@@ -434,7 +501,13 @@ pub fn interval(
     t1: f64,
     snap: &crate::os::ThreadSnapshot,
 ) -> Interval {
-    let index: HashMap<u32, usize> = snap.tracked.iter().cloned().collect();
+    // Thread → index, for per-thread amounts only: a meter that reads the program as a whole
+    // (thousands of threads) has none, and needs no map of them every tick.
+    let index: HashMap<u32, usize> = if cur.per_thread.is_empty() {
+        HashMap::new()
+    } else {
+        snap.tracked.iter().cloned().collect()
+    };
     let mut per_thread = Vec::new();
     let mut sum = 0.0;
     for (tid, v) in &cur.per_thread {

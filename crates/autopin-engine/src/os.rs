@@ -60,24 +60,43 @@ impl OsError {
 pub trait Clock {
     fn now(&self) -> f64;
     fn sleep_until(&mut self, t: f64);
+    /// autopin's own CPU time so far, seconds, when this clock can tell it (what moving the
+    /// threads costs autopin; the simulation's moves cost nothing).
+    fn cpu_seconds(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// The real clock.
 pub struct SystemClock {
     origin: std::time::Instant,
+    /// The process's CPU clock (the OS side reads it; std has none).
+    cpu: Option<fn() -> f64>,
 }
 
 impl Default for SystemClock {
     fn default() -> Self {
         SystemClock {
             origin: std::time::Instant::now(),
+            cpu: None,
         }
+    }
+}
+
+impl SystemClock {
+    /// With the process's CPU time from `cpu` (seconds), for [`Clock::cpu_seconds`].
+    pub fn with_cpu_clock(mut self, cpu: fn() -> f64) -> Self {
+        self.cpu = Some(cpu);
+        self
     }
 }
 
 impl Clock for SystemClock {
     fn now(&self) -> f64 {
         self.origin.elapsed().as_secs_f64()
+    }
+    fn cpu_seconds(&self) -> Option<f64> {
+        self.cpu.map(|f| f())
     }
     fn sleep_until(&mut self, t: f64) {
         let d = t - self.now();

@@ -45,10 +45,20 @@ pub struct ProcThreads {
     polls: u64,
     /// Threads /proc listed that the registry does not (None before the first listing).
     unrecorded: Option<Vec<i32>>,
+    /// The poll of the last listing of /proc/PID/task while the registry lists the threads.
+    listed_at: u64,
+    /// /proc/PID/status, kept open: its `Threads:` line says how many threads the program
+    /// has, in one read whatever their number.
+    status: Option<std::fs::File>,
 }
 
-/// Polls between two listings of /proc/PID/task while the registry lists the threads.
+/// Polls between two listings of /proc/PID/task while the registry lists the threads and
+/// the kernel counts threads it does not.
 const RESCAN_EVERY: u64 = 10;
+/// Polls between two listings while the kernel's thread count is the registry's: a
+/// thread the library could not record that replaced a recorded one the library did not
+/// see end (a raw clone and a raw exit) is found this late.
+const RESCAN_ANYWAY: u64 = 100;
 
 /// Polls between two looks at the program's other processes (about 1 s while searching).
 const OFFSPRING_EVERY: u64 = 10;
@@ -72,7 +82,22 @@ impl ProcThreads {
             offspring: None,
             polls: 0,
             unrecorded: None,
+            listed_at: 0,
+            status: None,
         }
+    }
+
+    /// How many threads the kernel counts in the program (the `Threads:` line of
+    /// /proc/PID/status, which the kernel keeps as a number: no walk over the threads).
+    fn kernel_thread_count(&mut self) -> Option<usize> {
+        use std::os::unix::fs::FileExt;
+        if self.status.is_none() {
+            self.status = std::fs::File::open(format!("/proc/{}/status", self.pid)).ok();
+        }
+        // The file is made anew on every read from its start (as schedstat is).
+        let mut buf = [0u8; 4096];
+        let n = self.status.as_ref()?.read_at(&mut buf, 0).ok()?;
+        threads_line(&buf[..n])
     }
 
     /// The target's context switches (None between reads). Only their rate over the whole
@@ -209,8 +234,22 @@ impl ThreadSource for ProcThreads {
             // The registry lists every thread the program created, and their exits. A
             // thread it cannot know (made by a raw clone, or before the library loaded) is
             // found by listing /proc/PID/task, which costs a directory read and a lookup per
-            // thread: done every `RESCAN_EVERY` polls, not every poll (thousands of threads).
-            if self.unrecorded.is_none() || self.polls % RESCAN_EVERY == 1 {
+            // thread: done every `RESCAN_EVERY` polls, not every poll (thousands of threads),
+            // and only while the kernel counts more threads than the registry has alive (or
+            // the registry's owner is another process than the one listed); else every
+            // `RESCAN_ANYWAY` polls.
+            let since = self.polls - self.listed_at;
+            let due = match self.unrecorded {
+                None => true,
+                Some(_) if since >= RESCAN_ANYWAY => true,
+                Some(_) if since < RESCAN_EVERY => false,
+                Some(_) => {
+                    self.registry.as_ref().and_then(|r| r.owner_pid()) != Some(self.pid)
+                        || self.kernel_thread_count() != Some(recorded.len())
+                }
+            };
+            if due {
+                self.listed_at = self.polls;
                 let known: HashSet<i32> = recorded.iter().map(|r| r.0).collect();
                 let scan = self.tasks.scan().unwrap_or_default();
                 self.unrecorded = Some(
@@ -219,6 +258,11 @@ impl ThreadSource for ProcThreads {
                         .filter(|t| !known.contains(t))
                         .collect(),
                 );
+            } else if since >= RESCAN_EVERY
+                && self.unrecorded.as_ref().is_some_and(|u| !u.is_empty())
+            {
+                // The kernel's count is the registry's: the threads only /proc showed are gone.
+                self.unrecorded = Some(Vec::new());
             }
             // The registry's threads (the owner may be another process of the launched
             // tree), and those only /proc shows.
@@ -268,6 +312,16 @@ impl ThreadSource for ProcThreads {
             existed: self.registry.as_ref().map(|r| r.count() as usize),
         })
     }
+}
+
+/// The number on the `Threads:` line of a /proc/PID/status text.
+fn threads_line(status: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(status).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Threads:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The program's own cumulative progress besides the objective: its heartbeats when it
@@ -666,6 +720,24 @@ fn t_id(t: &Target) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernels_thread_count_is_read_from_status() {
+        let status = b"Name:\tmany\nTgid:\t7\nThreads:\t2001\nSigQ:\t0/63\n";
+        assert_eq!(threads_line(status), Some(2001));
+        assert_eq!(threads_line(b"Name:\tx\n"), None);
+        // This process, read again through the file kept open (other tests' threads come and
+        // go meanwhile: only a count that holds this test's two is certain).
+        let me = std::process::id() as i32;
+        let mut t = ProcThreads::new(me, crate::process::SkipMask::none(), Lifetime::Attached(me));
+        assert!(t.kernel_thread_count().expect("our thread count") >= 1);
+        assert!(t.status.is_some(), "the file is kept open");
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::spawn(move || wait.recv());
+        assert!(t.kernel_thread_count().expect("read again") >= 2);
+        go.send(()).unwrap();
+        h.join().unwrap().unwrap();
+    }
 
     #[test]
     fn proc_cpu_meter_reads_schedstat_and_skips_vanished_threads() {

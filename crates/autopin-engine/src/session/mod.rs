@@ -366,6 +366,28 @@ impl Session {
         }
     }
 
+    /// What moving `threads` threads onto the applied candidate cost autopin (CPU seconds):
+    /// the strategy may lengthen its probes so that moves stay a small share of a CPU, and
+    /// the report then says so (one note, with the latest length).
+    pub fn moved(&mut self, cpu_seconds: f64, threads: usize) {
+        let Some(floor) = self
+            .strategy
+            .as_mut()
+            .and_then(|s| s.move_cost(cpu_seconds))
+        else {
+            return;
+        };
+        const NOTE: &str = "probes of at least ";
+        let note = format!(
+            "{NOTE}{floor:.2} s: moving {threads} threads took {:.1} ms of autopin's CPU, which shorter probes would repeat more often",
+            cpu_seconds * 1e3
+        );
+        match self.report.notes.iter_mut().find(|n| n.starts_with(NOTE)) {
+            Some(n) => *n = note,
+            None => self.report.notes.push(note),
+        }
+    }
+
     /// Counts the threads a poll saw (`tracked` now, `existed` so far where the source
     /// counts births): the report's `threads_seen`, kept up also while nothing is counted.
     pub fn saw_threads(&mut self, tracked: usize, existed: Option<usize>) {

@@ -317,6 +317,47 @@ fn moving_a_thousand_threads_reads_a_share_of_their_masks_not_each_twice() {
 }
 
 #[test]
+fn a_move_sets_only_the_masks_of_threads_that_change_cpu() {
+    // Two candidates that put every even thread on the same CPU: a move between them sets
+    // the odd threads' masks only (a system call each; thousands a move at thousands of
+    // threads), and a tick without a move or a new thread sets none.
+    let n = 1024;
+    let sim = Sim::new(&machine(), Box::new(HpcModel::default()), n, 0.02, 3, 1e9);
+    let pus = sim.topo().pus.clone();
+    let spread = |odd_shift: usize| -> Vec<u32> {
+        (0..n)
+            .map(|i| pus[(i + (i % 2) * odd_shift) % pus.len()])
+            .collect()
+    };
+    let cands = vec![
+        Pinning::pinned("spread", spread(0)),
+        Pinning::pinned("odd shifted", spread(1)),
+    ];
+    let mut session = race_session_over(cands);
+    let pinner = CountingPinner {
+        sim: sim.clone(),
+        reads: Default::default(),
+        sets: Default::default(),
+    };
+    drive_with(
+        &sim,
+        &mut session,
+        &mut sim.clone(),
+        &mut sim.clone(),
+        &pinner,
+        4.0,
+    );
+    let sets = pinner.sets.into_inner();
+    let moves = session.report.probes.len();
+    assert!(moves >= 3, "only {moves} probes: too few moves to judge");
+    // The first placement sets every mask; each later move at most the odd half.
+    assert!(
+        sets <= n + moves * n / 2,
+        "{sets} masks set for {moves} moves of {n} threads"
+    );
+}
+
+#[test]
 fn once_decided_the_driver_reads_at_a_slower_pace_and_detaches_on_time() {
     let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.02, 3, 1e9);
     let mut session = race_session(&sim);

@@ -106,6 +106,12 @@ pub trait Strategy {
     fn takes_earlier_probes(&self) -> bool {
         false
     }
+    /// What moving the threads onto a probe's candidate cost autopin (its CPU seconds):
+    /// the new shortest probe when the strategy lengthened its probes for it, so that moves
+    /// take a small share of a CPU. Ignored by default.
+    fn move_cost(&mut self, _cpu_seconds: f64) -> Option<f64> {
+        None
+    }
 }
 
 /// A warm-up read below this share of the leader's lowest tick is the candidate's whole probe

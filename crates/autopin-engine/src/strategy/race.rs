@@ -202,6 +202,10 @@ pub struct Race {
     eliminated: Vec<Option<Why>>,
 }
 
+/// The most autopin's moves of the threads may take of one CPU while the race searches
+/// (see `move_cost`).
+const MOVE_SHARE: f64 = 0.01;
+
 /// The error level, before Bonferroni, of an elimination on one probe's ticks.
 const ONE_PROBE_ERROR: f64 = 0.05;
 
@@ -932,6 +936,22 @@ impl Strategy for Race {
         self.os_placement = Some(candidate);
     }
 
+    /// A probe lasts at least 1/`MOVE_SHARE` times the CPU time its move took: a program of
+    /// thousands of threads costs a system call per thread a move (about 5 ms at 2000
+    /// threads), which at the base probe's pace is several % of a CPU; a few threads cost
+    /// microseconds and leave the probes as they are.
+    fn move_cost(&mut self, cpu_seconds: f64) -> Option<f64> {
+        let floor = (cpu_seconds / MOVE_SHARE).min(self.p.max_probe);
+        if floor.is_nan() || floor <= self.p.min_probe {
+            return None;
+        }
+        self.p.min_probe = floor;
+        for a in &mut self.arms {
+            a.probe_len = a.probe_len.max(floor);
+        }
+        Some(floor)
+    }
+
     /// A probe ends early when every tick of it so far is below `cut_below` of the leader's
     /// lowest tick: the candidate is well behind, and each further tick of it is lost work.
     /// It is judged on the ticks it had (ending a probe eliminates nothing).
@@ -1043,6 +1063,29 @@ mod tests {
             }
         });
         (d.candidate, t)
+    }
+
+    #[test]
+    fn probes_last_long_enough_that_moves_take_a_small_share_of_a_cpu() {
+        let probe = |r: &mut Race| match r.next(0.0) {
+            Plan::Probe { measure, .. } => measure,
+            Plan::Decide(d) => panic!("decided: {d:?}"),
+        };
+        // A move of a few threads costs microseconds: the probes stay as they are.
+        let mut r = Race::new(RaceParams::default(), 3);
+        assert_eq!(r.move_cost(20e-6), None);
+        assert!((probe(&mut r) - RaceParams::default().probe).abs() < 1e-12);
+        // A move of thousands of threads costs milliseconds: every later probe, the
+        // candidates' first ones included, lasts 1/MOVE_SHARE times that.
+        let mut r = Race::new(RaceParams::default(), 3);
+        let floor = r.move_cost(0.005).expect("longer probes");
+        assert!((floor - 0.005 / MOVE_SHARE).abs() < 1e-12, "{floor}");
+        assert!((probe(&mut r) - floor).abs() < 1e-12);
+        // A cheaper move later does not shorten them; a move dearer than any probe gives the
+        // longest probe.
+        assert_eq!(r.move_cost(0.001), None);
+        assert_eq!(r.move_cost(1.0), Some(RaceParams::default().max_probe));
+        assert!((probe(&mut r) - RaceParams::default().max_probe).abs() < 1e-12);
     }
 
     #[test]

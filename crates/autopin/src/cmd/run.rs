@@ -87,7 +87,8 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
     let mut report = autopin_engine::run(
         &plan,
         &mut RunEnv {
-            clock: &mut SystemClock::default(),
+            clock: &mut SystemClock::default()
+                .with_cpu_clock(autopin_os::sources::self_cpu_seconds),
             pinner: &LinuxPinner,
             platform: &mut platform,
             sink: &mut sink,
