@@ -539,9 +539,15 @@ type Watch = Box<dyn BusyWatch>;
 /// beside (`busy_changed` false).
 fn search_strategy(plan: &RunPlan, busy_changed: bool) -> StrategyChoice {
     match (plan.search.strategy, &plan.remembered) {
-        // Neighbours moved: a search in full, which the remembered pinning leads as the
-        // incumbent (it is kept unless another is shown better).
-        (s, Some(_)) if busy_changed => s,
+        // Neighbours moved: a search of the topology's candidates too, which the remembered
+        // pinning leads as the incumbent; short, and the OS placement judged at once, as in
+        // the check.
+        (StrategyChoice::Race(p), Some(_)) if busy_changed => StrategyChoice::Race(RaceParams {
+            budget: p.budget.min(Remembered::MOVED_BUDGET),
+            os_probes: p.os_probes.min(Remembered::CHECK_OS_PROBES),
+            os_ticks: p.os_ticks.min(Remembered::CHECK_OS_TICKS),
+            ..p
+        }),
         // An unsettled memory (the best so far of a program that ended mid-search) is only
         // where the threads start: its search keeps the normal budget, or the OS placement
         // would win every short check by default, run after run.

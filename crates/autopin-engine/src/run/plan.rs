@@ -241,6 +241,12 @@ impl Remembered {
     pub const INIT: f64 = 0.1;
     /// The check's budget: a remembered pinning not shown worse within it stays.
     pub const CHECK_BUDGET: f64 = 1.0;
+    /// The budget of the search a hit becomes when other CPUs are busy than when it was
+    /// decided: about two rounds of the remembered candidates and the topology's around the
+    /// busy CPUs. Short, like the check: a program run again is often short, a search it
+    /// never finishes updates no record (and the next run would search again), and the
+    /// remembered pinning, the incumbent, stays unless another is shown better.
+    pub const MOVED_BUDGET: f64 = 2.0;
     /// Probes of the OS placement before the check may judge it by more than the
     /// half-the-leader rule.
     pub const CHECK_OS_PROBES: usize = 1;
