@@ -5,7 +5,10 @@
 # fastest of the OS placement and the pinnings 0,1 and 1,0, each timed alone in the same
 # setting before the autopin runs). PROG=ompwork (default: workloads/ompwork.c, imbalance
 # mode, ~2 s) or PROG=gromacs (Debian's GROMACS, mdrun on a 2.5 nm water box, ~3 s). With
-# BUSY=1 (default) a busy loop holds CPU 0 throughout; BUSY=0 is idle.
+# BUSY=1 (default) a busy loop holds CPU 0 throughout; BUSY=0 is idle. With BUSY=1 and
+# MOVE=1 (default) the busy loop then moves to CPU 1 for two more runs: the remembered
+# pinning became wrong, and the first of them shows how soon it was overturned (its
+# decision_at) and the second that the record followed.
 # usage: bench/memory.sh [RUNS]   (default 6)
 set -eu
 RUNS=${1:-6}
@@ -30,9 +33,12 @@ case ${PROG:-ompwork} in
     CMD="gmx mdrun -s $W/md.tpr -ntmpi 1 -ntomp 2 -pin off -nb cpu -nsteps ${STEPS:-1500} -deffnm $W/gmx" ;;
   *) echo "PROG is ompwork or gromacs"; exit 2 ;;
 esac
-if [ "${BUSY:-1}" = 1 ]; then
-  taskset -c 0 sh -c 'while :; do :; done' & BUSY_PID=$!
-fi
+# busy_on CPU: the busy loop, (re)started on CPU.
+busy_on() {
+  [ -n "$BUSY_PID" ] && { kill "$BUSY_PID"; wait "$BUSY_PID" 2>/dev/null || true; }
+  taskset -c "$1" sh -c 'while :; do :; done' & BUSY_PID=$!
+}
+[ "${BUSY:-1}" = 1 ] && busy_on 0
 # secs COMMAND...: its wall time (its output goes nowhere).
 secs() { s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s.%N); python3 -c "print('%.3f' % ($e - $s))"; }
 best=""
@@ -42,19 +48,40 @@ for pin in os 0,1 1,0; do
   best=$(python3 -c "b='$best'; print(min(float(b), $t) if b else $t)")
 done
 echo "${PROG:-ompwork}: best fixed $best s   (busy CPU 0: ${BUSY:-1})"
-echo "run  seconds  ÷best  decision_at  memory"
+echo "run  seconds  ÷best  decision_at  memory  busy(then→now)  decision"
 : > "$W/ratios"
-i=1
-while [ "$i" -le "$RUNS" ]; do
+# one_run N: run N under autopin with the store; its line; its ratio to $best in $W/ratio.
+one_run() {
   t=$(secs "$AUTOPIN" run -q --memory "$W/d.db" --report "$W/r.json" -- $CMD)
   info=$(python3 -c "
 import json; r=json.load(open('$W/r.json')); d=r.get('decision') or {}; m=r.get('memory') or {}
-print('%s %s/%s' % (('%.2f' % d['at']) if 'at' in d else '-', 'hit' if m.get('hit') else 'miss', m.get('outcome')))")
-  ratio=$(python3 -c "print('%.3f' % ($t / $best))")
-  [ "$i" -gt 1 ] && echo "$ratio" >> "$W/ratios"
-  printf "%3d  %7.3f  %5s  %s\n" "$i" "$t" "$ratio" "$info"
+cpus=lambda c: '?' if c is None else (','.join(map(str, c)) or '-')
+print('%s %s/%s  %s→%s  %s' % (('%.2f' % d['at']) if 'at' in d else '-', 'hit' if m.get('hit') else 'miss',
+  m.get('outcome'), cpus(m.get('busy_then')), cpus(r.get('busy_cpus')), d.get('candidate', '-')))")
+  python3 -c "print('%.3f' % ($t / $best))" > "$W/ratio"
+  printf "%3s  %7.3f  %5s  %s\n" "$1" "$t" "$(cat "$W/ratio")" "$info"
+}
+i=1
+while [ "$i" -le "$RUNS" ]; do
+  one_run "$i"
+  [ "$i" -gt 1 ] && cat "$W/ratio" >> "$W/ratios"
   i=$((i + 1))
 done
 python3 -c "
 import statistics; r=[float(l) for l in open('$W/ratios')]
 print('runs 2-$RUNS ÷ best fixed: median %.3f, min %.3f, max %.3f' % (statistics.median(r), min(r), max(r)))"
+if [ "${BUSY:-1}" = 1 ] && [ "${MOVE:-1}" = 1 ]; then
+  busy_on 1
+  best=""
+  for pin in os 0,1 1,0; do
+    if [ "$pin" = os ]; then t=$(secs $CMD); else t=$(secs "$AUTOPIN" pin -c "$pin" -- $CMD); fi
+    echo "busy loop moved to CPU 1: fixed $pin: $t s"
+    best=$(python3 -c "b='$best'; print(min(float(b), $t) if b else $t)")
+  done
+  echo "busy loop moved to CPU 1: best fixed $best s"
+  one_run "m1"
+  python3 -c "
+import json; r=json.load(open('$W/r.json')); d=r.get('decision') or {}; m=r.get('memory') or {}
+print('moved: the remembered pinning was %s %s s after the start' % (m.get('outcome'), ('%.2f' % d['at']) if 'at' in d else 'never'))"
+  one_run "m2"
+fi

@@ -71,4 +71,15 @@ pub struct Record {
     /// remembered have none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseDecision>,
+    /// Which link of the objective chain `rate` was measured with (`requested`,
+    /// `heartbeat`, `openmp`, `task-clock`): the next run measures that way at once,
+    /// without waiting for the links before it. None in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The CPUs other work kept busy when it was decided or last checked (empty: none).
+    /// A run that finds other CPUs busy searches again instead of confirming the pinning by
+    /// its rate alone. None: not watched (records written before it was kept, runs of
+    /// candidates the user named, attached programs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy: Option<Vec<u32>>,
 }

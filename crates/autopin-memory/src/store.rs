@@ -385,6 +385,8 @@ mod tests {
             created: at,
             updated: at,
             phases: Vec::new(),
+            source: Some("openmp".into()),
+            busy: Some(vec![0]),
         }
     }
 
@@ -459,6 +461,38 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("newer autopin"), "{e}");
+    }
+
+    #[test]
+    fn a_store_written_before_sources_and_busy_cpus_were_kept_still_opens_and_is_used() {
+        // A version-1 file as an earlier build left it: its record knows neither the
+        // objective's source nor the busy CPUs.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let mut old = serde_json::to_value(record("0-1", 1.0)).unwrap();
+        let fields = old.as_object_mut().unwrap();
+        fields.remove("source");
+        fields.remove("busy");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(&format!("{}; PRAGMA user_version = 1;", MIGRATIONS[0]))
+                .unwrap();
+            c.execute(
+                "INSERT INTO decisions (id, program, record, updated) VALUES (?1, ?2, ?3, 1.0)",
+                params![key("0-1").id(), "/opt/app/bin/solver", old.to_string()],
+            )
+            .unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        let found = s.lookup(&key("0-1")).unwrap().expect("the old record");
+        assert_eq!(found.source, None);
+        assert_eq!(found.busy, None, "not watched is not the same as idle");
+        assert_eq!(found.pinning.cpus, Some(vec![0, 1]));
+        // Written back by this build, with what it now knows.
+        s.put(&record("0-1", 2.0)).unwrap();
+        let again = s.lookup(&key("0-1")).unwrap().unwrap();
+        assert_eq!(again.busy, Some(vec![0]));
+        assert_eq!(again.source.as_deref(), Some("openmp"));
     }
 
     #[test]

@@ -6,7 +6,9 @@
 
 use crate::cmd::engine_args::EngineArgs;
 use autopin_engine::report::{DecisionRecord, MemoryUse, Report};
-use autopin_engine::run::{Remembered, RememberedPhase, RunPlan, RunSink, TargetSpec};
+use autopin_engine::run::{
+    busy_text, ObjectiveSource, Remembered, RememberedPhase, RunPlan, RunSink, TargetSpec,
+};
 use autopin_memory::{
     fingerprint, program_identity, DecisionKey, MemoryError, Outcome, PhaseDecision, Record,
     RememberedPinning, Store,
@@ -91,10 +93,14 @@ impl RunMemory {
         sink.message(
             None,
             &format!(
-                "remembered: {} (decided {} time(s) before, last {}); applied at birth and checked against the OS placement{}",
+                "remembered: {} (decided {} time(s) before, last {}{}); applied at birth and checked against the OS placement{}",
                 r.pinning.label,
                 r.uses,
                 r.outcome.as_str(),
+                r.busy
+                    .as_deref()
+                    .map(|b| format!(", {} busy with other work then", busy_text(b)))
+                    .unwrap_or_default(),
                 // (a runner-up that is the OS placement is named once)
                 r.runner_up
                     .as_ref()
@@ -131,6 +137,8 @@ impl RunMemory {
                     rate: p.rate,
                 })
                 .collect(),
+            objective: r.source.as_deref().and_then(ObjectiveSource::from_name),
+            busy: r.busy.clone(),
         });
     }
 
@@ -140,6 +148,7 @@ impl RunMemory {
             path: self.path.clone(),
             key: self.key.as_ref().map(DecisionKey::id).unwrap_or_default(),
             hit: self.found.is_some(),
+            busy_then: self.found.as_ref().and_then(|r| r.busy.clone()),
             ..MemoryUse::default()
         };
         if let Some((outcome, why)) = &self.off {
@@ -198,6 +207,14 @@ impl RunMemory {
             }
             _ => (runner_up, rate),
         };
+        // The CPUs busy now; a run that did not watch them (candidates the user named) keeps
+        // what a confirmed record knew.
+        let busy = report.busy_cpus.clone().or_else(|| {
+            self.found
+                .as_ref()
+                .filter(|_| outcome == Outcome::Confirmed)
+                .and_then(|r| r.busy.clone())
+        });
         let record = Record {
             id: key.id(),
             key,
@@ -210,6 +227,8 @@ impl RunMemory {
             created: self.found.as_ref().map_or(now, |r| r.created),
             updated: now,
             phases,
+            source: Some(report.objective.source.clone()).filter(|s| !s.is_empty()),
+            busy,
         };
         if let Some(d) = report.decision.as_mut() {
             match outcome {
@@ -430,6 +449,8 @@ mod tests {
             created: 0.0,
             updated: 0.0,
             phases: Vec::new(),
+            source: None,
+            busy: None,
         }
     }
 

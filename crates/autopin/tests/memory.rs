@@ -83,7 +83,11 @@ fn a_second_run_starts_on_the_remembered_pinning_and_checks_it() {
     let r = read_json(&report);
     assert_eq!(r["memory"]["hit"], false, "{}", r["memory"]);
     assert_eq!(r["memory"]["outcome"], "new", "{}", r["memory"]);
-    let remembered = records(&store)[0]["pinning"]["label"].clone();
+    let first = records(&store)[0].clone();
+    let remembered = first["pinning"]["label"].clone();
+    // How it was measured is kept; the busy CPUs are not known for candidates one named.
+    assert_eq!(first["source"], "requested", "{first}");
+    assert!(first.get("busy").is_none(), "{first}");
     // Second run, a plain search: the remembered pinning is in force from the first
     // instruction, and the check probes it: at its remembered rate it is kept on that one
     // probe, otherwise it is probed against the OS placement.
@@ -123,6 +127,35 @@ fn a_second_run_starts_on_the_remembered_pinning_and_checks_it() {
     let rec = &records.as_array().unwrap()[0];
     assert_eq!(rec["outcome"], outcome, "{rec}");
     assert_eq!(rec["uses"], 2, "{rec}");
+    // The check watched which CPUs other work kept busy, and the record now says so.
+    let busy = r["busy_cpus"].as_array().expect("busy_cpus in the report");
+    assert_eq!(rec["busy"].as_array(), Some(busy), "{rec}");
+    assert!(
+        m.get("busy_then").is_none(),
+        "the first record did not know: {m}"
+    );
+    let table = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["memory", "--memory"])
+        .arg(&store)
+        .arg("list")
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    let at = header
+        .iter()
+        .position(|h| *h == "BUSY")
+        .expect("a BUSY column");
+    let shown = if busy.is_empty() {
+        "-".to_string()
+    } else {
+        busy.iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    assert_eq!(row.get(at), Some(&shown.as_str()), "{table}");
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&store).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the store is private");

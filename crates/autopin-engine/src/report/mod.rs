@@ -20,6 +20,11 @@ pub struct ObjectiveInfo {
     /// Why this objective was measured (the default, asked for, or which fallback and why).
     #[serde(default)]
     pub reason: String,
+    /// The link of the objective chain it came from: requested, heartbeat, openmp or
+    /// task-clock (empty in reports written before it was recorded). A remembered decision
+    /// keeps it, so the next run measures the same way without waiting for the links before.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -207,6 +212,11 @@ pub struct Report {
     /// What the run did with remembered decisions (None: memory was not asked about).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryUse>,
+    /// The CPUs other work kept busy (more than 30% of their time) when the last search
+    /// began, or when a remembered decision's check began (None: not watched: an attached
+    /// program, or candidates the user named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_cpus: Option<Vec<u32>>,
 }
 
 /// The candidates probed in search `search`, by their mean probe rate, best first (`higher`:
@@ -249,6 +259,11 @@ pub struct MemoryUse {
     /// Why the store could not be used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// On a hit: the CPUs other work kept busy when the remembered decision was taken
+    /// (None: the record does not say). Other CPUs in the report's `busy_cpus` made the
+    /// check a search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_then: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

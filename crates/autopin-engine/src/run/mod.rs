@@ -45,7 +45,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     plan.validate()?;
     let counting = check_counting(plan, env)?;
     let explicit = explicit_candidates(plan);
-    let (started, machine, busy_watch) = start(plan, env, explicit.as_deref())?;
+    let (started, machine, mut busy_watch) = start(plan, env, explicit.as_deref())?;
     let Started {
         pid,
         mut threads,
@@ -66,7 +66,8 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         openmp_runtime: openmp_runtime.as_deref(),
         preload_active,
     };
-    let (choice, init) = objective_step(plan, &counting, &target, env, threads.as_mut())?;
+    let (choice, mut init) = objective_step(plan, &counting, &target, env, threads.as_mut())?;
+    let check = busy_check(plan, busy_watch.as_mut(), pid, env, &mut init);
     if choice.source == ObjectiveSource::Requested {
         warn_about_objective(&choice, target_env, counting.in_vm, env.sink);
     }
@@ -84,7 +85,15 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         pid,
     };
     let counted = meter.counting();
-    let mut session = open_session(plan, &choice, explicit, &machine, around, init, counted);
+    let mut session = open_session(
+        plan,
+        &choice,
+        (explicit, &check),
+        &machine,
+        around,
+        init,
+        counted,
+    );
     env.sink.checkpoint(&session.report);
 
     let cpu0 = env.platform.self_cpu_seconds();
@@ -166,6 +175,61 @@ fn objective_step(
     Ok((choice, (init, init_waited)))
 }
 
+/// What a remembered decision's check found of the CPUs other work keeps busy.
+#[derive(Debug, Clone, Default)]
+struct BusyCheck {
+    /// The CPUs busy now (None: not watched, or no remembered decision).
+    now: Option<Vec<u32>>,
+    /// Other CPUs are busy now than when the remembered decision was taken: the check is
+    /// a search of its own (see [`Remembered::busy`]).
+    changed: bool,
+}
+
+/// On a hit, reads which CPUs other work has kept busy since just before the launch (the
+/// watch reads at least 0.1 s, which the check's start-up time covers: the time it waits
+/// is taken from `init`), and compares them with the remembered decision's.
+fn busy_check(
+    plan: &RunPlan,
+    watch: Option<&mut Watch>,
+    pid: i32,
+    env: &mut RunEnv,
+    (init, waited): &mut (f64, f64),
+) -> BusyCheck {
+    let (Some(r), Some(watch)) = (&plan.remembered, watch) else {
+        return BusyCheck::default();
+    };
+    let t0 = env.clock.now();
+    let now = watch.busy_cpus(pid);
+    let spent = (env.clock.now() - t0).max(0.0);
+    *init = (*init - spent).max(0.0);
+    *waited += spent;
+    let changed = r.settled && r.busy.as_ref().is_some_and(|then| *then != now);
+    if changed {
+        let then = r.busy.as_deref().unwrap_or_default();
+        env.sink.message(
+            None,
+            &format!(
+                "busy with other work now: {}; when the remembered pinning was decided: {}: it is searched against the topology's candidates, not only checked",
+                busy_text(&now),
+                busy_text(then)
+            ),
+        );
+    }
+    BusyCheck {
+        now: Some(now),
+        changed,
+    }
+}
+
+/// A list of busy CPUs as a person reads it.
+pub fn busy_text(cpus: &[u32]) -> String {
+    if cpus.is_empty() {
+        "no CPU".into()
+    } else {
+        format!("CPU(s) {}", cpu_text(cpus))
+    }
+}
+
 /// The warnings a requested objective carries for this target (its environment, a VM).
 fn warn_about_objective(
     choice: &ObjectiveChoice,
@@ -191,7 +255,7 @@ fn warn_about_objective(
 fn open_session(
     plan: &RunPlan,
     choice: &ObjectiveChoice,
-    explicit: Option<Vec<Pinning>>,
+    (explicit, busy): (Option<Vec<Pinning>>, &BusyCheck),
     machine: &Machine,
     around: Surroundings,
     (init, init_waited): (f64, f64),
@@ -206,10 +270,11 @@ fn open_session(
             higher_is_better: choice.info.higher_is_better,
             unit: choice.info.unit.clone(),
             check_first: plan.remembered.as_ref().is_some_and(|r| r.settled),
+            // Its old rate proves nothing beside neighbours that have moved.
             check_rate: plan
                 .remembered
                 .as_ref()
-                .filter(|r| r.settled)
+                .filter(|r| r.settled && !busy.changed)
                 .and_then(|r| r.rate.as_ref())
                 .filter(|(_, unit)| *unit == choice.info.unit)
                 .map(|(rate, _)| *rate),
@@ -218,9 +283,18 @@ fn open_session(
             remembered_phases: remembered_phases(plan, explicit.as_deref()),
             ..SessionConfig::default()
         },
-        candidate_factory(plan, explicit, machine.clone(), around),
-        strategy_factory(search_strategy(plan), plan.launch.as_ref()),
+        candidate_factory(
+            plan,
+            explicit,
+            busy.changed.then(|| busy.now.clone()).flatten(),
+            machine.clone(),
+            around,
+        ),
+        strategy_factory(search_strategy(plan, busy.changed), plan.launch.as_ref()),
     );
+    if busy.now.is_some() {
+        session.report.busy_cpus = busy.now.clone();
+    }
     session.seed_startup(&choice.startup);
     describe_run(plan, machine, choice, counting, &mut session.report);
     session
@@ -461,9 +535,19 @@ fn check_counting(plan: &RunPlan, env: &mut RunEnv) -> Result<Counting, EngineEr
 type Watch = Box<dyn BusyWatch>;
 
 /// The strategy of the run's searches: the plan's, shortened into a check when a settled
-/// decision is remembered.
-fn search_strategy(plan: &RunPlan) -> StrategyChoice {
+/// decision is remembered and the CPUs busy with other work are those it was decided
+/// beside (`busy_changed` false).
+fn search_strategy(plan: &RunPlan, busy_changed: bool) -> StrategyChoice {
     match (plan.search.strategy, &plan.remembered) {
+        // Neighbours moved: a search of the topology's candidates too, which the remembered
+        // pinning leads as the incumbent; short, and the OS placement judged at once, as in
+        // the check.
+        (StrategyChoice::Race(p), Some(_)) if busy_changed => StrategyChoice::Race(RaceParams {
+            budget: p.budget.min(Remembered::MOVED_BUDGET),
+            os_probes: p.os_probes.min(Remembered::CHECK_OS_PROBES),
+            os_ticks: p.os_ticks.min(Remembered::CHECK_OS_TICKS),
+            ..p
+        }),
         // An unsettled memory (the best so far of a program that ended mid-search) is only
         // where the threads start: its search keeps the normal budget, or the OS placement
         // would win every short check by default, run after run.
@@ -534,9 +618,13 @@ fn start(
         },
     };
     // CPUs other work keeps busy, watched from just before the launch to the first search
-    // (the program's own time is not counted): topology candidates then keep off them.
+    // (the program's own time is not counted): topology candidates then keep off them, and
+    // a remembered decision is checked against the CPUs busy when it was taken.
     let busy_watch = match (&plan.target, explicit) {
         (TargetSpec::Launch(_), None) => env.platform.busy_watch(&plan.machine.allowed_cpuset()),
+        (TargetSpec::Launch(_), Some(_)) if plan.remembered.is_some() => {
+            env.platform.busy_watch(&plan.machine.allowed_cpuset())
+        }
         _ => None,
     };
     env.sink.message(
@@ -648,15 +736,46 @@ struct Surroundings {
 
 /// The candidates of each search: the explicit list, or topology candidates for the
 /// threads seen (or the planned thread count), kept off the CPUs busy with other work when
-/// the search starts and near the GPUs the program has open.
+/// the search starts and near the GPUs the program has open. A remembered decision's list
+/// (`explicit`) is followed by the topology's candidates around the CPUs busy now when
+/// `moved` gives them (other CPUs are busy than when it was decided).
 fn candidate_factory(
     plan: &RunPlan,
     explicit: Option<Vec<Pinning>>,
+    moved: Option<Vec<u32>>,
     machine: Machine,
     mut around: Surroundings,
 ) -> CandidateFactory {
     let source = plan.candidates.clone();
     Box::new(move |n| match (&explicit, &source) {
+        (
+            Some(list),
+            CandidateSource::Topology {
+                max,
+                include_unpinned,
+                threads,
+            },
+        ) if moved.is_some() => {
+            let busy = moved.as_deref().unwrap_or_default();
+            let mut pinnings = list.clone();
+            let n = threads.unwrap_or(n);
+            for c in topology_candidates(&machine, n, *max, *include_unpinned, busy) {
+                if !pinnings
+                    .iter()
+                    .any(|p| p.is_unpinned() == c.is_unpinned() && p.cpus() == c.cpus())
+                {
+                    pinnings.push(c);
+                }
+            }
+            CandidateList {
+                pinnings,
+                note: Some(format!(
+                    "{} busy with other work, not as when the remembered pinning was decided: the topology's candidates around them join the check",
+                    busy_text(busy)
+                )),
+                busy: None,
+            }
+        }
         (Some(list), _) => list.clone().into(),
         (
             None,
@@ -703,6 +822,7 @@ fn candidate_factory(
             CandidateList {
                 pinnings,
                 note: (!notes.is_empty()).then(|| notes.join("; ")),
+                busy: around.busy.is_some().then_some(busy),
             }
         }
         (None, CandidateSource::Explicit(list)) => list.clone().into(),

@@ -51,7 +51,27 @@ pub(super) fn choose_objective(
         omp_seen: Vec::new(),
         loaded_runtime: None,
     };
-    for source in &plan.objective.chain {
+    // The link a remembered decision was measured with: the links before it that wait (a
+    // heartbeat, OpenMP progress) gave nothing when it was decided, in the same program
+    // here, so they are not waited for again and the check starts on time. The requested
+    // objective waits for nothing and is still tried first (counting may work now).
+    let chain = &plan.objective.chain;
+    let remembered = plan
+        .remembered
+        .as_ref()
+        .and_then(|r| r.objective)
+        .and_then(|s| chain.iter().position(|c| *c == s).map(|at| (s, at)));
+    for (at, source) in chain.iter().enumerate() {
+        if let Some((then, _)) = remembered.filter(|&(_, then_at)| {
+            at < then_at
+                && matches!(
+                    source,
+                    ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress
+                )
+        }) {
+            walk.skip(*source, then, &mut *env.sink);
+            continue;
+        }
         let instead = match source {
             ObjectiveSource::Requested if refused.is_some() => continue,
             ObjectiveSource::Requested => return Ok(requested_choice(plan, *source)),
@@ -87,6 +107,7 @@ pub(super) fn choose_objective(
             if *source == ObjectiveSource::OpenMpProgress {
                 choice.startup = startup_intervals(&walk.omp_seen, plan.search.tick);
             }
+            choice.info.source = source.name().into();
             choice
         });
     }
@@ -105,10 +126,12 @@ fn requested_choice(plan: &RunPlan, source: ObjectiveSource) -> ObjectiveChoice 
     } else {
         "the default: work retired by the threads"
     };
+    let mut info = info_of(requested, reason.into());
+    info.source = source.name().into();
     ObjectiveChoice {
         source,
         objective: requested.clone(),
-        info: info_of(requested, reason.into()),
+        info,
         startup: Vec::new(),
     }
 }
@@ -200,6 +223,28 @@ impl Walk<'_> {
         ))
     }
 
+    /// `source` is passed over without its wait: the remembered decision was measured
+    /// with `then`, a later link.
+    fn skip(&mut self, source: ObjectiveSource, then: ObjectiveSource, sink: &mut dyn RunSink) {
+        let then_text = match then {
+            ObjectiveSource::OpenMpProgress => "OpenMP progress",
+            ObjectiveSource::TaskClock => "task-clock",
+            _ => then.name(),
+        };
+        let what = match source {
+            ObjectiveSource::Heartbeat => "a heartbeat",
+            _ => "OpenMP progress",
+        };
+        let why = format!(
+            "the remembered decision was measured with {then_text}, so {what} is not waited for"
+        );
+        if source == ObjectiveSource::OpenMpProgress {
+            // Task-clock's reason says why OpenMP progress is not what is measured.
+            self.openmp_idle = Some(why.clone());
+        }
+        sink.message(None, &why);
+    }
+
     /// `waited` seconds of the init time are spent.
     fn spend(&mut self, waited: f64) {
         *self.init = (*self.init - waited).max(0.0);
@@ -225,6 +270,7 @@ fn info_of(o: &Objective, reason: String) -> ObjectiveInfo {
         unit: o.unit().to_string(),
         higher_is_better: o.higher_is_better(),
         reason,
+        source: String::new(),
     }
 }
 
@@ -293,6 +339,7 @@ fn fallback(
                 name: "task-clock (CPU time per thread, /proc/TID/schedstat)".into(),
                 unit: "CPU-s/s".into(),
                 higher_is_better: true,
+                source: String::new(),
                 // An OpenMP program gets CPU time rather than OpenMP progress: say why.
                 reason: match (target.openmp_runtime, openmp_idle) {
                     (_, Some(idle)) => format!("{reason}; {idle}"),

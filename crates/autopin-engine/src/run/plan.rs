@@ -60,6 +60,28 @@ impl ObjectiveSource {
             ObjectiveSource::TaskClock,
         ]
     }
+
+    /// The name the report and the decision store give this source.
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectiveSource::Requested => "requested",
+            ObjectiveSource::Heartbeat => "heartbeat",
+            ObjectiveSource::OpenMpProgress => "openmp",
+            ObjectiveSource::TaskClock => "task-clock",
+        }
+    }
+
+    /// The source [`ObjectiveSource::name`] names.
+    pub fn from_name(name: &str) -> Option<ObjectiveSource> {
+        [
+            ObjectiveSource::Requested,
+            ObjectiveSource::Heartbeat,
+            ObjectiveSource::OpenMpProgress,
+            ObjectiveSource::TaskClock,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
 }
 
 /// The objective: what was asked for, whether the user named it (then it is not replaced),
@@ -194,6 +216,14 @@ pub struct Remembered {
     /// program enters such a phase, its pinning is applied without a search, and the phase
     /// watch holds it to the remembered rate (a drop below it searches the phase again).
     pub phases: Vec<RememberedPhase>,
+    /// The link of the objective chain the decision was measured with (None: a record from
+    /// before sources were remembered). The objective's choice goes straight to it: the
+    /// waits for the links before it (a heartbeat that never came) are not waited again.
+    pub objective: Option<ObjectiveSource>,
+    /// The CPUs other work kept busy when it was decided (None: not recorded). Other CPUs
+    /// busy now mean the check is a search of its own: the remembered pinning was chosen
+    /// around neighbours that have moved, so matching its old rate proves nothing.
+    pub busy: Option<Vec<u32>>,
 }
 
 /// One phase's remembered decision.
@@ -211,6 +241,12 @@ impl Remembered {
     pub const INIT: f64 = 0.1;
     /// The check's budget: a remembered pinning not shown worse within it stays.
     pub const CHECK_BUDGET: f64 = 1.0;
+    /// The budget of the search a hit becomes when other CPUs are busy than when it was
+    /// decided: about two rounds of the remembered candidates and the topology's around the
+    /// busy CPUs. Short, like the check: a program run again is often short, a search it
+    /// never finishes updates no record (and the next run would search again), and the
+    /// remembered pinning, the incumbent, stays unless another is shown better.
+    pub const MOVED_BUDGET: f64 = 2.0;
     /// Probes of the OS placement before the check may judge it by more than the
     /// half-the-leader rule.
     pub const CHECK_OS_PROBES: usize = 1;

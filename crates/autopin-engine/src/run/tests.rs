@@ -313,23 +313,25 @@ fn a_settled_memory_is_checked_briefly_an_unsettled_one_searched_in_full() {
         StrategyChoice::Race(r) => r,
         _ => panic!("not a race"),
     };
-    assert_eq!(race(search_strategy(&p)).budget, 20.0);
+    assert_eq!(race(search_strategy(&p, false)).budget, 20.0);
     let mut memory = Remembered {
         pinning: Pinning::pinned("0,1", vec![0, 1]),
         runner_up: None,
         settled: true,
         rate: None,
         phases: Vec::new(),
+        objective: None,
+        busy: None,
     };
     p.remembered = Some(memory.clone());
-    let check = race(search_strategy(&p));
+    let check = race(search_strategy(&p, false));
     assert_eq!(check.budget, Remembered::CHECK_BUDGET);
     assert_eq!(check.os_probes, Remembered::CHECK_OS_PROBES);
     assert_eq!(check.os_ticks, Remembered::CHECK_OS_TICKS);
     // The best so far of a program that ended mid-search: a full search from there.
     memory.settled = false;
     p.remembered = Some(memory);
-    let search = race(search_strategy(&p));
+    let search = race(search_strategy(&p, false));
     assert_eq!(search.budget, 20.0);
     assert_eq!(search.os_probes, RaceParams::default().os_probes);
     assert_eq!(search.os_ticks, RaceParams::default().os_ticks);
@@ -1004,4 +1006,175 @@ fn a_program_with_a_gpu_open_gets_a_candidate_next_to_it() {
         .candidates
         .iter()
         .any(|c| c.label.contains("GPU")));
+}
+
+/// The remembered decision of run `r`, as the decision store gives it back to the next run.
+fn remembered_from(r: &Report) -> Remembered {
+    let d = r.decision.as_ref().expect("a decision");
+    Remembered {
+        pinning: match &d.cpus {
+            Some(cpus) => Pinning::pinned(d.candidate.clone(), cpus.clone()),
+            None => Pinning::unpinned(),
+        },
+        runner_up: None,
+        settled: true,
+        rate: d.rate.map(|v| (v, r.objective.unit.clone())),
+        phases: Vec::new(),
+        objective: ObjectiveSource::from_name(&r.objective.source),
+        busy: r.busy_cpus.clone(),
+    }
+}
+
+/// The distinct candidates the run probed.
+fn probed(r: &Report) -> std::collections::BTreeSet<&str> {
+    r.probes.iter().map(|p| p.label.as_str()).collect()
+}
+
+#[test]
+fn a_hit_measured_with_openmp_progress_is_checked_without_waiting_for_a_heartbeat() {
+    let m = small();
+    let openmp = || {
+        let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+        p.counting = Err(OsError::NotSupported("no PMU".into()));
+        p.openmp_runtime = Some("libgomp.so.1".into());
+        p
+    };
+    let first = go(&plan(&m, launch(), topology()), &mut openmp())
+        .0
+        .unwrap();
+    assert_eq!(first.objective.source, "openmp");
+    let mut memory = remembered_from(&first);
+    assert_eq!(memory.objective, Some(ObjectiveSource::OpenMpProgress));
+    let mut pl = plan(&m, launch(), topology());
+    let at = |r: &Report| r.decision.as_ref().expect("a decision").at;
+    let heartbeat_wait = |sink: &SimSink| {
+        sink.messages
+            .iter()
+            .any(|m| m.contains("for the program's heartbeat"))
+    };
+    // A record that does not say how it was measured: the heartbeat is waited for first.
+    memory.objective = None;
+    pl.remembered = Some(memory.clone());
+    let (before, sink) = go(&pl, &mut openmp());
+    let before = before.unwrap();
+    assert!(heartbeat_wait(&sink), "{:?}", sink.messages);
+    // One that does: OpenMP progress at once, and the check confirms on its first probe.
+    memory.objective = Some(ObjectiveSource::OpenMpProgress);
+    pl.remembered = Some(memory);
+    let mut p = openmp();
+    let (now, sink) = go(&pl, &mut p);
+    let now = now.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::OpenMpProgress));
+    assert!(!heartbeat_wait(&sink), "{:?}", sink.messages);
+    assert!(sink
+        .messages
+        .iter()
+        .any(|m| m.contains("measured with OpenMP progress, so a heartbeat is not waited for")));
+    assert_eq!(now.objective.source, "openmp");
+    assert_eq!(now.objective.unit, first.objective.unit);
+    assert_eq!(probed(&now).len(), 1, "{:?}", now.probes);
+    assert!(at(&now) <= 0.5, "decided at {}", at(&now));
+    assert!(at(&now) < at(&before), "{} vs {}", at(&now), at(&before));
+    // The check began once the threads had their start-up time, not after the 0.3 s the
+    // heartbeat was waited for.
+    let began = |r: &Report| r.searches[0].start;
+    assert!(began(&before) >= 0.3, "{:?}", before.searches);
+    assert!(
+        began(&now) <= Remembered::INIT + pl.search.tick + 1e-9,
+        "{:?}",
+        now.searches
+    );
+}
+
+#[test]
+fn a_hit_remembered_as_task_clock_waits_for_neither_heartbeat_nor_openmp_progress() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
+    p.openmp_runtime = Some("libgomp.so.1".into());
+    let mut pl = plan(&m, launch(), topology());
+    pl.remembered = Some(Remembered {
+        pinning: Pinning::pinned("0,1", vec![0, 1]),
+        runner_up: None,
+        settled: true,
+        rate: None,
+        phases: Vec::new(),
+        objective: Some(ObjectiveSource::TaskClock),
+        busy: None,
+    });
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
+    assert_eq!(r.objective.source, "task-clock");
+    assert!(!sink.messages.iter().any(|m| m.contains("waiting up to")));
+    // Its reason says why OpenMP progress is not measured (not that it cannot be).
+    assert!(
+        r.objective
+            .reason
+            .contains("the remembered decision was measured with task-clock"),
+        "{}",
+        r.objective.reason
+    );
+}
+
+#[test]
+fn a_hit_beside_other_busy_cpus_is_searched_and_not_confirmed_by_its_rate() {
+    let m = small();
+    let beside = |busy: Vec<u32>| {
+        let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+        p.busy = busy;
+        p
+    };
+    let first = go(&plan(&m, launch(), topology()), &mut beside(vec![0]))
+        .0
+        .unwrap();
+    assert_eq!(first.busy_cpus, Some(vec![0]));
+    let memory = remembered_from(&first);
+    let mut pl = plan(&m, launch(), topology());
+    pl.remembered = Some(memory.clone());
+    // The same neighbour: the remembered pinning at its rate is kept on its first probe.
+    let (same, sink) = go(&pl, &mut beside(vec![0]));
+    let same = same.unwrap();
+    assert_eq!(same.busy_cpus, Some(vec![0]));
+    assert_eq!(probed(&same).len(), 1, "{:?}", same.probes);
+    assert_eq!(same.candidates.len(), memory.candidates().len());
+    assert!(!sink
+        .messages
+        .iter()
+        .any(|m| m.contains("busy with other work now")));
+    // The neighbour moved: the check searches the topology's candidates around it too,
+    // the remembered pinning first.
+    let (moved, sink) = go(&pl, &mut beside(vec![3]));
+    let moved = moved.unwrap();
+    assert_eq!(moved.busy_cpus, Some(vec![3]));
+    assert!(
+        sink.messages.iter().any(|m| m.contains(
+            "busy with other work now: CPU(s) 3; when the remembered pinning was decided: CPU(s) 0"
+        )),
+        "{:?}",
+        sink.messages
+    );
+    assert!(
+        moved.candidates.len() > memory.candidates().len(),
+        "{:?}",
+        moved.candidates
+    );
+    assert_eq!(
+        moved.candidates[0].cpus,
+        memory.pinning.cpu_list().map(<[u32]>::to_vec)
+    );
+    assert!(probed(&moved).len() > 1, "{:?}", moved.probes);
+    assert!(moved.decision.is_some());
+    // Short enough for a program run again to finish it (and the record to follow).
+    let StrategyChoice::Race(search) = search_strategy(&pl, true) else {
+        panic!("not a race")
+    };
+    assert_eq!(search.budget, Remembered::MOVED_BUDGET);
+    assert!(moved.decision.unwrap().at <= Remembered::INIT + 0.2 + Remembered::MOVED_BUDGET);
+    // A record that does not say what was busy is checked as before.
+    let mut unknown = memory;
+    unknown.busy = None;
+    pl.remembered = Some(unknown);
+    let (r, _) = go(&pl, &mut beside(vec![3]));
+    assert_eq!(probed(&r.unwrap()).len(), 1);
 }

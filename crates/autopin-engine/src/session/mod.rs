@@ -88,6 +88,9 @@ pub struct CandidateList {
     pub pinnings: Vec<Pinning>,
     /// A line for stderr and the report (e.g. which CPUs were found busy).
     pub note: Option<String>,
+    /// The CPUs other work kept busy when the list was made (None: not watched): the
+    /// report's `busy_cpus`, and what a remembered decision keeps of its surroundings.
+    pub busy: Option<Vec<u32>>,
 }
 
 impl From<Vec<Pinning>> for CandidateList {
@@ -95,6 +98,7 @@ impl From<Vec<Pinning>> for CandidateList {
         CandidateList {
             pinnings,
             note: None,
+            busy: None,
         }
     }
 }
@@ -808,7 +812,11 @@ impl Session {
         let CandidateList {
             pinnings: cands,
             note,
+            busy,
         } = (self.make_candidates)(self.tracked.max(1));
+        if busy.is_some() {
+            self.report.busy_cpus = busy;
+        }
         if let Some(n) = note {
             out.push(Action::Message(n.clone()));
             self.report

@@ -159,6 +159,7 @@ fn table(records: &[Record]) -> String {
         "CPUS".into(),
         "OBJECTIVE".into(),
         "PINNING".into(),
+        "BUSY".into(),
         "LAST".into(),
         "USES".into(),
     ]];
@@ -170,6 +171,12 @@ fn table(records: &[Record]) -> String {
             r.key.cpus.clone(),
             r.key.objective.clone(),
             r.pinning.label.clone(),
+            // The CPUs other work kept busy when it was decided: "-" none, "?" not watched.
+            match r.busy.as_deref() {
+                None => "?".into(),
+                Some([]) => "-".into(),
+                Some(cpus) => autopin_placement::cpu_text(cpus),
+            },
             r.outcome.as_str().into(),
             r.uses.to_string(),
         ]);
