@@ -41,12 +41,16 @@ busy_on() {
 [ "${BUSY:-1}" = 1 ] && busy_on 0
 # secs COMMAND...: its wall time (its output goes nowhere).
 secs() { s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s.%N); python3 -c "print('%.3f' % ($e - $s))"; }
-best=""
-for pin in os 0,1 1,0; do
-  if [ "$pin" = os ]; then t=$(secs $CMD); else t=$(secs "$AUTOPIN" pin -c "$pin" -- $CMD); fi
-  echo "fixed $pin: $t s"
-  best=$(python3 -c "b='$best'; print(min(float(b), $t) if b else $t)")
-done
+# time_fixed PREFIX: the OS placement and both fixed pinnings timed once each; the best in $best.
+time_fixed() {
+  best=""
+  for pin in os 0,1 1,0; do
+    if [ "$pin" = os ]; then t=$(secs $CMD); else t=$(secs "$AUTOPIN" pin -c "$pin" -- $CMD); fi
+    echo "${1}fixed $pin: $t s"
+    best=$(python3 -c "b='$best'; print(min(float(b), $t) if b else $t)")
+  done
+}
+time_fixed ""
 echo "${PROG:-ompwork}: best fixed $best s   (busy CPU 0: ${BUSY:-1})"
 echo "run  seconds  ÷best  decision_at  memory  busy(then→now)  decision"
 : > "$W/ratios"
@@ -72,12 +76,7 @@ import statistics; r=[float(l) for l in open('$W/ratios')]
 print('runs 2-$RUNS ÷ best fixed: median %.3f, min %.3f, max %.3f' % (statistics.median(r), min(r), max(r)))"
 if [ "${BUSY:-1}" = 1 ] && [ "${MOVE:-1}" = 1 ]; then
   busy_on 1
-  best=""
-  for pin in os 0,1 1,0; do
-    if [ "$pin" = os ]; then t=$(secs $CMD); else t=$(secs "$AUTOPIN" pin -c "$pin" -- $CMD); fi
-    echo "busy loop moved to CPU 1: fixed $pin: $t s"
-    best=$(python3 -c "b='$best'; print(min(float(b), $t) if b else $t)")
-  done
+  time_fixed "busy loop moved to CPU 1: "
   echo "busy loop moved to CPU 1: best fixed $best s"
   one_run "m1"
   python3 -c "

@@ -256,6 +256,26 @@ fn a_thread_born_or_gone_disturbs_an_interval_also_when_the_program_is_read_as_a
 }
 
 /// The simulation's pinner, counting the masks read and set.
+/// A race between `cands` driven for 4 s over `sim`: the masks it set, those it read, and
+/// the session.
+fn race_counting_masks(sim: &Sim, cands: Vec<Pinning>) -> (usize, usize, Session) {
+    let mut session = race_session_over(cands);
+    let pinner = CountingPinner {
+        sim: sim.clone(),
+        reads: Default::default(),
+        sets: Default::default(),
+    };
+    drive_with(
+        sim,
+        &mut session,
+        &mut sim.clone(),
+        &mut sim.clone(),
+        &pinner,
+        4.0,
+    );
+    (pinner.sets.into_inner(), pinner.reads.into_inner(), session)
+}
+
 struct CountingPinner {
     sim: Sim,
     reads: std::sync::atomic::AtomicUsize,
@@ -290,22 +310,7 @@ fn moving_a_thousand_threads_reads_a_share_of_their_masks_not_each_twice() {
         Pinning::pinned("spread", spread(0)),
         Pinning::pinned("shifted", spread(1)),
     ];
-    let mut session = race_session_over(cands);
-    let pinner = CountingPinner {
-        sim: sim.clone(),
-        reads: Default::default(),
-        sets: Default::default(),
-    };
-    drive_with(
-        &sim,
-        &mut session,
-        &mut sim.clone(),
-        &mut sim.clone(),
-        &pinner,
-        4.0,
-    );
-    let sets = pinner.sets.into_inner();
-    let reads = pinner.reads.into_inner();
+    let (sets, reads, _) = race_counting_masks(&sim, cands);
     assert!(
         sets >= 3 * n,
         "only {sets} masks set: too few moves to judge"
@@ -333,21 +338,7 @@ fn a_move_sets_only_the_masks_of_threads_that_change_cpu() {
         Pinning::pinned("spread", spread(0)),
         Pinning::pinned("odd shifted", spread(1)),
     ];
-    let mut session = race_session_over(cands);
-    let pinner = CountingPinner {
-        sim: sim.clone(),
-        reads: Default::default(),
-        sets: Default::default(),
-    };
-    drive_with(
-        &sim,
-        &mut session,
-        &mut sim.clone(),
-        &mut sim.clone(),
-        &pinner,
-        4.0,
-    );
-    let sets = pinner.sets.into_inner();
+    let (sets, _, session) = race_counting_masks(&sim, cands);
     let moves = session.report.probes.len();
     assert!(moves >= 3, "only {moves} probes: too few moves to judge");
     // The first placement sets every mask; each later move at most the odd half.
