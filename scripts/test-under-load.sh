@@ -47,9 +47,10 @@ for i in $(seq 1 "$runs"); do
     wait "$load" 2>/dev/null || true
     load=
     # What the tests left in their TMPDIR would be left in /tmp on a machine that does not
-    # redirect it; the testkit's cache of extracted dumps and built C programs is kept there
-    # on purpose (reused by every run) and is not counted.
-    residue=$(cd "$work/tmp$i" && ls -A | grep -v '^autopin-testkit-[0-9]*$' || true)
+    # redirect it. Two per-user caches are kept there on purpose and are not counted: the
+    # testkit's (extracted dumps, built C programs) and autopin's own (autopin-UID: the
+    # preload library, written once and reused by every run).
+    residue=$(cd "$work/tmp$i" && ls -A | grep -v -e '^autopin-testkit-[0-9]*$' -e '^autopin-[0-9]*$' || true)
     rm -rf "$work/tmp$i"
     grep -E '^test .* \.\.\. FAILED$' "$work/log$i" | awk '{print $2}' >>"$work/failures" || true
     n=$(grep -cE '^test .* \.\.\. FAILED$' "$work/log$i" || true)
