@@ -357,6 +357,86 @@ fn names_in(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A program that execs a new image after `autopin run` was killed (here: once the guardian
+/// has restored it and removed autopin's files) is not pinned at birth by the preload
+/// library, which it still carries with autopin's environment: nobody would restore that
+/// pinning. Beside other work this happened within the kills above — the guardian's restore
+/// came before `sh` exec'd the program, whose threads then kept a probe's CPU for life.
+#[test]
+fn a_program_that_execs_after_autopin_was_killed_keeps_its_cpus() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    autopin_testkit::require!(
+        autopin_testkit::two_allowed_cpus().is_some(),
+        "one CPU allowed"
+    );
+    let mine = autopin_testkit::own_cpu_list();
+    let spin = autopin_testkit::spin_program();
+    let scratch = Scratch::new();
+    let dir = scratch.0.path();
+    let files = tempfile::tempdir().unwrap();
+    let (pidfile, go) = (files.path().join("pid"), files.path().join("go"));
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
+    scratch.apply(&mut cmd);
+    let mut autopin = cmd
+        .arg("run")
+        .args(search_args(&mine))
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo $$ > '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; exec '{}' 30 2",
+            pidfile.display(),
+            go.display(),
+            spin.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Launched (its shell was pinned at birth to the first candidate): autopin dies, and the
+    // guardian restores the shell and removes autopin's files.
+    let read_pid = || {
+        std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+    };
+    assert!(
+        watch_for(dir, HANG, |_| read_pid().is_some()),
+        "the program did not start"
+    );
+    kill_autopin(&mut autopin);
+    assert!(
+        watch_for(dir, HANG, |d| strays(d).is_empty()),
+        "left: {:?}",
+        strays(dir)
+    );
+    let pid = read_pid().unwrap();
+    let program = Reaped(pid);
+    std::fs::write(&go, "").unwrap();
+    // Its two threads exist once the new image runs: each pinned (or not) at its birth.
+    let exe = std::fs::canonicalize(&spin).unwrap();
+    let started = watch_for(dir, HANG, |_| {
+        std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == exe)
+            && autopin_testkit::thread_cpu_lists(pid).len() >= 2
+    });
+    assert!(started, "the program did not exec {}", spin.display());
+    let lists = autopin_testkit::thread_cpu_lists(pid);
+    drop(program);
+    assert!(
+        lists.iter().all(|(_, l)| *l == mine),
+        "threads {lists:?}, started with {mine}"
+    );
+}
+
+/// A process killed (SIGKILL) however the test ends.
+struct Reaped(u32);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .status();
+    }
+}
+
 /// `autopin run` killed in its first 100 ms — before, while and after it makes the files the
 /// program needs at birth (the preload library's copy, the thread registry, the heartbeat
 /// channel) — leaves none of them: its guardian exists before the first one and removes them.
