@@ -17,6 +17,8 @@
  *                            we pinned its main thread (it would otherwise inherit the
  *                            creator's single CPU).
  *   AUTOPIN_REGISTRY=/path   file created and sized by the engine; we record every thread.
+ *                            When it is set but cannot be mapped (the autopin run ended
+ *                            and removed it), AUTOPIN_CPUS is not applied.
  *   AUTOPIN_QUIET=1          suppress our one-line diagnostics.
  *   AUTOPIN_HEARTBEAT=/path  the heartbeat file (include/autopin.h). When it is at least
  *                            OMP_FILE_MIN bytes, the library also counts completed OpenMP
@@ -282,7 +284,7 @@ static void map_registry(const char *path)
 {
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        say("cannot open AUTOPIN_REGISTRY %.150s: %s", path, strerror(errno));
+        say("cannot open AUTOPIN_REGISTRY %.150s: %s; not pinning", path, strerror(errno));
         return;
     }
     struct stat st;
@@ -902,8 +904,15 @@ __attribute__((constructor)) static void autopin_preload_init(void)
     }
     if (c && *c && parse_cpus(c) == 0 && s && *s)
         parse_skip(s);
-    if (r && *r)
+    if (r && *r) {
         map_registry(r);
+        /* The registry is made before the launch and removed only when the autopin run
+         * ends or dies (its guardian removes it). A process that cannot map it was started
+         * after that (the program exec'd a new image once autopin was killed): pinning it
+         * to a probe's CPUs would last for life, since nobody restores it any more. */
+        if (!reg)
+            ncpus = 0;
+    }
     if (reg) {
         /* A process started by the program autopin searches (a child that exec'd): autopin
          * manages the program, not this one, which keeps the mask it was started with. */

@@ -357,11 +357,94 @@ fn names_in(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A program that execs a new image after `autopin run` was killed (here: once the guardian
+/// has restored it and removed autopin's files) is not pinned at birth by the preload
+/// library, which it still carries with autopin's environment: nobody would restore that
+/// pinning. Beside other work this happened within the kills above — the guardian's restore
+/// came before `sh` exec'd the program, whose threads then kept a probe's CPU for life.
+#[test]
+fn a_program_that_execs_after_autopin_was_killed_keeps_its_cpus() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    autopin_testkit::require!(
+        autopin_testkit::two_allowed_cpus().is_some(),
+        "one CPU allowed"
+    );
+    let mine = autopin_testkit::own_cpu_list();
+    let spin = autopin_testkit::spin_program();
+    let scratch = Scratch::new();
+    let dir = scratch.0.path();
+    let files = tempfile::tempdir().unwrap();
+    let (pidfile, go) = (files.path().join("pid"), files.path().join("go"));
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
+    scratch.apply(&mut cmd);
+    let mut autopin = cmd
+        .arg("run")
+        .args(search_args(&mine))
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo $$ > '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; exec '{}' 30 2",
+            pidfile.display(),
+            go.display(),
+            spin.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Launched (its shell was pinned at birth to the first candidate): autopin dies, and the
+    // guardian restores the shell and removes autopin's files.
+    let read_pid = || {
+        std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+    };
+    assert!(
+        watch_for(dir, HANG, |_| read_pid().is_some()),
+        "the program did not start"
+    );
+    kill_autopin(&mut autopin);
+    assert!(
+        watch_for(dir, HANG, |d| strays(d).is_empty()),
+        "left: {:?}",
+        strays(dir)
+    );
+    let pid = read_pid().unwrap();
+    let program = Reaped(pid);
+    std::fs::write(&go, "").unwrap();
+    // Its two threads exist once the new image runs: each pinned (or not) at its birth.
+    let exe = std::fs::canonicalize(&spin).unwrap();
+    let started = watch_for(dir, HANG, |_| {
+        std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == exe)
+            && autopin_testkit::thread_cpu_lists(pid).len() >= 2
+    });
+    assert!(started, "the program did not exec {}", spin.display());
+    let lists = autopin_testkit::thread_cpu_lists(pid);
+    drop(program);
+    assert!(
+        lists.iter().all(|(_, l)| *l == mine),
+        "threads {lists:?}, started with {mine}"
+    );
+}
+
+/// A process killed (SIGKILL) however the test ends.
+struct Reaped(u32);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .status();
+    }
+}
+
 /// `autopin run` killed in its first 100 ms — before, while and after it makes the files the
 /// program needs at birth (the preload library's copy, the thread registry, the heartbeat
-/// channel) — leaves none of them: its guardian exists before the first one and removes them
-/// (in milliseconds; up to 2 s are allowed here for a loaded machine). When the engine alone
-/// dies after the launch, the keeper still ends with the program's exit status.
+/// channel) — leaves none of them: its guardian exists before the first one and removes them.
+/// When the engine alone dies after the launch, the keeper still ends with the program's exit
+/// status. The claims hold on a machine of any load, so no bound here is a speed: the guardian
+/// removes the files in milliseconds, but beside other work its turn on a CPU can come seconds
+/// later (the suite beside `stress-ng` and parallel builds saw autopin take over 5 s to make its
+/// first file); what must not happen is that they stay.
 #[test]
 fn run_killed_in_its_first_moments_leaves_no_file() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
@@ -380,85 +463,138 @@ fn run_killed_in_its_first_moments_leaves_no_file() {
     let mut failures = Vec::new();
     for when in moments {
         for how in [Killed::Keeper, Killed::Engine, Killed::Group] {
-            let scratch = Scratch::new();
-            let dir = scratch.0.path();
-            let pids = tempfile::tempdir().unwrap();
-            let pidfile = pids.path().join("pid");
-            let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
-            scratch.apply(&mut cmd);
-            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-            let mut autopin = cmd
-                .arg("run")
-                .args(search_args(&mine))
-                .args(["--", "sh", "-c"])
-                .arg(format!(
-                    "echo $$ > '{}'; sleep 0.3; exit 7",
-                    pidfile.display()
-                ))
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(pids.path().join("stderr")).unwrap())
-                .spawn()
-                .unwrap();
-            let caught = match when {
-                When::After(at) => {
-                    std::thread::sleep(at);
-                    true
+            // A moment the run ended before (the watch was off a CPU for the short life of
+            // the file it waits for) was not tested: that case runs again.
+            for attempt in 1..=ATTEMPTS {
+                let scratch = Scratch::new();
+                let dir = scratch.0.path();
+                let pids = tempfile::tempdir().unwrap();
+                let pidfile = pids.path().join("pid");
+                let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
+                scratch.apply(&mut cmd);
+                std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+                let mut autopin = cmd
+                    .arg("run")
+                    .args(search_args(&mine))
+                    .args(["--", "sh", "-c"])
+                    .arg(format!(
+                        "echo $$ > '{}'; sleep 0.3; exit 7",
+                        pidfile.display()
+                    ))
+                    .stdout(Stdio::null())
+                    .stderr(std::fs::File::create(pids.path().join("stderr")).unwrap())
+                    .spawn()
+                    .unwrap();
+                let reached = match when {
+                    When::After(at) => {
+                        std::thread::sleep(at);
+                        Reached::Yes
+                    }
+                    When::FirstFile => watch_run(&mut autopin, dir, |d| {
+                        names_in(d).iter().any(|n| n != "autopin")
+                    }),
+                    When::PreloadCopy => watch_run(&mut autopin, dir, |d| {
+                        names_in(&d.join("autopin"))
+                            .iter()
+                            .any(|n| n.starts_with(".tmp-") || n.starts_with("libautopin_preload-"))
+                    }),
+                };
+                let name = format!("{how:?} killed at {when:?}");
+                match reached {
+                    Reached::Yes => {}
+                    Reached::RunEnded if attempt < ATTEMPTS => continue,
+                    Reached::RunEnded => {
+                        let why = "the run always ended before the moment was seen";
+                        failures.push(format!("{name}: {why} ({ATTEMPTS} attempts)"));
+                        break;
+                    }
+                    Reached::Never => {
+                        failures.push(format!("{name}: autopin made no file in {HANG:?}"));
+                        let _ = rustix::process::kill_process_group(
+                            rustix::process::Pid::from_child(&autopin),
+                            rustix::process::Signal::KILL,
+                        );
+                        let _ = autopin.wait();
+                        break;
+                    }
                 }
-                When::FirstFile => watch_for(dir, Duration::from_secs(5), |d| {
-                    names_in(d).iter().any(|n| n != "autopin")
-                }),
-                When::PreloadCopy => watch_for(dir, Duration::from_secs(5), |d| {
-                    names_in(&d.join("autopin"))
-                        .iter()
-                        .any(|n| n.starts_with(".tmp-") || n.starts_with("libautopin_preload-"))
-                }),
-            };
-            let group = rustix::process::Pid::from_child(&autopin);
-            let engine = match how {
-                Killed::Engine => engine_of(&autopin),
-                _ => None,
-            };
-            match (how, engine) {
-                (Killed::Group, _) => {
-                    rustix::process::kill_process_group(group, rustix::process::Signal::KILL)
-                        .unwrap()
+                let group = rustix::process::Pid::from_child(&autopin);
+                let engine = match how {
+                    Killed::Engine => engine_of(&autopin),
+                    _ => None,
+                };
+                match (how, engine) {
+                    (Killed::Group, _) => {
+                        rustix::process::kill_process_group(group, rustix::process::Signal::KILL)
+                            .unwrap()
+                    }
+                    (_, Some(e)) => rustix::process::kill_process(
+                        rustix::process::Pid::from_raw(e as i32).unwrap(),
+                        rustix::process::Signal::KILL,
+                    )
+                    .unwrap(),
+                    (_, None) => {
+                        rustix::process::kill_process(group, rustix::process::Signal::KILL).unwrap()
+                    }
                 }
-                (_, Some(e)) => rustix::process::kill_process(
-                    rustix::process::Pid::from_raw(e as i32).unwrap(),
-                    rustix::process::Signal::KILL,
-                )
-                .unwrap(),
-                (_, None) => {
-                    rustix::process::kill_process(group, rustix::process::Signal::KILL).unwrap()
-                }
-            }
-            let killed = Instant::now();
-            let name = format!("{how:?} killed at {when:?}");
-            if !caught {
-                failures.push(format!("{name}: no file of autopin's seen in 5 s"));
-            }
-            let clean = watch_for(dir, Duration::from_secs(2), |d| strays(d).is_empty());
-            if !clean {
-                failures.push(format!(
-                    "{name}: left after {:.1} s: {:?}",
-                    killed.elapsed().as_secs_f64(),
-                    strays(dir)
-                ));
-            }
-            // A killed engine's keeper waits for the program, which ends with 7; with no
-            // program launched, it ends as its engine did.
-            let code = autopin.wait().unwrap().code();
-            if engine.is_some() {
-                let launched = pidfile.exists();
-                let want = if launched { 7 } else { 128 + 9 };
-                if code != Some(want) {
+                let killed = Instant::now();
+                let clean = watch_for(dir, HANG, |d| strays(d).is_empty());
+                if !clean {
                     failures.push(format!(
-                        "{name}: the keeper ended with {code:?}, not {want} (program launched: {launched}); autopin said: {:?}",
-                        std::fs::read_to_string(pids.path().join("stderr")).unwrap_or_default()
+                        "{name}: left after {:.1} s: {:?}",
+                        killed.elapsed().as_secs_f64(),
+                        strays(dir)
                     ));
                 }
+                // A killed engine's keeper waits for the program, which ends with 7; with no
+                // program launched, it ends as its engine did.
+                let code = autopin.wait().unwrap().code();
+                if engine.is_some() {
+                    let launched = pidfile.exists();
+                    let want = if launched { 7 } else { 128 + 9 };
+                    if code != Some(want) {
+                        let said =
+                            std::fs::read_to_string(pids.path().join("stderr")).unwrap_or_default();
+                        failures.push(format!(
+                            "{name}: the keeper ended with {code:?}, not {want} \
+                             (program launched: {launched}); autopin said: {said:?}"
+                        ));
+                    }
+                }
+                break;
             }
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// How often a case whose moment was missed is run again.
+const ATTEMPTS: u32 = 5;
+
+/// What no step of these runs may take, however loaded the machine: only a hang takes longer.
+const HANG: Duration = Duration::from_secs(60);
+
+/// Whether the moment a kill waits for came.
+enum Reached {
+    Yes,
+    /// The run ended first (it lives about 0.3 s): the moment was not seen.
+    RunEnded,
+    /// autopin ran on without making the file for [`HANG`].
+    Never,
+}
+
+/// Waits until `seen` says yes of autopin's scratch directory, while `autopin` runs.
+fn watch_run(autopin: &mut Child, dir: &Path, seen: impl Fn(&Path) -> bool) -> Reached {
+    let deadline = Instant::now() + HANG;
+    while Instant::now() < deadline {
+        if seen(dir) {
+            return Reached::Yes;
+        }
+        // (The status is kept: a later wait() returns it.)
+        if autopin.try_wait().is_ok_and(|s| s.is_some()) {
+            return Reached::RunEnded;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    Reached::Never
 }

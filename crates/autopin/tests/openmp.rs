@@ -283,6 +283,8 @@ fn shared_and_private_data_kernels_progress_ranks_as_runtime() {
     let _g = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let exe = ompwork_gcc();
     for mode in ["shared", "private"] {
+        // Other work than this test, over the runtimes and the probes.
+        let load = autopin_testkit::OutsideLoad::start();
         let short = ["-m", mode, "-r", "100", "-w", "100000"];
         let t00 = runtime(&exe, "0,0", &short);
         let t01 = runtime(&exe, "0,1", &short);
@@ -306,6 +308,15 @@ fn shared_and_private_data_kernels_progress_ranks_as_runtime() {
         autopin_testkit::require!(
             (t00 / t01).max(t01 / t00) >= 1.3,
             "{mode}: the runtimes are too close to rank on this machine (0,0 {t00:.2} s, 0,1 {t01:.2} s)"
+        );
+        // The runtimes and the probes are measured one after the other: beside other work
+        // each sees a different machine (beside `stress-ng` and parallel builds the ranking
+        // turned over), and there is no claim to check; that is a counted skip, with the
+        // figure.
+        let outside = load.cpus();
+        autopin_testkit::require!(
+            o[faster_runtime] > o[slower_runtime] || outside < 0.5,
+            "{mode}: other work used {outside:.1} CPUs while the runtimes and the progress were measured"
         );
         assert!(
             o[faster_runtime] > o[slower_runtime],

@@ -55,20 +55,29 @@ fn two_busy_threads_on_one_cpu_are_contention_spread_they_are_not() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // How much of the CPU each thread gets depends on what else runs there (beside
+    // `stress-ng` and parallel builds each got a tenth); what holds under any load: both
+    // threads work (autopin's threshold: 5% of a CPU), a spinning thread is always either
+    // running or waiting for a CPU, each waits at least while the other runs, and together
+    // they run on one CPU's worth.
     let working: Vec<&serde_json::Value> = v["threads"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|t| t["cpu_share"].as_f64().unwrap() > 0.2)
+        .filter(|t| t["cpu_share"].as_f64().unwrap() >= 0.05)
         .collect();
     assert_eq!(working.len(), 2, "{v}");
+    let mut together = 0.0;
     for t in working {
-        let wait = t["run_delay_fraction"].as_f64().unwrap();
-        assert!(
-            (0.3..0.85).contains(&wait),
-            "about half the time waiting: {t}"
+        let (run, wait) = (
+            t["cpu_share"].as_f64().unwrap(),
+            t["run_delay_fraction"].as_f64().unwrap(),
         );
+        assert!((0.85..1.1).contains(&(run + wait)), "runs or waits: {t}");
+        assert!(wait >= 0.3, "waits at least while the other runs: {t}");
+        together += run;
     }
+    assert!(together < 1.1, "one CPU's worth: {v}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("verdict contention"), "{err}");
     // Spread over the two CPUs: nobody waits — unless other work shares the CPUs.
@@ -87,6 +96,12 @@ fn two_busy_threads_on_one_cpu_are_contention_spread_they_are_not() {
     );
 }
 
+/// A process that keeps one CPU of the program's busy takes a share of it that the verdict
+/// names by PID. What share it gets depends on who else wants that CPU: beside `stress-ng`
+/// and parallel builds it got too little to be a busy neighbour by autopin's definition (a
+/// fifth of a CPU). So the claim is checked against the share the neighbour really took,
+/// measured here from its own CPU time: above the threshold with a margin, the verdict must
+/// name it; a neighbour that other work starved is a counted skip, with the figure.
 #[test]
 fn a_busy_neighbour_on_the_programs_cpu_is_named() {
     autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
@@ -95,13 +110,17 @@ fn a_busy_neighbour_on_the_programs_cpu_is_named() {
     let (first, _) = autopin_testkit::ok_or_skip!(
         autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
     );
-    let mut busy = Command::new("taskset")
-        .args(["-c", &first])
-        .arg(&spin)
-        .args(["0", "1"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let busy = Reaped(
+        Command::new("taskset")
+            .args(["-c", &first])
+            .arg(&spin)
+            .args(["0", "1"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let busy_pid = busy.0.id();
+    let (ticks, since) = (cpu_ticks(busy_pid), std::time::Instant::now());
     let (v, out) = stat_json(&[
         "--",
         "taskset",
@@ -111,23 +130,55 @@ fn a_busy_neighbour_on_the_programs_cpu_is_named() {
         "1.5",
         "1",
     ]);
-    let busy_pid = busy.id();
-    let _ = busy.kill();
-    let _ = busy.wait();
+    // Over autopin's whole run, a little longer than its watch: a share at least this.
+    let share = cpu_ticks(busy_pid).saturating_sub(ticks) as f64
+        / 100.0
+        / since.elapsed().as_secs_f64().max(1e-3);
+    drop(busy);
     assert_eq!(out.status.code(), Some(0));
-    let verdict = v["verdicts"]
+    let named = v["verdicts"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|x| x["kind"] == "busy_neighbour")
-        .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&out.stderr)));
-    assert!(
-        verdict["text"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("PID {busy_pid} ")),
-        "{verdict}"
+        .filter(|x| x["kind"] == "busy_neighbour")
+        .any(|x| {
+            x["text"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("PID {busy_pid} "))
+        });
+    autopin_testkit::require!(
+        named || share >= 0.3,
+        "the neighbour took {share:.2} of CPU {first} while the program ran: other work had the rest"
     );
+    assert!(
+        named,
+        "the neighbour (PID {busy_pid}) took {share:.2} of CPU {first}, unnamed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A child process killed and reaped however the test ends (a failed assertion included):
+/// a spinning neighbour left behind would load every test after it.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A process's CPU time so far, in clock ticks (utime + stime, /proc/PID/stat).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum()
 }
 
 #[test]
