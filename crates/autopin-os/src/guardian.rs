@@ -3,11 +3,12 @@
 //! terminal — the program keeps running as it was.
 //!
 //! autopin starts it before it makes any file of its own: `attach` right before it takes its
-//! lock, `run` before the launch (the program's PID is told once it exists), and waits until
-//! it has read every thread's CPU mask (for `run`, the mask the program starts with is given)
-//! — before autopin pins anything. The guardian leaves
-//! autopin's session (signals for the terminal's process group do not reach it) and ignores
-//! INT, TERM, HUP, QUIT and PIPE. autopin then tells it, one line at a time on a pipe that
+//! lock, and waits until it has read every thread's CPU mask, before autopin pins anything;
+//! `run` before the launch (the program's PID is told once it exists), and, since the mask
+//! the program starts with is given to it, looks for its word only after the launch: the
+//! program does not wait for the guardian's start. The guardian is in a session of its own
+//! from before its `exec` (signals for autopin's process group or the terminal's do not reach
+//! it, even while it starts) and ignores INT, TERM, HUP, QUIT and PIPE. autopin then tells it, one line at a time on a pipe that
 //! only the two of them hold (close-on-exec: the target never inherits it):
 //!
 //! - `pid PID`: the target, launched after the guardian started (`autopin guard 0 MASK`);
@@ -33,7 +34,7 @@ use autopin_topology::CpuSet;
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 /// The hidden subcommand that runs [`serve`].
 pub const SUBCOMMAND: &str = "guard";
@@ -50,6 +51,8 @@ pub struct Leftovers<'a> {
 pub struct Guardian {
     child: Child,
     pipe: Option<ChildStdin>,
+    /// Where its "ready" is still to be read ([`Guardian::confirm`]).
+    unconfirmed: Option<ChildStdout>,
     decided: bool,
 }
 
@@ -57,7 +60,10 @@ impl Guardian {
     /// Starts the guardian of `pid` (None: a program not launched yet, told with
     /// [`Guardian::target`] once it is); `mask`: what its threads had before autopin touched
     /// them, when autopin knows it better than the threads' masks now (a launched program
-    /// whose preload library pins at birth). Returns once the guardian holds the masks.
+    /// whose preload library pins at birth). Returns once the guardian holds the masks; with
+    /// no target yet and its mask given, at once ([`Guardian::confirm`] then checks that it
+    /// started: nothing of the target's is read before the target exists, and what autopin
+    /// tells it meanwhile waits in the pipe).
     /// `exe`: the autopin executable (its hidden `guard` subcommand runs [`serve`]).
     pub fn start(
         exe: &Path,
@@ -70,25 +76,29 @@ impl Guardian {
         if let Some(m) = mask {
             cmd.arg(m.to_string());
         }
-        let mut child = cmd
-            .stdin(Stdio::piped())
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()?;
-        let mut ready = String::new();
-        if let Some(out) = child.stdout.take() {
-            BufReader::new(out).read_line(&mut ready)?;
+            .stderr(Stdio::inherit());
+        // Its own session before exec: a kill of autopin's process group while the guardian
+        // is still starting (`kill -9 -PGID`, a terminal's ^C) cannot take it along.
+        // SAFETY: the closure makes one system call (setsid), async-signal-safe, and touches
+        // no memory.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                let _ = rustix::process::setsid();
+                Ok(())
+            });
         }
-        if ready.trim() != "ready" {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(io::Error::other("the guardian did not start"));
-        }
+        let mut child = cmd.spawn()?;
         let mut g = Guardian {
             pipe: child.stdin.take(),
+            unconfirmed: child.stdout.take(),
             child,
             decided: false,
         };
+        if pid.is_some() || mask.is_none() {
+            g.confirm()?;
+        }
         for (kind, paths) in [
             ("file", leftovers.files),
             ("dir", leftovers.dirs),
@@ -99,6 +109,22 @@ impl Guardian {
             }
         }
         Ok(g)
+    }
+
+    /// Waits for the guardian's word that it holds the masks (once; at once if it was
+    /// already read). An error, with the guardian ended, when it did not start.
+    pub fn confirm(&mut self) -> io::Result<()> {
+        let Some(out) = self.unconfirmed.take() else {
+            return Ok(());
+        };
+        let mut ready = String::new();
+        let _ = BufReader::new(out).read_line(&mut ready);
+        if ready.trim() != "ready" {
+            self.pipe = None;
+            let _ = self.child.kill();
+            return Err(io::Error::other("the guardian did not start"));
+        }
+        Ok(())
     }
 
     /// Says whether a decided pinning is in force (sent only when it changes).
@@ -194,12 +220,9 @@ pub fn serve(
         (original, process_mask)
     };
     let (mut original, mut process_mask) = read_masks(pid);
-    if writeln!(ready, "ready")
-        .and_then(|_| ready.flush())
-        .is_err()
-    {
-        return 1;
-    }
+    // No one may be left to read it (autopin died while this process started, before it
+    // looked for the word): what autopin told meanwhile is still in the pipe, and is done.
+    let _ = writeln!(ready, "ready").and_then(|_| ready.flush());
     drop(ready);
     let mut decided = false;
     let mut files: Vec<PathBuf> = Vec::new();
@@ -229,16 +252,25 @@ pub fn serve(
             }
         }
     }
-    // autopin is gone without a word.
-    if !decided {
-        for tid in threads(pid) {
-            if let Some(m) = original.get(&tid).or(process_mask.as_ref()) {
-                let _ = autopin_topology::affinity::set(tid, m);
-            }
-        }
-    }
+    // autopin is gone without a word. Its files go first: the thread registry's unlinking
+    // tells the preload library to pin no thread born from now on (see its
+    // `autopin_gone`).
     for f in files {
         let _ = std::fs::remove_file(f);
+    }
+    if !decided {
+        // Twice: a thread that was being born while its masks were given back may take its
+        // probe CPU a moment after the first pass.
+        for pass in 0..2 {
+            if pass > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            for tid in threads(pid) {
+                if let Some(m) = original.get(&tid).or(process_mask.as_ref()) {
+                    let _ = autopin_topology::affinity::set(tid, m);
+                }
+            }
+        }
     }
     for l in locks {
         remove_unheld_lock(&l);

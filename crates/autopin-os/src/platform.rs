@@ -75,9 +75,7 @@ impl LinuxPlatform {
             crate::guardian::Leftovers::default(),
         ) {
             Ok(g) => self.guardian = Some(g),
-            Err(e) => warnings.push(format!(
-                "no guardian ({e}): should autopin be killed mid-search, the program keeps the probe's CPUs"
-            )),
+            Err(e) => warnings.push(no_guardian(&e)),
         }
     }
 
@@ -193,6 +191,11 @@ impl LinuxPlatform {
         let pid = launched.pid();
         if let Some(g) = self.guardian.as_mut() {
             g.target(pid);
+            // Its start ran beside the launch; its word is read now, before any pinning.
+            if let Err(e) = g.confirm() {
+                warnings.push(no_guardian(&e));
+                self.guardian = None;
+            }
         }
         crate::keeper::tell_launched(pid);
         let preload_active = preload_reaches && registry.is_some();
@@ -591,6 +594,11 @@ impl BusyWatch for ProcBusyWatch {
             .filter(|c| self.allowed.contains(*c))
             .collect()
     }
+}
+
+/// What a run without a guardian risks.
+fn no_guardian(e: &std::io::Error) -> String {
+    format!("no guardian ({e}): should autopin be killed mid-search, the program keeps the probe's CPUs")
 }
 
 /// Share of a CPU's time other work must take for the CPU to count as busy. A busy loop

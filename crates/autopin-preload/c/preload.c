@@ -127,6 +127,7 @@ static uint64_t skip[SKIP_WORDS];
 static unsigned created;  /* pthread_create calls in this process image (atomic) */
 static unsigned pinned;   /* entries of AUTOPIN_CPUS consumed by created threads (atomic) */
 static unsigned char *reg; /* mapped registry, NULL when unused */
+static int reg_fd = -1;    /* the registry's file, kept open: see autopin_gone() */
 static size_t reg_len;
 static int reg_mine;      /* 1: this image records, -1: someone else does, 0: undecided */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -294,11 +295,12 @@ static void map_registry(const char *path)
         return;
     }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (p == MAP_FAILED) {
+        close(fd);
         say("cannot map AUTOPIN_REGISTRY %.150s: %s", path, strerror(errno));
         return;
     }
+    reg_fd = fd;
     unsigned char *r = p;
     uint64_t magic;
     uint32_t cap;
@@ -406,10 +408,23 @@ struct start {
     int record;
 };
 
+/* autopin is gone: its registry was unlinked (by autopin at its end, or by its guardian
+ * when autopin died, before the guardian gives the threads their masks back). A thread
+ * born then is not pinned to a probe's CPU that no one will ever move it from. (A program
+ * that closed our descriptor and reused its number reads as "not gone": pinning goes on,
+ * as it did before this check.) */
+static int autopin_gone(void)
+{
+    struct stat st;
+    return reg_fd >= 0 && fstat(reg_fd, &st) == 0 && st.st_nlink == 0;
+}
+
 static void *start_thread(void *p)
 {
     struct start s = *(struct start *)p;
     free(p);
+    if (s.cpu >= 0 && autopin_gone())
+        s.cpu = -1;
     if (s.cpu >= 0)
         pin_self(s.cpu);
     else if (ncpus)
@@ -928,7 +943,7 @@ __attribute__((constructor)) static void autopin_preload_init(void)
     /* The mask the program started with: "unpinned" for skipped threads, and what a
      * forked child of a searched program gets back. */
     have_initial_mask = sched_getaffinity(0, sizeof initial_mask, &initial_mask) == 0;
-    if (ncpus)
+    if (ncpus && !autopin_gone())
         pin_self(cpus[0]);
     active = 1;
 }
