@@ -617,16 +617,6 @@ fn start(
             Vec::new()
         },
     };
-    // CPUs other work keeps busy, watched from just before the launch to the first search
-    // (the program's own time is not counted): topology candidates then keep off them, and
-    // a remembered decision is checked against the CPUs busy when it was taken.
-    let busy_watch = match (&plan.target, explicit) {
-        (TargetSpec::Launch(_), None) => env.platform.busy_watch(&plan.machine.allowed_cpuset()),
-        (TargetSpec::Launch(_), Some(_)) if plan.remembered.is_some() => {
-            env.platform.busy_watch(&plan.machine.allowed_cpuset())
-        }
-        _ => None,
-    };
     env.sink.message(
         None,
         &match &plan.target {
@@ -635,6 +625,18 @@ fn start(
         },
     );
     let started = env.platform.start(&plan.target, &launch)?;
+    // CPUs other work keeps busy, watched from just after the launch to the first search:
+    // topology candidates then keep off them, and a remembered decision is checked against
+    // the CPUs busy when it was taken. (The program's own time is not counted, so the window
+    // may as well start after the launch: the scan of every process's threads then runs
+    // beside the program's start, not before it.)
+    let busy_watch = match (&plan.target, explicit) {
+        (TargetSpec::Launch(_), None) => env.platform.busy_watch(&plan.machine.allowed_cpuset()),
+        (TargetSpec::Launch(_), Some(_)) if plan.remembered.is_some() => {
+            env.platform.busy_watch(&plan.machine.allowed_cpuset())
+        }
+        _ => None,
+    };
     for w in &started.warnings {
         env.sink.message(None, &format!("warning: {w}"));
     }
