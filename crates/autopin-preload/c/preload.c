@@ -423,9 +423,12 @@ static void *start_thread(void *p)
 {
     struct start s = *(struct start *)p;
     free(p);
-    if (s.cpu >= 0 && autopin_gone())
+    /* With autopin gone, the thread keeps its creator's mask, as any thread does: the
+     * guardian gave the creator its mask back (the mask this library read at its start may
+     * already have been a probe's, should autopin have pinned the main thread first). */
+    if ((s.cpu >= 0 || ncpus) && autopin_gone())
         s.cpu = -1;
-    if (s.cpu >= 0)
+    else if (s.cpu >= 0)
         pin_self(s.cpu);
     else if (ncpus)
         unpin_self();

@@ -426,6 +426,76 @@ fn a_program_that_execs_after_autopin_was_killed_keeps_its_cpus() {
     );
 }
 
+/// A thread that a running program creates after autopin was killed (its guardian has
+/// restored the threads and removed autopin's files) is not pinned at birth by the preload
+/// library, which is still loaded in the program: nobody would restore that pinning. The
+/// library reads autopin's end from its thread registry, unlinked by the guardian before it
+/// restores anything.
+#[test]
+fn a_thread_born_after_autopin_was_killed_keeps_the_programs_cpus() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    autopin_testkit::require!(
+        autopin_testkit::two_allowed_cpus().is_some(),
+        "one CPU allowed"
+    );
+    autopin_testkit::require!(autopin_testkit::have("python3"), "python3 is not installed");
+    let mine = autopin_testkit::own_cpu_list();
+    let scratch = Scratch::new();
+    let dir = scratch.0.path();
+    let files = tempfile::tempdir().unwrap();
+    let (pidfile, go) = (files.path().join("pid"), files.path().join("go"));
+    // Python's threads are pthreads: the preload library sees each one born.
+    let program = format!(
+        "import os, threading, time\n\
+         open({pid:?}, 'w').write(str(os.getpid()))\n\
+         while not os.path.exists({go:?}): time.sleep(0.02)\n\
+         threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n\
+         time.sleep(30)\n",
+        pid = pidfile.display().to_string(),
+        go = go.display().to_string(),
+    );
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
+    scratch.apply(&mut cmd);
+    let mut autopin = cmd
+        .arg("run")
+        .args(search_args(&mine))
+        .args(["--", "python3", "-c", &program])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let read_pid = || {
+        std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+    };
+    assert!(
+        watch_for(dir, HANG, |_| read_pid().is_some()),
+        "the program did not start"
+    );
+    let pid = read_pid().unwrap();
+    let program = Reaped(pid);
+    kill_autopin(&mut autopin);
+    assert!(
+        watch_for(dir, HANG, |d| strays(d).is_empty()),
+        "left: {:?}",
+        strays(dir)
+    );
+    // The guardian's second pass, 20 ms after its first, is over too.
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::write(&go, "").unwrap();
+    let born = watch_for(dir, HANG, |_| {
+        autopin_testkit::thread_cpu_lists(pid).len() >= 2
+    });
+    assert!(born, "the program made no thread");
+    let lists = autopin_testkit::thread_cpu_lists(pid);
+    drop(program);
+    assert!(
+        lists.iter().all(|(_, l)| *l == mine),
+        "threads {lists:?}, started with {mine}"
+    );
+}
+
 /// A process killed (SIGKILL) however the test ends.
 struct Reaped(u32);
 
