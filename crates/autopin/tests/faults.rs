@@ -375,41 +375,16 @@ fn a_program_that_execs_after_autopin_was_killed_keeps_its_cpus() {
     let dir = scratch.0.path();
     let files = tempfile::tempdir().unwrap();
     let (pidfile, go) = (files.path().join("pid"), files.path().join("go"));
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
-    scratch.apply(&mut cmd);
-    let mut autopin = cmd
-        .arg("run")
-        .args(search_args(&mine))
-        .args(["--", "sh", "-c"])
-        .arg(format!(
-            "echo $$ > '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; exec '{}' 30 2",
-            pidfile.display(),
-            go.display(),
-            spin.display()
-        ))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let script = format!(
+        "echo $$ > '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; exec '{}' 30 2",
+        pidfile.display(),
+        go.display(),
+        spin.display()
+    );
     // Launched (its shell was pinned at birth to the first candidate): autopin dies, and the
     // guardian restores the shell and removes autopin's files.
-    let read_pid = || {
-        std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok())
-    };
-    assert!(
-        watch_for(dir, HANG, |_| read_pid().is_some()),
-        "the program did not start"
-    );
-    kill_autopin(&mut autopin);
-    assert!(
-        watch_for(dir, HANG, |d| strays(d).is_empty()),
-        "left: {:?}",
-        strays(dir)
-    );
-    let pid = read_pid().unwrap();
-    let program = Reaped(pid);
+    let program = launch_then_kill_autopin(&scratch, &mine, &["sh", "-c", &script], &pidfile);
+    let pid = program.0;
     std::fs::write(&go, "").unwrap();
     // Its two threads exist once the new image runs: each pinned (or not) at its birth.
     let exe = std::fs::canonicalize(&spin).unwrap();
@@ -454,33 +429,8 @@ fn a_thread_born_after_autopin_was_killed_keeps_the_programs_cpus() {
         pid = pidfile.display().to_string(),
         go = go.display().to_string(),
     );
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
-    scratch.apply(&mut cmd);
-    let mut autopin = cmd
-        .arg("run")
-        .args(search_args(&mine))
-        .args(["--", "python3", "-c", &program])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let read_pid = || {
-        std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok())
-    };
-    assert!(
-        watch_for(dir, HANG, |_| read_pid().is_some()),
-        "the program did not start"
-    );
-    let pid = read_pid().unwrap();
-    let program = Reaped(pid);
-    kill_autopin(&mut autopin);
-    assert!(
-        watch_for(dir, HANG, |d| strays(d).is_empty()),
-        "left: {:?}",
-        strays(dir)
-    );
+    let program = launch_then_kill_autopin(&scratch, &mine, &["python3", "-c", &program], &pidfile);
+    let pid = program.0;
     // The guardian's second pass, 20 ms after its first, is over too.
     std::thread::sleep(Duration::from_millis(200));
     std::fs::write(&go, "").unwrap();
@@ -494,6 +444,46 @@ fn a_thread_born_after_autopin_was_killed_keeps_the_programs_cpus() {
         lists.iter().all(|(_, l)| *l == mine),
         "threads {lists:?}, started with {mine}"
     );
+}
+
+/// `autopin run` of `program` (which writes its PID to `pidfile` first thing), killed once
+/// the program runs; returns when the guardian has removed autopin's files, with the
+/// program, which is killed however the test ends.
+fn launch_then_kill_autopin(
+    scratch: &Scratch,
+    mine: &str,
+    program: &[&str],
+    pidfile: &Path,
+) -> Reaped {
+    let dir = scratch.0.path();
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("autopin"));
+    scratch.apply(&mut cmd);
+    let mut autopin = cmd
+        .arg("run")
+        .args(search_args(mine))
+        .arg("--")
+        .args(program)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let read_pid = || {
+        std::fs::read_to_string(pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+    };
+    assert!(
+        watch_for(dir, HANG, |_| read_pid().is_some()),
+        "the program did not start"
+    );
+    let program = Reaped(read_pid().unwrap());
+    kill_autopin(&mut autopin);
+    assert!(
+        watch_for(dir, HANG, |d| strays(d).is_empty()),
+        "left: {:?}",
+        strays(dir)
+    );
+    program
 }
 
 /// A process killed (SIGKILL) however the test ends.
