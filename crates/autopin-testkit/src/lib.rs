@@ -332,6 +332,20 @@ pub fn two_allowed_cpus() -> Option<(String, String)> {
     (mine.contains('-') || mine.contains(',')).then(|| first_and_last_cpu(&mine))
 }
 
+/// A process's CPU time so far, in clock ticks (utime + stime of /proc/PID/stat); 0 when it
+/// cannot be read.
+pub fn process_cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    // utime and stime: fields 14 and 15, the 12th and 13th after the name.
+    after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum()
+}
+
 /// Every thread's allowed CPUs as /proc shows them, as (thread id, list); empty when the
 /// process is gone.
 pub fn thread_cpu_lists(pid: u32) -> Vec<(String, String)> {

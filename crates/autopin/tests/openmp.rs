@@ -155,15 +155,7 @@ impl BusyNeighbour {
 impl BusyNeighbour {
     /// Its CPU time so far, in clock ticks (utime + stime of its process).
     fn ticks(&self) -> u64 {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.0.id())).unwrap_or_default();
-        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        after
-            .split_whitespace()
-            .skip(11)
-            .take(2)
-            .filter_map(|v| v.parse::<u64>().ok())
-            .sum()
+        autopin_testkit::process_cpu_ticks(self.0.id())
     }
 }
 

@@ -120,7 +120,10 @@ fn a_busy_neighbour_on_the_programs_cpu_is_named() {
             .unwrap(),
     );
     let busy_pid = busy.0.id();
-    let (ticks, since) = (cpu_ticks(busy_pid), std::time::Instant::now());
+    let (ticks, since) = (
+        autopin_testkit::process_cpu_ticks(busy_pid),
+        std::time::Instant::now(),
+    );
     let (v, out) = stat_json(&[
         "--",
         "taskset",
@@ -131,7 +134,7 @@ fn a_busy_neighbour_on_the_programs_cpu_is_named() {
         "1",
     ]);
     // Over autopin's whole run, a little longer than its watch: a share at least this.
-    let share = cpu_ticks(busy_pid).saturating_sub(ticks) as f64
+    let share = autopin_testkit::process_cpu_ticks(busy_pid).saturating_sub(ticks) as f64
         / 100.0
         / since.elapsed().as_secs_f64().max(1e-3);
     drop(busy);
@@ -167,18 +170,6 @@ impl Drop for Reaped {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// A process's CPU time so far, in clock ticks (utime + stime, /proc/PID/stat).
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    after
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|v| v.parse::<u64>().ok())
-        .sum()
 }
 
 #[test]
