@@ -335,13 +335,19 @@ pub fn two_allowed_cpus() -> Option<(String, String)> {
 /// A process's CPU time so far, in clock ticks (utime + stime of /proc/PID/stat); 0 when it
 /// cannot be read.
 pub fn process_cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat_ticks(&format!("/proc/{pid}/stat"), 2)
+}
+
+/// The sum of the first `fields` time fields of a /proc stat file, in clock ticks: utime,
+/// stime, then (with 4) the waited-for children's cutime and cstime — fields 14 on, the 12th
+/// after the name. 0 when it cannot be read.
+fn stat_ticks(path: &str, fields: usize) -> u64 {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    // utime and stime: fields 14 and 15, the 12th and 13th after the name.
     after
         .split_whitespace()
         .skip(11)
-        .take(2)
+        .take(fields)
         .filter_map(|v| v.parse::<u64>().ok())
         .sum()
 }
@@ -397,15 +403,8 @@ impl OutsideLoad {
     }
 
     fn own_ticks() -> u64 {
-        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        // utime stime cutime cstime: fields 14-17, the 12th to 15th after the name.
-        after
-            .split_whitespace()
-            .skip(11)
-            .take(4)
-            .filter_map(|v| v.parse::<u64>().ok())
-            .sum()
+        // utime stime cutime cstime.
+        stat_ticks("/proc/self/stat", 4)
     }
 
     pub fn start() -> Self {
