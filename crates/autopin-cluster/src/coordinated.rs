@@ -68,6 +68,11 @@ pub struct Turn {
     /// The probe it just finished (None at the start of a search).
     pub candidate: Option<usize>,
     pub score: Option<f64>,
+    /// The rank's search settings ([`Strategy::settings`]): ranks whose settings differ
+    /// (e.g. one checks a remembered decision, another searches) would decide in different
+    /// rounds, and one would wait for the other at a barrier it never comes to.
+    #[serde(default)]
+    pub settings: Option<String>,
 }
 
 /// The exchange between ranks: publish my turn, get everyone's (mine included) — one
@@ -210,6 +215,7 @@ impl Strategy for Coordinated {
                 elapsed,
                 candidate: pending.as_ref().map(|p| p.candidate),
                 score: pending.as_ref().map(|p| p.score),
+                settings: Some(self.inner.settings()),
             };
             let r = link.exchange(&mine);
             (rank, r, link.take_notes())
@@ -217,7 +223,7 @@ impl Strategy for Coordinated {
         for n in notes {
             self.note(n);
         }
-        let turns = match result {
+        let mut turns = match result {
             Ok(t) => t,
             Err(e) => {
                 self.note(format!(
@@ -227,6 +233,19 @@ impl Strategy for Coordinated {
                 vec![]
             }
         };
+        // Every rank sees the same turns, so every rank finds the difference in the same
+        // round and each goes on alone from there, on its own scores.
+        if let Some(other) = turns
+            .iter()
+            .find(|t| t.settings.is_some() && t.settings != turns[0].settings)
+        {
+            self.note(format!(
+                "local ranks {} and {} search with different settings (one checks a remembered decision while another searches, or their options differ): each rank decides alone",
+                turns[0].rank, other.rank
+            ));
+            self.alone = true;
+            turns.clear();
+        }
         if let Some(p) = pending {
             let mine = p.candidate;
             let mut scores: Vec<f64> = Vec::new();
@@ -323,19 +342,32 @@ mod tests {
     }
 
     fn search(link: ThreadLink, combine: Combine, skew: f64) -> (Vec<usize>, usize) {
+        let (probed, decided, _) = search_for(link, combine, skew, 5.0);
+        (probed, decided)
+    }
+
+    /// One rank's search with a race of `budget` seconds: what it probed, what it decided
+    /// and the report's notes.
+    fn search_for(
+        link: ThreadLink,
+        combine: Combine,
+        skew: f64,
+        budget: f64,
+    ) -> (Vec<usize>, usize, Vec<String>) {
         let rank = link.rank;
         let shared: SharedLink = Arc::new(Mutex::new(Box::new(link)));
         let params = RaceParams {
-            budget: 5.0,
+            budget,
             probe: 0.2,
             warmup: 0.0,
             ..RaceParams::default()
         };
+        let notes = Arc::new(Mutex::new(vec![]));
         let mut s = Coordinated::new(
             Box::new(Race::new(params, 3)),
             shared,
             combine,
-            Arc::new(Mutex::new(vec![])),
+            notes.clone(),
         );
         // Each rank's clock runs a little differently; coordination must hide that.
         let mut elapsed = 0.0;
@@ -356,10 +388,37 @@ mod tests {
                         intervals: 10,
                     });
                 }
-                Plan::Decide(d) => return (probed, d.candidate),
+                Plan::Decide(d) => {
+                    let notes = notes.lock().unwrap().clone();
+                    return (probed, d.candidate, notes);
+                }
             }
         }
         panic!("no decision");
+    }
+
+    /// Ranks whose searches would end in different rounds (one checks a remembered
+    /// decision on a short budget, the other searches on a long one) find it at their first
+    /// barrier and each decides alone: neither waits for a barrier the other never reaches.
+    #[test]
+    fn ranks_with_different_settings_each_decide_alone() {
+        let (tx, rx) = mpsc::channel();
+        for (link, budget) in hub(2).into_iter().zip([0.4, 5.0]) {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(search_for(link, Combine::Min, 0.0, budget));
+            });
+        }
+        for _ in 0..2 {
+            let (probed, _, notes) = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("a rank waits for a barrier the other never reaches");
+            assert!(!probed.is_empty());
+            assert!(
+                notes.iter().any(|n| n.contains("different settings")),
+                "{notes:?}"
+            );
+        }
     }
 
     #[test]

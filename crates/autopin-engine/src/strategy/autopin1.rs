@@ -54,6 +54,13 @@ impl Strategy for Autopin1 {
     fn name(&self) -> &'static str {
         "autopin1"
     }
+    fn settings(&self) -> String {
+        format!(
+            "autopin1 over {} candidates, {:?}",
+            self.samples.len(),
+            self.params
+        )
+    }
     fn next(&mut self, _elapsed: f64) -> Plan {
         let n = self.samples.len();
         if self.next_candidate < n {

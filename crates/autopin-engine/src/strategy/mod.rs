@@ -77,6 +77,12 @@ impl Decision {
 /// A candidate-search policy. `elapsed` is the time since the search started.
 pub trait Strategy {
     fn name(&self) -> &'static str;
+    /// What makes this search decide as it does given the same probe outcomes: its name,
+    /// parameters and candidate count. Ranks that search together compare it, since only
+    /// searches of the same settings take their decisions in the same round.
+    fn settings(&self) -> String {
+        self.name().to_string()
+    }
     fn next(&mut self, elapsed: f64) -> Plan;
     fn record(&mut self, outcome: ProbeOutcome);
     /// Which candidate is the OS's own placement (unpinned), if any: a search whose

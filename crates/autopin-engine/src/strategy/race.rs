@@ -839,6 +839,10 @@ impl Strategy for Race {
         "race"
     }
 
+    fn settings(&self) -> String {
+        format!("race over {} candidates, {:?}", self.arms.len(), self.p)
+    }
+
     fn next(&mut self, elapsed: f64) -> Plan {
         if self.arms.is_empty() {
             return Plan::Decide(Decision::unmeasured(0, "no candidates"));
