@@ -332,13 +332,14 @@ impl LinuxPlatform {
 
 impl Platform for LinuxPlatform {
     fn check_counting(&mut self, events: &[EventSpec]) -> CountingCheck {
-        let avail = autopin_perf::probe::probe_with(
+        let (result, ctx) = autopin_perf::probe::check_events_with(
             &self.perf_sysfs,
             &autopin_perf::system_probe::RealProbeOps,
+            events,
         );
         CountingCheck {
-            result: avail.check(events).map_err(crate::os_error::from_perf),
-            in_vm: avail.ctx.in_vm,
+            result: result.map_err(crate::os_error::from_perf),
+            in_vm: ctx.in_vm,
         }
     }
 

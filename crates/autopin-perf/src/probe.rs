@@ -168,50 +168,18 @@ pub struct Availability {
 /// Probe with an injected sysfs root (for the paranoid file, privileges) and operations.
 pub fn probe_with(sysfs: &Sysfs, ops: &dyn ProbeOps) -> Availability {
     let ctx = OpenContext::read(sysfs);
-    // Generic events resolve without sysfs, so these cannot fail.
-    let instr = EventSpec::parse_with("instructions:u", sysfs).expect("generic event");
-    let clock = EventSpec::parse_with("task-clock", sysfs).expect("generic event");
-    let me = Target::Thread(rustix::thread::gettid().as_raw_pid());
-    let hardware = if ctx.forbids_all() {
-        Err(forbidden(&ctx, false))
-    } else {
-        match ops.count_self(&instr) {
-            Ok(0) => Err(no_hw(format!(
-                "hardware counters opened but counted 0 instructions in a busy loop{}",
-                if ctx.in_vm {
-                    " (a virtual PMU that does not run)"
-                } else {
-                    ""
-                }
-            ))),
-            Ok(n) => Ok(n),
-            Err(e) => Err(match classify_open_error(&e, &instr, me, &ctx) {
-                PerfError::Unavailable(u) => u,
-                other => no_hw(format!("hardware counters are not available: {other}")),
-            }),
-        }
-    };
-    let software = if ctx.forbids_all() {
-        Err(forbidden(&ctx, false))
-    } else {
-        match ops.count_self(&clock) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(match classify_open_error(&e, &clock, me, &ctx) {
-                PerfError::Unavailable(u) => u,
-                other => Unavailable {
-                    reason: format!("software counters are not available: {other}"),
-                    hint: None,
-                    fallback: Some("heartbeat".into()),
-                },
-            }),
-        }
-    };
+    let hardware = probe_hardware(&ctx, sysfs, ops);
+    let software = probe_software(&ctx, sysfs, ops);
     let per_cpu = if !ctx.allows_per_cpu() {
         Err(forbidden(&ctx, true))
     } else {
-        let spec = if hardware.is_ok() { &instr } else { &clock };
-        ops.open_cpu(spec, 0).map_err(|e| {
-            match classify_open_error(&e, spec, Target::Cpu(0), &ctx) {
+        let spec = if hardware.is_ok() {
+            generic("instructions:u", sysfs)
+        } else {
+            generic("task-clock", sysfs)
+        };
+        ops.open_cpu(&spec, 0).map_err(|e| {
+            match classify_open_error(&e, &spec, Target::Cpu(0), &ctx) {
                 PerfError::Unavailable(u) => u,
                 other => Unavailable {
                     reason: format!("per-CPU counting failed: {other}"),
@@ -229,22 +197,111 @@ pub fn probe_with(sysfs: &Sysfs, ops: &dyn ProbeOps) -> Availability {
     }
 }
 
+/// Whether all of `events` can be counted here, probing only the kind of counter they
+/// need (hardware or software), and whether this is a virtual machine. Cheaper than
+/// [`probe_with`] on a machine without a PMU: the failed hardware open is all a hardware
+/// event costs, whereas the first counter a quiet kernel opens makes the system call wait
+/// 5–20 ms while perf's scheduler hooks are switched on, a wait `autopin run` would add
+/// to every program's start.
+pub fn check_events_with(
+    sysfs: &Sysfs,
+    ops: &dyn ProbeOps,
+    events: &[EventSpec],
+) -> (Result<(), PerfError>, OpenContext) {
+    let ctx = OpenContext::read(sysfs);
+    let (mut hardware, mut software) = (None, None);
+    let result = first_refused(events, |needs_hardware| {
+        if needs_hardware {
+            hardware
+                .get_or_insert_with(|| probe_hardware(&ctx, sysfs, ops).map(|_| ()))
+                .clone()
+        } else {
+            software
+                .get_or_insert_with(|| probe_software(&ctx, sysfs, ops))
+                .clone()
+        }
+    });
+    (result, ctx)
+}
+
+/// The first of `events` that cannot be counted, as the error, given whether hardware
+/// (`true`) and software (`false`) counters can be.
+fn first_refused(
+    events: &[EventSpec],
+    mut can_count: impl FnMut(bool) -> Result<(), Unavailable>,
+) -> Result<(), PerfError> {
+    for e in events {
+        if let Err(mut u) = can_count(e.needs_hardware()) {
+            u.reason = format!("cannot count {e}: {}", u.reason);
+            return Err(PerfError::Unavailable(u));
+        }
+    }
+    Ok(())
+}
+
+/// A generic event (these resolve without sysfs, so they cannot fail to parse).
+fn generic(name: &str, sysfs: &Sysfs) -> EventSpec {
+    EventSpec::parse_with(name, sysfs).expect("generic event")
+}
+
+/// Hardware counters: `instructions:u` counted on this thread around a busy loop.
+fn probe_hardware(
+    ctx: &OpenContext,
+    sysfs: &Sysfs,
+    ops: &dyn ProbeOps,
+) -> Result<u64, Unavailable> {
+    if ctx.forbids_all() {
+        return Err(forbidden(ctx, false));
+    }
+    let instr = generic("instructions:u", sysfs);
+    let me = Target::Thread(rustix::thread::gettid().as_raw_pid());
+    match ops.count_self(&instr) {
+        Ok(0) => Err(no_hw(format!(
+            "hardware counters opened but counted 0 instructions in a busy loop{}",
+            if ctx.in_vm {
+                " (a virtual PMU that does not run)"
+            } else {
+                ""
+            }
+        ))),
+        Ok(n) => Ok(n),
+        Err(e) => Err(match classify_open_error(&e, &instr, me, ctx) {
+            PerfError::Unavailable(u) => u,
+            other => no_hw(format!("hardware counters are not available: {other}")),
+        }),
+    }
+}
+
+/// Software counters: `task-clock` counted on this thread.
+fn probe_software(ctx: &OpenContext, sysfs: &Sysfs, ops: &dyn ProbeOps) -> Result<(), Unavailable> {
+    if ctx.forbids_all() {
+        return Err(forbidden(ctx, false));
+    }
+    let clock = generic("task-clock", sysfs);
+    let me = Target::Thread(rustix::thread::gettid().as_raw_pid());
+    match ops.count_self(&clock) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(match classify_open_error(&e, &clock, me, ctx) {
+            PerfError::Unavailable(u) => u,
+            other => Unavailable {
+                reason: format!("software counters are not available: {other}"),
+                hint: None,
+                fallback: Some("heartbeat".into()),
+            },
+        }),
+    }
+}
+
 impl Availability {
     /// Can all of `events` be counted? The error names the cause, fix and fallback.
     pub fn check(&self, events: &[EventSpec]) -> Result<(), PerfError> {
-        for e in events {
-            let r = if e.needs_hardware() {
-                self.hardware.as_ref().map(|_| ())
+        first_refused(events, |needs_hardware| {
+            if needs_hardware {
+                self.hardware.clone().map(|_| ())
             } else {
-                self.software.as_ref().map(|_| ())
-            };
-            if let Err(u) = r {
-                let mut u = u.clone();
-                u.reason = format!("cannot count {e}: {}", u.reason);
-                return Err(PerfError::Unavailable(u));
+                self.software.clone()
             }
-        }
-        Ok(())
+        })
     }
 
     /// Human summary, one fact per line.
@@ -383,6 +440,33 @@ mod tests {
         assert!(pc.contains("kernel.perf_event_paranoid=0"), "{pc}");
         let tc = EventSpec::parse_with("task-clock", &Sysfs::at(d.path())).unwrap();
         assert!(a.check(&[tc]).is_ok());
+    }
+
+    /// The run's check opens only the kind of counter its events need: on a machine
+    /// without a PMU, a hardware event costs its one failed open (no software counter is
+    /// opened, which would make the kernel switch perf's hooks on), and the answer is the
+    /// same as the full probe's.
+    #[test]
+    fn the_events_check_opens_only_what_the_events_need() {
+        let d = tempfile::tempdir().unwrap();
+        fake::populate(d.path(), 2);
+        let sysfs = Sysfs::at(d.path());
+        let instr = EventSpec::parse_with("instructions:u", &sysfs).unwrap();
+        let clock = EventSpec::parse_with("task-clock", &sysfs).unwrap();
+        let no_pmu = || ops(Err(io::Error::from_raw_os_error(libc::ENOENT)));
+        let o = no_pmu();
+        let (r, _) = check_events_with(&sysfs, &o, std::slice::from_ref(&instr));
+        assert_eq!(o.calls.get(), 1);
+        let full = probe_with(&sysfs, &no_pmu()).check(std::slice::from_ref(&instr));
+        assert_eq!(r.unwrap_err().to_string(), full.unwrap_err().to_string());
+        let o = no_pmu();
+        let (r, _) = check_events_with(&sysfs, &o, &[clock.clone(), clock.clone()]);
+        assert!(r.is_ok());
+        assert_eq!(o.calls.get(), 1, "one software probe for both events");
+        let o = ops(Ok(1000));
+        let (r, _) = check_events_with(&sysfs, &o, &[instr, clock]);
+        assert!(r.is_ok());
+        assert_eq!(o.calls.get(), 2);
     }
 
     #[test]
