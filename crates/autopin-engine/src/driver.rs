@@ -125,29 +125,6 @@ fn target_cpus(c: &Pinning, index: usize, unpinned: &CpuSet) -> CpuSet {
     }
 }
 
-/// Context switches seen at the first and the latest poll, for their rate.
-#[derive(Default)]
-struct SwitchRate {
-    first: Option<(f64, u64)>,
-    last: Option<(f64, u64)>,
-}
-
-impl SwitchRate {
-    fn observe(&mut self, t: f64, n: Option<u64>) {
-        if let Some(n) = n {
-            if self.first.is_none() {
-                self.first = Some((t, n));
-            } else {
-                self.last = Some((t, n));
-            }
-        }
-    }
-    fn rate(&self) -> Option<f64> {
-        let ((t0, n0), (t1, n1)) = (self.first?, self.last?);
-        (t1 > t0).then(|| n1.saturating_sub(n0) as f64 / (t1 - t0))
-    }
-}
-
 impl Driver<'_> {
     /// Sets `tid`'s CPUs; whether they were set (a thread gone, or CPUs the kernel
     /// refused with a warning, are not).
@@ -301,7 +278,6 @@ impl Driver<'_> {
         let ticks_from = self.clock.now();
         let t0 = ticks_from - cfg.started;
         let mut warnings = Vec::new();
-        let mut switches = SwitchRate::default();
         for a in session.start(cfg.started) {
             if let Action::Message(m) = a {
                 (self.on_message)(cfg.started, &m);
@@ -343,7 +319,7 @@ impl Driver<'_> {
                     ended: true,
                     elapsed: now,
                     pin_warnings: warnings,
-                    switch_rate: switches.rate(),
+                    switch_rate: self.threads.switch_rate(),
                     restored: 0,
                 });
             }
@@ -393,7 +369,6 @@ impl Driver<'_> {
                 continue;
             }
             session.saw_threads(snap.tracked.len(), snap.existed);
-            switches.observe(now, snap.context_switches);
             let mut actions = Vec::new();
             if counting {
                 let cur = self.meter.read(&snap.all).map_err(EngineError::from)?;
@@ -450,7 +425,7 @@ impl Driver<'_> {
                     ended: false,
                     elapsed: now,
                     pin_warnings: warnings,
-                    switch_rate: switches.rate(),
+                    switch_rate: self.threads.switch_rate(),
                     restored,
                 });
             }

@@ -116,8 +116,6 @@ pub struct ThreadSnapshot {
     pub all: Vec<u32>,
     /// Some(status) once the target has ended (exit code, or 128+signal).
     pub ended: Option<Option<i32>>,
-    /// The target's context switches so far (voluntary + involuntary), when known.
-    pub context_switches: Option<u64>,
     /// Threads the target has had so far, where the source counts each at its birth (the
     /// preload library's registry): threads that lived between two polls count too.
     pub existed: Option<usize>,
@@ -136,6 +134,13 @@ pub trait ThreadSource {
     /// Lines for the report about how threads were found.
     fn notes(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// The target's context switches per second while it was watched, over all its
+    /// threads (None: not known, or not watched long enough), for the perturbation
+    /// estimate. The source times its own reads: the polls of the start-up, before the
+    /// driver runs, count too.
+    fn switch_rate(&self) -> Option<f64> {
+        None
     }
     /// What the user must hear once the target ended, on stderr as well as in the report
     /// (work done in processes autopin did not manage, processes left running).

@@ -635,7 +635,6 @@ impl ThreadSource for Sim {
             } else {
                 None
             },
-            context_switches: None,
             existed: None,
         })
     }

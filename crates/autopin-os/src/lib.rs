@@ -14,6 +14,7 @@
 //! - [`mempolicy`]: numactl-style memory policies set in a started program before `exec`.
 
 pub mod cgroup;
+pub mod cost_cache;
 pub mod doctor_facts;
 pub mod guardian;
 pub mod keeper;

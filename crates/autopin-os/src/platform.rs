@@ -424,7 +424,27 @@ impl Platform for LinuxPlatform {
     }
 
     fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost> {
-        autopin_perf::measure_counting_cost(events, Duration::from_millis(200)).ok()
+        // Kept from an earlier run on this machine (see cost_cache): measuring delays the
+        // program's start by a quarter of a second.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs_f64();
+        let file = crate::cost_cache::cache_file();
+        let names: Vec<String> = events.iter().map(|e| e.key().to_string()).collect();
+        let key = crate::cost_cache::key(&names, std::path::Path::new("/proc"));
+        if let Some(kept) = file
+            .as_deref()
+            .and_then(|f| crate::cost_cache::get(f, &key, now))
+        {
+            return Some(kept);
+        }
+        let cost = autopin_perf::measure_counting_cost(events, Duration::from_millis(200)).ok()?;
+        if let Some(f) = &file {
+            // A cache that cannot be written is measured again next time.
+            let _ = crate::cost_cache::put(f, &key, &cost, now);
+        }
+        Some(cost)
     }
 
     fn self_cpu_seconds(&mut self) -> f64 {

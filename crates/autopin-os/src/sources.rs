@@ -35,8 +35,10 @@ pub struct ProcThreads {
     registry: Option<Registry>,
     /// Whether the last poll used the registry (for the report).
     pub used_registry: bool,
-    /// When the target's context switches were first read, and when they are due again.
-    switches_read: Option<(Instant, f64)>,
+    /// The target's context switches at their first read, and at their latest, with
+    /// when they were read.
+    switches_first: Option<(Instant, u64)>,
+    switches_last: Option<(Instant, u64)>,
     /// Wakes the driver when the target ends (None: the kernel has no pidfd).
     exit_watch: Option<ExitWatch>,
     /// The program's other processes (listed in the registry), looked at every
@@ -77,7 +79,8 @@ impl ProcThreads {
             lifetime,
             registry: None,
             used_registry: false,
-            switches_read: None,
+            switches_first: None,
+            switches_last: None,
             exit_watch: ExitWatch::open(pid),
             offspring: None,
             polls: 0,
@@ -100,22 +103,34 @@ impl ProcThreads {
         threads_line(&buf[..n])
     }
 
-    /// The target's context switches (None between reads). Only their rate over the whole
-    /// run is used, so they are read at 0, 1, 2, 4, 8, ... s, from at most `SWITCH_SAMPLE`
-    /// threads (scaled to all): each read opens a file per thread read, and a program with
+    /// Reads the target's context switches when due. Only their rate over the whole run is
+    /// used, so they are read at 0, 1, 2, 4, 8, ... s, from at most `SWITCH_SAMPLE` threads
+    /// (scaled to all): each read opens a file per thread read, and a program with
     /// thousands of threads should not pay that.
-    fn context_switches(&mut self) -> Option<u64> {
-        match self.switches_read {
-            Some((first, due)) if first.elapsed().as_secs_f64() < due => return None,
-            Some((first, due)) => self.switches_read = Some((first, due * 2.0)),
-            None => self.switches_read = Some((Instant::now(), 1.0)),
+    fn read_switches(&mut self) {
+        let due = match (self.switches_first, self.switches_last) {
+            (None, _) => true,
+            (Some((t0, _)), None) => t0.elapsed().as_secs_f64() >= 1.0,
+            (Some((t0, _)), Some((t1, _))) => {
+                t0.elapsed().as_secs_f64() >= 2.0 * (t1 - t0).as_secs_f64()
+            }
+        };
+        if !due {
+            return;
         }
-        autopin_perf::context_switches_sampled(
+        let Ok(n) = autopin_perf::context_switches_sampled(
             std::path::Path::new("/proc"),
             self.pid,
             SWITCH_SAMPLE,
-        )
-        .ok()
+        ) else {
+            return;
+        };
+        let read = Some((Instant::now(), n));
+        if self.switches_first.is_none() {
+            self.switches_first = read;
+        } else {
+            self.switches_last = read;
+        }
     }
 
     /// Reads thread creation order from this registry whenever the preload library has
@@ -199,6 +214,12 @@ impl ThreadSource for ProcThreads {
         }
     }
 
+    fn switch_rate(&self) -> Option<f64> {
+        let ((t0, n0), (t1, n1)) = (self.switches_first?, self.switches_last?);
+        let secs = (t1 - t0).as_secs_f64();
+        (secs > 0.0).then(|| n1.saturating_sub(n0) as f64 / secs)
+    }
+
     fn notes(&self) -> Vec<String> {
         if self.used_registry {
             vec!["threads: creation order from the preload registry".into()]
@@ -224,6 +245,7 @@ impl ThreadSource for ProcThreads {
             });
         }
         self.polls += 1;
+        self.read_switches();
         if let (Some(o), Some(r)) = (&mut self.offspring, &self.registry) {
             if self.polls % OFFSPRING_EVERY == 1 {
                 o.look(&r.processes().0, r.owner_pid());
@@ -279,7 +301,6 @@ impl ThreadSource for ProcThreads {
                 tracked,
                 all,
                 ended: None,
-                context_switches: self.context_switches(),
                 existed: self.registry.as_ref().map(|r| r.count() as usize),
             });
         }
@@ -307,7 +328,6 @@ impl ThreadSource for ProcThreads {
             tracked,
             all,
             ended: None,
-            context_switches: self.context_switches(),
             // The registry counts births even when it is too full to list the threads.
             existed: self.registry.as_ref().map(|r| r.count() as usize),
         })

@@ -86,7 +86,7 @@ pub fn switches_in_status(status: &str) -> u64 {
 }
 
 /// The measured cost of per-thread counting on this machine.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CountingCost {
     /// Events that were attached.
     pub events: Vec<String>,
@@ -101,6 +101,10 @@ pub struct CountingCost {
     /// Run-to-run spread of the uncounted runs, per switch (median − fastest): a
     /// `per_switch_ns` smaller than this is indistinguishable from zero.
     pub noise_ns: f64,
+    /// Where a cost measured by an earlier run was kept, and when it was measured (None:
+    /// measured by this run).
+    #[serde(skip)]
+    pub kept: Option<String>,
 }
 
 impl CountingCost {
@@ -266,6 +270,7 @@ fn measure_on_this_thread(
         switches_per_round_trip: s,
         per_switch_ns: (c - p) / s,
         noise_ns: spread / s,
+        kept: None,
     })
 }
 
@@ -336,6 +341,7 @@ mod tests {
             switches_per_round_trip: 2.0,
             per_switch_ns: 2_000.0,
             noise_ns: 100.0,
+            kept: None,
         };
         // 50k switches/s × 2 µs = 0.1 s/s over 2 CPUs = 5 %.
         assert!((c.estimated_slowdown(50_000.0, 2) - 0.05).abs() < 1e-12);

@@ -1039,3 +1039,43 @@ fn a_stray_keeper_variable_is_ignored_with_a_word() {
     assert_eq!(out.status.code(), Some(5));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("AUTOPIN_KEEPER"));
 }
+
+/// The cost of counting a context switch is measured once on a machine (a quarter of a
+/// second before the program may start) and kept for the runs after: the second run's
+/// report says where its cost came from, and both runs estimate how much counting slowed
+/// the program from the switches they saw.
+#[test]
+fn the_counting_cost_is_measured_once_and_kept_for_later_runs() {
+    if let Err(u) = autopin_perf::probe().software {
+        autopin_testkit::skip!("software counters are not available here ({u})");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let run = |name: &str| {
+        let rep = dir.path().join(name);
+        autopin()
+            .env("AUTOPIN_CACHE", &cache)
+            .args(["run", "-q", "--schedule", "0", "--objective", "task-clock"])
+            .arg("--report")
+            .arg(&rep)
+            // Longer than a second: the switch rate is read at its start and after 1 s.
+            .args(["--", "sh", "-c", "for i in 1 2 3 4 5 6; do sleep 0.2; done"])
+            .assert()
+            .success();
+        read_json(&rep)
+    };
+    let first = run("first.json");
+    let note = first["perturbation_note"].as_str().unwrap_or_default();
+    assert!(first["perturbation"].is_number(), "{first}");
+    assert!(!note.contains("kept in"), "{note}");
+    let file = cache.join("counting-cost.json");
+    let kept: serde_json::Value = read_json(&file);
+    assert_eq!(kept.as_object().map(|o| o.len()), Some(1), "{kept}");
+    let second = run("second.json");
+    let note = second["perturbation_note"].as_str().unwrap_or_default();
+    assert!(second["perturbation"].is_number(), "{second}");
+    assert!(
+        note.contains(&format!("kept in {}", file.display())),
+        "{note}"
+    );
+}

@@ -704,10 +704,14 @@ fn estimate_perturbation(
     let s = cost.estimated_slowdown(rate, cpus);
     report.perturbation = Some(s);
     report.perturbation_note = Some(format!(
-        "{:.0} context switches/s × {:.0} ns extra per counted switch over {} CPU(s)",
+        "{:.0} context switches/s × {:.0} ns extra per counted switch over {} CPU(s){}",
         rate,
         cost.per_switch_ns.max(0.0),
-        cpus
+        cpus,
+        cost.kept
+            .as_deref()
+            .map(|k| format!(" (that cost {k})"))
+            .unwrap_or_default()
     ));
     if s > 0.01 {
         sink.message(None, &format!(
