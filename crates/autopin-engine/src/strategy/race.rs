@@ -487,6 +487,13 @@ impl Race {
                 continue;
             }
             let Some(ce) = *ce else { continue };
+            // The pinning in force won an earlier run: one probe does not overturn it. Its
+            // first is the check's first, taken while the program may still be starting
+            // (reading its input, one thread working alone), where any pinning reads far
+            // below its rate; a second probe costs the check a fifth of a second.
+            if self.incumbent == Some(c) && ce.n < 2 {
+                continue;
+            }
             // The OS placement is the one candidate whose threads the kernel moves: a few
             // probes of it may all have caught one state (a thread on the busy CPU, or off
             // it), so only the half-the-leader rule judges it before it has been probed
@@ -769,16 +776,30 @@ impl Race {
         }
     }
 
-    /// The incumbent confirmed by its first probe alone: nothing else probed yet, and that
-    /// probe within `confirm_band` of the score it was decided at.
-    fn confirmed(&self) -> Option<Decision> {
+    /// The incumbent's latest probe as a share of the score it was decided at, while
+    /// nothing else has been probed (None otherwise, or without a remembered score).
+    fn incumbent_share(&self) -> Option<(usize, f64)> {
         let (i, expected) = (self.incumbent?, self.expected?);
         let others_probed = (0..self.arms.len()).any(|c| c != i && !self.arms[c].scores.is_empty());
-        let seen = &self.arms[i].scores;
-        if others_probed || seen.is_empty() {
+        if others_probed {
             return None;
         }
-        let share = autopin_stats::mean(seen)? / expected;
+        Some((i, self.arms[i].scores.last()? / expected))
+    }
+
+    /// The incumbent to probe once more before any other: its first probe read below its
+    /// remembered rate, which the program's start-up alone explains (a program reading its
+    /// input runs at a fraction of its rate on any pinning). Probing the pinning in force
+    /// costs nothing when it is still the best; probing the others costs their gap.
+    fn incumbent_again(&self) -> Option<usize> {
+        let (i, share) = self.incumbent_share()?;
+        (self.arms[i].scores.len() == 1 && share < self.p.confirm_band.0).then_some(i)
+    }
+
+    /// The incumbent confirmed by its own probes alone: nothing else probed yet, and its
+    /// latest probe within `confirm_band` of the score it was decided at.
+    fn confirmed(&self) -> Option<Decision> {
+        let (i, share) = self.incumbent_share()?;
         let (lo, hi) = self.p.confirm_band;
         if !(lo..=hi).contains(&share) {
             return None;
@@ -853,6 +874,16 @@ impl Strategy for Race {
         }
         if let Some(d) = self.confirmed() {
             return Plan::Decide(d);
+        }
+        if let Some(i) = self.incumbent_again() {
+            let measure = self.arms[i].probe_len;
+            if elapsed + self.p.warmup + measure <= self.p.budget {
+                return Plan::Probe {
+                    candidate: i,
+                    warmup: self.p.warmup,
+                    measure,
+                };
+            }
         }
         if !self.queue.is_empty() {
             // A candidate the probes so far in this round already rule out is not probed
@@ -1347,6 +1378,88 @@ mod faster_race_tests {
         let kept = check(100.0);
         assert_eq!(kept.candidate, 0, "{}", kept.reason);
         assert_eq!(check(140.0).candidate, 2);
+    }
+
+    #[test]
+    fn a_pinning_in_force_is_not_overturned_by_its_first_probe_alone() {
+        // The check's first probe of the remembered pinning (#0) catches the program's
+        // start-up, a seventh of its rate; then it runs at 100/s, the OS placement (#1) at
+        // 60-100/s. Its first probe is below half of the OS placement's, yet it stays.
+        let mut r = Race::new(
+            RaceParams {
+                budget: 1.0,
+                os_probes: 1,
+                os_ticks: 2,
+                ..RaceParams::default()
+            },
+            2,
+        );
+        r.set_os_placement(1);
+        r.set_incumbent(0);
+        let mut probes_of_0 = 0;
+        let (d, order, _) = super::tests::drive_race(r, |candidate, k, measure| {
+            let score = if candidate == 0 {
+                probes_of_0 += 1;
+                if probes_of_0 == 1 {
+                    15.0
+                } else {
+                    100.0
+                }
+            } else {
+                [100.0, 60.0, 90.0][k % 3]
+            };
+            ProbeOutcome {
+                candidate,
+                score,
+                duration: measure,
+                interval_cv: Some(0.01),
+                interval_range: Some((0.95 * score, 1.05 * score)),
+                intervals: 2,
+            }
+        });
+        assert_eq!(d.candidate, 0, "{} {order:?}", d.reason);
+        assert!(order.iter().filter(|&&c| c == 0).count() >= 2, "{order:?}");
+    }
+
+    #[test]
+    fn a_pinning_in_force_read_during_the_start_up_is_probed_again_before_the_others() {
+        // The remembered pinning (#0) decided at 100/s; its first probe catches the
+        // program's start-up (30/s), its second its rate (`today`); the others run at 70/s.
+        let check = |today: f64| {
+            let mut r = Race::new(RaceParams::default(), 3);
+            r.set_os_placement(1);
+            r.set_incumbent(0);
+            r.expect_incumbent(100.0);
+            let mut probes_of_0 = 0;
+            super::tests::drive_race(r, move |candidate, _, measure| {
+                let score = match candidate {
+                    0 => {
+                        probes_of_0 += 1;
+                        if probes_of_0 == 1 {
+                            30.0
+                        } else {
+                            today
+                        }
+                    }
+                    _ => 70.0,
+                };
+                ProbeOutcome {
+                    candidate,
+                    score,
+                    duration: measure,
+                    interval_cv: Some(0.01),
+                    interval_range: None,
+                    intervals: 2,
+                }
+            })
+        };
+        let (d, order, _) = check(98.0);
+        assert_eq!((d.candidate, order), (0, vec![0, 0]), "{}", d.reason);
+        assert!(d.reason.contains("98% of its rate"), "{}", d.reason);
+        // Still slow on its second probe (a neighbour on its CPU): the others are probed.
+        let (_, order, _) = check(60.0);
+        assert_eq!(&order[..2], &[0, 0]);
+        assert!(order.contains(&1) && order.contains(&2), "{order:?}");
     }
 
     #[test]
