@@ -424,26 +424,21 @@ impl Platform for LinuxPlatform {
     }
 
     fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost> {
+        let measure =
+            || autopin_perf::measure_counting_cost(events, Duration::from_millis(200)).ok();
         // Kept from an earlier run on this machine (see cost_cache): measuring delays the
         // program's start by a quarter of a second.
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()?
-            .as_secs_f64();
-        let file = crate::cost_cache::cache_file();
+        let (Some(file), Some(now)) = (crate::cost_cache::cache_file(), self.unix_time()) else {
+            return measure();
+        };
         let names: Vec<String> = events.iter().map(|e| e.key().to_string()).collect();
         let key = crate::cost_cache::key(&names, std::path::Path::new("/proc"));
-        if let Some(kept) = file
-            .as_deref()
-            .and_then(|f| crate::cost_cache::get(f, &key, now))
-        {
+        if let Some(kept) = crate::cost_cache::get(&file, &key, now) {
             return Some(kept);
         }
-        let cost = autopin_perf::measure_counting_cost(events, Duration::from_millis(200)).ok()?;
-        if let Some(f) = &file {
-            // A cache that cannot be written is measured again next time.
-            let _ = crate::cost_cache::put(f, &key, &cost, now);
-        }
+        let cost = measure()?;
+        // A cache that cannot be written is measured again next time.
+        let _ = crate::cost_cache::put(&file, &key, &cost, now);
         Some(cost)
     }
 
