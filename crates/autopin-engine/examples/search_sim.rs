@@ -324,6 +324,7 @@ fn params() -> RaceParams {
             "min_probe" => p.min_probe = x,
             "os_probes" => p.os_probes = x as usize,
             "os_ticks" => p.os_ticks = x as usize,
+            "os_swing" => p.os_swing = x,
             "allowance" => p.one_probe_allowance = x,
             "warmup" => p.warmup = x,
             "error" => p.error = x,

@@ -520,7 +520,8 @@ fn near_ties_end_within_budget() {
 
 #[test]
 fn program_ending_mid_search_gives_incomplete_report() {
-    let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.05, 1, 3.0);
+    // 1.5 s: the race decides among these candidates in about 2 s.
+    let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.05, 1, 1.5);
     let topo = sim.topo();
     let cands = structured_candidates(&topo, 16);
     let mut session = Session::new(

@@ -82,6 +82,9 @@ pub struct RaceParams {
     /// Sampling ticks of the OS placement before it can win or lose by anything but the
     /// half-the-leader rule: a probe cut after one tick says little about a rate that swings.
     pub os_ticks: usize,
+    /// Highest ÷ lowest probe of the OS placement at which its swing counts as seen: from
+    /// `os_probes` probes on, it is then judged before `os_ticks` ticks (0: never).
+    pub os_swing: f64,
     /// A probe ends early once every tick so far is below this share of the leader's
     /// lowest tick (it is far behind; more ticks would only cost).
     pub cut_below: f64,
@@ -113,6 +116,7 @@ impl Default for RaceParams {
             close: 0.05,
             os_probes: 3,
             os_ticks: 8,
+            os_swing: 1.5,
             cut_below: 0.8,
             confirm_band: (0.9, 1.15),
         }
@@ -551,8 +555,12 @@ impl Race {
     /// fewer than `os_ticks` sampling ticks.
     fn unsettled(&self, c: usize) -> bool {
         let a = &self.arms[c];
+        let swing_seen = self.p.os_swing > 0.0
+            && a.scores.iter().fold(f64::NEG_INFINITY, |m, s| m.max(*s))
+                >= self.p.os_swing * a.scores.iter().fold(f64::INFINITY, |m, s| m.min(*s));
         self.os_placement == Some(c)
-            && (a.scores.len() < self.p.os_probes || a.seen_ticks < self.p.os_ticks as f64)
+            && (a.scores.len() < self.p.os_probes
+                || (a.seen_ticks < self.p.os_ticks as f64 && !swing_seen))
     }
 
     /// Every tick of `c` is below half of every tick of the leader `l` (a spinning barrier
@@ -1587,6 +1595,60 @@ mod lost_work_tests {
         assert_eq!(d.candidate, 1, "{}", d.reason);
         assert_eq!(probes_of(&probes, 2), 1, "{probes:?}");
         assert!(probes_of(&probes, 0) <= 4, "{probes:?}");
+    }
+
+    #[test]
+    fn an_os_placement_whose_swing_was_seen_is_judged_after_three_probes() {
+        // As on ompwork beside a busy CPU: the OS placement (#0) caught both of its states in
+        // three probes (49, 33, 66 thousand/s, a 2× swing), each below the pinning (#1, 68
+        // thousand/s, quiet). Its spread already shows the swing, so it is judged on these
+        // three instead of waiting for 8 ticks (five probes of two here).
+        let run = |os_swing: f64| {
+            let mut r = Race::new(
+                RaceParams {
+                    os_swing,
+                    ..RaceParams::default()
+                },
+                2,
+            );
+            r.set_os_placement(0);
+            let mut probes: Vec<(usize, f64)> = Vec::new();
+            let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
+                probes.push((candidate, measure));
+                let (score, cv) = match candidate {
+                    0 => ([49.0, 33.0, 66.0, 64.0, 30.0, 50.0][k % 6], 0.1),
+                    _ => (68.0 * [1.0, 1.004, 0.997][k % 3], 0.01),
+                };
+                ProbeOutcome {
+                    candidate,
+                    score,
+                    duration: measure,
+                    interval_cv: Some(cv),
+                    interval_range: None,
+                    intervals: 2,
+                }
+            });
+            (d, probes_of(&probes, 0))
+        };
+        let (d, os_probes) = run(RaceParams::default().os_swing);
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert_eq!(os_probes, 3, "{}", d.reason);
+        // Without the rule the OS placement waits for its 8 ticks.
+        let (d, os_probes) = run(0.0);
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert!(os_probes >= 4, "{os_probes}");
+    }
+
+    #[test]
+    fn an_os_placement_caught_in_one_state_still_waits_for_its_ticks() {
+        // Three probes of the OS placement within 10% of each other (one state, perhaps not
+        // its only one) and 25% below the pinning: not judged before 8 ticks.
+        let (d, probes) = drive(2, Some(0), 2, |c, k| match c {
+            0 => ([75.0, 78.0, 72.0, 76.0, 74.0][k % 5], 0.05),
+            _ => (100.0 * [1.0, 1.01, 0.99][k % 3], 0.01),
+        });
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert!(probes_of(&probes, 0) >= 4, "{probes:?}");
     }
 
     #[test]
