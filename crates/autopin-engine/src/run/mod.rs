@@ -280,6 +280,10 @@ fn open_session(
                 .map(|(rate, _)| *rate),
             startup_is_os: !plan.target.is_attach()
                 && pinned_at_birth(plan, explicit.as_deref()).is_none(),
+            startup_ends_init: matches!(
+                choice.source,
+                ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress
+            ),
             remembered_phases: remembered_phases(plan, explicit.as_deref()),
             ..SessionConfig::default()
         },

@@ -176,10 +176,17 @@ impl Walk<'_> {
             if target.preload_active {
                 omp_seen.push((from + t, p.openmp_constructs(), n));
             }
-            p.heartbeats()
+            (p.heartbeats(), startup_seen(omp_seen))
         });
         self.spend(waited);
         if beats == 0 {
+            // The start-up was seen making OpenMP progress long enough to be the OS
+            // placement's first probe: the rest of the init time would only keep the program
+            // where the OS placed it, which beside a busy CPU can be several times slower
+            // than the pinning the search will find.
+            if startup_seen(&self.omp_seen) {
+                *self.init = 0.0;
+            }
             return None;
         }
         Some(format!("the program's heartbeat ({beats} beat(s) reported in the first {waited:.1} s; work units/s)"))
@@ -209,7 +216,8 @@ impl Walk<'_> {
         // complete none (all its work in one long parallel region) would read
         // zero for as long as that region runs, so it is measured otherwise.
         let wait = self.init.clamp(0.3, 1.0);
-        let (done, waited) = wait_for_progress(env, threads, wait, |p, _, _| p.openmp_constructs());
+        let (done, waited) =
+            wait_for_progress(env, threads, wait, |p, _, _| (p.openmp_constructs(), false));
         self.spend(waited);
         if done == 0 {
             self.openmp_idle = Some(format!(
@@ -353,20 +361,19 @@ fn fallback(
     })
 }
 
-/// Polls `progress` every 20 ms for up to `wait` seconds (or until the program ends) while
-/// it reads zero; returns the last reading and the seconds waited.
-/// Polls `progress(platform, seconds waited, threads tracked)` every 20 ms until it is
-/// above zero, the program ends, or `wait` seconds pass; returns it and the time waited.
+/// Polls `progress(platform, seconds waited, threads tracked)` every 20 ms until its count
+/// is above zero, it says enough was seen, the program ends, or `wait` seconds pass; returns
+/// the last count and the time waited.
 fn wait_for_progress(
     env: &mut RunEnv,
     threads: &mut dyn ThreadSource,
     wait: f64,
-    mut progress: impl FnMut(&mut dyn Platform, f64, usize) -> u64,
+    mut progress: impl FnMut(&mut dyn Platform, f64, usize) -> (u64, bool),
 ) -> (u64, f64) {
     let start = env.clock.now();
     let mut tracked = threads.poll().map_or(0, |s| s.tracked.len());
-    let mut seen = progress(&mut *env.platform, 0.0, tracked);
-    while seen == 0 && env.clock.now() - start < wait {
+    let (mut seen, mut enough) = progress(&mut *env.platform, 0.0, tracked);
+    while seen == 0 && !enough && env.clock.now() - start < wait {
         match threads.poll() {
             Ok(s) if s.ended.is_some() => break,
             Ok(s) => tracked = s.tracked.len(),
@@ -374,9 +381,34 @@ fn wait_for_progress(
         }
         let t = env.clock.now() + 0.02;
         env.clock.sleep_until(t);
-        seen = progress(&mut *env.platform, env.clock.now() - start, tracked);
+        (seen, enough) = progress(&mut *env.platform, env.clock.now() - start, tracked);
     }
     (seen, env.clock.now() - start)
+}
+
+/// Seconds of OpenMP progress with the same threads that make a start-up worth a probe of
+/// the OS placement: the session drops the first tick that counted anything (the program
+/// was loading before it) and needs 0.15 s after it (`MIN_STARTUP_PROBE`).
+const STARTUP_SEEN: f64 = 0.3;
+
+/// Whether polls of the OpenMP count, (seconds, count, threads), show the program making
+/// progress for `STARTUP_SEEN` seconds since its first construct and its last change of
+/// threads.
+fn startup_seen(polls: &[(f64, u64, usize)]) -> bool {
+    let Some(&(now, _, threads)) = polls.last() else {
+        return false;
+    };
+    let Some(first) = polls.iter().position(|p| p.1 > 0) else {
+        return false;
+    };
+    // The newest stretch with the present thread count, from the first construct on.
+    let since = polls[first..]
+        .iter()
+        .rev()
+        .take_while(|p| p.2 == threads)
+        .last()
+        .map_or(now, |p| p.0);
+    now - since >= STARTUP_SEEN - 1e-9
 }
 
 /// Polls of a cumulative count, (seconds, count, threads), as intervals of at least the
@@ -407,7 +439,34 @@ fn startup_intervals(polls: &[(f64, u64, usize)], tick: f64) -> Vec<Interval> {
 
 #[cfg(test)]
 mod tests {
-    use super::startup_intervals;
+    use super::{startup_intervals, startup_seen};
+
+    #[test]
+    fn a_start_up_is_seen_after_progress_with_the_same_threads_for_long_enough() {
+        // Polls every 20 ms; the first construct at 0.1 s.
+        let polls = |until: f64, second_thread_at: f64| -> Vec<(f64, u64, usize)> {
+            (0..)
+                .map(|i| 0.02 * f64::from(i))
+                .take_while(|t| *t <= until + 1e-9)
+                .map(|t| {
+                    let count = if t < 0.1 { 0 } else { (1000.0 * t) as u64 };
+                    (t, count, if t < second_thread_at { 1 } else { 2 })
+                })
+                .collect()
+        };
+        assert!(!startup_seen(&[]));
+        assert!(!startup_seen(&polls(0.38, 9.0)), "0.28 s of progress");
+        assert!(startup_seen(&polls(0.40, 9.0)), "0.3 s of progress");
+        // No construct at all: nothing seen, however long.
+        let idle: Vec<_> = polls(1.0, 9.0)
+            .into_iter()
+            .map(|(t, _, n)| (t, 0, n))
+            .collect();
+        assert!(!startup_seen(&idle));
+        // A thread born at 0.3 s starts the count again.
+        assert!(!startup_seen(&polls(0.5, 0.3)));
+        assert!(startup_seen(&polls(0.6, 0.3)));
+    }
 
     #[test]
     fn polls_become_tick_long_intervals_and_a_changed_thread_count_disturbs_one() {

@@ -843,6 +843,90 @@ fn a_cluster_launch_is_recorded_and_its_searches_go_through_the_coordination() {
 }
 
 #[test]
+fn an_openmp_start_up_seen_long_enough_ends_the_wait_for_a_heartbeat() {
+    let m = small();
+    let openmp = |beats_from: Option<f64>| {
+        let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+        p.counting = Err(OsError::NotSupported("no PMU".into()));
+        p.openmp_runtime = Some("libgomp.so.1".into());
+        p.openmp_from = Some(0.05);
+        p.beats_from = beats_from;
+        p
+    };
+    let pl = plan(&m, launch(), topology());
+    // Constructs from 0.05 s on and no heartbeat: the search begins 0.3 s after the first
+    // construct, not when the 0.5 s init ends, and the start-up is still the OS
+    // placement's first probe.
+    let (r, sink) = go(&pl, &mut openmp(None));
+    let r = r.unwrap();
+    assert_eq!(r.objective.source, "openmp");
+    assert!(r.probes[0].startup, "{:?}", r.probes[0]);
+    let first_pinned = &r.probes[1];
+    assert!(
+        (0.34..0.45).contains(&first_pinned.start),
+        "{first_pinned:?} {:#?}",
+        sink.messages
+    );
+    assert!(
+        sink.messages
+            .iter()
+            .any(|m| m
+                .contains("the program has run 0.4 s where the OS placed it; probing starts now")),
+        "{:#?}",
+        sink.messages
+    );
+    // A program that beats within that time is measured by its heartbeat, as before.
+    let (r, _) = go(&pl, &mut openmp(Some(0.25)));
+    assert_eq!(r.unwrap().objective.source, "heartbeat");
+}
+
+#[test]
+fn a_heartbeat_start_up_seen_long_enough_ends_the_init() {
+    let m = small();
+    let beating = |from: f64| {
+        let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+        p.counting = Err(OsError::NotSupported("no PMU".into()));
+        p.beats_from = Some(from);
+        p
+    };
+    let pl = plan(&m, launch(), topology());
+    let first_pinned = |r: &Report| {
+        r.probes
+            .iter()
+            .find(|p| !p.startup)
+            .expect("a probe after the start-up")
+            .start
+    };
+    // Beats from 0.02 s: 0.2 s of them after the first tick that counted any is the OS
+    // placement's first probe, and the search begins then, not when the 0.5 s init ends.
+    let (r, sink) = go(&pl, &mut beating(0.02));
+    let r = r.unwrap();
+    assert_eq!(r.objective.source, "heartbeat");
+    assert!(r.probes[0].startup, "{:?}", r.probes[0]);
+    assert!(
+        first_pinned(&r) < 0.45,
+        "{:?} {:#?}",
+        r.probes,
+        sink.messages
+    );
+    assert!(
+        sink.messages
+            .iter()
+            .any(|m| m.contains("probing starts once 0.2 s of its progress has been seen")),
+        "{:#?}",
+        sink.messages
+    );
+    // task-clock counts a program reading its input as much as one working: its init is
+    // waited out whole.
+    let mut p = beating(0.02);
+    let mut tc = plan(&m, launch(), topology());
+    tc.objective.chain = vec![ObjectiveSource::Requested, ObjectiveSource::TaskClock];
+    let r = go(&tc, &mut p).0.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
+    assert!(first_pinned(&r) >= 0.5 - 1e-9, "{:?}", r.probes);
+}
+
+#[test]
 fn a_plain_plan_has_no_launch_record() {
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 4, 60.0));

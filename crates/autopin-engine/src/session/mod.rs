@@ -130,6 +130,11 @@ pub struct SessionConfig {
     /// The program starts where the OS places it (launched, nothing applied at its birth):
     /// the end of its start-up is the OS placement's first probe.
     pub startup_is_os: bool,
+    /// The objective is progress the program reports itself (heartbeats, OpenMP
+    /// constructs): the init ends as soon as the start-up's clean tail has been seen for
+    /// `STARTUP_ENOUGH` (the OS placement's first probe), not when the init time is over.
+    /// CPU time or counted events would also count a program reading its input.
+    pub startup_ends_init: bool,
     /// Phases decided in an earlier run: (phase, candidate label, the rate it was decided
     /// at). Entering one applies its pinning without a search; the phase watch holds it to
     /// that rate.
@@ -150,6 +155,7 @@ impl Default for SessionConfig {
             check_first: false,
             check_rate: None,
             startup_is_os: false,
+            startup_ends_init: false,
             remembered_phases: Vec::new(),
         }
     }
@@ -222,6 +228,9 @@ fn on_scale(higher_is_better: bool, v: f64) -> f64 {
 
 /// Least clean start-up time that makes the OS placement's first probe, seconds.
 const MIN_STARTUP_PROBE: f64 = 0.15;
+/// A clean start-up tail this long ends the init (`SessionConfig::startup_ends_init`):
+/// two ticks, a probe's length.
+const STARTUP_ENOUGH: f64 = 0.2;
 
 impl Session {
     pub fn new(
@@ -287,6 +296,12 @@ impl Session {
             format!(
                 "the program has run {:.1} s where the OS placed it; probing starts now",
                 self.cfg.init_waited
+            )
+        } else if self.cfg.init_waited > 0.0 && self.cfg.startup_ends_init && self.cfg.startup_is_os
+        {
+            format!(
+                "the program has run {:.1} s where the OS placed it; probing starts once {STARTUP_ENOUGH:.1} s of its progress has been seen, within {:.1} s",
+                self.cfg.init_waited, self.cfg.init
             )
         } else if self.cfg.init_waited > 0.0 {
             format!(
@@ -505,7 +520,15 @@ impl Session {
                 // Nothing to compare while the program reports no progress at all (a
                 // heartbeat before its work loop starts): wait, up to `init_extra` more.
                 let idle = iv.amount <= 0.0 && now < *until + self.cfg.init_extra;
-                if now >= *until - slack && !idle {
+                // The rest of the init would only keep the program where the OS placed it,
+                // which beside a busy CPU can be several times slower than the pinning the
+                // search finds.
+                let seen = self.cfg.startup_ends_init
+                    && self
+                        .startup
+                        .as_ref()
+                        .is_some_and(|a| a.good_time >= STARTUP_ENOUGH - 1e-9);
+                if (now >= *until - slack || seen) && !idle {
                     self.first_search(now, &mut out);
                 } else if now >= *until - slack && !self.said_no_progress {
                     self.said_no_progress = true;
