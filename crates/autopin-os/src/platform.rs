@@ -384,6 +384,17 @@ impl Platform for LinuxPlatform {
             }
             return Ok(Box::new(meter));
         }
+        // Progress the program reports itself (heartbeats, OpenMP constructs) needs no
+        // counter: probing what the kernel can count would only cost the program its first
+        // perf_event_open (5-20 ms while the kernel switches perf's hooks on).
+        if objective.events().is_empty() && !objective.needs_energy() {
+            return Ok(Box::new(PerfMeter::new(
+                objective.clone(),
+                None,
+                self.heartbeat.take(),
+                None,
+            )));
+        }
         // DESIGN's measuring rule: per-CPU counting (no cost on context switches) where it is
         // allowed and counts only the target; per thread otherwise. autopin does not yet know
         // whether other work shares the target's CPUs, nor give the target a cgroup, so today

@@ -531,6 +531,10 @@ impl Meter for PerfMeter {
     }
 
     fn counting(&self) -> Option<(String, String)> {
+        // Nothing is counted by the kernel: the program reports its own progress.
+        if self.sampler.is_none() && self.energy.is_none() {
+            return None;
+        }
         let mode = match &self.mode.mode {
             CountingMode::PerThread => "per-thread".to_string(),
             CountingMode::PerCpu { cpus, cgroup } => format!(
@@ -801,6 +805,23 @@ mod tests {
         assert!(r.total.is_none());
         assert_eq!(r.per_thread.len(), 1);
         assert_eq!(m.notes().len(), 1);
+    }
+
+    #[test]
+    fn a_meter_of_reported_progress_says_the_kernel_counts_nothing() {
+        // OpenMP progress and heartbeats come from the heartbeat file, not from counters:
+        // no counting mode to report. A counted event has one.
+        let openmp = Objective::parse("openmp").unwrap();
+        assert!(counters_for(&openmp, &CountingMode::PerThread)
+            .unwrap()
+            .is_none());
+        let m = PerfMeter::new(openmp, None, None, None);
+        assert_eq!(m.counting(), None);
+        let clock = Objective::parse("task-clock").unwrap();
+        if let Ok(Some(counters)) = counters_for(&clock, &CountingMode::PerThread) {
+            let m = PerfMeter::new(clock, Some(counters), None, None);
+            assert_eq!(m.counting().map(|c| c.0), Some("per-thread".to_string()));
+        }
     }
 
     #[test]
