@@ -1557,7 +1557,18 @@ mod lost_work_tests {
         ticks: usize,
         score: impl Fn(usize, usize) -> (f64, f64),
     ) -> (Decision, Vec<(usize, f64)>) {
-        let mut r = Race::new(RaceParams::default(), n);
+        drive_with(RaceParams::default(), n, os, ticks, score)
+    }
+
+    /// [`drive`] with other parameters.
+    fn drive_with(
+        p: RaceParams,
+        n: usize,
+        os: Option<usize>,
+        ticks: usize,
+        score: impl Fn(usize, usize) -> (f64, f64),
+    ) -> (Decision, Vec<(usize, f64)>) {
+        let mut r = Race::new(p, n);
         if let Some(o) = os {
             r.set_os_placement(o);
         }
@@ -1604,29 +1615,13 @@ mod lost_work_tests {
         // thousand/s, quiet). Its spread already shows the swing, so it is judged on these
         // three instead of waiting for 8 ticks (five probes of two here).
         let run = |os_swing: f64| {
-            let mut r = Race::new(
-                RaceParams {
-                    os_swing,
-                    ..RaceParams::default()
-                },
-                2,
-            );
-            r.set_os_placement(0);
-            let mut probes: Vec<(usize, f64)> = Vec::new();
-            let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
-                probes.push((candidate, measure));
-                let (score, cv) = match candidate {
-                    0 => ([49.0, 33.0, 66.0, 64.0, 30.0, 50.0][k % 6], 0.1),
-                    _ => (68.0 * [1.0, 1.004, 0.997][k % 3], 0.01),
-                };
-                ProbeOutcome {
-                    candidate,
-                    score,
-                    duration: measure,
-                    interval_cv: Some(cv),
-                    interval_range: None,
-                    intervals: 2,
-                }
+            let p = RaceParams {
+                os_swing,
+                ..RaceParams::default()
+            };
+            let (d, probes) = drive_with(p, 2, Some(0), 2, |c, k| match c {
+                0 => ([49.0, 33.0, 66.0, 64.0, 30.0, 50.0][k % 6], 0.1),
+                _ => (68.0 * [1.0, 1.004, 0.997][k % 3], 0.01),
             });
             (d, probes_of(&probes, 0))
         };
