@@ -387,9 +387,10 @@ fn wait_for_progress(
 }
 
 /// Seconds of OpenMP progress with the same threads that make a start-up worth a probe of
-/// the OS placement: the session drops the first tick that counted anything (the program
-/// was loading before it) and needs 0.15 s after it (`MIN_STARTUP_PROBE`).
-const STARTUP_SEEN: f64 = 0.3;
+/// the OS placement: the session drops the first 0.1 s tick that counted anything (the
+/// program was loading before it) and ends its init once `STARTUP_ENOUGH` of clean tail
+/// follows it.
+const STARTUP_SEEN: f64 = 0.1 + crate::session::STARTUP_ENOUGH;
 
 /// Whether polls of the OpenMP count, (seconds, count, threads), show the program making
 /// progress for `STARTUP_SEEN` seconds since its first construct and its last change of

@@ -230,7 +230,7 @@ fn on_scale(higher_is_better: bool, v: f64) -> f64 {
 const MIN_STARTUP_PROBE: f64 = 0.15;
 /// A clean start-up tail this long ends the init (`SessionConfig::startup_ends_init`):
 /// two ticks, a probe's length.
-const STARTUP_ENOUGH: f64 = 0.2;
+pub(crate) const STARTUP_ENOUGH: f64 = 0.2;
 
 impl Session {
     pub fn new(

@@ -144,6 +144,17 @@ struct Arm {
     seen_ticks: f64,
 }
 
+impl Arm {
+    /// Lowest and highest probe score (infinite with no probe).
+    fn score_range(&self) -> (f64, f64) {
+        self.scores
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| {
+                (lo.min(*s), hi.max(*s))
+            })
+    }
+}
+
 /// A candidate's mean log rate and how well it is known.
 #[derive(Debug, Clone, Copy)]
 struct Estimate {
@@ -510,15 +521,8 @@ impl Race {
             } else if order_p(le.n, ce.n) <= alpha
                 && self.os_placement != Some(l)
                 && self.os_placement != Some(c)
-                && (1.0 + self.p.indistinct)
-                    * self.arms[c]
-                        .scores
-                        .iter()
-                        .fold(f64::NEG_INFINITY, |m, s| m.max(*s))
-                    < self.arms[l]
-                        .scores
-                        .iter()
-                        .fold(f64::INFINITY, |m, s| m.min(*s))
+                && (1.0 + self.p.indistinct) * self.arms[c].score_range().1
+                    < self.arms[l].score_range().0
             {
                 // Order alone, with a gap that matters: every probe of c is more than
                 // `indistinct` below every probe of the leader.
@@ -554,13 +558,13 @@ impl Race {
     /// The OS placement, while it has been probed fewer than `os_probes` times or seen for
     /// fewer than `os_ticks` sampling ticks.
     fn unsettled(&self, c: usize) -> bool {
+        if self.os_placement != Some(c) {
+            return false;
+        }
         let a = &self.arms[c];
-        let swing_seen = self.p.os_swing > 0.0
-            && a.scores.iter().fold(f64::NEG_INFINITY, |m, s| m.max(*s))
-                >= self.p.os_swing * a.scores.iter().fold(f64::INFINITY, |m, s| m.min(*s));
-        self.os_placement == Some(c)
-            && (a.scores.len() < self.p.os_probes
-                || (a.seen_ticks < self.p.os_ticks as f64 && !swing_seen))
+        let (lo, hi) = a.score_range();
+        let swing_seen = self.p.os_swing > 0.0 && hi >= self.p.os_swing * lo;
+        a.scores.len() < self.p.os_probes || (a.seen_ticks < self.p.os_ticks as f64 && !swing_seen)
     }
 
     /// Every tick of `c` is below half of every tick of the leader `l` (a spinning barrier
