@@ -64,28 +64,42 @@ pub fn test_pair(a: u32, b: u32, aff: &dyn Affinity, dur: Duration) -> Result<Sm
         })
     };
     let first = alone(())?;
-    let barrier = Barrier::new(2);
-    let together = std::thread::scope(|s| -> Result<f64> {
-        let ha = s.spawn(|| -> Result<f64> {
-            aff.pin_current(a)?;
-            barrier.wait();
-            Ok(spin(dur))
-        });
-        let hb = s.spawn(|| -> Result<f64> {
-            let pinned = aff.pin_current(b);
-            barrier.wait();
-            pinned?;
-            Ok(spin(dur))
-        });
-        let ra = ha.join().unwrap_or(Ok(0.0))?;
-        hb.join().unwrap_or(Ok(0.0))?;
-        Ok(ra)
-    })?;
+    let together_once = || -> Result<f64> {
+        let barrier = Barrier::new(2);
+        std::thread::scope(|s| -> Result<f64> {
+            let ha = s.spawn(|| -> Result<f64> {
+                aff.pin_current(a)?;
+                barrier.wait();
+                Ok(spin(dur))
+            });
+            let hb = s.spawn(|| -> Result<f64> {
+                let pinned = aff.pin_current(b);
+                barrier.wait();
+                pinned?;
+                Ok(spin(dur))
+            });
+            let ra = ha.join().unwrap_or(Ok(0.0))?;
+            hb.join().unwrap_or(Ok(0.0))?;
+            Ok(ra)
+        })
+    };
+    let mut together = together_once()?;
     let second = alone(())?;
     // The better of the two solo runs, so a solo run disturbed by something else does not
     // make two separate cores look shared.
     let base = first.max(second);
-    let ratio = if base > 0.0 { together / base } else { 1.0 };
+    let ratio_of = |t: f64| if base > 0.0 { t / base } else { 1.0 };
+    // Something else running beside the pair (another process, or on a VM another guest on
+    // the host's sibling thread) slows it as a shared core would, for a while; it never
+    // speeds it up. So a pair that looked shared runs together twice more, and the best run
+    // counts: two separate cores show it in one of them, a shared core in none.
+    for _ in 0..2 {
+        if ratio_of(together) >= SHARED_BELOW {
+            break;
+        }
+        together = together.max(together_once()?);
+    }
+    let ratio = ratio_of(together);
     Ok(SmtVerdict {
         a,
         b,
