@@ -409,7 +409,8 @@ fn startup_seen(polls: &[(f64, u64, usize)]) -> bool {
         .take_while(|p| p.2 == threads)
         .last()
         .map_or(now, |p| p.0);
-    now - since >= STARTUP_SEEN - 1e-9
+    // Half a poll of slack: polls wake a little early or late.
+    now - since >= STARTUP_SEEN - 0.01
 }
 
 /// Polls of a cumulative count, (seconds, count, threads), as intervals of at least the

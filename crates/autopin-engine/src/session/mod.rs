@@ -508,6 +508,16 @@ impl Session {
         // A program that announces phases is searched phase by phase: probes of different
         // phases are never compared (their rates can differ by orders of magnitude).
         if iv.phase.is_some() && iv.phase != self.phase {
+            // The start-up's tail starts again in the new phase. A program that names its
+            // phase as its work begins (syncbench announces its barrier phase before the
+            // first barrier) made progress in the interval that spans the change: that is the
+            // first interval with progress, which the start-up drops anyway (the program was
+            // loading before it), so the clean tail starts with the next interval instead of
+            // a tick later.
+            if matches!(self.state, State::Init { .. }) && self.searches_started == 0 {
+                self.startup = None;
+                self.startup_progressed |= iv.amount > 0.0;
+            }
             let to = iv.phase.clone();
             self.switch_phase(now, to, &mut out);
             return out;
@@ -527,7 +537,7 @@ impl Session {
                     && self
                         .startup
                         .as_ref()
-                        .is_some_and(|a| a.good_time >= STARTUP_ENOUGH - 1e-9);
+                        .is_some_and(|a| a.good_time >= STARTUP_ENOUGH - slack);
                 if (now >= *until - slack || seen) && !idle {
                     self.first_search(now, &mut out);
                 } else if now >= *until - slack && !self.said_no_progress {

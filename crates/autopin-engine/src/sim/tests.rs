@@ -1028,3 +1028,62 @@ fn override_binding_keeps_searching_over_a_program_that_binds_itself() {
         "autopin pinned it again"
     );
 }
+
+#[test]
+fn a_phase_named_as_the_work_begins_does_not_delay_the_end_of_the_start_up() {
+    // A program that names its work phase as that work begins, 0.15 s in (syncbench
+    // announces "barrier" before its first barrier), measured by progress it reports: the
+    // interval that spans the announcement is its first with progress, which the start-up
+    // drops anyway, so the start-up's two clean ticks follow it directly and the first
+    // pinned probe begins at 0.4 s (it began a tick later when that interval was set aside
+    // for the phase change and the next one dropped as the first with progress).
+    let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:1").unwrap();
+    let phases = vec![
+        SimPhase {
+            name: "load".into(),
+            duration: 0.15,
+            model: Box::new(Prefers {
+                best: vec![Some(0), Some(1)],
+                base: 1e3,
+                other: 0.6,
+            }),
+        },
+        SimPhase {
+            name: "barrier".into(),
+            duration: 1000.0,
+            model: Box::new(Prefers {
+                best: vec![Some(0), Some(1)],
+                base: 1e3,
+                other: 0.6,
+            }),
+        },
+    ];
+    let sim = Sim::new(&m, Box::new(HpcModel::default()), 2, 0.05, 5, 20.0).with_phases(phases);
+    let cands = vec![Pinning::unpinned(), Pinning::pinned("0,1", vec![0, 1])];
+    let mut session = Session::new(
+        SessionConfig {
+            init: 1.0,
+            startup_is_os: true,
+            startup_ends_init: true,
+            ..SessionConfig::default()
+        },
+        Box::new(move |_| cands.clone().into()),
+        Box::new(|n, _| -> Box<dyn Strategy> {
+            let mut r = Race::new(RaceParams::default(), n);
+            r.set_os_placement(0);
+            Box::new(r)
+        }),
+    );
+    let mut go = |_: &Session| true;
+    let cfg = driver_config(CpuSet::from_cpus(0..4));
+    drive(&sim, &mut session, &cfg, &mut go).unwrap();
+    let r = &session.report;
+    assert!(r.probes[0].startup, "{:?}", r.probes[0]);
+    assert_eq!(r.probes[0].phase.as_deref(), Some("barrier"));
+    let pinned = r
+        .probes
+        .iter()
+        .find(|p| !p.startup)
+        .expect("a pinned probe");
+    assert!(pinned.start < 0.45, "{:?}", r.probes);
+}
