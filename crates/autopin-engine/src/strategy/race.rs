@@ -82,8 +82,8 @@ pub struct RaceParams {
     /// Sampling ticks of the OS placement before it can win or lose by anything but the
     /// half-the-leader rule: a probe cut after one tick says little about a rate that swings.
     pub os_ticks: usize,
-    /// Highest ÷ lowest probe of the OS placement at which its swing counts as seen: from
-    /// `os_probes` probes on, it is then judged before `os_ticks` ticks (0: never).
+    /// Highest ÷ lowest probe, or tick, of the OS placement at which its swing counts as
+    /// seen: from `os_probes` probes on, it is then judged before `os_ticks` ticks (0: never).
     pub os_swing: f64,
     /// A probe ends early once every tick so far is below this share of the leader's
     /// lowest tick (it is far behind; more ticks would only cost).
@@ -562,8 +562,12 @@ impl Race {
             return false;
         }
         let a = &self.arms[c];
+        // Seen between its probes, or between the ticks of its probes: the OS placement's
+        // variance takes in both (its probe counts as one tick, see `own`).
         let (lo, hi) = a.score_range();
-        let swing_seen = self.p.os_swing > 0.0 && hi >= self.p.os_swing * lo;
+        let (tick_lo, tick_hi) = a.range.unwrap_or((lo, hi));
+        let swing_seen = self.p.os_swing > 0.0
+            && (hi >= self.p.os_swing * lo || tick_hi >= self.p.os_swing * tick_lo);
         a.scores.len() < self.p.os_probes || (a.seen_ticks < self.p.os_ticks as f64 && !swing_seen)
     }
 
@@ -750,7 +754,26 @@ impl Race {
         let r = self.runner_up(est, l)?;
         let (_, se, q) = self.gap(l, r, &le, &est[r]?, self.alpha());
         let h = q * se;
-        h.is_finite().then(|| h.exp() - 1.0)
+        let from_test = h.is_finite().then(|| h.exp() - 1.0);
+        // Every tick of the runner-up below half of every tick of the leader: the ticks
+        // themselves bound the ratio from below (the leader's lowest over the runner-up's
+        // highest), where one probe each leaves the t-test no variance to speak of.
+        let from_ticks = match (
+            self.below_half(l, r),
+            self.arms[l].range,
+            self.arms[r].range,
+        ) {
+            (true, Some((l_lo, _)), Some((_, r_hi))) => {
+                let mean = |c: usize| autopin_stats::mean(&self.arms[c].scores);
+                let ratio = mean(l)? / mean(r)?;
+                Some((ratio * r_hi / l_lo - 1.0).max(0.0))
+            }
+            _ => None,
+        };
+        match (from_test, from_ticks) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The best other candidate that was probed (eliminated or not).
@@ -1634,6 +1657,76 @@ mod lost_work_tests {
         assert_eq!(os_probes, 3, "{}", d.reason);
         // Without the rule the OS placement waits for its 8 ticks.
         let (d, os_probes) = run(0.0);
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert!(os_probes >= 4, "{os_probes}");
+    }
+
+    #[test]
+    fn a_margin_won_by_half_the_leader_is_bounded_by_the_ticks() {
+        // As ompwork beside a busy CPU: the OS placement started at 18–21 thousand
+        // constructs/s, the pinning probed next ran 68–71 thousand: gone after one probe each,
+        // and the margin's lower bound is what the ticks show (71 ÷ 21 at the least), not
+        // "within the noise" for want of a second probe.
+        let mut r = Race::new(RaceParams::default(), 2);
+        r.set_os_placement(0);
+        let (d, _, _) = super::tests::drive_race(r, |candidate, _, measure| {
+            let (score, lo, hi) = match candidate {
+                0 => (19.8, 18.0, 21.0),
+                _ => (69.4, 68.0, 71.0),
+            };
+            ProbeOutcome {
+                candidate,
+                score,
+                duration: measure,
+                interval_cv: Some(0.05),
+                interval_range: Some((lo, hi)),
+                intervals: 2,
+            }
+        });
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        let (m, ci) = (d.margin.unwrap(), d.margin_ci.unwrap());
+        let low = (1.0 + m) / (1.0 + ci);
+        assert!((low - 68.0 / 21.0).abs() < 1e-9, "{low}");
+    }
+
+    #[test]
+    fn an_os_placement_whose_ticks_swing_is_judged_after_three_probes() {
+        // As syncbench beside a busy CPU: the OS placement's ticks swing between the pinning's
+        // rate and a tenth of it within each probe (ticks 1.02M and 58k), so its probes
+        // average alike (48–52/s) while its ticks show the swing. Its variance takes the
+        // ticks in, so it is judged on three probes; with no tick range to show the swing, it
+        // waits for its 8 ticks (four probes of two).
+        let run = |ranges: bool| {
+            let mut r = Race::new(RaceParams::default(), 2);
+            r.set_os_placement(0);
+            let mut os_probes = 0;
+            let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
+                let (score, lo, hi, cv) = match candidate {
+                    0 => {
+                        os_probes += 1;
+                        let s = [48.0, 52.0, 50.0, 49.0, 51.0][k % 5];
+                        (s, 0.15 * s, 1.85 * s, 1.2)
+                    }
+                    _ => {
+                        let s = 100.0 * [1.0, 1.01, 0.99][k % 3];
+                        (s, 0.99 * s, 1.01 * s, 0.01)
+                    }
+                };
+                ProbeOutcome {
+                    candidate,
+                    score,
+                    duration: measure,
+                    interval_cv: Some(cv),
+                    interval_range: ranges.then_some((lo, hi)),
+                    intervals: 2,
+                }
+            });
+            (d, os_probes)
+        };
+        let (d, os_probes) = run(true);
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert_eq!(os_probes, 3, "{}", d.reason);
+        let (d, os_probes) = run(false);
         assert_eq!(d.candidate, 1, "{}", d.reason);
         assert!(os_probes >= 4, "{os_probes}");
     }
