@@ -409,8 +409,17 @@ fn startup_seen(polls: &[(f64, u64, usize)]) -> bool {
         .take_while(|p| p.2 == threads)
         .last()
         .map_or(now, |p| p.0);
+    // Still making progress: a construct completed within the last tick. A program that
+    // paused after its first constructs (GROMACS reads its input then) is not yet running
+    // as it will be searched.
+    let count_now = polls[polls.len() - 1].1;
+    let recent = polls
+        .iter()
+        .rev()
+        .find(|p| p.0 <= now - 0.1 + 0.01)
+        .is_some_and(|p| p.1 < count_now);
     // Half a poll of slack: polls wake a little early or late.
-    now - since >= STARTUP_SEEN - 0.01
+    recent && now - since >= STARTUP_SEEN - 0.01
 }
 
 /// Polls of a cumulative count, (seconds, count, threads), as intervals of at least the
@@ -457,8 +466,15 @@ mod tests {
                 .collect()
         };
         assert!(!startup_seen(&[]));
-        assert!(!startup_seen(&polls(0.38, 9.0)), "0.28 s of progress");
-        assert!(startup_seen(&polls(0.40, 9.0)), "0.3 s of progress");
+        assert!(!startup_seen(&polls(0.28, 9.0)), "0.18 s of progress");
+        assert!(startup_seen(&polls(0.30, 9.0)), "0.2 s of progress");
+        // A program that paused after its first constructs (no construct in the last
+        // tick) is not seen until it makes progress again.
+        let paused: Vec<_> = polls(0.40, 9.0)
+            .into_iter()
+            .map(|(t, c, n)| (t, if t > 0.25 { 150 } else { c }, n))
+            .collect();
+        assert!(!startup_seen(&paused), "paused since 0.15 s");
         // No construct at all: nothing seen, however long.
         let idle: Vec<_> = polls(1.0, 9.0)
             .into_iter()
@@ -466,8 +482,8 @@ mod tests {
             .collect();
         assert!(!startup_seen(&idle));
         // A thread born at 0.3 s starts the count again.
-        assert!(!startup_seen(&polls(0.5, 0.3)));
-        assert!(startup_seen(&polls(0.6, 0.3)));
+        assert!(!startup_seen(&polls(0.48, 0.3)));
+        assert!(startup_seen(&polls(0.5, 0.3)));
     }
 
     #[test]

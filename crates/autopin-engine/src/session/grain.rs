@@ -15,7 +15,7 @@ pub(super) struct Granularity {
 
 impl Granularity {
     /// Units a probe should see.
-    const MIN_UNITS: f64 = 10.0;
+    pub(super) const MIN_UNITS: f64 = 10.0;
     /// Longest a probe is made (or extended) for granularity's sake, seconds.
     pub(super) const MAX_PROBE: f64 = 4.0;
 

@@ -170,6 +170,8 @@ enum State {
         cand: usize,
         until: f64,
         measure: f64,
+        /// The probe length the strategy asked for (`measure` may be longer for the grain).
+        asked: f64,
         warmup: f64,
         phase: Option<String>,
     },
@@ -227,10 +229,10 @@ fn on_scale(higher_is_better: bool, v: f64) -> f64 {
 }
 
 /// Least clean start-up time that makes the OS placement's first probe, seconds.
-const MIN_STARTUP_PROBE: f64 = 0.15;
+const MIN_STARTUP_PROBE: f64 = 0.09;
 /// A clean start-up tail this long ends the init (`SessionConfig::startup_ends_init`):
 /// two ticks, a probe's length.
-pub(crate) const STARTUP_ENOUGH: f64 = 0.2;
+pub(crate) const STARTUP_ENOUGH: f64 = 0.1;
 
 impl Session {
     pub fn new(
@@ -553,13 +555,15 @@ impl Session {
                 cand,
                 until,
                 measure,
+                asked,
                 warmup,
                 phase,
             } => {
                 if now >= *until - slack {
-                    let (cand, measure, warmup) = (*cand, *measure, *warmup);
+                    let (cand, measure, asked, warmup) = (*cand, *measure, *asked, *warmup);
                     let phase = phase.clone();
                     let mut acc = ProbeAccumulator::new(cand, warmup, now, now + measure, phase);
+                    acc.asked_until = now + asked;
                     // A warm-up that already shows the candidate far behind the leader (a
                     // spinning barrier whose threads now share a CPU, a thread on a busy CPU)
                     // is its probe: a tick more of it would be work lost. The reading must be
@@ -601,12 +605,18 @@ impl Session {
                         let ticks: Vec<f64> = acc.rates.iter().map(|r| oriented(hib, *r)).collect();
                         !ticks.is_empty() && s.seen_enough(acc.cand, &ticks)
                     });
+                // A probe lengthened to see `MIN_UNITS` units at the rate seen so far (a
+                // start-up that paused, GROMACS reading its input after its first
+                // construct) ends once it has seen them and lasted as long as asked.
+                let grain_seen = acc.until > acc.asked_until + slack
+                    && now >= acc.asked_until - slack
+                    && acc.good_amount >= Granularity::MIN_UNITS;
                 if seen_enough {
                     let acc = acc.clone();
                     self.finish_probe(now, acc, &mut out);
                 } else if blind && now >= acc.until - slack {
                     acc.until = now + dt;
-                } else if now >= acc.until - slack {
+                } else if now >= acc.until - slack || grain_seen {
                     let acc = acc.clone();
                     self.finish_probe(now, acc, &mut out);
                 }
@@ -940,6 +950,7 @@ impl Session {
                 measure,
             } => {
                 // A probe must be long enough to see the program progress.
+                let asked = measure;
                 let measure = measure.max(self.grain.min_probe());
                 let candidate = candidate.min(self.candidates.len().saturating_sub(1));
                 // No thread moves when the candidate is the one applied, or the OS placement
@@ -957,17 +968,14 @@ impl Session {
                         cand: candidate,
                         until: now + warmup,
                         measure,
+                        asked,
                         warmup,
                         phase,
                     }
                 } else {
-                    State::Measure(ProbeAccumulator::new(
-                        candidate,
-                        0.0,
-                        now,
-                        now + measure,
-                        phase,
-                    ))
+                    let mut acc = ProbeAccumulator::new(candidate, 0.0, now, now + measure, phase);
+                    acc.asked_until = now + asked;
+                    State::Measure(acc)
                 };
             }
             Plan::Decide(d) => {
@@ -1591,6 +1599,35 @@ mod search_cost_tests {
         let s = run(|a| if a == Some(0) { 100.0 } else { 60.0 }, false, 20.0);
         let p = &s.report.probes;
         assert_eq!((p[1].candidate, p[1].intervals), (1, 1), "{p:?}");
+        assert_eq!(s.report.decision.expect("decided").candidate_index, 0);
+    }
+
+    #[test]
+    fn a_probe_lengthened_for_a_paused_start_up_ends_once_it_has_seen_enough() {
+        // The start-up completes a unit or two (GROMACS after its first constructs, reading
+        // its input): the grain then looks coarse and the first probe is planned seconds
+        // long. The program runs at 800–1000 units/s once probed: the probe ends when it has
+        // lasted the length the strategy asked for and seen its 10 units, not seconds later.
+        let ticks = std::cell::Cell::new(0);
+        let s = run(
+            |a| {
+                ticks.set(ticks.get() + 1);
+                match a {
+                    // 3 units in the first tick, then a pause: 6 a second over the start-up.
+                    None if ticks.get() == 1 => 30.0,
+                    None => 0.0,
+                    Some(0) => 1000.0,
+                    Some(_) => 800.0,
+                }
+            },
+            true,
+            20.0,
+        );
+        let p = &s.report.probes;
+        assert!(!p.is_empty());
+        for probe in p {
+            assert!(probe.duration < 0.35, "{p:?}");
+        }
         assert_eq!(s.report.decision.expect("decided").candidate_index, 0);
     }
 

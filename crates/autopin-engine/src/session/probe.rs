@@ -13,6 +13,9 @@ pub(super) struct ProbeAccumulator {
     pub(super) warmup: f64,
     pub(super) start: f64,
     pub(super) until: f64,
+    /// The end the strategy asked for; `until` is later when the probe was lengthened to
+    /// see enough units of a coarse objective.
+    pub(super) asked_until: f64,
     pub(super) good_amount: f64,
     pub(super) good_time: f64,
     pub(super) all_amount: f64,
@@ -41,6 +44,7 @@ impl ProbeAccumulator {
             warmup,
             start,
             until,
+            asked_until: until,
             good_amount: 0.0,
             good_time: 0.0,
             all_amount: 0.0,
