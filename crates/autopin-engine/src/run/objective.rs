@@ -466,15 +466,15 @@ mod tests {
                 .collect()
         };
         assert!(!startup_seen(&[]));
-        assert!(!startup_seen(&polls(0.28, 9.0)), "0.18 s of progress");
-        assert!(startup_seen(&polls(0.30, 9.0)), "0.2 s of progress");
+        assert!(!startup_seen(&polls(0.38, 9.0)), "0.28 s of progress");
+        assert!(startup_seen(&polls(0.40, 9.0)), "0.3 s of progress");
         // A program that paused after its first constructs (no construct in the last
         // tick) is not seen until it makes progress again.
-        let paused: Vec<_> = polls(0.40, 9.0)
+        let paused: Vec<_> = polls(0.50, 9.0)
             .into_iter()
-            .map(|(t, c, n)| (t, if t > 0.25 { 150 } else { c }, n))
+            .map(|(t, c, n)| (t, if t > 0.35 { 350 } else { c }, n))
             .collect();
-        assert!(!startup_seen(&paused), "paused since 0.15 s");
+        assert!(!startup_seen(&paused), "paused since 0.35 s");
         // No construct at all: nothing seen, however long.
         let idle: Vec<_> = polls(1.0, 9.0)
             .into_iter()
@@ -482,8 +482,8 @@ mod tests {
             .collect();
         assert!(!startup_seen(&idle));
         // A thread born at 0.3 s starts the count again.
-        assert!(!startup_seen(&polls(0.48, 0.3)));
-        assert!(startup_seen(&polls(0.5, 0.3)));
+        assert!(!startup_seen(&polls(0.58, 0.3)));
+        assert!(startup_seen(&polls(0.6, 0.3)));
     }
 
     #[test]

@@ -854,7 +854,7 @@ fn an_openmp_start_up_seen_long_enough_ends_the_wait_for_a_heartbeat() {
         p
     };
     let pl = plan(&m, launch(), topology());
-    // Constructs from 0.05 s on and no heartbeat: the search begins 0.2 s after the first
+    // Constructs from 0.05 s on and no heartbeat: the search begins 0.3 s after the first
     // construct, not when the 0.5 s init ends, and the start-up is still the OS
     // placement's first probe.
     let (r, sink) = go(&pl, &mut openmp(None));
@@ -863,7 +863,7 @@ fn an_openmp_start_up_seen_long_enough_ends_the_wait_for_a_heartbeat() {
     assert!(r.probes[0].startup, "{:?}", r.probes[0]);
     let first_pinned = &r.probes[1];
     assert!(
-        (0.24..0.35).contains(&first_pinned.start),
+        (0.34..0.45).contains(&first_pinned.start),
         "{first_pinned:?} {:#?}",
         sink.messages
     );
@@ -871,12 +871,12 @@ fn an_openmp_start_up_seen_long_enough_ends_the_wait_for_a_heartbeat() {
         sink.messages
             .iter()
             .any(|m| m
-                .contains("the program has run 0.3 s where the OS placed it; probing starts now")),
+                .contains("the program has run 0.4 s where the OS placed it; probing starts now")),
         "{:#?}",
         sink.messages
     );
     // A program that beats within that time is measured by its heartbeat, as before.
-    let (r, _) = go(&pl, &mut openmp(Some(0.15)));
+    let (r, _) = go(&pl, &mut openmp(Some(0.25)));
     assert_eq!(r.unwrap().objective.source, "heartbeat");
 }
 
@@ -897,14 +897,14 @@ fn a_heartbeat_start_up_seen_long_enough_ends_the_init() {
             .expect("a probe after the start-up")
             .start
     };
-    // Beats from 0.02 s: 0.1 s of them after the first tick that counted any is the OS
+    // Beats from 0.02 s: 0.2 s of them after the first tick that counted any is the OS
     // placement's first probe, and the search begins then, not when the 0.5 s init ends.
     let (r, sink) = go(&pl, &mut beating(0.02));
     let r = r.unwrap();
     assert_eq!(r.objective.source, "heartbeat");
     assert!(r.probes[0].startup, "{:?}", r.probes[0]);
     assert!(
-        first_pinned(&r) < 0.35,
+        first_pinned(&r) < 0.45,
         "{:?} {:#?}",
         r.probes,
         sink.messages
@@ -912,7 +912,7 @@ fn a_heartbeat_start_up_seen_long_enough_ends_the_init() {
     assert!(
         sink.messages
             .iter()
-            .any(|m| m.contains("probing starts once 0.1 s of its progress has been seen")),
+            .any(|m| m.contains("probing starts once 0.2 s of its progress has been seen")),
         "{:#?}",
         sink.messages
     );
@@ -1158,17 +1158,11 @@ fn a_hit_measured_with_openmp_progress_is_checked_without_waiting_for_a_heartbea
     assert_eq!(now.objective.unit, first.objective.unit);
     assert_eq!(probed(&now).len(), 1, "{:?}", now.probes);
     assert!(at(&now) <= 0.5, "decided at {}", at(&now));
-    // (Since the wait for a heartbeat ends after 0.2 s of OpenMP progress, it lasts about
-    // as long as the check's own start-up: the decision comes no later, not sooner.)
-    assert!(
-        at(&now) <= at(&before) + 1e-9,
-        "{} vs {}",
-        at(&now),
-        at(&before)
-    );
-    // The check began once the threads had their start-up time, not after the wait.
+    assert!(at(&now) < at(&before), "{} vs {}", at(&now), at(&before));
+    // The check began once the threads had their start-up time, not after the 0.3 s the
+    // heartbeat was waited for.
     let began = |r: &Report| r.searches[0].start;
-    assert!(began(&before) >= 0.2 - 1e-9, "{:?}", before.searches);
+    assert!(began(&before) >= 0.3, "{:?}", before.searches);
     assert!(
         began(&now) <= Remembered::INIT + pl.search.tick + 1e-9,
         "{:?}",

@@ -229,10 +229,10 @@ fn on_scale(higher_is_better: bool, v: f64) -> f64 {
 }
 
 /// Least clean start-up time that makes the OS placement's first probe, seconds.
-const MIN_STARTUP_PROBE: f64 = 0.09;
+const MIN_STARTUP_PROBE: f64 = 0.15;
 /// A clean start-up tail this long ends the init (`SessionConfig::startup_ends_init`):
 /// two ticks, a probe's length.
-pub(crate) const STARTUP_ENOUGH: f64 = 0.1;
+pub(crate) const STARTUP_ENOUGH: f64 = 0.2;
 
 impl Session {
     pub fn new(
