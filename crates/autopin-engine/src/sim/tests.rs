@@ -630,38 +630,55 @@ fn phased_run(seed: u64) -> crate::report::Report {
 }
 
 fn phased_run_with(seed: u64, cfg: SessionConfig) -> crate::report::Report {
-    let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:1").unwrap();
     let phases = vec![
-        SimPhase {
-            name: "barrier".into(),
-            duration: 4.0,
-            model: Box::new(Prefers {
-                best: vec![Some(0), Some(1)],
-                base: 1e3,
-                other: 0.6,
-            }),
-        },
-        SimPhase {
-            name: "triad".into(),
-            duration: 4.0,
-            model: Box::new(Prefers {
-                best: vec![Some(2), Some(3)],
-                base: 1e6,
-                other: 0.8,
-            }),
-        },
+        prefers_phase("barrier", 4.0, [0, 1], 1e3, 0.6),
+        prefers_phase("triad", 4.0, [2, 3], 1e6, 0.8),
     ];
-    let sim = Sim::new(&m, Box::new(HpcModel::default()), 2, 0.05, seed, 60.0).with_phases(phases);
     let cands = vec![
         Pinning::pinned("0,0", vec![0, 0]),
         Pinning::pinned("0,1", vec![0, 1]),
         Pinning::pinned("2,3", vec![2, 3]),
         Pinning::unpinned(),
     ];
+    run_phases(phases, cands, cfg, None, (seed, 60.0))
+}
+
+/// A phase `name` of `duration` seconds whose rate `base` is best on CPUs `best`, `other`
+/// times it elsewhere.
+fn prefers_phase(name: &str, duration: f64, best: [u32; 2], base: f64, other: f64) -> SimPhase {
+    SimPhase {
+        name: name.into(),
+        duration,
+        model: Box::new(Prefers {
+            best: best.iter().map(|c| Some(*c)).collect(),
+            base,
+            other,
+        }),
+    }
+}
+
+/// A 2-thread program going through `phases` on four cores, searched with the race over
+/// `cands` (`os`: the OS placement among them); (seed, seconds it runs).
+fn run_phases(
+    phases: Vec<SimPhase>,
+    cands: Vec<Pinning>,
+    cfg: SessionConfig,
+    os: Option<usize>,
+    (seed, seconds): (u64, f64),
+) -> crate::report::Report {
+    let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:1").unwrap();
+    let sim =
+        Sim::new(&m, Box::new(HpcModel::default()), 2, 0.05, seed, seconds).with_phases(phases);
     let mut session = Session::new(
         cfg,
         Box::new(move |_| cands.clone().into()),
-        Box::new(|n, _| -> Box<dyn Strategy> { Box::new(Race::new(RaceParams::default(), n)) }),
+        Box::new(move |n, _| -> Box<dyn Strategy> {
+            let mut r = Race::new(RaceParams::default(), n);
+            if let Some(o) = os {
+                r.set_os_placement(o);
+            }
+            Box::new(r)
+        }),
     );
     let mut go = |_: &Session| true;
     let cfg = driver_config(CpuSet::from_cpus(0..4));
@@ -1037,47 +1054,18 @@ fn a_phase_named_as_the_work_begins_does_not_delay_the_end_of_the_start_up() {
     // drops anyway, so the start-up's two clean ticks follow it directly and the first
     // pinned probe begins at 0.4 s (it began a tick later when that interval was set aside
     // for the phase change and the next one dropped as the first with progress).
-    let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:1").unwrap();
     let phases = vec![
-        SimPhase {
-            name: "load".into(),
-            duration: 0.15,
-            model: Box::new(Prefers {
-                best: vec![Some(0), Some(1)],
-                base: 1e3,
-                other: 0.6,
-            }),
-        },
-        SimPhase {
-            name: "barrier".into(),
-            duration: 1000.0,
-            model: Box::new(Prefers {
-                best: vec![Some(0), Some(1)],
-                base: 1e3,
-                other: 0.6,
-            }),
-        },
+        prefers_phase("load", 0.15, [0, 1], 1e3, 0.6),
+        prefers_phase("barrier", 1000.0, [0, 1], 1e3, 0.6),
     ];
-    let sim = Sim::new(&m, Box::new(HpcModel::default()), 2, 0.05, 5, 20.0).with_phases(phases);
     let cands = vec![Pinning::unpinned(), Pinning::pinned("0,1", vec![0, 1])];
-    let mut session = Session::new(
-        SessionConfig {
-            init: 1.0,
-            startup_is_os: true,
-            startup_ends_init: true,
-            ..SessionConfig::default()
-        },
-        Box::new(move |_| cands.clone().into()),
-        Box::new(|n, _| -> Box<dyn Strategy> {
-            let mut r = Race::new(RaceParams::default(), n);
-            r.set_os_placement(0);
-            Box::new(r)
-        }),
-    );
-    let mut go = |_: &Session| true;
-    let cfg = driver_config(CpuSet::from_cpus(0..4));
-    drive(&sim, &mut session, &cfg, &mut go).unwrap();
-    let r = &session.report;
+    let cfg = SessionConfig {
+        init: 1.0,
+        startup_is_os: true,
+        startup_ends_init: true,
+        ..SessionConfig::default()
+    };
+    let r = &run_phases(phases, cands, cfg, Some(0), (5, 20.0));
     assert!(r.probes[0].startup, "{:?}", r.probes[0]);
     assert_eq!(r.probes[0].phase.as_deref(), Some("barrier"));
     let pinned = r
