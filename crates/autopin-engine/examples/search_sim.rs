@@ -164,6 +164,7 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
         })
         .collect();
     let best = cands.iter().map(|c| c.rate).fold(0.0, f64::max);
+    let os_reset = std::env::var_os("SIM_OS_RESET").is_some();
     let mut race = Race::new(params, case.k);
     race.set_os_placement(os);
     let mut t = 0.0;
@@ -190,6 +191,12 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 // No warm-up when no thread moves (as the session does).
                 let stays = current == Some(c) || (current.is_none() && c == os);
                 let warmup = if stays { 0.0 } else { warmup };
+                // SIM_OS_RESET=1: a probe of the OS placement after a pinned one starts in a
+                // state of its own drawing (the kernel places the threads afresh) instead of
+                // the one its last probe ended in (a sensitivity check of that model choice).
+                if !stays && c == os && cands[c].noise == Noise::Swing && os_reset {
+                    cands[c].high = rng.uniform() < 0.5;
+                }
                 current = Some(c);
                 let loss = 1.0 - cands[c].rate / best;
                 // The warm-up costs its own length (the driver reads the counters when it
