@@ -54,6 +54,32 @@ pub struct Snapshot {
     pub progress: Option<Progress>,
 }
 
+impl Snapshot {
+    /// The threads of `earlier` that this look no longer sees: they ended in between, at the
+    /// counters `earlier` read.
+    pub fn ended_since(&self, earlier: &Snapshot) -> Vec<ThreadSample> {
+        earlier
+            .threads
+            .iter()
+            .filter(|t| !self.threads.iter().any(|x| x.tid == t.tid))
+            .cloned()
+            .collect()
+    }
+
+    /// This look with `ended` threads added at their last counters, where it does not
+    /// list them: a thread that ended before the last look worked all the same, and the
+    /// report over the whole watch counts it.
+    pub fn with_ended<'a>(&self, ended: impl IntoIterator<Item = &'a ThreadSample>) -> Snapshot {
+        let mut out = self.clone();
+        for t in ended {
+            if !out.threads.iter().any(|x| x.tid == t.tid) {
+                out.threads.push(t.clone());
+            }
+        }
+        out
+    }
+}
+
 /// MiB in `pages` of the 4 KiB that [`Snapshot::pages`] counts.
 pub(crate) fn pages_mib(pages: u64) -> f64 {
     pages as f64 * 4096.0 / f64::from(1 << 20)

@@ -655,6 +655,24 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_that_ended_before_the_last_look_is_in_the_report() {
+        // Two spinning threads share CPU 0; thread 2 ends between the second look and the
+        // last. Its last counters still count: the report names both, and both waited.
+        let first = snap(0.0, vec![thread(1, 0, 0, 0), thread(2, 0, 0, 0)]);
+        let second = snap(1.0, vec![thread(1, 0, 500, 500), thread(2, 0, 500, 500)]);
+        let last = snap(1.5, vec![thread(1, 0, 1000, 500)]);
+        let ended = last.ended_since(&second);
+        assert_eq!(ended.len(), 1);
+        let seen = looked(&[&first, &second, &last]);
+        let r = analyze(&first, &last.with_ended(&ended), &seen, &ctx());
+        assert_eq!(r.threads.len(), 2, "{r:?}");
+        let two = r.threads.iter().find(|t| t.tid == 2).expect("thread 2");
+        assert!((two.cpu_share - 0.5 / 1.5).abs() < 1e-9, "{two:?}");
+        // Without the ended threads, the report lost it.
+        assert_eq!(analyze(&first, &last, &seen, &ctx()).threads.len(), 1);
+    }
+
+    #[test]
     fn suggestions_quote_the_command_and_attach_to_a_watched_process() {
         let started = Context {
             subject: Subject::Command(vec![

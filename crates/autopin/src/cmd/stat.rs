@@ -122,6 +122,10 @@ pub fn run(args: Args) -> CmdResult {
     let duration = args.duration.or(target.child.is_none().then_some(5.0));
     let mut last = first.clone();
     let mut interval_from = first.clone();
+    // Threads that ended between looks, at their last counters: over the whole watch, and
+    // since the interval's start.
+    let mut ended: Vec<autopin_stat::ThreadSample> = Vec::new();
+    let mut ended_in_interval: Vec<autopin_stat::ThreadSample> = Vec::new();
     let mut status = None;
     loop {
         std::thread::sleep(std::time::Duration::from_secs_f64(LOOK));
@@ -145,9 +149,13 @@ pub fn run(args: Args) -> CmdResult {
         if let Some(c) = counting.as_mut() {
             c.follow(&s);
         }
+        let gone = s.ended_since(&last);
+        ended.extend(gone.iter().cloned());
+        ended_in_interval.extend(gone);
         last = s;
         if due {
-            let mut report = analyze(&interval_from, &last, &samples.seen, &ctx);
+            let upto = last.with_ended(&ended_in_interval);
+            let mut report = analyze(&interval_from, &upto, &samples.seen, &ctx);
             if let Some(c) = counting.as_mut() {
                 c.fill(&mut report, true);
             }
@@ -158,6 +166,7 @@ pub fn run(args: Args) -> CmdResult {
                 autopin_stat::table::render(&report)
             );
             interval_from = last.clone();
+            ended_in_interval.clear();
         }
         if ending {
             break;
@@ -171,7 +180,7 @@ pub fn run(args: Args) -> CmdResult {
             last.pages = pages_by_node(pid);
         }
     }
-    let mut report = analyze(&first, &last, &samples.seen, &ctx);
+    let mut report = analyze(&first, &last.with_ended(&ended), &samples.seen, &ctx);
     if let Some(c) = counting.as_mut() {
         c.fill(&mut report, false);
     }
