@@ -520,7 +520,7 @@ fn each_phase_gets_its_remembered_pinning_without_a_search() {
         .iter()
         .filter_map(|p| p["phase"].as_str())
         .collect();
-    assert!(phases.contains(&"barrier"), "{rec}");
+    assert!(phases.contains(&"barrier"), "{rec}\n{err}");
     // Second run, a search among three candidates: each phase gets the pinning remembered
     // for it as it comes, and nothing is probed for it.
     let schedule = format!("{first},{first};{pair}");
