@@ -396,7 +396,7 @@ const STARTUP_SEEN: f64 = 0.1 + crate::session::STARTUP_ENOUGH;
 /// progress for `STARTUP_SEEN` seconds since its first construct and its last change of
 /// threads.
 fn startup_seen(polls: &[(f64, u64, usize)]) -> bool {
-    let Some(&(now, _, threads)) = polls.last() else {
+    let Some(&(now, count_now, threads)) = polls.last() else {
         return false;
     };
     let Some(first) = polls.iter().position(|p| p.1 > 0) else {
@@ -412,7 +412,6 @@ fn startup_seen(polls: &[(f64, u64, usize)]) -> bool {
     // Still making progress: a construct completed within the last tick. A program that
     // paused after its first constructs (GROMACS reads its input then) is not yet running
     // as it will be searched.
-    let count_now = polls[polls.len() - 1].1;
     let recent = polls
         .iter()
         .rev()

@@ -1615,6 +1615,35 @@ mod lost_work_tests {
         (d, probes)
     }
 
+    /// [`drive`] where each probe also gives its tick range: `score(candidate, probe#)` is
+    /// (score, (lowest tick, highest tick), ticks' relative spread); two ticks a probe, the
+    /// ranges left out unless `ranges`.
+    fn drive_ranged(
+        n: usize,
+        os: Option<usize>,
+        ranges: bool,
+        score: impl Fn(usize, usize) -> (f64, (f64, f64), f64),
+    ) -> (Decision, Vec<(usize, f64)>) {
+        let mut r = Race::new(RaceParams::default(), n);
+        if let Some(o) = os {
+            r.set_os_placement(o);
+        }
+        let mut probes: Vec<(usize, f64)> = Vec::new();
+        let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
+            probes.push((candidate, measure));
+            let (score, range, cv) = score(candidate, k);
+            ProbeOutcome {
+                candidate,
+                score,
+                duration: measure,
+                interval_cv: Some(cv),
+                interval_range: ranges.then_some(range),
+                intervals: 2,
+            }
+        });
+        (d, probes)
+    }
+
     fn probes_of(p: &[(usize, f64)], c: usize) -> usize {
         p.iter().filter(|x| x.0 == c).count()
     }
@@ -1667,21 +1696,9 @@ mod lost_work_tests {
         // constructs/s, the pinning probed next ran 68–71 thousand: gone after one probe each,
         // and the margin's lower bound is what the ticks show (71 ÷ 21 at the least), not
         // "within the noise" for want of a second probe.
-        let mut r = Race::new(RaceParams::default(), 2);
-        r.set_os_placement(0);
-        let (d, _, _) = super::tests::drive_race(r, |candidate, _, measure| {
-            let (score, lo, hi) = match candidate {
-                0 => (19.8, 18.0, 21.0),
-                _ => (69.4, 68.0, 71.0),
-            };
-            ProbeOutcome {
-                candidate,
-                score,
-                duration: measure,
-                interval_cv: Some(0.05),
-                interval_range: Some((lo, hi)),
-                intervals: 2,
-            }
+        let (d, _) = drive_ranged(2, Some(0), true, |c, _| match c {
+            0 => (19.8, (18.0, 21.0), 0.05),
+            _ => (69.4, (68.0, 71.0), 0.05),
         });
         assert_eq!(d.candidate, 1, "{}", d.reason);
         let (m, ci) = (d.margin.unwrap(), d.margin_ci.unwrap());
@@ -1697,31 +1714,17 @@ mod lost_work_tests {
         // ticks in, so it is judged on three probes; with no tick range to show the swing, it
         // waits for its 8 ticks (four probes of two).
         let run = |ranges: bool| {
-            let mut r = Race::new(RaceParams::default(), 2);
-            r.set_os_placement(0);
-            let mut os_probes = 0;
-            let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
-                let (score, lo, hi, cv) = match candidate {
-                    0 => {
-                        os_probes += 1;
-                        let s = [48.0, 52.0, 50.0, 49.0, 51.0][k % 5];
-                        (s, 0.15 * s, 1.85 * s, 1.2)
-                    }
-                    _ => {
-                        let s = 100.0 * [1.0, 1.01, 0.99][k % 3];
-                        (s, 0.99 * s, 1.01 * s, 0.01)
-                    }
-                };
-                ProbeOutcome {
-                    candidate,
-                    score,
-                    duration: measure,
-                    interval_cv: Some(cv),
-                    interval_range: ranges.then_some((lo, hi)),
-                    intervals: 2,
+            let (d, probes) = drive_ranged(2, Some(0), ranges, |c, k| match c {
+                0 => {
+                    let s = [48.0, 52.0, 50.0, 49.0, 51.0][k % 5];
+                    (s, (0.15 * s, 1.85 * s), 1.2)
+                }
+                _ => {
+                    let s = 100.0 * [1.0, 1.01, 0.99][k % 3];
+                    (s, (0.99 * s, 1.01 * s), 0.01)
                 }
             });
-            (d, os_probes)
+            (d, probes_of(&probes, 0))
         };
         let (d, os_probes) = run(true);
         assert_eq!(d.candidate, 1, "{}", d.reason);
