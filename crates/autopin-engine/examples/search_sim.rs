@@ -343,6 +343,7 @@ fn params() -> RaceParams {
             "min_rounds" => p.min_rounds = x as usize,
             "budget" => p.budget = x,
             "cut" => p.cut_below = x,
+            "ceiling" => p.ceiling = x,
             _ => panic!("SIM_PARAMS: unknown {k}"),
         }
     }

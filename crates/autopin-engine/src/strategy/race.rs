@@ -7,15 +7,17 @@
 //!   or the spread of the sampling ticks inside its probes divided by their number, whichever
 //!   is larger (never below `noise_floor`). One candidate whose rate swings (the OS placement
 //!   beside a busy CPU) widens only its own interval; the OS placement's ticks are not taken
-//!   as independent, and it is judged by the half-the-leader rule alone until it has been
+//!   as independent, and it is judged by the half-the-leader and ceiling rules alone until it has been
 //!   probed `os_probes` times and seen for `os_ticks` ticks.
 //! - **Elimination** of a challenger by the leader (the highest mean) when any of these holds,
 //!   each at the level `error / (candidates − 1)` (one probe's ticks: `ONE_PROBE_ERROR`):
 //!   a t-test on the log ratio — paired over the rounds that probed both once there are two
 //!   (the machine's slow load changes hit both probes of a round and cancel), Welch's on the
 //!   per-candidate variances before that; order dominance (every probe of the challenger below every probe of the
-//!   leader, p = 1 / C(n_leader + n_challenger, n_challenger)); or every sampling tick of the
-//!   challenger below half of every tick of the leader. A challenger seen in one probe only is
+//!   leader, p = 1 / C(n_leader + n_challenger, n_challenger)); every sampling tick of the
+//!   challenger below half of every tick of the leader; or a challenger whose ticks swing and
+//!   never rose above the leader's mean (by more than `ceiling`), its mean well below it
+//!   (`under_ceiling`: the leader is at worst `ceiling` behind it). A challenger seen in one probe only is
 //!   dropped by the t-test only when the gap is at least `decisive_gap`, with the tick noise
 //!   inflated by `one_probe_allowance` (drift slower than a probe is invisible to its ticks);
 //!   a leader seen in one probe eliminates no candidate seen in more (its probe may have been
@@ -88,6 +90,9 @@ pub struct RaceParams {
     /// A probe ends early once every tick so far is below this share of the leader's
     /// lowest tick (it is far behind; more ticks would only cost).
     pub cut_below: f64,
+    /// How far above the leader's mean rate a swinging challenger's ticks may rise and still
+    /// count as never above it (`under_ceiling`; 0 turns the rule off).
+    pub ceiling: f64,
     /// The band, as (lowest, highest) share of an incumbent's expected score, in which its
     /// first probe confirms it with no probe of another candidate
     /// ([`Strategy::expect_incumbent`]). Below, something slows it today (a neighbour on its
@@ -118,6 +123,7 @@ impl Default for RaceParams {
             os_ticks: 8,
             os_swing: 1.5,
             cut_below: 0.8,
+            ceiling: 0.03,
             confirm_band: (0.9, 1.15),
         }
     }
@@ -193,6 +199,7 @@ enum Why {
     Ticks,
     HalfTheLeader,
     Probes,
+    Ceiling,
 }
 
 impl RaceParams {
@@ -511,11 +518,13 @@ impl Race {
             }
             // The OS placement is the one candidate whose threads the kernel moves: a few
             // probes of it may all have caught one state (a thread on the busy CPU, or off
-            // it), so only the half-the-leader rule judges it before it has been probed
+            // it), so only the half-the-leader and ceiling rules judge it before it has been probed
             // `os_probes` times.
             let unsettled = self.unsettled(l) || self.unsettled(c);
             let why = if self.below_half(l, c) {
                 Some(Why::HalfTheLeader)
+            } else if self.under_ceiling(l, c) {
+                Some(Why::Ceiling)
             } else if unsettled {
                 None
             } else if order_p(le.n, ce.n) <= alpha
@@ -580,6 +589,39 @@ impl Race {
         }
     }
 
+    /// The challenger `c` swings (its ticks span `os_swing`) but never rose more than
+    /// `ceiling` above the leader's mean rate, and its mean is below the leader's by more than
+    /// a close call (`close`): it spends part of its time far below the leader and none
+    /// clearly above, so it cannot be better by more than `ceiling`, however its swing
+    /// averages out. Both seen in two probes or more, the leader not swinging itself. (The
+    /// OS placement beside a busy CPU: its fast state is a pinning's, one thread on each
+    /// CPU; its slow one has the kernel stack them.)
+    fn under_ceiling(&self, l: usize, c: usize) -> bool {
+        let (al, ac) = (&self.arms[l], &self.arms[c]);
+        if self.p.ceiling <= 0.0
+            || self.p.os_swing <= 0.0
+            || al.scores.len() < 2
+            || ac.scores.len() < 2
+        {
+            return false;
+        }
+        let (Some((l_lo, l_hi)), Some((c_lo, c_hi))) = (al.range, ac.range) else {
+            return false;
+        };
+        let (Some(lm), Some(cm)) = (
+            autopin_stats::mean(&al.scores),
+            autopin_stats::mean(&ac.scores),
+        ) else {
+            return false;
+        };
+        let steady_leader = l_hi < self.p.os_swing * l_lo;
+        let swings = c_hi >= self.p.os_swing * c_lo;
+        steady_leader
+            && swings
+            && c_hi <= (1.0 + self.p.ceiling) * lm
+            && cm <= (1.0 - self.p.close) * lm
+    }
+
     /// Eliminates what the data allow; returns a decision when the race is over.
     fn judge(&mut self, budget_end: bool) -> Option<Decision> {
         let est = self.estimates();
@@ -594,6 +636,8 @@ impl Race {
                 .all(|w| w.is_none() || *w == Some(Why::HalfTheLeader))
             {
                 "all other candidates eliminated (every interval below half the leader's)"
+            } else if self.eliminated.contains(&Some(Why::Ceiling)) {
+                "all other candidates eliminated (a swinging one never rose above the leader)"
             } else {
                 "all other candidates eliminated"
             };
@@ -752,6 +796,12 @@ impl Race {
     fn margin_ci(&self, est: &[Option<Estimate>], l: usize) -> Option<f64> {
         let le = est[l]?;
         let r = self.runner_up(est, l)?;
+        // A runner-up dropped for never rising above the leader has no interval behind its
+        // elimination: its swing is the reason, and a t-test on it would say "within the
+        // noise" of a candidate the race has ruled out.
+        if self.eliminated[r] == Some(Why::Ceiling) {
+            return None;
+        }
         let (_, se, q) = self.gap(l, r, &le, &est[r]?, self.alpha());
         let h = q * se;
         let from_test = h.is_finite().then(|| h.exp() - 1.0);
@@ -1622,9 +1672,10 @@ mod lost_work_tests {
         n: usize,
         os: Option<usize>,
         ranges: bool,
+        p: RaceParams,
         score: impl Fn(usize, usize) -> (f64, (f64, f64), f64),
     ) -> (Decision, Vec<(usize, f64)>) {
-        let mut r = Race::new(RaceParams::default(), n);
+        let mut r = Race::new(p, n);
         if let Some(o) = os {
             r.set_os_placement(o);
         }
@@ -1696,7 +1747,7 @@ mod lost_work_tests {
         // constructs/s, the pinning probed next ran 68–71 thousand: gone after one probe each,
         // and the margin's lower bound is what the ticks show (71 ÷ 21 at the least), not
         // "within the noise" for want of a second probe.
-        let (d, _) = drive_ranged(2, Some(0), true, |c, _| match c {
+        let (d, _) = drive_ranged(2, Some(0), true, RaceParams::default(), |c, _| match c {
             0 => (19.8, (18.0, 21.0), 0.05),
             _ => (69.4, (68.0, 71.0), 0.05),
         });
@@ -1712,9 +1763,15 @@ mod lost_work_tests {
         // rate and a tenth of it within each probe (ticks 1.02M and 58k), so its probes
         // average alike (48–52/s) while its ticks show the swing. Its variance takes the
         // ticks in, so it is judged on three probes; with no tick range to show the swing, it
-        // waits for its 8 ticks (four probes of two).
+        // waits for its 8 ticks (four probes of two). (Its ticks never rise above the
+        // pinning's, which ends it sooner still, `a_swinging_candidate_never_above_the_leader_
+        // goes_after_two_probes`: that rule is off here, to see this one.)
+        let p = RaceParams {
+            ceiling: 0.0,
+            ..RaceParams::default()
+        };
         let run = |ranges: bool| {
-            let (d, probes) = drive_ranged(2, Some(0), ranges, |c, k| match c {
+            let (d, probes) = drive_ranged(2, Some(0), ranges, p, |c, k| match c {
                 0 => {
                     let s = [48.0, 52.0, 50.0, 49.0, 51.0][k % 5];
                     (s, (0.15 * s, 1.85 * s), 1.2)
@@ -1732,6 +1789,58 @@ mod lost_work_tests {
         let (d, os_probes) = run(false);
         assert_eq!(d.candidate, 1, "{}", d.reason);
         assert!(os_probes >= 4, "{os_probes}");
+    }
+
+    /// As ompwork beside a busy CPU: the OS placement's ticks swing between the pinning's
+    /// rate (70 thousand constructs/s, when the kernel leaves one thread on each CPU) and a
+    /// fraction of it (both spinning threads on one CPU), so its probes read 35–70 where the
+    /// pinning reads 100 ± 1. `hi` is its highest tick, as a share of the pinning's rate.
+    fn swinging_os(hi: f64, ceiling: f64) -> (Decision, usize) {
+        let p = RaceParams {
+            ceiling,
+            ..RaceParams::default()
+        };
+        let (d, probes) = drive_ranged(2, Some(0), true, p, |c, k| match c {
+            0 => {
+                let s = [70.0, 35.0, 60.0, 45.0, 66.0][k % 5];
+                (s, (0.05 * 100.0, hi * 100.0), 0.6)
+            }
+            _ => {
+                let s = 100.0 * [1.0, 1.01, 0.99][k % 3];
+                (s, (0.99 * s, 1.01 * s), 0.01)
+            }
+        });
+        (d, probes_of(&probes, 0))
+    }
+
+    #[test]
+    fn a_swinging_candidate_never_above_the_leader_goes_after_two_probes() {
+        // Its swing is seen in its first two probes, and no tick of them rose above the
+        // pinning's mean: whatever its swing averages to, it is not better than the pinning.
+        let (d, os_probes) = swinging_os(1.01, RaceParams::default().ceiling);
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert_eq!(os_probes, 2, "{}", d.reason);
+        assert!(
+            d.reason.contains("never rose above the leader"),
+            "{}",
+            d.reason
+        );
+        // The margin has no interval: the swing, not a t-test, ended the OS placement.
+        assert_eq!(d.margin_ci, None);
+        // Without the rule, it waits for its third probe at least.
+        let (d, os_probes) = swinging_os(1.01, 0.0);
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert!(os_probes >= 3, "{}", d.reason);
+    }
+
+    #[test]
+    fn a_swinging_candidate_that_rose_above_the_leader_is_judged_as_before() {
+        // One tick of it 10% above the pinning: its high state may be worth more than the
+        // pinning, so the ceiling says nothing and the t-test judges it from its third probe.
+        let (d, os_probes) = swinging_os(1.1, RaceParams::default().ceiling);
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert!(os_probes >= 3, "{}", d.reason);
+        assert!(!d.reason.contains("never rose"), "{}", d.reason);
     }
 
     #[test]
