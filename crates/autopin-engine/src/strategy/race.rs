@@ -685,7 +685,10 @@ impl Race {
                 "survivors are within the tolerance of the leader",
             ));
         }
+        // Nor is the OS placement kept as indistinguishable before it is known: two probes of
+        // it that both caught its fast state read as the pinning's rate.
         if self.rounds >= self.p.min_rounds
+            && !os_unsettled
             && upper_adv
                 .iter()
                 .all(|x| *x <= (1.0 + self.p.indistinct).ln())
@@ -1841,6 +1844,27 @@ mod lost_work_tests {
         assert_eq!(d.candidate, 1, "{}", d.reason);
         assert!(os_probes >= 3, "{}", d.reason);
         assert!(!d.reason.contains("never rose"), "{}", d.reason);
+    }
+
+    #[test]
+    fn an_os_placement_seen_only_in_its_fast_state_is_not_kept_as_indistinguishable() {
+        // As ompwork beside a busy CPU: the OS placement's first two probes both caught the
+        // kernel leaving one thread on each CPU and read as the pinning does (68–69 thousand
+        // constructs/s); its third caught the collapse. Kept as "within 2%" after two rounds,
+        // it had run the program 1.5× slower until the phase watch searched again.
+        let (d, probes) = drive_ranged(2, Some(0), true, RaceParams::default(), |c, k| match c {
+            0 => [
+                (67.9, (67.5, 68.3), 0.01),
+                (69.4, (69.0, 69.8), 0.01),
+                (30.0, (0.7, 69.0), 1.4),
+            ][k.min(2)],
+            _ => {
+                let s = [68.3, 69.6, 67.9][k % 3];
+                (s, (0.99 * s, 1.01 * s), 0.01)
+            }
+        });
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert!(probes_of(&probes, 0) >= 3, "{probes:?}");
     }
 
     #[test]
