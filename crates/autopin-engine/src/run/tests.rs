@@ -300,9 +300,18 @@ fn explicit_single_candidate_is_pinned_at_birth_and_kept() {
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));
     let only = Pinning::from_cpus(vec![2, 3]);
     let pl = plan(&m, launch(), CandidateSource::Explicit(vec![only]));
-    let r = go(&pl, &mut p).0.unwrap();
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
     assert_eq!(p.launched_with.unwrap().pin_at_birth, Some(vec![2, 3]));
     assert_eq!(r.decision.unwrap().cpus, Some(vec![2, 3]));
+    // Pinned from its birth, the program never ran where the OS placed it.
+    assert!(
+        sink.messages
+            .iter()
+            .all(|m| !m.contains("where the OS placed it")),
+        "{:#?}",
+        sink.messages
+    );
 }
 
 #[test]

@@ -294,9 +294,16 @@ impl Session {
             until: now + self.cfg.init,
         };
         let total = self.cfg.init + self.cfg.init_waited;
+        // A program pinned at its birth (a remembered decision, a strategy that starts on its
+        // first candidate) did not run where the OS placed it.
+        let place = if self.cfg.startup_is_os {
+            "where the OS placed it"
+        } else {
+            "on the CPUs it started on"
+        };
         let msg = if self.cfg.init_waited > 0.0 && self.cfg.init <= 0.0 {
             format!(
-                "the program has run {:.1} s where the OS placed it; probing starts now",
+                "the program has run {:.1} s {place}; probing starts now",
                 self.cfg.init_waited
             )
         } else if self.cfg.init_waited > 0.0 && self.cfg.startup_ends_init && self.cfg.startup_is_os
@@ -307,7 +314,7 @@ impl Session {
             )
         } else if self.cfg.init_waited > 0.0 {
             format!(
-                "the program has run {:.1} s where the OS placed it; probing starts in {:.1} s ({total:.1} s start-up in all)",
+                "the program has run {:.1} s {place}; probing starts in {:.1} s ({total:.1} s start-up in all)",
                 self.cfg.init_waited, self.cfg.init
             )
         } else {
