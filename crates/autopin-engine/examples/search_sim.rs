@@ -207,12 +207,14 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                     machine_tick(&mut rng);
                 }
                 // The driver reads the counters when a warm-up ends. That short reading is
-                // noisier than a tick (a fifth of its count: about twice its spread) and the
-                // caches may still be cold (up to 30% slow). A strategy may take it as the
-                // whole probe of a candidate far behind (`Strategy::behind_at_warmup`).
+                // noisier than a tick (its count is warmup/tick of a tick's, so its spread
+                // is sqrt(tick/warmup) times a tick's: 2.2× at 0.02 s) and the caches may
+                // still be cold (up to 30% slow). A strategy may take it as the whole probe
+                // of a candidate far behind (`Strategy::behind_at_warmup`).
                 if warmup > 0.0 {
                     let cold = 0.7 + 0.3 * rng.uniform();
-                    let extra = (2.0 * tick_sd(cands[c].noise) * rng.normal()).exp();
+                    let spread = (TICK / warmup).sqrt().max(1.0);
+                    let extra = (spread * tick_sd(cands[c].noise) * rng.normal()).exp();
                     // (0.02 s: neither the candidate's state nor the machine's moves on)
                     let reading = load(t) * machine.get().exp() * now(&cands[c], &mut rng);
                     let reading = reading * cold * extra;
