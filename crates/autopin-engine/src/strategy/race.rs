@@ -574,9 +574,8 @@ impl Race {
         // Seen between its probes, or between the ticks of its probes: the OS placement's
         // variance takes in both (its probe counts as one tick, see `own`).
         let (lo, hi) = a.score_range();
-        let (tick_lo, tick_hi) = a.range.unwrap_or((lo, hi));
-        let swing_seen = self.p.os_swing > 0.0
-            && (hi >= self.p.os_swing * lo || tick_hi >= self.p.os_swing * tick_lo);
+        let swing_seen =
+            self.p.os_swing > 0.0 && (hi >= self.p.os_swing * lo || self.ticks_swing(c));
         a.scores.len() < self.p.os_probes || (a.seen_ticks < self.p.os_ticks as f64 && !swing_seen)
     }
 
@@ -605,7 +604,8 @@ impl Race {
         {
             return false;
         }
-        let (Some((l_lo, l_hi)), Some((c_lo, c_hi))) = (al.range, ac.range) else {
+        // Both with ticks: a leader without them is not known to be steady.
+        let (Some(_), Some((_, c_hi))) = (al.range, ac.range) else {
             return false;
         };
         let (Some(lm), Some(cm)) = (
@@ -614,12 +614,18 @@ impl Race {
         ) else {
             return false;
         };
-        let steady_leader = l_hi < self.p.os_swing * l_lo;
-        let swings = c_hi >= self.p.os_swing * c_lo;
-        steady_leader
-            && swings
+        !self.ticks_swing(l)
+            && self.ticks_swing(c)
             && c_hi <= (1.0 + self.p.ceiling) * lm
             && cm <= (1.0 - self.p.close) * lm
+    }
+
+    /// The ticks of candidate `c` span `os_swing` (highest ÷ lowest) or more; false with no
+    /// tick range.
+    fn ticks_swing(&self, c: usize) -> bool {
+        self.arms[c]
+            .range
+            .is_some_and(|(lo, hi)| hi >= self.p.os_swing * lo)
     }
 
     /// Eliminates what the data allow; returns a decision when the race is over.
@@ -1648,6 +1654,22 @@ mod lost_work_tests {
         ticks: usize,
         score: impl Fn(usize, usize) -> (f64, f64),
     ) -> (Decision, Vec<(usize, f64)>) {
+        drive_probes(p, n, os, ticks, |c, k| {
+            let (s, cv) = score(c, k);
+            (s, None, cv)
+        })
+    }
+
+    /// The race over probes of `ticks` ticks each: `score(candidate, probe#)` is (score, its
+    /// tick range if given, the ticks' relative spread). Returns the decision and every
+    /// probe as (candidate, length).
+    fn drive_probes(
+        p: RaceParams,
+        n: usize,
+        os: Option<usize>,
+        ticks: usize,
+        score: impl Fn(usize, usize) -> (f64, Option<(f64, f64)>, f64),
+    ) -> (Decision, Vec<(usize, f64)>) {
         let mut r = Race::new(p, n);
         if let Some(o) = os {
             r.set_os_placement(o);
@@ -1655,13 +1677,13 @@ mod lost_work_tests {
         let mut probes: Vec<(usize, f64)> = Vec::new();
         let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
             probes.push((candidate, measure));
-            let (s, cv) = score(candidate, k);
+            let (score, range, cv) = score(candidate, k);
             ProbeOutcome {
                 candidate,
-                score: s,
+                score,
                 duration: measure,
                 interval_cv: Some(cv),
-                interval_range: None,
+                interval_range: range,
                 intervals: ticks,
             }
         });
@@ -1678,24 +1700,10 @@ mod lost_work_tests {
         p: RaceParams,
         score: impl Fn(usize, usize) -> (f64, (f64, f64), f64),
     ) -> (Decision, Vec<(usize, f64)>) {
-        let mut r = Race::new(p, n);
-        if let Some(o) = os {
-            r.set_os_placement(o);
-        }
-        let mut probes: Vec<(usize, f64)> = Vec::new();
-        let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
-            probes.push((candidate, measure));
-            let (score, range, cv) = score(candidate, k);
-            ProbeOutcome {
-                candidate,
-                score,
-                duration: measure,
-                interval_cv: Some(cv),
-                interval_range: ranges.then_some(range),
-                intervals: 2,
-            }
-        });
-        (d, probes)
+        drive_probes(p, n, os, 2, |c, k| {
+            let (s, range, cv) = score(c, k);
+            (s, ranges.then_some(range), cv)
+        })
     }
 
     fn probes_of(p: &[(usize, f64)], c: usize) -> usize {
