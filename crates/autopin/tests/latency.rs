@@ -195,11 +195,52 @@ fn live_latency_measurement() {
         eprintln!("structure not asserted: the measurement was noisy (largest spread {spread:.2}, remeasured {})", v["remeasured_pairs"]);
         return;
     }
-    let dis = &v["os_disagreements"];
-    assert!(
-        dis.is_null() || dis.as_array().unwrap().is_empty(),
-        "a clean measurement disagrees with the OS: {dis}"
-    );
+    let dis: Vec<String> = v["os_disagreements"]
+        .as_array()
+        .map(|a| a.iter().map(|d| d.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default();
+    // A guest's vCPUs land where the host puts them, hyperthread siblings of one core at
+    // times (two vCPUs of this VM measured below 20 ns apart in one run, where the guest's
+    // sysfs shows two cores): there a disagreement is what the measurement is for, and it
+    // has to be the inference's own word. On bare metal a clean measurement agrees.
+    let guest = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+        c.lines()
+            .any(|l| l.starts_with("flags") && l.contains(" hypervisor"))
+    });
+    if !guest {
+        assert!(
+            dis.is_empty(),
+            "a clean measurement disagrees with the OS: {dis:?}"
+        );
+        return;
+    }
+    // Each disagreement is the inference's own word: the pair is in one SMT group of the
+    // inferred levels exactly when the line says latency finds them sharing a core.
+    let smt_groups: Vec<Vec<u64>> = v["inference"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["role"] == "Smt")
+        .flat_map(|l| l["groups"].as_array().unwrap().iter())
+        .map(|g| {
+            g.as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_u64().unwrap())
+                .collect()
+        })
+        .collect();
+    for d in dis.iter().filter(|d| d.contains(" core; ")) {
+        // "OS says CPUs A and B [do not ]share a core; latency says they do[ not]"
+        let words: Vec<&str> = d.split_whitespace().collect();
+        let (a, b): (u64, u64) = (words[3].parse().unwrap(), words[5].parse().unwrap());
+        let together = smt_groups.iter().any(|g| g.contains(&a) && g.contains(&b));
+        assert_eq!(
+            together,
+            d.ends_with("latency says they do"),
+            "{d}: inferred SMT groups {smt_groups:?}"
+        );
+    }
 }
 
 #[test]
