@@ -465,8 +465,8 @@ mod tests {
                 .collect()
         };
         assert!(!startup_seen(&[]));
-        assert!(!startup_seen(&polls(0.38, 9.0)), "0.28 s of progress");
-        assert!(startup_seen(&polls(0.40, 9.0)), "0.3 s of progress");
+        assert!(!startup_seen(&polls(0.28, 9.0)), "0.18 s of progress");
+        assert!(startup_seen(&polls(0.30, 9.0)), "0.2 s of progress");
         // A program that paused after its first constructs (no construct in the last
         // tick) is not seen until it makes progress again.
         let paused: Vec<_> = polls(0.50, 9.0)
@@ -481,8 +481,8 @@ mod tests {
             .collect();
         assert!(!startup_seen(&idle));
         // A thread born at 0.3 s starts the count again.
-        assert!(!startup_seen(&polls(0.58, 0.3)));
-        assert!(startup_seen(&polls(0.6, 0.3)));
+        assert!(!startup_seen(&polls(0.48, 0.3)));
+        assert!(startup_seen(&polls(0.5, 0.3)));
     }
 
     #[test]

@@ -228,11 +228,17 @@ fn on_scale(higher_is_better: bool, v: f64) -> f64 {
     }
 }
 
-/// Least clean start-up time that makes the OS placement's first probe, seconds.
-const MIN_STARTUP_PROBE: f64 = 0.15;
+/// Least clean start-up time that makes the OS placement's first probe, seconds: most of
+/// a tick (ticks wake a little late or early).
+const MIN_STARTUP_PROBE: f64 = 0.07;
 /// A clean start-up tail this long ends the init (`SessionConfig::startup_ends_init`):
-/// two ticks, a probe's length.
-pub(crate) const STARTUP_ENOUGH: f64 = 0.2;
+/// one tick. Beside a busy CPU every further tick of the start-up, where the OS placed the
+/// threads, may run at a fraction of the pinning's rate, and a second tick adds little to
+/// the OS placement's judgement: the race waits for its third probe and eighth tick (or its
+/// swing) anyway, and one tick is enough for the half-the-leader rule. (Two ticks before:
+/// GROMACS beside a busy CPU ran 1.031× the best fixed pinning with them, 1.021× with one,
+/// 7 interleaved rounds; docs/search.md.)
+pub(crate) const STARTUP_ENOUGH: f64 = 0.1;
 
 impl Session {
     pub fn new(
