@@ -199,6 +199,10 @@ pub struct Report {
     /// Objective sanity check: agreement with the program's own progress.
     #[serde(default)]
     pub objective_check: Option<ObjectiveCheck>,
+    /// Where the program ran before autopin first moved its threads (the timeline's grey
+    /// start).
+    #[serde(default)]
+    pub start: Start,
     /// Where this run stood in a Slurm/MPI launch (None for plain runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<LaunchRecord>,
@@ -241,6 +245,21 @@ pub fn ranked_by_mean(probes: &[ProbeRecord], search: usize, higher: bool) -> Ve
         }
     });
     ranked
+}
+
+/// Where a program ran before autopin first moved its threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Start {
+    /// Launched with nothing applied: where the OS placed it (also what a report written
+    /// before this field says).
+    #[default]
+    Os,
+    /// Launched with its threads pinned at birth: a remembered decision, or a strategy
+    /// that starts on its first candidate.
+    PinnedAtBirth,
+    /// An attached process: where it already ran.
+    Attached,
 }
 
 /// The report's account of the decision store.

@@ -1,7 +1,7 @@
 //! Views of a run report: the summary a person reads (`autopin report FILE`) and the SVG
 //! timeline (`autopin report FILE --svg`). Text out; the CLI writes it.
 
-use super::{DecisionRecord, Report};
+use super::{DecisionRecord, Report, Start};
 use autopin_topology::view::svg::esc;
 use std::fmt::Write;
 
@@ -337,18 +337,26 @@ pub fn svg(r: &Report) -> String {
             esc(&c.label)
         );
     }
-    let extra = [
-        (
-            "#cccccc",
-            1.0,
-            "start-up: the program ran where the OS placed it, before the first probe",
-        ),
-        (
-            COLOURS[0],
-            0.35,
-            "pale: a warm-up after a move (the candidate's colour; not part of its rate)",
-        ),
-    ];
+    // The grey bars are the time before autopin first moved the threads, when there is
+    // any: where the program ran then depends on how it started.
+    let grey_text = match r.start {
+        Start::Os => "start-up: the program ran where the OS placed it, before the first probe",
+        Start::PinnedAtBirth => {
+            "start-up: the program ran on the CPUs it was pinned to at birth, before the first probe"
+        }
+        Start::Attached => "before the first probe: the process ran where it was when autopin attached",
+    };
+    let grey = r
+        .timeline
+        .iter()
+        .any(|p| p.candidate.is_none())
+        .then_some(("#cccccc", 1.0, grey_text));
+    let pale = (
+        COLOURS[0],
+        0.35,
+        "pale: a warm-up after a move (the candidate's colour; not part of its rate)",
+    );
+    let extra: Vec<_> = grey.into_iter().chain([pale]).collect();
     for (k, (colour, opacity, text)) in extra.iter().enumerate() {
         let y = h + 4.0 + 16.0 * (r.candidates.len() + k) as f64;
         let _ = writeln!(
@@ -361,4 +369,49 @@ pub fn svg(r: &Report) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{CandidateRecord, TimelinePoint};
+
+    fn report(start: Start, grey: bool) -> Report {
+        let point = |t: f64, candidate: Option<usize>| TimelinePoint {
+            t,
+            rate: 100.0,
+            candidate,
+            state: "probe".into(),
+            phase: None,
+        };
+        Report {
+            start,
+            candidates: vec![CandidateRecord {
+                index: 0,
+                label: "0,1".into(),
+                cpus: Some(vec![0, 1]),
+            }],
+            timeline: [grey.then(|| point(0.1, None)), Some(point(0.2, Some(0)))]
+                .into_iter()
+                .flatten()
+                .collect(),
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn the_legend_says_where_the_program_ran_before_the_first_probe() {
+        let os = svg(&report(Start::Os, true));
+        assert!(os.contains("start-up: the program ran where the OS placed it"));
+        let born = svg(&report(Start::PinnedAtBirth, true));
+        assert!(born.contains("the program ran on the CPUs it was pinned to at birth"));
+        assert!(!born.contains("where the OS placed it"));
+        let attached = svg(&report(Start::Attached, true));
+        assert!(attached.contains("the process ran where it was when autopin attached"));
+        assert!(!attached.contains("where the OS placed it"));
+        // No grey bar, no grey entry; the warm-ups' pale one stays.
+        let none = svg(&report(Start::Os, false));
+        assert!(!none.contains("#cccccc"), "{none}");
+        assert!(none.contains("pale: a warm-up after a move"));
+    }
 }

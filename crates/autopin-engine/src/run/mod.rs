@@ -29,7 +29,7 @@ pub use plan::{
 use crate::driver::{Driver, DriverConfig, Outcome};
 use crate::error::EngineError;
 use crate::os::{Meter, ThreadSource};
-use crate::report::Report;
+use crate::report::{Report, Start};
 use crate::session::{CandidateFactory, CandidateList, Session, SessionConfig, StrategyFactory};
 use crate::strategy::{Autopin1, Fixed, Race, RaceParams};
 use autopin_perf::{CountingMode, WarningContext};
@@ -261,6 +261,13 @@ fn open_session(
     (init, init_waited): (f64, f64),
     counting: Option<(String, String)>,
 ) -> Session {
+    let start = if plan.target.is_attach() {
+        Start::Attached
+    } else if pinned_at_birth(plan, explicit.as_deref()).is_some() {
+        Start::PinnedAtBirth
+    } else {
+        Start::Os
+    };
     let mut session = Session::new(
         SessionConfig {
             init,
@@ -278,8 +285,7 @@ fn open_session(
                 .and_then(|r| r.rate.as_ref())
                 .filter(|(_, unit)| *unit == choice.info.unit)
                 .map(|(rate, _)| *rate),
-            startup_is_os: !plan.target.is_attach()
-                && pinned_at_birth(plan, explicit.as_deref()).is_none(),
+            startup_is_os: start == Start::Os,
             startup_ends_init: matches!(
                 choice.source,
                 ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress
@@ -296,6 +302,7 @@ fn open_session(
         ),
         strategy_factory(search_strategy(plan, busy.changed), plan.launch.as_ref()),
     );
+    session.report.start = start;
     if busy.now.is_some() {
         session.report.busy_cpus = busy.now.clone();
     }
