@@ -580,10 +580,14 @@ impl Race {
     }
 
     /// Every tick of `c` is below half of every tick of the leader `l` (a spinning barrier
-    /// sharing a CPU, 1000× slower): no noise estimate needed.
+    /// sharing a CPU, 1000× slower): no noise estimate needed. Not while `c` has been read
+    /// only before the search: the start-up is not a verdict, a program reading its input
+    /// runs at a fraction of its rate wherever it runs (GROMACS's start-up read 0–70
+    /// constructs/s where its pinned probes read 32 000, on an idle machine).
     fn below_half(&self, l: usize, c: usize) -> bool {
+        let searched = self.arms[c].rounds.iter().any(|&r| r > 0);
         match (self.arms[l].range, self.arms[c].range) {
-            (Some((l_lo, _)), Some((_, c_hi))) => l_lo > 0.0 && 2.0 * c_hi < l_lo,
+            (Some((l_lo, _)), Some((_, c_hi))) => searched && l_lo > 0.0 && 2.0 * c_hi < l_lo,
             _ => false,
         }
     }
@@ -1310,6 +1314,63 @@ mod dominance_tests {
             });
         assert_eq!(d.candidate, 1);
         assert_eq!(order.len(), 2, "one probe each");
+    }
+
+    #[test]
+    fn a_start_up_far_below_the_leader_is_not_a_verdict_on_its_own() {
+        // The OS placement read 67 units/s at the end of the program's start-up (a program
+        // reading its input runs that slowly wherever it runs), the pinning 30 000 in the
+        // search. Half the leader's ticks would end it; read only before the search, it is
+        // probed first. Its search probe, far below as well, then ends it by the same rule.
+        let run = |os_in_search: f64| {
+            let mut r = Race::new(RaceParams::default(), 2);
+            r.set_os_placement(0);
+            r.record(ProbeOutcome {
+                candidate: 0,
+                score: 67.0,
+                duration: 0.1,
+                interval_cv: None,
+                interval_range: Some((67.0, 67.0)),
+                intervals: 1,
+            });
+            let mut probed = Vec::new();
+            let decision = loop {
+                match r.next(0.2 * probed.len() as f64) {
+                    Plan::Probe { candidate, .. } => {
+                        probed.push(candidate);
+                        let score = if candidate == 0 {
+                            os_in_search
+                        } else {
+                            30_000.0
+                        };
+                        r.record(ProbeOutcome {
+                            candidate,
+                            score,
+                            duration: 0.2,
+                            interval_cv: Some(0.01),
+                            interval_range: Some((0.99 * score, 1.01 * score)),
+                            intervals: 2,
+                        });
+                    }
+                    Plan::Decide(d) => break d,
+                }
+                assert!(probed.len() < 200, "no decision: {probed:?}");
+            };
+            (decision, probed)
+        };
+        // Far below in the search too: gone after that one probe.
+        let (d, probed) = run(5_000.0);
+        assert_eq!(d.candidate, 1);
+        assert_eq!(
+            probed,
+            vec![1, 1, 0],
+            "the leader first in round 2, then the OS once"
+        );
+        assert!(d.reason.contains("below half the leader"), "{}", d.reason);
+        // 20% faster than the pinning once the program runs: not ended on the start-up, and
+        // the decision.
+        let (d, probed) = run(36_000.0);
+        assert_eq!(d.candidate, 0, "{probed:?} {}", d.reason);
     }
 
     #[test]
