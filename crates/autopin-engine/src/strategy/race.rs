@@ -1333,29 +1333,21 @@ mod dominance_tests {
                 interval_range: Some((67.0, 67.0)),
                 intervals: 1,
             });
-            let mut probed = Vec::new();
-            let decision = loop {
-                match r.next(0.2 * probed.len() as f64) {
-                    Plan::Probe { candidate, .. } => {
-                        probed.push(candidate);
-                        let score = if candidate == 0 {
-                            os_in_search
-                        } else {
-                            30_000.0
-                        };
-                        r.record(ProbeOutcome {
-                            candidate,
-                            score,
-                            duration: 0.2,
-                            interval_cv: Some(0.01),
-                            interval_range: Some((0.99 * score, 1.01 * score)),
-                            intervals: 2,
-                        });
-                    }
-                    Plan::Decide(d) => break d,
+            let (decision, probed, _) = super::tests::drive_race(r, |candidate, _, _| {
+                let score = if candidate == 0 {
+                    os_in_search
+                } else {
+                    30_000.0
+                };
+                ProbeOutcome {
+                    candidate,
+                    score,
+                    duration: 0.2,
+                    interval_cv: Some(0.01),
+                    interval_range: Some((0.99 * score, 1.01 * score)),
+                    intervals: 2,
                 }
-                assert!(probed.len() < 200, "no decision: {probed:?}");
-            };
+            });
             (decision, probed)
         };
         // Far below in the search too: gone after that one probe.
