@@ -203,11 +203,7 @@ fn live_latency_measurement() {
     // times (two vCPUs of this VM measured below 20 ns apart in one run, where the guest's
     // sysfs shows two cores): there a disagreement is what the measurement is for, and it
     // has to be the inference's own word. On bare metal a clean measurement agrees.
-    let guest = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
-        c.lines()
-            .any(|l| l.starts_with("flags") && l.contains(" hypervisor"))
-    });
-    if !guest {
+    if !autopin_perf::probe::OpenContext::current().in_vm {
         assert!(
             dis.is_empty(),
             "a clean measurement disagrees with the OS: {dis:?}"
