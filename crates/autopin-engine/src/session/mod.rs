@@ -1071,6 +1071,19 @@ impl Session {
         // Not one unit in the whole (extended) probe: the rate is below one unit per probe,
         // not zero; that upper bound is what the strategy sees.
         let unseen = self.grain.counts_units() && amount <= 0.0 && time > 0.0;
+        if unseen && startup {
+            // The start-up's tail is not lengthened until it sees a unit, so seeing none says
+            // the program paused (GROMACS reads its input after its first constructs), not
+            // how fast it runs where the OS placed it: taken as a rate, it made the OS
+            // placement look as if it collapsed ("×2.8" where its probes in the search were
+            // 1.5× behind). The OS placement is probed in the search instead.
+            out.push(Action::Message(format!(
+                "the start-up's last {} counted nothing ({}): a pause, not a rate; the OS placement is probed in the search",
+                duration(time),
+                self.cfg.unit
+            )));
+            return;
+        }
         let rate = if unseen {
             1.0 / time
         } else if time > 0.0 {
@@ -1446,6 +1459,77 @@ mod plain_words_tests {
         let mut late = session(0.5, 0.0);
         late.start(0.0);
         assert!(late.begin_if_due(0.0, 1).is_empty());
+    }
+
+    #[test]
+    fn a_start_up_that_counted_nothing_at_its_end_is_a_pause_not_a_rate() {
+        // GROMACS completes a few OpenMP constructs, then reads its input: the start-up's
+        // tail, where the OS placed it, counts nothing. As the run does for an OpenMP
+        // program, the start-up is seeded from the 0.3 s it waited. Once it computes, the
+        // program runs at 600 units/s where the OS places it and at 1000 on the pinning.
+        let mut s = Session::new(
+            SessionConfig {
+                init: 0.0,
+                init_waited: 0.3,
+                startup_is_os: true,
+                unit: "OpenMP constructs/s".into(),
+                watch: None,
+                ..SessionConfig::default()
+            },
+            Box::new(|_| vec![Pinning::unpinned(), Pinning::from_cpus(vec![1])].into()),
+            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        );
+        let startup: Vec<Interval> = [3.0, 0.0, 0.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &amount)| Interval {
+                start: 0.1 * i as f64,
+                end: 0.1 * (i + 1) as f64,
+                amount,
+                tracked: 2,
+                ..Interval::default()
+            })
+            .collect();
+        s.seed_startup(&startup);
+        let mut said = s.start(0.3);
+        said.extend(s.begin_if_due(0.3, 2));
+        let mut t: f64 = 0.3;
+        while t < 20.0 && !s.is_decided() {
+            let amount = if s.applied == Some(1) { 100.0 } else { 60.0 };
+            said.extend(s.on_interval(&Interval {
+                start: t,
+                end: t + 0.1,
+                amount,
+                tracked: 2,
+                ..Interval::default()
+            }));
+            t += 0.1;
+        }
+        let m = message(&said);
+        assert!(
+            m.contains("the start-up's last 200 ms counted nothing (OpenMP constructs/s): a pause, not a rate"),
+            "{m}"
+        );
+        let p = &s.report.probes;
+        assert!(p.iter().all(|p| !p.startup), "{p:?}");
+        // The OS placement is probed in the search first, where the program already is.
+        assert_eq!((p[0].candidate, p[0].warmup), (0, 0.0), "{p:?}");
+        assert!(p.iter().all(|p| p.rate > 500.0), "{p:?}");
+        // The margin is the probes' 1000 against 600, not against a pause read as a rate.
+        let d = s.report.decision.clone().expect("decided");
+        assert_eq!(d.candidate_index, 1);
+        let margin = d.margin.expect("a margin");
+        assert!((0.5..0.8).contains(&margin), "{d:?}");
+        // A quiet OS placement 1.67× behind waits for its eight ticks before the t-test
+        // judges it; its probes are not cut after one tick meanwhile, which only added
+        // rounds (decided at 3.7 s after 7 of them, instead of 2.5 s after 4).
+        assert!(d.at < 2.6, "{d:?}");
+        assert!(
+            p.iter()
+                .filter(|p| p.candidate == 0)
+                .all(|p| p.intervals >= 2),
+            "{p:?}"
+        );
     }
 
     #[test]
