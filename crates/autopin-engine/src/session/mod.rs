@@ -1071,17 +1071,27 @@ impl Session {
         // Not one unit in the whole (extended) probe: the rate is below one unit per probe,
         // not zero; that upper bound is what the strategy sees.
         let unseen = self.grain.counts_units() && amount <= 0.0 && time > 0.0;
-        if unseen && startup {
-            // The start-up's tail is not lengthened until it sees a unit, so seeing none says
-            // the program paused (GROMACS reads its input after its first constructs), not
-            // how fast it runs where the OS placed it: taken as a rate, it made the OS
-            // placement look as if it collapsed ("×2.8" where its probes in the search were
-            // 1.5× behind). The OS placement is probed in the search instead.
-            out.push(Action::Message(format!(
-                "the start-up's last {} counted nothing ({}): a pause, not a rate; the OS placement is probed in the search",
-                duration(time),
-                self.cfg.unit
-            )));
+        // The start-up's tail is not lengthened until it has seen enough units to be a rate,
+        // as a probe is (`Granularity::MIN_UNITS`): with fewer, it is the OS placement's
+        // first probe no more, and the search probes it first instead. Seeing none says the
+        // program paused (GROMACS reads its input after its first constructs), not how fast
+        // it runs where the OS placed it: taken as a rate, it made the OS placement look as
+        // if it collapsed ("×2.8" where its probes in the search were 1.5× behind).
+        if startup && self.grain.counts_units() && amount < Granularity::MIN_UNITS {
+            out.push(Action::Message(if unseen {
+                format!(
+                    "the start-up's last {} counted nothing ({}): a pause, not a rate; the OS placement is probed in the search",
+                    duration(time),
+                    self.cfg.unit
+                )
+            } else {
+                format!(
+                    "the start-up's last {} counted only {amount} ({}; a probe sees {} or more): too few for a rate; the OS placement is probed in the search",
+                    duration(time),
+                    self.cfg.unit,
+                    Granularity::MIN_UNITS
+                )
+            }));
             return;
         }
         let rate = if unseen {
@@ -1464,9 +1474,55 @@ mod plain_words_tests {
     #[test]
     fn a_start_up_that_counted_nothing_at_its_end_is_a_pause_not_a_rate() {
         // GROMACS completes a few OpenMP constructs, then reads its input: the start-up's
-        // tail, where the OS placed it, counts nothing. As the run does for an OpenMP
-        // program, the start-up is seeded from the 0.3 s it waited. Once it computes, the
-        // program runs at 600 units/s where the OS places it and at 1000 on the pinning.
+        // tail, where the OS placed it, counts nothing.
+        let (m, s) = after_start_up(&[3.0, 0.0, 0.0]);
+        assert!(
+            m.contains("the start-up's last 200 ms counted nothing (OpenMP constructs/s): a pause, not a rate"),
+            "{m}"
+        );
+        let p = &s.report.probes;
+        assert!(p.iter().all(|p| !p.startup), "{p:?}");
+        // The OS placement is probed in the search first, where the program already is.
+        assert_eq!((p[0].candidate, p[0].warmup), (0, 0.0), "{p:?}");
+        assert!(p.iter().all(|p| p.rate > 500.0), "{p:?}");
+        // The margin is the probes' 1000 against 600, not against a pause read as a rate.
+        let d = s.report.decision.clone().expect("decided");
+        assert_eq!(d.candidate_index, 1);
+        let margin = d.margin.expect("a margin");
+        assert!((0.5..0.8).contains(&margin), "{d:?}");
+        // A quiet OS placement 1.67× behind waits for its eight ticks before the t-test
+        // judges it; once it has had its three probes, they are not cut after one tick,
+        // which only added rounds (decided at 3.7 s after 7 of them, now 2.9 s after 5).
+        assert!(d.at < 3.0, "{d:?}");
+        let os: Vec<&ProbeRecord> = p.iter().filter(|p| p.candidate == 0).collect();
+        assert!(
+            os.len() >= 4 && os[3..].iter().all(|p| p.intervals >= 2),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn a_start_up_tail_that_counted_too_few_units_is_no_rate() {
+        // Three units in the start-up's last 0.2 s (a rate of 15 ± 5 a second, mostly
+        // rounding) are not the OS placement's first probe either; ten or more are.
+        let (m, s) = after_start_up(&[3.0, 2.0, 1.0]);
+        assert!(
+            m.contains("the start-up's last 200 ms counted only 3 (OpenMP constructs/s; a probe sees 10 or more): too few for a rate"),
+            "{m}"
+        );
+        assert!(s.report.probes.iter().all(|p| !p.startup));
+        let (m, s) = after_start_up(&[3.0, 6.0, 6.0]);
+        assert!(!m.contains("the start-up's last"), "{m}");
+        let first = &s.report.probes[0];
+        assert!(first.startup && first.candidate == 0, "{first:?}");
+        assert!((first.rate - 60.0).abs() < 1e-6, "{first:?}");
+    }
+
+    /// A session whose OpenMP start-up (seeded, as the run does, from the 0.3 s it waited)
+    /// counted `startup` units in each 0.1 s, run until it decides. Once it computes, the
+    /// program runs at 600 units/s where the OS places it and at 1000 on the pinning.
+    /// Returns what it said and the session.
+    fn after_start_up(startup: &[f64]) -> (String, Session) {
         let mut s = Session::new(
             SessionConfig {
                 init: 0.0,
@@ -1479,7 +1535,7 @@ mod plain_words_tests {
             Box::new(|_| vec![Pinning::unpinned(), Pinning::from_cpus(vec![1])].into()),
             Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
         );
-        let startup: Vec<Interval> = [3.0, 0.0, 0.0]
+        let startup: Vec<Interval> = startup
             .iter()
             .enumerate()
             .map(|(i, &amount)| Interval {
@@ -1505,31 +1561,7 @@ mod plain_words_tests {
             }));
             t += 0.1;
         }
-        let m = message(&said);
-        assert!(
-            m.contains("the start-up's last 200 ms counted nothing (OpenMP constructs/s): a pause, not a rate"),
-            "{m}"
-        );
-        let p = &s.report.probes;
-        assert!(p.iter().all(|p| !p.startup), "{p:?}");
-        // The OS placement is probed in the search first, where the program already is.
-        assert_eq!((p[0].candidate, p[0].warmup), (0, 0.0), "{p:?}");
-        assert!(p.iter().all(|p| p.rate > 500.0), "{p:?}");
-        // The margin is the probes' 1000 against 600, not against a pause read as a rate.
-        let d = s.report.decision.clone().expect("decided");
-        assert_eq!(d.candidate_index, 1);
-        let margin = d.margin.expect("a margin");
-        assert!((0.5..0.8).contains(&margin), "{d:?}");
-        // A quiet OS placement 1.67× behind waits for its eight ticks before the t-test
-        // judges it; its probes are not cut after one tick meanwhile, which only added
-        // rounds (decided at 3.7 s after 7 of them, instead of 2.5 s after 4).
-        assert!(d.at < 2.6, "{d:?}");
-        assert!(
-            p.iter()
-                .filter(|p| p.candidate == 0)
-                .all(|p| p.intervals >= 2),
-            "{p:?}"
-        );
+        (message(&said), s)
     }
 
     #[test]

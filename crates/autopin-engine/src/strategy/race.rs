@@ -1093,11 +1093,14 @@ impl Strategy for Race {
         let Some(l) = self.leader(&est).filter(|&l| l != c) else {
             return false;
         };
-        // The OS placement waits for its ticks before the t-test may judge it: a probe of it
-        // cut after one tick only adds rounds (a quiet one 1.67× behind was decided after 7
-        // rounds, 3.4 s, instead of 4, 2.2 s, at the same cost). Below half the leader it
-        // is cut still: the half-the-leader rule ends it on that one probe.
-        let cut = if self.unsettled(c) {
+        // An OS placement that has had its probes but still waits for its ticks before the
+        // t-test may judge it: a probe of it cut after one tick only adds rounds (a quiet one
+        // 1.67× behind was decided after 7 rounds, 3.7 s, instead of 5). Below half the
+        // leader it is cut still: the half-the-leader rule ends it on that one probe. Not
+        // before its probes: one that swings shows it in them, and more ticks of its fast
+        // state keep the never-above-the-leader rule from ending it.
+        let waits_for_ticks = self.unsettled(c) && self.arms[c].scores.len() >= self.p.os_probes;
+        let cut = if waits_for_ticks {
             0.5
         } else {
             self.p.cut_below
