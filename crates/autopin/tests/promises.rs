@@ -290,7 +290,10 @@ fn work_in_child_processes_and_a_process_left_running_are_named() {
             out.status.code(),
         )
     };
-    let busy = "i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done";
+    // Each worker must outlive autopin's second look at the program's children (they are
+    // looked at once a second): 1.5 million steps once ended in 1.0 s on a fast host, were
+    // seen only at their start, and the note had no work to name.
+    let busy = "i=0; while [ $i -lt 4000000 ]; do i=$((i+1)); done";
     let (err, code) = run_sh(&format!("sh -c '{busy}' & sh -c '{busy}' & wait"));
     assert_eq!(code, Some(0), "{err}");
     assert!(

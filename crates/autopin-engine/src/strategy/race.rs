@@ -30,8 +30,8 @@
 //!   whose first ticks are below `cut_below` of the leader's lowest ends there
 //!   (`seen_enough`); one whose warm-up already reads below `WARMUP_CUT` of it is the warm-up
 //!   alone (`behind_at_warmup`).
-//! - **No decision without evidence.** Survivors confidently within `tolerance` of the leader
-//!   end the search with the leader; survivors confidently within `indistinct` of it, or a
+//! - **No decision without evidence.** No survivor confidently more than `tolerance` better
+//!   than the leader ends the search with the leader (the reason states that bound); survivors confidently within `indistinct` of it, or a
 //!   budget that ends before the leader is confidently ahead, keep the OS's own placement when
 //!   it survives, or else the first surviving candidate, and the reason says so.
 
@@ -688,11 +688,18 @@ impl Race {
                 .iter()
                 .all(|x| *x >= -(1.0 + self.p.tolerance).ln())
         {
+            // The reason states the bound: the margin over the runner-up may read "within
+            // the noise" (a 16-CPU machine beside four busy ones: "+1.2% (within the
+            // noise)"), and what makes the leader safe to keep is that no survivor can be
+            // better than it by more than the tolerance.
             return Some(self.decision(
                 &est,
                 l,
                 ci,
-                "survivors are within the tolerance of the leader",
+                &format!(
+                    "no other candidate can be more than {:.1}% better than the leader",
+                    100.0 * self.p.tolerance
+                ),
             ));
         }
         // Nor is the OS placement kept as indistinguishable before it is known: two probes of
@@ -1504,6 +1511,30 @@ mod faster_race_tests {
         assert_eq!(d.candidate, 2, "{}", d.reason);
         assert!(d.reason.contains("OS's own placement"), "{}", d.reason);
         assert!(t < 60.0 / 2.0, "stopped early: {t} s");
+    }
+
+    #[test]
+    fn a_leader_kept_on_the_tolerance_says_what_bounds_it() {
+        // The pinning (#0) 0.1% ahead of the OS placement (#1), 0.3% probe noise: too close
+        // for a t-test to end either, but once nothing can be more than 0.5% better than
+        // the leader, it is kept, and the reason gives that bound rather than a margin that
+        // reads "within the noise".
+        let (d, _, _) = drive(2, Some(1), RaceParams::default(), |c, k| {
+            let j = [0.003, -0.003, 0.002, -0.002][(k + c) % 4];
+            (if c == 0 { 100.1 } else { 100.0 } * (1.0 + j), 0.003)
+        });
+        assert_eq!(d.candidate, 0, "{}", d.reason);
+        let (m, ci) = (d.margin.unwrap(), d.margin_ci.unwrap());
+        assert!(
+            (1.0 + m) / (1.0 + ci) < 1.0,
+            "the margin reaches zero: {d:?}"
+        );
+        assert!(
+            d.reason
+                .starts_with("no other candidate can be more than 0.5% better than the leader"),
+            "{}",
+            d.reason
+        );
     }
 
     #[test]
