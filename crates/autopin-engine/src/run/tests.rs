@@ -855,8 +855,8 @@ fn an_openmp_start_up_seen_long_enough_ends_the_wait_for_a_heartbeat() {
     };
     let pl = plan(&m, launch(), topology());
     // Constructs from 0.05 s on and no heartbeat: the search begins 0.2 s after the first
-    // construct (a tick dropped, a tick of start-up), not when the 0.5 s init ends, and the start-up is still the OS
-    // placement's first probe.
+    // construct (a tick dropped, a tick of start-up), not when the 0.5 s init ends, and the
+    // start-up is still the OS placement's first probe.
     let (r, sink) = go(&pl, &mut openmp(None));
     let r = r.unwrap();
     assert_eq!(r.objective.source, "openmp");

@@ -31,9 +31,10 @@
 //!   (`seen_enough`); one whose warm-up already reads below `WARMUP_CUT` of it is the warm-up
 //!   alone (`behind_at_warmup`).
 //! - **No decision without evidence.** No survivor confidently more than `tolerance` better
-//!   than the leader ends the search with the leader (the reason states that bound); survivors confidently within `indistinct` of it, or a
-//!   budget that ends before the leader is confidently ahead, keep the OS's own placement when
-//!   it survives, or else the first surviving candidate, and the reason says so.
+//!   than the leader ends the search with the leader (the reason states that bound);
+//!   survivors confidently within `indistinct` of it, or a budget that ends before the
+//!   leader is confidently ahead, keep the OS's own placement when it survives, or else the
+//!   first surviving candidate, and the reason says so.
 
 use super::{Decision, Plan, ProbeOutcome, Strategy, COLLAPSE, WARMUP_CUT};
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -230,6 +231,11 @@ const MOVE_SHARE: f64 = 0.01;
 
 /// The error level, before Bonferroni, of an elimination on one probe's ticks.
 const ONE_PROBE_ERROR: f64 = 0.05;
+
+/// Rule 3's line: a challenger whose every tick is below this share of every tick of the
+/// leader goes after one probe (and an OS placement still waiting for its ticks has its
+/// probe cut there, `seen_enough`).
+const HALF_THE_LEADER: f64 = 0.5;
 
 /// One-sided Student-t quantile: the t with P(T > t) = alpha.
 fn t_quantile(alpha: f64, df: f64) -> f64 {
@@ -587,7 +593,9 @@ impl Race {
     fn below_half(&self, l: usize, c: usize) -> bool {
         let searched = self.arms[c].rounds.iter().any(|&r| r > 0);
         match (self.arms[l].range, self.arms[c].range) {
-            (Some((l_lo, _)), Some((_, c_hi))) => searched && l_lo > 0.0 && 2.0 * c_hi < l_lo,
+            (Some((l_lo, _)), Some((_, c_hi))) => {
+                searched && l_lo > 0.0 && c_hi < HALF_THE_LEADER * l_lo
+            }
             _ => false,
         }
     }
@@ -1108,7 +1116,7 @@ impl Strategy for Race {
         // state keep the never-above-the-leader rule from ending it.
         let waits_for_ticks = self.unsettled(c) && self.arms[c].scores.len() >= self.p.os_probes;
         let cut = if waits_for_ticks {
-            0.5
+            HALF_THE_LEADER
         } else {
             self.p.cut_below
         };
