@@ -31,6 +31,10 @@ pub enum PinError {
 pub trait Pinner: Send + Sync {
     fn set_affinity(&self, tid: i32, cpus: &CpuSet) -> Result<(), PinError>;
     fn affinity(&self, tid: i32) -> Result<CpuSet, PinError>;
+    /// The CPU `tid` last ran on (None: not known here).
+    fn cpu_of(&self, _tid: i32) -> Option<u32> {
+        None
+    }
 }
 
 /// A fake [`Pinner`] for tests: remembers every call and the resulting affinities.
@@ -44,6 +48,8 @@ struct Recorded {
     calls: Vec<(i32, CpuSet)>,
     current: HashMap<i32, CpuSet>,
     gone: HashSet<i32>,
+    /// Where the kernel runs a thread whose mask allows several CPUs.
+    running_on: HashMap<i32, u32>,
 }
 
 impl RecordingPinner {
@@ -53,6 +59,10 @@ impl RecordingPinner {
     /// Makes later calls for `tid` fail with [`PinError::Gone`].
     pub fn mark_gone(&self, tid: i32) {
         self.lock().gone.insert(tid);
+    }
+    /// Says that the kernel runs `tid` on `cpu` while its mask allows more than that one.
+    pub fn runs_on(&self, tid: i32, cpu: u32) {
+        self.lock().running_on.insert(tid, cpu);
     }
     /// Every successful `set_affinity` call, in order.
     pub fn calls(&self) -> Vec<(i32, CpuSet)> {
@@ -80,6 +90,13 @@ impl Pinner for RecordingPinner {
             return Err(PinError::Gone(tid));
         }
         r.current.get(&tid).cloned().ok_or(PinError::Gone(tid))
+    }
+    fn cpu_of(&self, tid: i32) -> Option<u32> {
+        let r = self.lock();
+        match r.current.get(&tid) {
+            Some(mask) if mask.len() == 1 => mask.first(),
+            _ => r.running_on.get(&tid).copied(),
+        }
     }
 }
 

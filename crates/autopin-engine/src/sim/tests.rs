@@ -1075,3 +1075,75 @@ fn a_phase_named_as_the_work_begins_does_not_delay_the_end_of_the_start_up() {
         .expect("a pinned probe");
     assert!(pinned.start < 0.35, "{:?}", r.probes);
 }
+
+/// The simulation's pinner, recording every mask set, with the CPU the kernel runs each
+/// thread on while its mask allows more than one (`os`).
+struct OsPlaces {
+    sim: Sim,
+    os: BTreeMap<i32, u32>,
+    calls: std::sync::Mutex<Vec<(i32, CpuSet)>>,
+}
+
+impl Pinner for OsPlaces {
+    fn set_affinity(&self, tid: i32, cpus: &CpuSet) -> Result<(), crate::pinner::PinError> {
+        self.calls.lock().unwrap().push((tid, cpus.clone()));
+        self.sim.set_affinity(tid, cpus)
+    }
+    fn affinity(&self, tid: i32) -> Result<CpuSet, crate::pinner::PinError> {
+        self.sim.affinity(tid)
+    }
+    fn cpu_of(&self, tid: i32) -> Option<u32> {
+        let mask = self.sim.affinity(tid).ok()?;
+        if mask.len() == 1 {
+            mask.first()
+        } else {
+            self.os.get(&tid).copied()
+        }
+    }
+}
+
+#[test]
+fn a_probe_of_the_os_placement_starts_where_the_os_had_placed_the_threads() {
+    // The OS runs the two threads on CPUs 0 and 1; the pinning puts them on 2 and 3. Each
+    // return to the OS placement first puts a thread back on the CPU the kernel ran it on
+    // when it left, then widens its mask (the kernel keeps a running thread where it is).
+    // Without that, the OS placement's probe starts on the pinning's CPUs.
+    let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:1").unwrap();
+    let sim = Sim::new(&m, Box::new(HpcModel::default()), 2, 0.05, 5, 1e9);
+    let mut session = race_session_over(vec![
+        Pinning::unpinned(),
+        Pinning::pinned("2,3", vec![2, 3]),
+    ]);
+    let pinner = OsPlaces {
+        sim: sim.clone(),
+        os: BTreeMap::from([(1000, 0), (1001, 1)]),
+        calls: Default::default(),
+    };
+    drive_with(
+        &sim,
+        &mut session,
+        &mut sim.clone(),
+        &mut sim.clone(),
+        &pinner,
+        3.0,
+    );
+    let calls = pinner.calls.into_inner().unwrap();
+    let mut returns = 0;
+    for (i, (tid, mask)) in calls.iter().enumerate() {
+        let before = calls[..i].iter().rev().find(|(t, _)| t == tid);
+        let Some((_, from)) = before else { continue };
+        if mask.len() == 4 {
+            returns += 1;
+            assert_eq!(
+                from.first(),
+                pinner.os.get(tid).copied(),
+                "thread {tid} returned to the OS placement from {} ({calls:?})",
+                from.to_list()
+            );
+        }
+    }
+    assert!(
+        returns >= 4,
+        "only {returns} returns to the OS placement: {calls:?}"
+    );
+}

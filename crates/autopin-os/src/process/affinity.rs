@@ -30,6 +30,12 @@ impl Pinner for LinuxPinner {
     fn affinity(&self, tid: i32) -> Result<CpuSet, PinError> {
         autopin_topology::affinity::get(tid).map_err(|e| classify(tid, None, e))
     }
+
+    /// Field 39 of /proc/TID/stat (a thread's directory is there under its own id too).
+    fn cpu_of(&self, tid: i32) -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+        autopin_perf::cpustat::parse_thread_cpu(&stat).map(|(_, cpu)| cpu)
+    }
 }
 
 #[cfg(test)]
@@ -46,6 +52,19 @@ mod tests {
         assert_eq!(p.affinity(tid).unwrap(), one);
         p.set_affinity(tid, &before).unwrap();
         assert_eq!(p.affinity(tid).unwrap(), before);
+    }
+
+    #[test]
+    fn linux_pinner_says_where_a_thread_runs() {
+        let p = LinuxPinner;
+        let tid = rustix::thread::gettid().as_raw_pid();
+        let before = p.affinity(tid).unwrap();
+        for cpu in before.iter().take(2) {
+            p.set_affinity(tid, &CpuSet::from_cpus([cpu])).unwrap();
+            assert_eq!(p.cpu_of(tid), Some(cpu));
+        }
+        p.set_affinity(tid, &before).unwrap();
+        assert_eq!(p.cpu_of(1 << 23), None);
     }
 
     #[test]
