@@ -288,8 +288,7 @@ impl ThreadSource for ProcThreads {
             }
             // The registry's threads (the owner may be another process of the launched
             // tree), and those only /proc shows.
-            let mut all: Vec<u32> = recorded.iter().map(|r| r.0 as u32).collect();
-            all.extend(self.unrecorded.iter().flatten().map(|&t| t as u32));
+            let all = every_thread(&recorded, &mut self.unrecorded);
             let mut tracked = Vec::new();
             for (tid, creation) in recorded {
                 if let Some(i) = self.index_for(creation) {
@@ -332,6 +331,22 @@ impl ThreadSource for ProcThreads {
             existed: self.registry.as_ref().map(|r| r.count() as usize),
         })
     }
+}
+
+/// The program's threads: those the registry `recorded`, and those only /proc listed. A
+/// thread /proc listed in the moment between its birth and its record is the registry's
+/// once recorded, and leaves `unrecorded` then: listed twice until the next listing, its
+/// stale entry's end looked like a thread gone, which marks the interval disturbed (and a
+/// disturbed warm-up cannot end a probe: syncbench's threads stacked on one CPU were then
+/// probed for a whole tick at a thousandth of their rate).
+fn every_thread(recorded: &[(i32, usize)], unrecorded: &mut Option<Vec<i32>>) -> Vec<u32> {
+    let mut all: Vec<u32> = recorded.iter().map(|r| r.0 as u32).collect();
+    if let Some(only_proc) = unrecorded.as_mut().filter(|u| !u.is_empty()) {
+        let known: HashSet<i32> = recorded.iter().map(|r| r.0).collect();
+        only_proc.retain(|t| !known.contains(t));
+        all.extend(only_proc.iter().map(|&t| t as u32));
+    }
+    all
 }
 
 /// The number on the `Threads:` line of a /proc/PID/status text.
@@ -744,6 +759,19 @@ fn t_id(t: &Target) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_listed_before_its_record_is_listed_once_after_it() {
+        // /proc listed thread 12 (and 13, a raw clone the library never records) before
+        // the registry had 12: once it has, 12 is the registry's and listed once.
+        let mut unrecorded = Some(vec![12, 13]);
+        let before = every_thread(&[(10, 0), (11, 1)], &mut unrecorded);
+        assert_eq!(before, vec![10, 11, 12, 13]);
+        let after = every_thread(&[(10, 0), (11, 1), (12, 2)], &mut unrecorded);
+        assert_eq!(after, vec![10, 11, 12, 13]);
+        assert_eq!(unrecorded, Some(vec![13]));
+        assert_eq!(every_thread(&[(10, 0)], &mut None), vec![10]);
+    }
 
     #[test]
     fn the_kernels_thread_count_is_read_from_status() {
