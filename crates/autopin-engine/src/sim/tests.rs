@@ -1147,3 +1147,54 @@ fn a_probe_of_the_os_placement_starts_where_the_os_had_placed_the_threads() {
         "only {returns} returns to the OS placement: {calls:?}"
     );
 }
+
+#[test]
+fn threads_pinned_at_birth_are_not_taken_for_the_os_placements() {
+    // The threads start pinned on CPUs 2 and 3 (a pinning applied at birth). Their first
+    // move, to the pinning on 0 and 1, is not a departure from the OS placement: the OS
+    // placement's first probe widens their masks where that pinning left them, and only
+    // its later probes start where the OS had run them (CPUs 3 and 2 here).
+    let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:1").unwrap();
+    let sim = Sim::new(&m, Box::new(HpcModel::default()), 2, 0.05, 5, 1e9);
+    sim.set_affinity(1000, &CpuSet::from_cpus([2])).unwrap();
+    sim.set_affinity(1001, &CpuSet::from_cpus([3])).unwrap();
+    let mut session = race_session_over(vec![
+        Pinning::pinned("0,1", vec![0, 1]),
+        Pinning::unpinned(),
+    ]);
+    let pinner = OsPlaces {
+        sim: sim.clone(),
+        os: BTreeMap::from([(1000, 3), (1001, 2)]),
+        calls: Default::default(),
+    };
+    drive_with(
+        &sim,
+        &mut session,
+        &mut sim.clone(),
+        &mut sim.clone(),
+        &pinner,
+        3.0,
+    );
+    let calls = pinner.calls.into_inner().unwrap();
+    for tid in [1000, 1001] {
+        let mine: Vec<&CpuSet> = calls
+            .iter()
+            .filter(|(t, _)| *t == tid)
+            .map(|(_, m)| m)
+            .collect();
+        let returns: Vec<usize> = (1..mine.len()).filter(|&i| mine[i].len() == 4).collect();
+        assert!(returns.len() >= 2, "thread {tid}: {mine:?}");
+        // The first: straight from the pinning (CPU 0 or 1), not via a birth CPU.
+        assert!(
+            mine[returns[0] - 1].first() < Some(2),
+            "thread {tid}: {mine:?}"
+        );
+        for &i in &returns[1..] {
+            assert_eq!(
+                mine[i - 1].first(),
+                pinner.os.get(&tid).copied(),
+                "thread {tid}: {mine:?}"
+            );
+        }
+    }
+}
