@@ -1102,21 +1102,23 @@ impl Pinner for OsPlaces {
     }
 }
 
-#[test]
-fn a_probe_of_the_os_placement_starts_where_the_os_had_placed_the_threads() {
-    // The OS runs the two threads on CPUs 0 and 1; the pinning puts them on 2 and 3. Each
-    // return to the OS placement first puts a thread back on the CPU the kernel ran it on
-    // when it left, then widens its mask (the kernel keeps a running thread where it is).
-    // Without that, the OS placement's probe starts on the pinning's CPUs.
+/// The masks set, in order, while the race runs 3 s between `cands` for the two threads
+/// (1000 and 1001) of a program on four CPUs, the kernel running them on `os` while their
+/// masks allow more than one CPU; `born_on`: the CPUs they were pinned to at their birth.
+fn masks_set_racing(
+    cands: Vec<Pinning>,
+    os: &BTreeMap<i32, u32>,
+    born_on: Option<[u32; 2]>,
+) -> Vec<(i32, CpuSet)> {
     let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:1").unwrap();
     let sim = Sim::new(&m, Box::new(HpcModel::default()), 2, 0.05, 5, 1e9);
-    let mut session = race_session_over(vec![
-        Pinning::unpinned(),
-        Pinning::pinned("2,3", vec![2, 3]),
-    ]);
+    for (tid, cpu) in [1000, 1001].into_iter().zip(born_on.into_iter().flatten()) {
+        sim.set_affinity(tid, &CpuSet::from_cpus([cpu])).unwrap();
+    }
+    let mut session = race_session_over(cands);
     let pinner = OsPlaces {
         sim: sim.clone(),
-        os: BTreeMap::from([(1000, 0), (1001, 1)]),
+        os: os.clone(),
         calls: Default::default(),
     };
     drive_with(
@@ -1127,7 +1129,18 @@ fn a_probe_of_the_os_placement_starts_where_the_os_had_placed_the_threads() {
         &pinner,
         3.0,
     );
-    let calls = pinner.calls.into_inner().unwrap();
+    pinner.calls.into_inner().unwrap()
+}
+
+#[test]
+fn a_probe_of_the_os_placement_starts_where_the_os_had_placed_the_threads() {
+    // The OS runs the two threads on CPUs 0 and 1; the pinning puts them on 2 and 3. Each
+    // return to the OS placement first puts a thread back on the CPU the kernel ran it on
+    // when it left, then widens its mask (the kernel keeps a running thread where it is).
+    // Without that, the OS placement's probe starts on the pinning's CPUs.
+    let os = BTreeMap::from([(1000, 0), (1001, 1)]);
+    let cands = vec![Pinning::unpinned(), Pinning::pinned("2,3", vec![2, 3])];
+    let calls = masks_set_racing(cands, &os, None);
     let mut returns = 0;
     for (i, (tid, mask)) in calls.iter().enumerate() {
         let before = calls[..i].iter().rev().find(|(t, _)| t == tid);
@@ -1136,7 +1149,7 @@ fn a_probe_of_the_os_placement_starts_where_the_os_had_placed_the_threads() {
             returns += 1;
             assert_eq!(
                 from.first(),
-                pinner.os.get(tid).copied(),
+                os.get(tid).copied(),
                 "thread {tid} returned to the OS placement from {} ({calls:?})",
                 from.to_list()
             );
@@ -1154,28 +1167,9 @@ fn threads_pinned_at_birth_are_not_taken_for_the_os_placements() {
     // move, to the pinning on 0 and 1, is not a departure from the OS placement: the OS
     // placement's first probe widens their masks where that pinning left them, and only
     // its later probes start where the OS had run them (CPUs 3 and 2 here).
-    let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:1").unwrap();
-    let sim = Sim::new(&m, Box::new(HpcModel::default()), 2, 0.05, 5, 1e9);
-    sim.set_affinity(1000, &CpuSet::from_cpus([2])).unwrap();
-    sim.set_affinity(1001, &CpuSet::from_cpus([3])).unwrap();
-    let mut session = race_session_over(vec![
-        Pinning::pinned("0,1", vec![0, 1]),
-        Pinning::unpinned(),
-    ]);
-    let pinner = OsPlaces {
-        sim: sim.clone(),
-        os: BTreeMap::from([(1000, 3), (1001, 2)]),
-        calls: Default::default(),
-    };
-    drive_with(
-        &sim,
-        &mut session,
-        &mut sim.clone(),
-        &mut sim.clone(),
-        &pinner,
-        3.0,
-    );
-    let calls = pinner.calls.into_inner().unwrap();
+    let os = BTreeMap::from([(1000, 3), (1001, 2)]);
+    let cands = vec![Pinning::pinned("0,1", vec![0, 1]), Pinning::unpinned()];
+    let calls = masks_set_racing(cands, &os, Some([2, 3]));
     for tid in [1000, 1001] {
         let mine: Vec<&CpuSet> = calls
             .iter()
@@ -1192,7 +1186,7 @@ fn threads_pinned_at_birth_are_not_taken_for_the_os_placements() {
         for &i in &returns[1..] {
             assert_eq!(
                 mine[i - 1].first(),
-                pinner.os.get(&tid).copied(),
+                os.get(&tid).copied(),
                 "thread {tid}: {mine:?}"
             );
         }
