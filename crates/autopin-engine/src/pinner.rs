@@ -48,8 +48,6 @@ struct Recorded {
     calls: Vec<(i32, CpuSet)>,
     current: HashMap<i32, CpuSet>,
     gone: HashSet<i32>,
-    /// Where the kernel runs a thread whose mask allows several CPUs.
-    running_on: HashMap<i32, u32>,
 }
 
 impl RecordingPinner {
@@ -59,10 +57,6 @@ impl RecordingPinner {
     /// Makes later calls for `tid` fail with [`PinError::Gone`].
     pub fn mark_gone(&self, tid: i32) {
         self.lock().gone.insert(tid);
-    }
-    /// Says that the kernel runs `tid` on `cpu` while its mask allows more than that one.
-    pub fn runs_on(&self, tid: i32, cpu: u32) {
-        self.lock().running_on.insert(tid, cpu);
     }
     /// Every successful `set_affinity` call, in order.
     pub fn calls(&self) -> Vec<(i32, CpuSet)> {
@@ -90,13 +84,6 @@ impl Pinner for RecordingPinner {
             return Err(PinError::Gone(tid));
         }
         r.current.get(&tid).cloned().ok_or(PinError::Gone(tid))
-    }
-    fn cpu_of(&self, tid: i32) -> Option<u32> {
-        let r = self.lock();
-        match r.current.get(&tid) {
-            Some(mask) if mask.len() == 1 => mask.first(),
-            _ => r.running_on.get(&tid).copied(),
-        }
     }
 }
 
