@@ -213,6 +213,13 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 // of a candidate far behind (`Strategy::behind_at_warmup`).
                 if warmup > 0.0 {
                     let cold = 0.7 + 0.3 * rng.uniform();
+                    // SIM_WAIT=p: with chance p the moved thread waits behind another process
+                    // for much of the warm-up, which then reads 0.1–0.4 of the rate (seen on
+                    // real programs beside a busy CPU; a sensitivity check, off by default).
+                    let cold = match wait_chance() {
+                        p if p > 0.0 && rng.uniform() < p => cold * (0.1 + 0.3 * rng.uniform()),
+                        _ => cold,
+                    };
                     let spread = (TICK / warmup).sqrt().max(1.0);
                     let extra = (spread * tick_sd(cands[c].noise) * rng.normal()).exp();
                     // (0.02 s: neither the candidate's state nor the machine's moves on)
@@ -312,6 +319,14 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
             };
         }
     }
+}
+
+/// `SIM_WAIT`: the chance that a warm-up catches the moved thread waiting for its CPU.
+fn wait_chance() -> f64 {
+    std::env::var("SIM_WAIT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
 }
 
 /// The race's parameters: the defaults, or as `SIM_PARAMS="probe=0.3 error=0.1"` says

@@ -135,6 +135,10 @@ impl Default for RaceParams {
 struct Arm {
     /// Score of each probe (more is better).
     scores: Vec<f64>,
+    /// How long each probe measured, seconds.
+    lengths: Vec<f64>,
+    /// Whether a probe weighs its length in the candidate's mean (`Arm::weight`).
+    by_time: bool,
     /// The round each probe was taken in (0: before the search, e.g. the start-up).
     rounds: Vec<usize>,
     /// Σ (ticks − 1) · (variance of ln(tick score) inside the probe), and Σ (ticks − 1).
@@ -149,9 +153,50 @@ struct Arm {
     probe_len: f64,
     /// Sampling ticks seen over all probes.
     seen_ticks: f64,
+    /// The widest span of one probe's ticks (highest ÷ lowest; 1 before any).
+    probe_swing: f64,
 }
 
 impl Arm {
+    /// The candidate's mean rate, each probe weighted by `weight` (scores raised to
+    /// `floor`); None before a probe. A pinning's mean is over the time it was measured:
+    /// work is rate × time, and its probes' lengths differ. A reading cut at its warm-up
+    /// (20 ms) is a tenth of a probe: right after a move it may have caught a thread waiting
+    /// for its CPU behind another process (beside a busy CPU a pinning that ran 56 000
+    /// OpenMP constructs/s read 12 000 in its first 20 ms; at a whole probe's weight it
+    /// pulled the pinning's mean 11% down and the decision took 2.4 s instead of about 1).
+    fn mean_rate(&self, floor: f64) -> Option<f64> {
+        let total: f64 = (0..self.scores.len()).map(|i| self.weight(i)).sum();
+        (total > 0.0).then(|| {
+            self.scores
+                .iter()
+                .enumerate()
+                .map(|(i, s)| s.max(floor) * self.weight(i))
+                .sum::<f64>()
+                / total
+        })
+    }
+
+    /// Probe `i`'s weight in the mean: its length, or 1 for the OS placement. The kernel
+    /// keeps the OS placement's threads where they are, or stacks them, for stretches
+    /// longer than a probe, and its probe ended at the warm-up on a collapse stands for the
+    /// stretch it caught the start of: ompwork beside a busy CPU read 58 000–60 000 OpenMP
+    /// constructs/s in 0.6 s of its probes and 400–600 in two 20 ms ones, where whole runs
+    /// of it go at 0.65 of the pinning; weighed by their length, the collapses counted for
+    /// nothing and decisions came at a median 1.85 s instead of 1.1 s.
+    fn weight(&self, i: usize) -> f64 {
+        if self.by_time {
+            self.lengths[i]
+        } else {
+            1.0
+        }
+    }
+
+    /// Probe `i` measured more than its warm-up.
+    fn whole(&self, i: usize, warmup: f64) -> bool {
+        self.lengths[i] > 1.5 * warmup
+    }
+
     /// Lowest and highest probe score (infinite with no probe).
     fn score_range(&self) -> (f64, f64) {
         self.scores
@@ -179,6 +224,8 @@ struct Own {
     mean: f64,
     /// Probes.
     n: usize,
+    /// What the probes are worth for the mean's variance (`n` when all are whole).
+    n_eff: f64,
     /// Variance of one probe and its degrees of freedom.
     var: Option<(f64, f64)>,
 }
@@ -265,6 +312,8 @@ impl Race {
             arms: vec![
                 Arm {
                     scores: Vec::new(),
+                    lengths: Vec::new(),
+                    by_time: true,
                     rounds: Vec::new(),
                     within_ss: 0.0,
                     within_df: 0.0,
@@ -274,6 +323,7 @@ impl Race {
                     alive: true,
                     probe_len: base,
                     seen_ticks: 0.0,
+                    probe_swing: 1.0,
                 };
                 candidates
             ],
@@ -319,10 +369,23 @@ impl Race {
         // A candidate is worth its mean rate (work is rate × time), not its geometric mean:
         // one whose rate swings between 0.5× and 1.5× does the work of 1×. On the log
         // scale that is the log of the mean, with the delta method's variance.
-        let xs: Vec<f64> = a.scores.iter().map(|s| s.max(floor)).collect();
-        let m = autopin_stats::mean(&xs)?;
+        let m = a.mean_rate(floor)?;
         let mean = m.ln();
-        let between = autopin_stats::variance(&xs).map(|v| v / (m * m));
+        // The spread of the probes about that mean, with reliability weights, and the mean
+        // worth Kish's effective number of probes, (Σw)² / Σw² (n when all are whole).
+        let (w1, w2) = (0..n)
+            .map(|i| a.weight(i))
+            .fold((0.0, 0.0), |(s1, s2), w| (s1 + w, s2 + w * w));
+        let n_eff = w1 * w1 / w2;
+        let between = (n >= 2).then(|| {
+            a.scores
+                .iter()
+                .enumerate()
+                .map(|(i, x)| a.weight(i) * (x.max(floor) - m).powi(2))
+                .sum::<f64>()
+                / (w1 - w2 / w1)
+                / (m * m)
+        });
         // The ticks of one probe average out to 1/ticks of their variance only when they
         // are independent. The OS placement's are not: the kernel keeps a thread on a busy
         // CPU, or off it, for stretches as long as a probe, so its probe is worth one tick.
@@ -339,7 +402,12 @@ impl Race {
             (None, Some(w)) => Some((w * self.p.one_probe_allowance, a.within_df)),
             (None, None) => None,
         };
-        Some(Own { mean, n, var })
+        Some(Own {
+            mean,
+            n,
+            n_eff,
+            var,
+        })
     }
 
     /// Every candidate's estimate. A candidate's own variance, from a handful of probes, is
@@ -361,7 +429,12 @@ impl Race {
         let floor_var = self.p.noise_floor.powi(2);
         own.into_iter()
             .map(|o| {
-                let Own { mean, n, var } = o?;
+                let Own {
+                    mean,
+                    n,
+                    n_eff,
+                    var,
+                } = o?;
                 let (v, df) = match (var, prior) {
                     // One probe: only its own ticks speak for it, and only when there are
                     // enough of them to say anything.
@@ -379,7 +452,7 @@ impl Race {
                 };
                 Some(Estimate {
                     mean,
-                    var: v.max(floor_var) / n as f64,
+                    var: v.max(floor_var) / n_eff,
                     df,
                     n,
                 })
@@ -428,15 +501,24 @@ impl Race {
         (l.mean - c.mean, s2.sqrt(), t_quantile(alpha, df))
     }
 
-    /// The two candidates' probes taken in the same rounds, as (leader's, challenger's).
+    /// The two candidates' whole probes taken in the same rounds, as (leader's,
+    /// challenger's). Not a reading cut at its warm-up: it may have caught a thread waiting
+    /// for its CPU, and paired with the other's whole probe it made the pair's deviation
+    /// (and every steady challenger's ratio to that leader) swing by 4×.
     fn pairs(&self, l: usize, c: usize) -> Vec<(f64, f64)> {
         let (a, b) = (&self.arms[l], &self.arms[c]);
+        let w = self.p.warmup;
         let mut out = Vec::new();
         for (i, r) in a.rounds.iter().enumerate() {
-            if *r == 0 {
+            if *r == 0 || !a.whole(i, w) {
                 continue;
             }
-            if let Some(j) = b.rounds.iter().position(|x| x == r) {
+            if let Some(j) = b
+                .rounds
+                .iter()
+                .position(|x| x == r)
+                .filter(|&j| b.whole(j, w))
+            {
                 out.push((a.scores[i], b.scores[j]));
             }
         }
@@ -600,10 +682,10 @@ impl Race {
         }
     }
 
-    /// The challenger `c` swings (its ticks span `os_swing`) but never rose more than
-    /// `ceiling` above the leader's mean rate, and its mean is below the leader's by more than
-    /// a close call (`close`): it spends part of its time far below the leader and none
-    /// clearly above, so it cannot be better by more than `ceiling`, however its swing
+    /// The challenger `c` swings against the leader (`swings_against`) but never rose more
+    /// than `ceiling` above the leader's mean rate, and its mean is below the leader's by
+    /// more than a close call (`close`): it spends part of its time far below the leader and
+    /// none clearly above, so it cannot be better by more than `ceiling`, however its swing
     /// averages out. Both seen in two probes or more, the leader not swinging itself. (The
     /// OS placement beside a busy CPU: its fast state is a pinning's, one thread on each
     /// CPU; its slow one has the kernel stack them.)
@@ -620,16 +702,35 @@ impl Race {
         let (Some(_), Some((_, c_hi))) = (al.range, ac.range) else {
             return false;
         };
-        let (Some(lm), Some(cm)) = (
-            autopin_stats::mean(&al.scores),
-            autopin_stats::mean(&ac.scores),
-        ) else {
+        let (Some(lm), Some(cm)) = (al.mean_rate(0.0), ac.mean_rate(0.0)) else {
             return false;
         };
         !self.ticks_swing(l)
-            && self.ticks_swing(c)
+            && self.swings_against(l, c)
             && c_hi <= (1.0 + self.p.ceiling) * lm
             && cm <= (1.0 - self.p.close) * lm
+    }
+
+    /// Candidate `c` swings against the leader `l`: the ticks of one of its probes span
+    /// `os_swing` (highest ÷ lowest), or its scores relative to the leader's over the rounds
+    /// that probed both do. Not its ticks over all its probes: a change of the whole machine
+    /// (a neighbour arriving between two probes) slows every candidate alike, and it made
+    /// steady candidates look swinging and go by the never-above-the-leader rule.
+    fn swings_against(&self, l: usize, c: usize) -> bool {
+        let s = self.p.os_swing;
+        if self.arms[c].probe_swing >= s {
+            return true;
+        }
+        let ratios: Vec<f64> = self
+            .pairs(l, c)
+            .into_iter()
+            .filter(|p| p.0 > 0.0 && p.1 > 0.0)
+            .map(|p| p.1 / p.0)
+            .collect();
+        let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), r| {
+            (lo.min(*r), hi.max(*r))
+        });
+        ratios.len() >= 2 && hi >= s * lo
     }
 
     /// The ticks of candidate `c` span `os_swing` (highest ÷ lowest) or more; false with no
@@ -842,7 +943,7 @@ impl Race {
             self.arms[r].range,
         ) {
             (true, Some((l_lo, _)), Some((_, r_hi))) => {
-                let mean = |c: usize| autopin_stats::mean(&self.arms[c].scores);
+                let mean = |c: usize| self.arms[c].mean_rate(0.0);
                 let ratio = mean(l)? / mean(r)?;
                 Some((ratio * r_hi / l_lo - 1.0).max(0.0))
             }
@@ -871,7 +972,7 @@ impl Race {
         ci: Option<f64>,
         reason: &str,
     ) -> Decision {
-        let mean_score = |i: usize| autopin_stats::mean(&self.arms[i].scores);
+        let mean_score = |i: usize| self.arms[i].mean_rate(0.0);
         let runner = self.runner_up(est, c);
         let score = mean_score(c);
         let rs = runner.and_then(mean_score);
@@ -1082,6 +1183,9 @@ impl Strategy for Race {
 
     fn set_os_placement(&mut self, candidate: usize) {
         self.os_placement = Some(candidate);
+        for (c, a) in self.arms.iter_mut().enumerate() {
+            a.by_time = c != candidate;
+        }
     }
 
     /// A probe lasts at least 1/`MOVE_SHARE` times the CPU time its move took: a program of
@@ -1148,8 +1252,14 @@ impl Strategy for Race {
             return;
         }
         a.scores.push(outcome.score);
+        a.lengths.push(outcome.duration.max(1e-3));
         a.rounds.push(self.rounds);
         a.seen_ticks += outcome.intervals.max(1) as f64;
+        if let Some((lo, hi)) = outcome.interval_range.filter(|r| r.0 > 0.0) {
+            if outcome.intervals >= 2 {
+                a.probe_swing = a.probe_swing.max(hi / lo);
+            }
+        }
         if let Some(cv) = outcome.interval_cv.filter(|cv| cv.is_finite()) {
             if outcome.intervals >= 2 {
                 // The variance of ln(tick) for a tick spread with this relative deviation
@@ -1695,13 +1805,13 @@ mod faster_race_tests {
 
     #[test]
     fn the_budget_end_is_a_decision_with_its_reason() {
-        // 1% apart with 3% noise between probes: cannot separate within 4 s.
+        // 1% apart with 6% noise between probes: cannot separate within 4 s.
         let p = RaceParams {
             budget: 4.0,
             ..RaceParams::default()
         };
         let noisy = |c: usize, k: usize| {
-            let j = [0.03, -0.03, 0.02, -0.02][k % 4];
+            let j = [0.06, -0.06, 0.04, -0.04][k % 4];
             ([101.0, 100.0][c] * (1.0 + j), 0.03)
         };
         let (d, _, t) = drive(2, Some(1), p, noisy);
@@ -1946,6 +2056,61 @@ mod lost_work_tests {
         let (d, os_probes) = swinging_os(1.01, 0.0);
         assert_eq!(d.candidate, 1, "{}", d.reason);
         assert!(os_probes >= 3, "{}", d.reason);
+    }
+
+    #[test]
+    fn a_warm_up_reading_weighs_what_it_measured() {
+        // Beside a busy CPU the first 20 ms on a pinning caught a thread waiting for its CPU:
+        // 12 000 OpenMP constructs/s where the pinning runs 56 000, and the probe ended at its
+        // warm-up. Counted as a whole probe, that reading pulled the pinning's mean below a
+        // placement running 45 000, and paired with that placement's whole probe of the same
+        // round it made their paired spread huge: it is a tenth of a probe, and no pair.
+        let (d, order, t) =
+            super::tests::drive_race(Race::new(RaceParams::default(), 2), |c, k, measure| {
+                let (score, duration, intervals) = match (c, k) {
+                    (1, 0) => (12_000.0, 0.02, 1),
+                    (1, _) => (56_000.0, measure, 2),
+                    _ => (45_000.0, measure, 2),
+                };
+                ProbeOutcome {
+                    candidate: c,
+                    score,
+                    duration,
+                    interval_cv: (intervals > 1).then_some(0.01),
+                    interval_range: Some((0.99 * score, 1.01 * score)),
+                    intervals,
+                }
+            });
+        assert_eq!(d.candidate, 1, "{} after {order:?}", d.reason);
+        // (3 rounds, 1.1 s; counted whole, in its mean and in the rounds' pairs, 8 and 3.9 s)
+        assert!(t < 2.0, "decided after {t:.1} s: {order:?}");
+    }
+
+    #[test]
+    fn a_neighbour_arriving_mid_search_makes_no_candidate_look_swinging() {
+        // Two steady pinnings, 100 and 99.5, each probe 1.5% off its mean and steady within
+        // (±0.5%). After two rounds a neighbour arrives and slows both to 60%: the leader's
+        // next probe reads 60, and its mean falls below the other's, whose probes all came
+        // before. Over all its ticks the better pinning then spans 1.7× and never rose above
+        // the new leader, and the never-above-the-leader rule dropped it; against the leader,
+        // round by round, it never moved.
+        let mut seen = 0;
+        let (d, order, _) =
+            super::tests::drive_race(Race::new(RaceParams::default(), 2), |c, k, measure| {
+                seen += 1;
+                let load = if seen > 4 { 0.6 } else { 1.0 };
+                let s = load * [100.0, 99.5][c] * [1.0, 1.015, 0.985][(k + c) % 3];
+                ProbeOutcome {
+                    candidate: c,
+                    score: s,
+                    duration: measure,
+                    interval_cv: Some(0.005),
+                    interval_range: Some((0.995 * s, 1.005 * s)),
+                    intervals: 2,
+                }
+            });
+        assert_eq!(d.candidate, 0, "{} after {order:?}", d.reason);
+        assert!(!d.reason.contains("never rose"), "{}", d.reason);
     }
 
     #[test]
