@@ -167,6 +167,14 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
     let os_reset = std::env::var_os("SIM_OS_RESET").is_some();
     let mut race = Race::new(params, case.k);
     race.set_os_placement(os);
+    // The swinging OS placement is the one beside a CPU busy with other work, which the
+    // session tells the strategy (SIM_BUSY=all: every case, SIM_BUSY=none: no case).
+    #[cfg(not(old_race))]
+    race.set_busy_neighbours(match std::env::var("SIM_BUSY").as_deref() {
+        Ok("all") => true,
+        Ok("none") => false,
+        _ => case.noise.starts_with("swing"),
+    });
     let mut t = 0.0;
     let mut lost = 0.0;
     let mut current: Option<usize> = None;

@@ -917,6 +917,12 @@ impl Session {
         if let Some(os) = os {
             strat.set_os_placement(os);
         }
+        strat.set_busy_neighbours(
+            self.report
+                .busy_cpus
+                .as_ref()
+                .is_some_and(|b| !b.is_empty()),
+        );
         if self.cfg.check_first && self.search == 0 {
             strat.set_incumbent(0);
             if let Some(r) = self.cfg.check_rate {
@@ -1431,6 +1437,39 @@ mod plain_words_tests {
             t += 0.1;
         }
         t
+    }
+
+    #[test]
+    fn the_cpus_busy_with_other_work_reach_the_search() {
+        // The OS placement and a pinning that run alike: on an idle machine the search keeps
+        // the OS placement; when the candidate list says CPU 0 is busy with other work, it
+        // keeps the pinning (`Strategy::set_busy_neighbours`).
+        let decided = |busy: Option<Vec<u32>>| {
+            let mut s = Session::new(
+                SessionConfig {
+                    init: 0.0,
+                    init_waited: 0.5,
+                    watch: None,
+                    ..SessionConfig::default()
+                },
+                Box::new(move |_| CandidateList {
+                    pinnings: vec![Pinning::unpinned(), Pinning::from_cpus(vec![1])],
+                    note: None,
+                    busy: busy.clone(),
+                }),
+                Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+            );
+            s.start(0.5);
+            s.begin_if_due(0.5, 1);
+            feed(&mut s, 0.5, 25.0);
+            let d = s.report.decision.clone().expect("decided");
+            (d.cpus, d.reason)
+        };
+        let (idle, why) = decided(None);
+        assert_eq!(idle, None, "the OS placement: {why}");
+        let (busy, why) = decided(Some(vec![0]));
+        assert_eq!(busy, Some(vec![1]), "{why}");
+        assert!(why.contains("busy with other work"), "{why}");
     }
 
     #[test]

@@ -88,6 +88,12 @@ pub trait Strategy {
     /// Which candidate is the OS's own placement (unpinned), if any: a search whose
     /// candidates cannot be told apart keeps it rather than pin for nothing.
     fn set_os_placement(&mut self, _candidate: usize) {}
+    /// Whether other work keeps some of the program's CPUs busy when the search starts. The
+    /// OS placement's rate then depends on where the kernel puts the threads beside that
+    /// work, which may change after the search (a thread moved onto a busy CPU, two stacked
+    /// on a free one), while a pinning's cannot: a search that cannot tell the OS placement
+    /// from the best pinning keeps the pinning. Ignored by default.
+    fn set_busy_neighbours(&mut self, _busy: bool) {}
     /// Which candidate is in force already and stays unless another is shown better (a
     /// remembered decision being checked): it is what indistinguishable candidates keep.
     fn set_incumbent(&mut self, _candidate: usize) {}

@@ -270,11 +270,16 @@ pub struct Race {
     expected: Option<f64>,
     /// Why each eliminated candidate went.
     eliminated: Vec<Option<Why>>,
+    /// Other work keeps some of the program's CPUs busy (`Strategy::set_busy_neighbours`).
+    busy_neighbours: bool,
 }
 
 /// The most autopin's moves of the threads may take of one CPU while the race searches
 /// (see `move_cost`).
 const MOVE_SHARE: f64 = 0.01;
+
+/// Why doubt keeps a pinning over the OS placement beside busy CPUs, for decision reasons.
+const BUSY_NEIGHBOURS: &str = "beside CPUs busy with other work the kernel may yet move the threads onto them, or stack them, as the OS placement's probes may not have seen";
 
 /// The error level, before Bonferroni, of an elimination on one probe's ticks.
 const ONE_PROBE_ERROR: f64 = 0.05;
@@ -334,6 +339,7 @@ impl Race {
             incumbent: None,
             expected: None,
             eliminated: vec![None; candidates],
+            busy_neighbours: false,
         }
     }
 
@@ -801,6 +807,17 @@ impl Race {
             // the noise" (a 16-CPU machine beside four busy ones: "+1.2% (within the
             // noise)"), and what makes the leader safe to keep is that no survivor can be
             // better than it by more than the tolerance.
+            if let Some(p) = self.pinning_over_os(&est, l) {
+                return Some(self.decision(
+                    &est,
+                    p,
+                    self.margin_ci(&est, p),
+                    &format!(
+                        "no other candidate can be more than {:.1}% better than the OS placement, which is not confidently ahead of the best pinning: keeping the pinning, {BUSY_NEIGHBOURS}",
+                        100.0 * self.p.tolerance
+                    ),
+                ));
+            }
             return Some(self.decision(
                 &est,
                 l,
@@ -873,6 +890,13 @@ impl Race {
         if self.incumbent == Some(l) {
             return None;
         }
+        // Beside CPUs busy with other work a pinning is what doubt keeps: the OS placement's
+        // rate depends on where the kernel puts the threads next to that work, later too.
+        if self.busy_neighbours && self.os_placement.is_some() {
+            return (self.os_placement == Some(l))
+                .then(|| self.best_pinning(l))
+                .flatten();
+        }
         if self.os_alive_besides(l) {
             return self.os_placement;
         }
@@ -886,6 +910,28 @@ impl Race {
     }
 
     /// The answer when the survivors cannot be told apart.
+    /// The surviving pinning (not the OS placement, not `l`) with the highest mean.
+    fn best_pinning(&self, l: usize) -> Option<usize> {
+        let est = self.estimates();
+        self.survivors()
+            .into_iter()
+            .filter(|&c| c != l && self.os_placement != Some(c))
+            .filter_map(|c| est[c].map(|e| (c, e.mean)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(c, _)| c)
+    }
+
+    /// Beside CPUs busy with other work, the pinning kept over an OS placement that leads
+    /// without being confidently ahead of it.
+    fn pinning_over_os(&self, est: &[Option<Estimate>], l: usize) -> Option<usize> {
+        if !self.busy_neighbours || self.os_placement != Some(l) {
+            return None;
+        }
+        let p = self.best_pinning(l)?;
+        let (d, se, q) = self.gap(l, p, &est[l]?, &est[p]?, self.alpha());
+        (d - q * se <= 0.0).then_some(p)
+    }
+
     fn indistinguishable(
         &self,
         est: &[Option<Estimate>],
@@ -911,11 +957,23 @@ impl Race {
                     "{why}: keeping the OS's own placement, pinning would gain nothing measurable"
                 ),
             ),
+            Some(f) if self.busy_neighbours => self.decision(
+                est,
+                f,
+                self.margin_ci(est, f),
+                &format!("{why}: keeping the best pinning, {BUSY_NEIGHBOURS}"),
+            ),
             Some(f) => self.decision(
                 est,
                 f,
                 ci,
                 &format!("{why}: keeping the first candidate, the leader gains nothing measurable"),
+            ),
+            None if self.busy_neighbours && self.os_alive_besides(l) => self.decision(
+                est,
+                l,
+                ci,
+                &format!("{why}: keeping the best pinning, {BUSY_NEIGHBOURS}"),
             ),
             None => self.decision(est, l, ci, &format!("{why}: keeping the best so far")),
         }
@@ -1179,6 +1237,10 @@ impl Strategy for Race {
 
     fn takes_earlier_probes(&self) -> bool {
         true
+    }
+
+    fn set_busy_neighbours(&mut self, busy: bool) {
+        self.busy_neighbours = busy;
     }
 
     fn set_os_placement(&mut self, candidate: usize) {
@@ -2084,6 +2146,68 @@ mod lost_work_tests {
         assert_eq!(d.candidate, 1, "{} after {order:?}", d.reason);
         // (3 rounds, 1.1 s; counted whole, in its mean and in the rounds' pairs, 8 and 3.9 s)
         assert!(t < 2.0, "decided after {t:.1} s: {order:?}");
+    }
+
+    /// Drives a race of `n` candidates, `os` the OS placement, with or without CPUs busy
+    /// with other work; `score(c, k)` is candidate c's k-th probe (5 ticks, 0.3% apart).
+    fn drive_beside(
+        n: usize,
+        os: usize,
+        busy: bool,
+        score: impl Fn(usize, usize) -> f64,
+    ) -> Decision {
+        let mut r = Race::new(RaceParams::default(), n);
+        r.set_os_placement(os);
+        r.set_busy_neighbours(busy);
+        let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
+            let s = score(candidate, k);
+            ProbeOutcome {
+                candidate,
+                score: s,
+                duration: measure,
+                interval_cv: Some(0.003),
+                interval_range: Some((0.997 * s, 1.003 * s)),
+                intervals: 5,
+            }
+        });
+        d
+    }
+
+    #[test]
+    fn beside_busy_cpus_a_tie_keeps_the_best_pinning() {
+        // The OS placement (#1) 0.1% ahead of a pinning: tied. On an idle machine the race
+        // keeps it (nothing is gained by pinning); beside CPUs busy with other work the
+        // kernel may yet stack its threads or move one onto them, as ompwork's did in 1 of
+        // 10 runs right after its probes had all read the pinning's rate: the pinning stays.
+        let tie = |c: usize, k: usize| {
+            let j = [0.003, -0.003, 0.002, -0.002][(k + c) % 4];
+            (if c == 1 { 100.1 } else { 100.0 }) * (1.0 + j)
+        };
+        let idle = drive_beside(2, 1, false, tie);
+        assert_eq!(idle.candidate, 1, "{}", idle.reason);
+        let busy = drive_beside(2, 1, true, tie);
+        assert_eq!(busy.candidate, 0, "{}", busy.reason);
+        assert!(
+            busy.reason.contains("busy with other work"),
+            "{}",
+            busy.reason
+        );
+        // Three alike, the OS placement among them: a pinning.
+        let alike = |c: usize, k: usize| {
+            let j = [0.005, -0.004, 0.002, -0.005, 0.003, 0.0][(k + c) % 6];
+            [100.0, 100.2, 100.1][c] * (1.0 + j)
+        };
+        assert_eq!(drive_beside(3, 1, false, alike).candidate, 1);
+        let d = drive_beside(3, 1, true, alike);
+        assert_ne!(d.candidate, 1, "{}", d.reason);
+        assert!(d.reason.contains("busy with other work"), "{}", d.reason);
+        // An OS placement confidently ahead is kept beside busy CPUs too.
+        let ahead = |c: usize, k: usize| {
+            let j = [0.003, -0.003, 0.002, -0.002][(k + c) % 4];
+            (if c == 1 { 110.0 } else { 100.0 }) * (1.0 + j)
+        };
+        let d = drive_beside(2, 1, true, ahead);
+        assert_eq!(d.candidate, 1, "{}", d.reason);
     }
 
     #[test]
