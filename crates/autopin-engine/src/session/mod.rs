@@ -1445,20 +1445,7 @@ mod plain_words_tests {
         // the OS placement; when the candidate list says CPU 0 is busy with other work, it
         // keeps the pinning (`Strategy::set_busy_neighbours`).
         let decided = |busy: Option<Vec<u32>>| {
-            let mut s = Session::new(
-                SessionConfig {
-                    init: 0.0,
-                    init_waited: 0.5,
-                    watch: None,
-                    ..SessionConfig::default()
-                },
-                Box::new(move |_| CandidateList {
-                    pinnings: vec![Pinning::unpinned(), Pinning::from_cpus(vec![1])],
-                    note: None,
-                    busy: busy.clone(),
-                }),
-                Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
-            );
+            let mut s = os_or_cpu1(busy);
             s.start(0.5);
             s.begin_if_due(0.5, 1);
             feed(&mut s, 0.5, 25.0);
@@ -1472,18 +1459,28 @@ mod plain_words_tests {
         assert!(why.contains("busy with other work"), "{why}");
     }
 
-    #[test]
-    fn a_search_due_at_the_start_begins_at_once_and_skips_needless_warm_ups() {
-        let mut s = Session::new(
+    /// A session racing the OS placement against CPU 1, its search due at once (the program
+    /// ran 0.5 s already), the candidate list made beside the CPUs `busy` with other work.
+    fn os_or_cpu1(busy: Option<Vec<u32>>) -> Session {
+        Session::new(
             SessionConfig {
                 init: 0.0,
                 init_waited: 0.5,
                 watch: None,
                 ..SessionConfig::default()
             },
-            Box::new(|_| vec![Pinning::unpinned(), Pinning::from_cpus(vec![1])].into()),
+            Box::new(move |_| CandidateList {
+                pinnings: vec![Pinning::unpinned(), Pinning::from_cpus(vec![1])],
+                note: None,
+                busy: busy.clone(),
+            }),
             Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
-        );
+        )
+    }
+
+    #[test]
+    fn a_search_due_at_the_start_begins_at_once_and_skips_needless_warm_ups() {
+        let mut s = os_or_cpu1(None);
         s.start(0.5);
         // No threads known yet: nothing to plan for.
         assert!(s.begin_if_due(0.5, 0).is_empty());
