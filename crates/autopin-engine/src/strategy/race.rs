@@ -137,8 +137,6 @@ struct Arm {
     scores: Vec<f64>,
     /// How long each probe measured, seconds.
     lengths: Vec<f64>,
-    /// Whether a probe weighs its length in the candidate's mean (`Arm::weight`).
-    by_time: bool,
     /// The round each probe was taken in (0: before the search, e.g. the start-up).
     rounds: Vec<usize>,
     /// Σ (ticks − 1) · (variance of ln(tick score) inside the probe), and Σ (ticks − 1).
@@ -158,43 +156,9 @@ struct Arm {
 }
 
 impl Arm {
-    /// The candidate's mean rate, each probe weighted by `weight` (scores raised to
-    /// `floor`); None before a probe. A pinning's mean is over the time it was measured:
-    /// work is rate × time, and its probes' lengths differ. A reading cut at its warm-up
-    /// (20 ms) is a tenth of a probe: right after a move it may have caught a thread waiting
-    /// for its CPU behind another process (beside a busy CPU a pinning that ran 56 000
-    /// OpenMP constructs/s read 12 000 in its first 20 ms; at a whole probe's weight it
-    /// pulled the pinning's mean 11% down and the decision took 2.4 s instead of about 1).
-    fn mean_rate(&self, floor: f64) -> Option<f64> {
-        let total: f64 = (0..self.scores.len()).map(|i| self.weight(i)).sum();
-        (total > 0.0).then(|| {
-            self.scores
-                .iter()
-                .enumerate()
-                .map(|(i, s)| s.max(floor) * self.weight(i))
-                .sum::<f64>()
-                / total
-        })
-    }
-
-    /// Probe `i`'s weight in the mean: its length, or 1 for the OS placement. The kernel
-    /// keeps the OS placement's threads where they are, or stacks them, for stretches
-    /// longer than a probe, and its probe ended at the warm-up on a collapse stands for the
-    /// stretch it caught the start of: ompwork beside a busy CPU read 58 000–60 000 OpenMP
-    /// constructs/s in 0.6 s of its probes and 400–600 in two 20 ms ones, where whole runs
-    /// of it go at 0.65 of the pinning; weighed by their length, the collapses counted for
-    /// nothing and decisions came at a median 1.85 s instead of 1.1 s.
-    fn weight(&self, i: usize) -> f64 {
-        if self.by_time {
-            self.lengths[i]
-        } else {
-            1.0
-        }
-    }
-
     /// Probe `i` measured more than its warm-up.
     fn whole(&self, i: usize, warmup: f64) -> bool {
-        self.lengths[i] > 1.5 * warmup
+        !warmup_only(self.lengths[i], warmup)
     }
 
     /// Lowest and highest probe score (infinite with no probe).
@@ -289,6 +253,12 @@ const ONE_PROBE_ERROR: f64 = 0.05;
 /// probe cut there, `seen_enough`).
 const HALF_THE_LEADER: f64 = 0.5;
 
+/// A probe of this length measured no more than its warm-up (the probe
+/// `Strategy::behind_at_warmup` ended there).
+fn warmup_only(duration: f64, warmup: f64) -> bool {
+    duration <= 1.5 * warmup
+}
+
 /// One-sided Student-t quantile: the t with P(T > t) = alpha.
 fn t_quantile(alpha: f64, df: f64) -> f64 {
     if !(df.is_finite() && df > 0.0) {
@@ -318,7 +288,6 @@ impl Race {
                 Arm {
                     scores: Vec::new(),
                     lengths: Vec::new(),
-                    by_time: true,
                     rounds: Vec::new(),
                     within_ss: 0.0,
                     within_df: 0.0,
@@ -365,6 +334,42 @@ impl Race {
         }
     }
 
+    /// Candidate `c`'s mean rate, each probe weighted by `weight` (scores raised to
+    /// `floor`); None before a probe. A pinning's mean is over the time it was measured:
+    /// work is rate × time, and its probes' lengths differ. A reading cut at its warm-up
+    /// (20 ms) is a tenth of a probe: right after a move it may have caught a thread waiting
+    /// for its CPU behind another process (beside a busy CPU a pinning that ran 56 000
+    /// OpenMP constructs/s read 12 000 in its first 20 ms; at a whole probe's weight it
+    /// pulled the pinning's mean 11% down and the decision took 2.4 s instead of about 1).
+    fn mean_rate(&self, c: usize, floor: f64) -> Option<f64> {
+        let a = &self.arms[c];
+        let total: f64 = (0..a.scores.len()).map(|i| self.weight(c, i)).sum();
+        (total > 0.0).then(|| {
+            a.scores
+                .iter()
+                .enumerate()
+                .map(|(i, s)| s.max(floor) * self.weight(c, i))
+                .sum::<f64>()
+                / total
+        })
+    }
+
+    /// Probe `i` of candidate `c`: its weight in the mean, its length, or 1 for the OS
+    /// placement. The kernel keeps the OS placement's threads where they are, or stacks
+    /// them, for stretches longer than a probe, and its probe ended at the warm-up on a
+    /// collapse stands for the stretch it caught the start of: ompwork beside a busy CPU
+    /// read 58 000–60 000 OpenMP constructs/s in 0.6 s of its probes and 400–600 in two
+    /// 20 ms ones, where whole runs of it go at 0.65 of the pinning; weighed by their
+    /// length, the collapses counted for nothing and decisions came at a median 1.85 s
+    /// instead of 1.1 s.
+    fn weight(&self, c: usize, i: usize) -> f64 {
+        if self.os_placement == Some(c) {
+            1.0
+        } else {
+            self.arms[c].lengths[i]
+        }
+    }
+
     /// A candidate's mean log rate, its probe count, and the variance of one probe from its
     /// own data with that variance's degrees of freedom: the spread between its probes, or
     /// its ticks' spread divided by their number, whichever is larger (one probe: the ticks'
@@ -375,19 +380,19 @@ impl Race {
         // A candidate is worth its mean rate (work is rate × time), not its geometric mean:
         // one whose rate swings between 0.5× and 1.5× does the work of 1×. On the log
         // scale that is the log of the mean, with the delta method's variance.
-        let m = a.mean_rate(floor)?;
+        let m = self.mean_rate(c, floor)?;
         let mean = m.ln();
         // The spread of the probes about that mean, with reliability weights, and the mean
         // worth Kish's effective number of probes, (Σw)² / Σw² (n when all are whole).
         let (w1, w2) = (0..n)
-            .map(|i| a.weight(i))
+            .map(|i| self.weight(c, i))
             .fold((0.0, 0.0), |(s1, s2), w| (s1 + w, s2 + w * w));
         let n_eff = w1 * w1 / w2;
         let between = (n >= 2).then(|| {
             a.scores
                 .iter()
                 .enumerate()
-                .map(|(i, x)| a.weight(i) * (x.max(floor) - m).powi(2))
+                .map(|(i, x)| self.weight(c, i) * (x.max(floor) - m).powi(2))
                 .sum::<f64>()
                 / (w1 - w2 / w1)
                 / (m * m)
@@ -708,7 +713,7 @@ impl Race {
         let (Some(_), Some((_, c_hi))) = (al.range, ac.range) else {
             return false;
         };
-        let (Some(lm), Some(cm)) = (al.mean_rate(0.0), ac.mean_rate(0.0)) else {
+        let (Some(lm), Some(cm)) = (self.mean_rate(l, 0.0), self.mean_rate(c, 0.0)) else {
             return false;
         };
         !self.ticks_swing(l)
@@ -851,7 +856,7 @@ impl Race {
             // candidate kept otherwise (the OS placement, or the first survivor) at the
             // one-sided `end_error` level, the expected loss being smallest on the likely
             // best.
-            let fallback = self.fallback(l);
+            let fallback = self.fallback(&est, l);
             let ahead = fallback.is_none_or(|f| {
                 est[f].is_some_and(|fe| {
                     let (d, se, q) = self.gap(l, f, &le, &fe, self.p.end_error);
@@ -881,9 +886,11 @@ impl Race {
         })
     }
 
-    /// What stays when the leader cannot be shown better: the OS placement when it survives,
-    /// else the first surviving candidate (None when that is the leader).
-    fn fallback(&self, l: usize) -> Option<usize> {
+    /// What stays when the leader cannot be shown better: the pinning in force (a check),
+    /// the OS placement when it survives, else the first surviving candidate; beside CPUs
+    /// busy with other work, the best pinning when the OS placement leads (None when what
+    /// stays is the leader).
+    fn fallback(&self, est: &[Option<Estimate>], l: usize) -> Option<usize> {
         if let Some(i) = self.incumbent.filter(|&i| i != l && self.arms[i].alive) {
             return Some(i);
         }
@@ -894,7 +901,7 @@ impl Race {
         // rate depends on where the kernel puts the threads next to that work, later too.
         if self.busy_neighbours && self.os_placement.is_some() {
             return (self.os_placement == Some(l))
-                .then(|| self.best_pinning(l))
+                .then(|| self.best_pinning(est, l))
                 .flatten();
         }
         if self.os_alive_besides(l) {
@@ -909,10 +916,8 @@ impl Race {
             .filter(|&c| c != l)
     }
 
-    /// The answer when the survivors cannot be told apart.
     /// The surviving pinning (not the OS placement, not `l`) with the highest mean.
-    fn best_pinning(&self, l: usize) -> Option<usize> {
-        let est = self.estimates();
+    fn best_pinning(&self, est: &[Option<Estimate>], l: usize) -> Option<usize> {
         self.survivors()
             .into_iter()
             .filter(|&c| c != l && self.os_placement != Some(c))
@@ -927,11 +932,12 @@ impl Race {
         if !self.busy_neighbours || self.os_placement != Some(l) {
             return None;
         }
-        let p = self.best_pinning(l)?;
+        let p = self.best_pinning(est, l)?;
         let (d, se, q) = self.gap(l, p, &est[l]?, &est[p]?, self.alpha());
         (d - q * se <= 0.0).then_some(p)
     }
 
+    /// The answer when the survivors cannot be told apart.
     fn indistinguishable(
         &self,
         est: &[Option<Estimate>],
@@ -939,7 +945,9 @@ impl Race {
         ci: Option<f64>,
         why: &str,
     ) -> Decision {
-        let keep = self.fallback(l).or(self.os_placement.filter(|&o| o == l));
+        let keep = self
+            .fallback(est, l)
+            .or(self.os_placement.filter(|&o| o == l));
         match keep {
             Some(i) if self.incumbent == Some(i) => self.decision(
                 est,
@@ -1001,7 +1009,7 @@ impl Race {
             self.arms[r].range,
         ) {
             (true, Some((l_lo, _)), Some((_, r_hi))) => {
-                let mean = |c: usize| self.arms[c].mean_rate(0.0);
+                let mean = |c: usize| self.mean_rate(c, 0.0);
                 let ratio = mean(l)? / mean(r)?;
                 Some((ratio * r_hi / l_lo - 1.0).max(0.0))
             }
@@ -1030,7 +1038,7 @@ impl Race {
         ci: Option<f64>,
         reason: &str,
     ) -> Decision {
-        let mean_score = |i: usize| self.arms[i].mean_rate(0.0);
+        let mean_score = |i: usize| self.mean_rate(i, 0.0);
         let runner = self.runner_up(est, c);
         let score = mean_score(c);
         let rs = runner.and_then(mean_score);
@@ -1245,9 +1253,6 @@ impl Strategy for Race {
 
     fn set_os_placement(&mut self, candidate: usize) {
         self.os_placement = Some(candidate);
-        for (c, a) in self.arms.iter_mut().enumerate() {
-            a.by_time = c != candidate;
-        }
     }
 
     /// A probe lasts at least 1/`MOVE_SHARE` times the CPU time its move took: a program of
@@ -1339,7 +1344,7 @@ impl Strategy for Race {
         // tick range, which the half-the-leader rule judges on, takes only a collapse (below
         // `COLLAPSE` of the leader's lowest tick). Otherwise the candidate goes by the
         // evidence of more probes.
-        let short = outcome.intervals == 1 && outcome.duration <= 1.5 * self.p.warmup;
+        let short = outcome.intervals == 1 && warmup_only(outcome.duration, self.p.warmup);
         let keep_range = !short || self.collapse(outcome.candidate, outcome.score);
         let a = &mut self.arms[outcome.candidate];
         if let Some((lo, hi)) = outcome.interval_range.filter(|_| keep_range) {
