@@ -160,6 +160,9 @@ pub struct Coordinated {
     link: SharedLink,
     combine: Combine,
     pending: Option<ProbeOutcome>,
+    /// How long the probe planned last was to measure: the same on every rank, where the
+    /// length each rank measured differs with its sampling ticks.
+    planned: Option<f64>,
     /// Lines for the report: drops, disagreements, link failures.
     pub notes: Arc<Mutex<Vec<String>>>,
     alone: bool,
@@ -177,6 +180,7 @@ impl Coordinated {
             link,
             combine,
             pending: None,
+            planned: None,
             notes,
             alone: false,
         }
@@ -264,16 +268,24 @@ impl Strategy for Coordinated {
             let score = self.combine.apply(&scores).unwrap_or(p.score);
             // The spread inside this rank's probe says nothing about the combined score, and
             // the ranks must feed their strategies the same outcome to decide alike: no
-            // one-probe elimination on per-rank noise.
+            // one-probe elimination on per-rank noise, and the planned length rather than
+            // the one this rank measured (the race weighs a probe by its length; fed each
+            // rank's own, two ranks weighed the same scores differently, parted, and one
+            // waited at a barrier the other never came to).
             self.inner.record(ProbeOutcome {
                 score,
+                duration: self.planned.unwrap_or(p.duration),
                 interval_range: None,
                 intervals: 0,
                 ..p
             });
         }
         let clock = turns.iter().map(|t| t.elapsed).fold(elapsed, f64::max);
-        self.inner.next(clock)
+        let plan = self.inner.next(clock);
+        if let Plan::Probe { measure, .. } = plan {
+            self.planned = Some(measure);
+        }
+        plan
     }
 }
 
@@ -433,6 +445,75 @@ mod tests {
         assert_eq!(r[0].0, r[1].0, "same probes in the same order");
         assert_eq!(r[0].1, 1);
         assert_eq!(r[1].1, 1);
+    }
+
+    #[test]
+    fn ranks_whose_probes_last_differently_still_decide_alike() {
+        // Two close candidates and the same scores on both ranks, but each rank's probes
+        // last a different time (its sampling ticks fall differently). The race weighs a
+        // probe by its length: fed each rank's own lengths, the two races weighed the same
+        // combined scores differently, and the ranks went apart.
+        let run = |link: ThreadLink| {
+            let rank = link.rank;
+            let shared: SharedLink = Arc::new(Mutex::new(Box::new(link)));
+            let params = RaceParams {
+                budget: 6.0,
+                warmup: 0.0,
+                ..RaceParams::default()
+            };
+            let mut s = Coordinated::new(
+                Box::new(Race::new(params, 2)),
+                shared,
+                Combine::Min,
+                Arc::new(Mutex::new(vec![])),
+            );
+            let (mut elapsed, mut probed) = (0.0, Vec::new());
+            for k in 0..1000 {
+                match s.next(elapsed) {
+                    Plan::Probe {
+                        candidate, measure, ..
+                    } => {
+                        probed.push(candidate);
+                        elapsed += measure;
+                        let noise = [0.06, -0.06, -0.06, 0.06, 0.04, -0.04, -0.04, 0.04][k % 8];
+                        let stretch = if rank == 0 {
+                            1.0
+                        } else {
+                            [0.25, 4.0, 1.0][k % 3]
+                        };
+                        s.record(ProbeOutcome {
+                            candidate,
+                            score: [100.0, 99.0][candidate] * (1.0 + noise),
+                            duration: measure * stretch,
+                            interval_cv: Some(0.01),
+                            interval_range: None,
+                            intervals: 10,
+                        });
+                    }
+                    Plan::Decide(d) => return (probed, d.candidate),
+                }
+            }
+            panic!("no decision");
+        };
+        let (tx, rx) = mpsc::channel();
+        for link in hub(2) {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(run(link));
+            });
+        }
+        let mut r: Vec<_> = (0..2)
+            .map(|_| {
+                rx.recv_timeout(std::time::Duration::from_secs(20))
+                    .expect("a rank waits for a barrier the other never reaches")
+            })
+            .collect();
+        r.dedup();
+        assert_eq!(
+            r.len(),
+            1,
+            "the same probes and decision on both ranks: {r:?}"
+        );
     }
 
     #[test]
