@@ -366,22 +366,42 @@ mod tests {
         skew: f64,
         budget: f64,
     ) -> (Vec<usize>, usize, Vec<String>) {
-        let rank = link.rank;
-        let shared: SharedLink = Arc::new(Mutex::new(Box::new(link)));
         let params = RaceParams {
             budget,
             probe: 0.2,
             warmup: 0.0,
             ..RaceParams::default()
         };
+        drive_rank(
+            link,
+            combine,
+            params,
+            3,
+            skew,
+            |rank, candidate, k, measure| (rate(rank, candidate, k), measure),
+        )
+    }
+
+    /// One rank's race of `n` candidates: `outcome(rank, candidate, k, measure)` is the
+    /// k-th probe's score and the length it was measured over. Each rank's clock runs
+    /// `skew` fast; coordination must hide that.
+    fn drive_rank(
+        link: ThreadLink,
+        combine: Combine,
+        params: RaceParams,
+        n: usize,
+        skew: f64,
+        outcome: impl Fn(usize, usize, usize, f64) -> (f64, f64),
+    ) -> (Vec<usize>, usize, Vec<String>) {
+        let rank = link.rank;
+        let shared: SharedLink = Arc::new(Mutex::new(Box::new(link)));
         let notes = Arc::new(Mutex::new(vec![]));
         let mut s = Coordinated::new(
-            Box::new(Race::new(params, 3)),
+            Box::new(Race::new(params, n)),
             shared,
             combine,
             notes.clone(),
         );
-        // Each rank's clock runs a little differently; coordination must hide that.
         let mut elapsed = 0.0;
         let mut probed = Vec::new();
         for k in 0..1000 {
@@ -391,10 +411,11 @@ mod tests {
                 } => {
                     probed.push(candidate);
                     elapsed += measure * (1.0 + skew);
+                    let (score, duration) = outcome(rank, candidate, k, measure);
                     s.record(ProbeOutcome {
                         candidate,
-                        score: rate(rank, candidate, k),
-                        duration: measure,
+                        score,
+                        duration,
                         interval_cv: Some(0.001),
                         interval_range: None,
                         intervals: 10,
@@ -454,46 +475,22 @@ mod tests {
         // probe by its length: fed each rank's own lengths, the two races weighed the same
         // combined scores differently, and the ranks went apart.
         let run = |link: ThreadLink| {
-            let rank = link.rank;
-            let shared: SharedLink = Arc::new(Mutex::new(Box::new(link)));
             let params = RaceParams {
                 budget: 6.0,
                 warmup: 0.0,
                 ..RaceParams::default()
             };
-            let mut s = Coordinated::new(
-                Box::new(Race::new(params, 2)),
-                shared,
-                Combine::Min,
-                Arc::new(Mutex::new(vec![])),
-            );
-            let (mut elapsed, mut probed) = (0.0, Vec::new());
-            for k in 0..1000 {
-                match s.next(elapsed) {
-                    Plan::Probe {
-                        candidate, measure, ..
-                    } => {
-                        probed.push(candidate);
-                        elapsed += measure;
-                        let noise = [0.06, -0.06, -0.06, 0.06, 0.04, -0.04, -0.04, 0.04][k % 8];
-                        let stretch = if rank == 0 {
-                            1.0
-                        } else {
-                            [0.25, 4.0, 1.0][k % 3]
-                        };
-                        s.record(ProbeOutcome {
-                            candidate,
-                            score: [100.0, 99.0][candidate] * (1.0 + noise),
-                            duration: measure * stretch,
-                            interval_cv: Some(0.01),
-                            interval_range: None,
-                            intervals: 10,
-                        });
-                    }
-                    Plan::Decide(d) => return (probed, d.candidate),
-                }
-            }
-            panic!("no decision");
+            let (probed, decided, _) =
+                drive_rank(link, Combine::Min, params, 2, 0.0, |rank, c, k, measure| {
+                    let noise = [0.06, -0.06, -0.06, 0.06, 0.04, -0.04, -0.04, 0.04][k % 8];
+                    let stretch = if rank == 0 {
+                        1.0
+                    } else {
+                        [0.25, 4.0, 1.0][k % 3]
+                    };
+                    ([100.0, 99.0][c] * (1.0 + noise), measure * stretch)
+                });
+            (probed, decided)
         };
         let (tx, rx) = mpsc::channel();
         for link in hub(2) {
