@@ -203,6 +203,20 @@ impl Strategy for Coordinated {
         self.pending = Some(outcome);
     }
 
+    fn settings(&self) -> String {
+        self.inner.settings()
+    }
+
+    // What every rank knows alike, or what its settings carry (ranks whose settings differ
+    // decide alone): the search takes it as a search on one node does.
+    fn set_os_placement(&mut self, candidate: usize) {
+        self.inner.set_os_placement(candidate);
+    }
+
+    fn set_busy_neighbours(&mut self, busy: bool) {
+        self.inner.set_busy_neighbours(busy);
+    }
+
     fn next(&mut self, elapsed: f64) -> Plan {
         let pending = self.pending.take();
         if self.alone {
@@ -375,33 +389,40 @@ mod tests {
         drive_rank(
             link,
             combine,
-            params,
-            3,
+            Race::new(params, 3),
             skew,
             |rank, candidate, k, measure| (rate(rank, candidate, k), measure),
         )
     }
 
-    /// One rank's race of `n` candidates: `outcome(rank, candidate, k, measure)` is the
-    /// k-th probe's score and the length it was measured over. Each rank's clock runs
-    /// `skew` fast; coordination must hide that.
+    /// One rank's `race`: `outcome(rank, candidate, k, measure)` is the k-th probe's score
+    /// and the length it was measured over. Each rank's clock runs `skew` fast;
+    /// coordination must hide that.
     fn drive_rank(
         link: ThreadLink,
         combine: Combine,
-        params: RaceParams,
-        n: usize,
+        race: Race,
         skew: f64,
+        outcome: impl Fn(usize, usize, usize, f64) -> (f64, f64),
+    ) -> (Vec<usize>, usize, Vec<String>) {
+        drive_coordinated(link, combine, race, skew, |_| {}, outcome)
+    }
+
+    /// `drive_rank`, with `setup` called on the coordinated strategy before the search, as
+    /// a session calls it.
+    fn drive_coordinated(
+        link: ThreadLink,
+        combine: Combine,
+        race: Race,
+        skew: f64,
+        setup: impl FnOnce(&mut dyn Strategy),
         outcome: impl Fn(usize, usize, usize, f64) -> (f64, f64),
     ) -> (Vec<usize>, usize, Vec<String>) {
         let rank = link.rank;
         let shared: SharedLink = Arc::new(Mutex::new(Box::new(link)));
         let notes = Arc::new(Mutex::new(vec![]));
-        let mut s = Coordinated::new(
-            Box::new(Race::new(params, n)),
-            shared,
-            combine,
-            notes.clone(),
-        );
+        let mut s = Coordinated::new(Box::new(race), shared, combine, notes.clone());
+        setup(&mut s);
         let mut elapsed = 0.0;
         let mut probed = Vec::new();
         for k in 0..1000 {
@@ -480,8 +501,12 @@ mod tests {
                 warmup: 0.0,
                 ..RaceParams::default()
             };
-            let (probed, decided, _) =
-                drive_rank(link, Combine::Min, params, 2, 0.0, |rank, c, k, measure| {
+            let (probed, decided, _) = drive_rank(
+                link,
+                Combine::Min,
+                Race::new(params, 2),
+                0.0,
+                |rank, c, k, measure| {
                     let noise = [0.06, -0.06, -0.06, 0.06, 0.04, -0.04, -0.04, 0.04][k % 8];
                     let stretch = if rank == 0 {
                         1.0
@@ -489,7 +514,8 @@ mod tests {
                         [0.25, 4.0, 1.0][k % 3]
                     };
                     ([100.0, 99.0][c] * (1.0 + noise), measure * stretch)
-                });
+                },
+            );
             (probed, decided)
         };
         let (tx, rx) = mpsc::channel();
@@ -511,6 +537,65 @@ mod tests {
             1,
             "the same probes and decision on both ranks: {r:?}"
         );
+    }
+
+    /// Each rank's coordinated race of two tied candidates, the second the OS placement,
+    /// with CPUs busy with other work beside `busy[rank]`: what each decided and its notes.
+    fn tie_on_ranks(busy: [bool; 2]) -> Vec<(usize, Vec<String>)> {
+        let (tx, rx) = mpsc::channel();
+        for link in hub(2) {
+            let tx = tx.clone();
+            let busy = busy[link.rank];
+            std::thread::spawn(move || {
+                let params = RaceParams {
+                    budget: 6.0,
+                    warmup: 0.0,
+                    ..RaceParams::default()
+                };
+                let setup = |s: &mut dyn Strategy| {
+                    s.set_os_placement(1);
+                    s.set_busy_neighbours(busy);
+                };
+                let (_, decided, notes) = drive_coordinated(
+                    link,
+                    Combine::Min,
+                    Race::new(params, 2),
+                    0.0,
+                    setup,
+                    |_, c, k, measure| {
+                        let j = [0.003, -0.003, 0.002, -0.002][(k + c) % 4];
+                        ([100.0, 100.1][c] * (1.0 + j), measure)
+                    },
+                );
+                let _ = tx.send((decided, notes));
+            });
+        }
+        (0..2)
+            .map(|_| {
+                rx.recv_timeout(std::time::Duration::from_secs(20))
+                    .expect("a rank waits for a barrier the other never reaches")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ranks_know_the_os_placement_and_the_busy_cpus_as_one_node_does() {
+        // Tied: the OS placement stays, as on one node (unforwarded, the race kept its
+        // first candidate, a pinning).
+        for (decided, notes) in tie_on_ranks([false, false]) {
+            assert_eq!(decided, 1, "{notes:?}");
+        }
+        // Beside busy CPUs on every rank, a tie keeps the pinning.
+        for (decided, notes) in tie_on_ranks([true, true]) {
+            assert_eq!(decided, 0, "{notes:?}");
+        }
+        // Ranks that see busy CPUs differently would decide differently: each alone.
+        for (_, notes) in tie_on_ranks([true, false]) {
+            assert!(
+                notes.iter().any(|n| n.contains("different settings")),
+                "{notes:?}"
+            );
+        }
     }
 
     #[test]

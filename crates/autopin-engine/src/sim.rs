@@ -529,6 +529,12 @@ impl Sim {
         self
     }
 
+    /// How long a moved thread's caches stay cold (half speed meanwhile; default 0.1 s).
+    pub fn with_cold(self, seconds: f64) -> Self {
+        self.lock().cold = seconds;
+        self
+    }
+
     /// Every thread starts with this CPU mask (as after `taskset`).
     pub fn with_initial_mask(self, mask: &CpuSet) -> Self {
         {
@@ -619,6 +625,26 @@ impl Clock for Sim {
                     s.masks.insert(tid, mask);
                 }
             }
+        }
+    }
+}
+
+impl Sim {
+    /// Threads born pinned (the preload library at a launch): thread i on
+    /// `cpus[i % cpus.len()]` from the start, with no move to warm up from.
+    pub fn born_on(&self, cpus: &[u32]) {
+        if cpus.is_empty() {
+            return;
+        }
+        let mut s = self.lock();
+        let all = s.allowed_all;
+        let tids: Vec<(u32, usize)> = s.placement.iter().map(|(t, (i, _))| (*t, *i)).collect();
+        for (tid, i) in tids {
+            let cpu = cpus[i % cpus.len()];
+            if let Some(e) = s.placement.get_mut(&tid) {
+                e.1 = (all > 1).then_some(cpu);
+            }
+            s.masks.insert(tid, CpuSet::from_cpus([cpu]));
         }
     }
 }
@@ -792,6 +818,9 @@ impl crate::run::Platform for SimPlatform {
             return Err(e);
         }
         let attached = target.is_attach();
+        if let (false, true, Some(cpus)) = (attached, self.preload_active, &launch.pin_at_birth) {
+            self.sim.born_on(cpus);
+        }
         Ok(crate::run::Started {
             pid: 1000,
             threads: Box::new(self.sim.clone()),
@@ -819,6 +848,14 @@ impl crate::run::Platform for SimPlatform {
             }
             _ => 0,
         }
+    }
+
+    fn busy_at_launch(&mut self, allowed: &CpuSet) -> Vec<u32> {
+        self.busy
+            .iter()
+            .copied()
+            .filter(|c| allowed.contains(*c))
+            .collect()
     }
 
     fn busy_watch(&mut self, allowed: &CpuSet) -> Option<Box<dyn crate::run::BusyWatch>> {

@@ -429,6 +429,10 @@ impl Platform for LinuxPlatform {
         Some(Box::new(FdDeviceWatch))
     }
 
+    fn busy_at_launch(&mut self, allowed: &CpuSet) -> Vec<u32> {
+        busy_now(std::path::Path::new("/proc"), allowed)
+    }
+
     fn busy_watch(&mut self, allowed: &CpuSet) -> Option<Box<dyn BusyWatch>> {
         ProcBusyWatch::begin(std::path::Path::new("/proc"), allowed.clone())
             .map(|w| Box::new(w) as Box<dyn BusyWatch>)
@@ -623,6 +627,54 @@ impl BusyWatch for ProcBusyWatch {
     }
 }
 
+/// CPUs among `allowed` that other work keeps busy now, from one look at every thread
+/// (`autopin_perf::cpustat::busy_now`). /proc/loadavg says first how many are runnable: on
+/// a machine where nothing but this process runs, nothing else is read, so the look costs
+/// an idle launch a single small read.
+pub fn busy_now(proc_root: &std::path::Path, allowed: &CpuSet) -> Vec<u32> {
+    use autopin_perf::cpustat;
+    let running = std::fs::read_to_string(proc_root.join("loadavg"))
+        .ok()
+        .and_then(|t| cpustat::running_now(&t));
+    if running.is_none_or(|r| r <= 1) {
+        return Vec::new();
+    }
+    // Boot time in USER_HZ ticks, the unit of a thread's start and CPU time.
+    let Some(now) = std::fs::read_to_string(proc_root.join("uptime"))
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|s| (s * USER_HZ) as u64)
+    else {
+        return Vec::new();
+    };
+    let own = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir(proc_root) else {
+        return Vec::new();
+    };
+    let threads = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name != own && name.bytes().all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read_dir(e.path().join("task")).ok())
+        .flat_map(|tasks| tasks.flatten())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
+        .filter_map(|stat| cpustat::parse_thread_now(&stat));
+    cpustat::busy_now(threads, now, LAUNCH_BUSY_SHARE)
+        .into_iter()
+        .filter(|c| allowed.contains(*c))
+        .collect()
+}
+
+/// Ticks a second of /proc's CPU times (USER_HZ, 100 on every Linux port).
+const USER_HZ: f64 = 100.0;
+
+/// Share of its life a thread running at launch must have spent on a CPU for its CPU to
+/// count as busy then: a job that computes, not a daemon that woke.
+const LAUNCH_BUSY_SHARE: f64 = 0.5;
+
 /// What a run without a guardian risks.
 fn no_guardian(e: &std::io::Error) -> String {
     format!("no guardian ({e}): should autopin be killed mid-search, the program keeps the probe's CPUs")
@@ -684,6 +736,38 @@ mod tests {
         let d = root.join(format!("{pid}/task/{tid}"));
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("stat"), thread_stat(tid, ticks, cpu)).unwrap();
+    }
+
+    #[test]
+    fn a_look_at_launch_finds_a_busy_loop_and_reads_nothing_more_on_an_idle_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // Uptime 100 s; a busy loop on CPU 1 since 10 s after boot (9000 of 9000 ticks), and
+        // this process's own thread, running on CPU 0 (it is not other work).
+        std::fs::write(root.join("uptime"), "100.00 150.00\n").unwrap();
+        let line = |tid: u32, cpu: u32| {
+            format!(
+                "{tid} (t) R 1 1 1 0 -1 0 0 0 0 0 9000 0 0 0 20 0 1 0 1000 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 {cpu} 0 0 0 0 0"
+            )
+        };
+        for (pid, cpu) in [(20, 1), (std::process::id(), 0)] {
+            let d = root.join(format!("{pid}/task/{pid}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("stat"), line(pid, cpu)).unwrap();
+        }
+        let all = CpuSet::from_cpus([0, 1, 2]);
+        std::fs::write(root.join("loadavg"), "1.00 1.00 1.00 2/100 4242\n").unwrap();
+        assert_eq!(busy_now(root, &all), vec![1]);
+        assert!(busy_now(root, &CpuSet::from_cpus([0, 2])).is_empty());
+        // Only the reader runs: the threads are not looked at (the busy loop's file stays
+        // unread, so it cannot make CPU 1 busy).
+        std::fs::write(root.join("loadavg"), "0.00 0.00 0.00 1/100 4242\n").unwrap();
+        assert!(busy_now(root, &all).is_empty());
+        // This machine: whatever is busy, it is among the allowed CPUs.
+        let here = CpuSet::from_cpus([0]);
+        assert!(busy_now(std::path::Path::new("/proc"), &here)
+            .iter()
+            .all(|c| *c == 0));
     }
 
     #[test]

@@ -53,6 +53,66 @@ pub fn parse_thread_cpu(stat: &str) -> Option<(u64, u32)> {
     Some((ticks, cpu))
 }
 
+/// One thread as a single look at `/proc/PID/task/TID/stat` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadNow {
+    /// Running or waiting for a CPU now (state `R`).
+    pub runnable: bool,
+    /// CPU time so far (utime + stime, USER_HZ ticks).
+    pub ticks: u64,
+    /// When it started, USER_HZ ticks after boot.
+    pub started: u64,
+    /// The CPU it last ran on.
+    pub cpu: u32,
+}
+
+/// Parses a thread's stat line for [`ThreadNow`] (fields 3, 14, 15, 22 and 39, counted
+/// after the last ')').
+pub fn parse_thread_now(stat: &str) -> Option<ThreadNow> {
+    let close = stat.rfind(')')?;
+    let f: Vec<&str> = stat[close + 1..].split_ascii_whitespace().collect();
+    let num = |i: usize| f.get(i)?.parse::<u64>().ok();
+    Some(ThreadNow {
+        runnable: *f.first()? == "R",
+        ticks: num(11)? + num(12)?,
+        started: num(19)?,
+        cpu: u32::try_from(num(36)?).ok()?,
+    })
+}
+
+/// How many scheduling entities are running or runnable now, from /proc/loadavg's fourth
+/// field (`running/total`); the reader itself is one of them.
+pub fn running_now(loadavg: &str) -> Option<u32> {
+    loadavg
+        .split_whitespace()
+        .nth(3)?
+        .split('/')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A thread that has lived this long (USER_HZ ticks) has a CPU share worth reading.
+const SETTLED_TICKS: u64 = 50;
+
+/// CPUs that other work keeps busy, from a single look at its threads (`now`: boot time in
+/// USER_HZ ticks): the CPU of each thread that is runnable now and has taken more than
+/// `share` of a CPU over a life of at least half a second. A daemon that happens to run at
+/// the moment of the look has taken far less over its life; a job that computes has not.
+pub fn busy_now(threads: impl IntoIterator<Item = ThreadNow>, now: u64, share: f64) -> Vec<u32> {
+    let mut cpus: Vec<u32> = threads
+        .into_iter()
+        .filter(|t| {
+            let life = now.saturating_sub(t.started);
+            t.runnable && life >= SETTLED_TICKS && t.ticks as f64 > share * life as f64
+        })
+        .map(|t| t.cpu)
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
 /// CPUs where other work took more than `threshold` of the time between two readings:
 /// `other` holds the ticks other processes' threads ran on each CPU meanwhile.
 pub fn cpus_with_other_work(
@@ -163,6 +223,41 @@ cpu1 110 0 55 685 0 0 0 0 0 0\n";
         let own = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
         let (_, cpu) = parse_thread_cpu(&own).expect("this thread's stat parses");
         assert!((cpu as usize) < 8192);
+    }
+
+    #[test]
+    fn a_look_at_the_threads_finds_the_cpus_that_work_keeps_busy() {
+        let line = "77 (spin) R 1 77 77 0 -1 0 0 0 0 0 940 10 0 0 20 0 1 0 \
+            1000 1000000 100 1 1 1 0 0 0 0 0 0 0 0 0 0 17 5 0 0 0 0 0";
+        let t = parse_thread_now(line).unwrap();
+        assert_eq!(
+            t,
+            ThreadNow {
+                runnable: true,
+                ticks: 950,
+                started: 1000,
+                cpu: 5
+            }
+        );
+        assert_eq!(parse_thread_now("77 (spin) R 1 2"), None);
+        let at = |runnable, ticks, started, cpu| ThreadNow {
+            runnable,
+            ticks,
+            started,
+            cpu,
+        };
+        let now = 2000;
+        let threads = [
+            at(true, 950, 1000, 5),  // a busy loop for 10 s: busy
+            at(true, 950, 1000, 5),  // its twin on the same CPU: one CPU
+            at(false, 990, 1000, 2), // computing, but asleep right now
+            at(true, 30, 1000, 3),   // a daemon awake at the moment of the look
+            at(true, 20, 1980, 4),   // 0.2 s old: too young to tell
+            at(true, 600, 1000, 1),  // more than half its life on a CPU
+        ];
+        assert_eq!(busy_now(threads, now, 0.5), vec![1, 5]);
+        assert_eq!(running_now("0.50 0.40 0.30 3/187 4242\n"), Some(3));
+        assert_eq!(running_now("0.50 0.40"), None);
     }
 
     #[test]

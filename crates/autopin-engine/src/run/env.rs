@@ -106,6 +106,13 @@ pub trait Platform {
     fn counting_cost(&mut self, events: &[EventSpec]) -> Option<CountingCost>;
     /// autopin's own CPU time so far, seconds.
     fn self_cpu_seconds(&mut self) -> f64;
+    /// CPUs among `allowed` that other work keeps busy right now, from a look just before a
+    /// launch that costs an idle machine nothing: a program can then start pinned away
+    /// from them instead of where the OS places it until the first probe (beside a busy
+    /// CPU, 16 threads with spinning barriers ran 100× slower there). Default: none.
+    fn busy_at_launch(&mut self, _allowed: &CpuSet) -> Vec<u32> {
+        Vec::new()
+    }
     /// Starts watching which CPUs among `allowed` other work keeps busy; begun just before a
     /// launch and read when the first search starts, so measuring never delays the
     /// program. Default: nothing watched.

@@ -45,7 +45,8 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     plan.validate()?;
     let counting = check_counting(plan, env)?;
     let explicit = explicit_candidates(plan);
-    let (started, machine, mut busy_watch) = start(plan, env, explicit.as_deref())?;
+    let birth = birth(plan, env, explicit.as_deref());
+    let (started, machine, mut busy_watch) = start(plan, env, explicit.as_deref(), &birth)?;
     let Started {
         pid,
         mut threads,
@@ -55,6 +56,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         preload_active,
         ..
     } = started;
+    let birth = birth.launched(preload_active, env.sink);
     if let Some(binding) = binding::own_binding(&target_env) {
         if !plan.override_binding {
             return stand_back(plan, env, &machine, threads, &binding);
@@ -88,7 +90,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     let mut session = open_session(
         plan,
         &choice,
-        (explicit, &check),
+        (explicit, &check, &birth),
         &machine,
         around,
         init,
@@ -255,7 +257,7 @@ fn warn_about_objective(
 fn open_session(
     plan: &RunPlan,
     choice: &ObjectiveChoice,
-    (explicit, busy): (Option<Vec<Pinning>>, &BusyCheck),
+    (explicit, busy, birth): (Option<Vec<Pinning>>, &BusyCheck, &Birth),
     machine: &Machine,
     around: Surroundings,
     (init, init_waited): (f64, f64),
@@ -263,7 +265,7 @@ fn open_session(
 ) -> Session {
     let start = if plan.target.is_attach() {
         Start::Attached
-    } else if pinned_at_birth(plan, explicit.as_deref()).is_some() {
+    } else if birth.cpus.is_some() {
         Start::PinnedAtBirth
     } else {
         Start::Os
@@ -286,6 +288,7 @@ fn open_session(
                 .filter(|(_, unit)| *unit == choice.info.unit)
                 .map(|(rate, _)| *rate),
             startup_is_os: start == Start::Os,
+            startup_pinned: birth.cpus.clone().filter(|_| birth.away_from.is_some()),
             startup_ends_init: matches!(
                 choice.source,
                 ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress
@@ -303,6 +306,13 @@ fn open_session(
         strategy_factory(search_strategy(plan, busy.changed), plan.launch.as_ref()),
     );
     session.report.start = start;
+    if let (Some(cpus), Some(busy)) = (&birth.cpus, &birth.away_from) {
+        session.report.notes.push(format!(
+            "{} busy with other work at launch: the program started pinned to {}, the first candidate that keeps off them",
+            busy_text(busy),
+            cpu_text(cpus)
+        ));
+    }
     if busy.now.is_some() {
         session.report.busy_cpus = busy.now.clone();
     }
@@ -608,15 +618,97 @@ fn pinned_at_birth(plan: &RunPlan, explicit: Option<&[Pinning]>) -> Option<Vec<u
     }
 }
 
+/// Where a launched program's threads start.
+#[derive(Debug, Default)]
+struct Birth {
+    /// The CPUs they are pinned to at birth, in creation order (None: where the OS places
+    /// them).
+    cpus: Option<Vec<u32>>,
+    /// The CPUs busy with other work at launch that `cpus` keeps off: the first topology
+    /// candidate around them, a guess the search then checks like any probe.
+    away_from: Option<Vec<u32>>,
+}
+
+/// Where the program starts: a remembered decision or a strategy's first candidate as
+/// before; else, when other work keeps some of the CPUs busy at launch, on the first
+/// topology candidate that keeps off them. Where the OS places threads beside a busy CPU
+/// until the first probe can cost more than the whole search: 16 OpenMP threads with
+/// spinning barriers beside one busy CPU ran at 1% of their pinned speed there, 0.26 s of
+/// a 1.2 s program.
+fn birth(plan: &RunPlan, env: &mut RunEnv, explicit: Option<&[Pinning]>) -> Birth {
+    if let Some(cpus) = pinned_at_birth(plan, explicit) {
+        return Birth {
+            cpus: Some(cpus),
+            away_from: None,
+        };
+    }
+    let (
+        TargetSpec::Launch(_),
+        None,
+        None,
+        CandidateSource::Topology {
+            max,
+            include_unpinned,
+            threads,
+        },
+    ) = (&plan.target, explicit, &plan.remembered, &plan.candidates)
+    else {
+        return Birth::default();
+    };
+    // A skip mask leaves chosen threads where the OS puts them: the guess would not be the
+    // candidate the start-up measured.
+    if !plan.skip.is_empty() {
+        return Birth::default();
+    }
+    let allowed = plan.machine.allowed_cpuset();
+    let busy = env.platform.busy_at_launch(&allowed);
+    if busy.is_empty() || allowed.iter().all(|c| busy.contains(&c)) {
+        return Birth::default();
+    }
+    // The program's thread count is not known before it runs: as many as the CPUs it may
+    // use (OpenMP's default). A program with fewer threads takes the list's first CPUs.
+    let n = threads.unwrap_or(allowed.len());
+    let first = topology_candidates(&plan.machine, n, *max, *include_unpinned, &busy)
+        .into_iter()
+        .find_map(|c| c.cpu_list().map(<[u32]>::to_vec));
+    Birth {
+        away_from: first.is_some().then_some(busy),
+        cpus: first,
+    }
+}
+
+impl Birth {
+    /// The birth as it happened: a guess around busy CPUs holds only where the preload
+    /// library sits in the program (a static executable starts where the OS places it).
+    fn launched(self, preload_active: bool, sink: &mut dyn RunSink) -> Birth {
+        let (Some(cpus), Some(busy)) = (&self.cpus, &self.away_from) else {
+            return self;
+        };
+        if !preload_active {
+            return Birth::default();
+        }
+        sink.message(
+            None,
+            &format!(
+                "{} busy with other work: the program started pinned to {}, off them, rather than where the OS would place it",
+                busy_text(busy),
+                cpu_text(cpus)
+            ),
+        );
+        self
+    }
+}
+
 /// Starts or attaches to the target; returns it, the machine its candidates are planned
 /// on (an attached process keeps its mask) and the watch on busy CPUs.
 fn start(
     plan: &RunPlan,
     env: &mut RunEnv,
     explicit: Option<&[Pinning]>,
+    birth: &Birth,
 ) -> Result<(Started, Machine, Option<Watch>), EngineError> {
     let launch = LaunchOptions {
-        pin_at_birth: pinned_at_birth(plan, explicit),
+        pin_at_birth: birth.cpus.clone(),
         skip: plan.skip.clone(),
         mem_policy: plan.mem_policy.clone(),
         unset: if plan.override_binding {

@@ -1132,9 +1132,11 @@ fn probed(r: &Report) -> std::collections::BTreeSet<&str> {
 fn a_hit_measured_with_openmp_progress_is_checked_without_waiting_for_a_heartbeat() {
     let m = small();
     // Constructs from 0.05 s on: waited for, a heartbeat that never comes ends its wait once
-    // the OpenMP start-up has been seen (0.2 s after the first construct).
+    // the OpenMP start-up has been seen (0.2 s after the first construct). Caches refill
+    // within the warm-up after a move, so the rate the first run decided at (probes after
+    // moves) is what threads born on the remembered pinning run at.
     let openmp = || {
-        let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+        let mut p = SimPlatform::new(sim(&m, 2, 30.0).with_cold(0.02));
         p.counting = Err(OsError::NotSupported("no PMU".into()));
         p.openmp_runtime = Some("libgomp.so.1".into());
         p.openmp_from = Some(0.05);
@@ -1216,6 +1218,82 @@ fn a_hit_remembered_as_task_clock_waits_for_neither_heartbeat_nor_openmp_progres
         "{}",
         r.objective.reason
     );
+}
+
+#[test]
+fn a_program_launched_beside_a_busy_cpu_starts_pinned_off_it_and_its_start_up_is_that_probe() {
+    let m = small();
+    let beside = |busy: Vec<u32>| {
+        let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+        p.counting = Err(OsError::NotSupported("no PMU".into()));
+        p.openmp_runtime = Some("libgomp.so.1".into());
+        p.busy = busy;
+        p
+    };
+    let pl = plan(&m, launch(), topology());
+    let mut p = beside(vec![0]);
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    // Born on the first topology candidate around CPU 0, for as many threads as CPUs.
+    let expected = topology_candidates(&m, 4, 12, true, &[0])
+        .into_iter()
+        .find_map(|c| c.cpu_list().map(<[u32]>::to_vec))
+        .unwrap();
+    assert!(!expected[..2].contains(&0), "{expected:?}");
+    let born = p.launched_with.as_ref().unwrap().pin_at_birth.clone();
+    assert_eq!(born, Some(expected.clone()));
+    assert_eq!(r.start, Start::PinnedAtBirth);
+    assert!(
+        sink.messages
+            .iter()
+            .any(|m| m.contains("CPU(s) 0 busy with other work: the program started pinned to")),
+        "{:?}",
+        sink.messages
+    );
+    assert!(
+        r.notes.iter().any(|n| n.contains("at launch")),
+        "{:?}",
+        r.notes
+    );
+    // The start-up is the first probe, of the candidate the program was born on (its two
+    // threads on the list's first two CPUs); the OS placement is probed after it.
+    let first = &r.probes[0];
+    assert!(first.startup, "{:?}", r.probes);
+    let cand = &r.candidates[first.candidate];
+    assert_eq!(
+        cand.cpus,
+        Some(expected[..2].to_vec()),
+        "{:?}",
+        r.candidates
+    );
+    let os = r
+        .candidates
+        .iter()
+        .position(|c| c.cpus.is_none())
+        .expect("the OS placement is a candidate");
+    assert!(
+        r.probes[1..].iter().any(|p| p.candidate == os),
+        "{:?}",
+        r.probes
+    );
+    // Nothing busy, or every CPU busy: the program starts where the OS places it.
+    for busy in [vec![], vec![0, 1, 2, 3]] {
+        let mut p = beside(busy.clone());
+        let r = go(&pl, &mut p).0.unwrap();
+        assert_eq!(p.launched_with.unwrap().pin_at_birth, None, "{busy:?}");
+        assert_eq!(r.start, Start::Os, "{busy:?}");
+    }
+    // A program the preload library cannot sit in (a static executable) is not pinned at
+    // birth whatever was asked: its start-up is the OS placement's.
+    let mut p = beside(vec![0]);
+    p.preload_active = false;
+    let r = go(&pl, &mut p).0.unwrap();
+    assert_eq!(r.start, Start::Os);
+    assert!(r
+        .probes
+        .iter()
+        .filter(|p| p.startup)
+        .all(|p| r.candidates[p.candidate].cpus.is_none()));
 }
 
 #[test]

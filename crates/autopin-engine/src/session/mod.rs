@@ -130,6 +130,10 @@ pub struct SessionConfig {
     /// The program starts where the OS places it (launched, nothing applied at its birth):
     /// the end of its start-up is the OS placement's first probe.
     pub startup_is_os: bool,
+    /// The program starts pinned to these CPUs (in thread creation order, wrapping), a
+    /// candidate's pinning chosen around CPUs busy at launch: the end of its start-up is
+    /// that candidate's first probe, as it would be the OS placement's.
+    pub startup_pinned: Option<Vec<u32>>,
     /// The objective is progress the program reports itself (heartbeats, OpenMP
     /// constructs): the init ends as soon as the start-up's clean tail has been seen for
     /// `STARTUP_ENOUGH` (the OS placement's first probe), not when the init time is over.
@@ -155,6 +159,7 @@ impl Default for SessionConfig {
             check_first: false,
             check_rate: None,
             startup_is_os: false,
+            startup_pinned: None,
             startup_ends_init: false,
             remembered_phases: Vec::new(),
         }
@@ -312,10 +317,10 @@ impl Session {
                 "the program has run {:.1} s {place}; probing starts now",
                 self.cfg.init_waited
             )
-        } else if self.cfg.init_waited > 0.0 && self.cfg.startup_ends_init && self.cfg.startup_is_os
+        } else if self.cfg.init_waited > 0.0 && self.cfg.startup_ends_init && self.startup_probed()
         {
             format!(
-                "the program has run {:.1} s where the OS placed it; probing starts once {STARTUP_ENOUGH:.1} s of its progress has been seen, within {:.1} s",
+                "the program has run {:.1} s {place}; probing starts once {STARTUP_ENOUGH:.1} s of its progress has been seen, within {:.1} s",
                 self.cfg.init_waited, self.cfg.init
             )
         } else if self.cfg.init_waited > 0.0 {
@@ -465,7 +470,7 @@ impl Session {
     /// last change of its threads (a program still creating threads is not yet the program
     /// the search will see).
     fn note_startup(&mut self, iv: &Interval) {
-        if !self.cfg.startup_is_os || self.searches_started > 0 {
+        if !self.startup_probed() || self.searches_started > 0 {
             return;
         }
         if !self.startup_progressed {
@@ -484,8 +489,29 @@ impl Session {
             .add(iv, dt);
     }
 
-    /// The start-up's tail as the OS placement's first probe, when the first search begins
-    /// with the program still where the OS placed it, in the phase it started in.
+    /// Whether the start-up's tail is a candidate's probe: the program started where the
+    /// OS places it, or pinned to a candidate's CPUs.
+    fn startup_probed(&self) -> bool {
+        self.cfg.startup_is_os || self.cfg.startup_pinned.is_some()
+    }
+
+    /// The candidate the program ran on during its start-up: the OS placement, or the
+    /// candidate whose CPUs its threads were pinned to at birth (None when the list for
+    /// the threads found has no such candidate).
+    fn startup_candidate(&self, os: Option<usize>) -> Option<usize> {
+        let Some(cpus) = &self.cfg.startup_pinned else {
+            return os.filter(|_| self.cfg.startup_is_os);
+        };
+        let n = self.tracked.max(1);
+        let born = Pinning::from_cpus(cpus.clone()).cpus_for(n);
+        self.candidates
+            .iter()
+            .position(|c| !c.is_unpinned() && c.cpus_for(n) == born)
+    }
+
+    /// The start-up's tail as its candidate's first probe (the OS placement's, or the
+    /// pinning it was born on), when the first search begins with the program still
+    /// there, in the phase it started in.
     fn startup_probe(&mut self, os: Option<usize>) -> Option<ProbeAccumulator> {
         let mut acc = self.startup.take()?;
         let usable = self.searches_started == 1
@@ -497,7 +523,7 @@ impl Session {
                 .strategy
                 .as_ref()
                 .is_some_and(|s| s.takes_earlier_probes());
-        acc.cand = os.filter(|_| usable)?;
+        acc.cand = self.startup_candidate(os).filter(|_| usable)?;
         Some(acc)
     }
 

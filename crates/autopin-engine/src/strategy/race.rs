@@ -212,6 +212,8 @@ enum Why {
     HalfTheLeader,
     Probes,
     Ceiling,
+    /// The OS placement beside CPUs busy with other work, not leading (`not_ahead_beside_busy`).
+    NotAhead,
 }
 
 impl RaceParams {
@@ -624,6 +626,8 @@ impl Race {
                 Some(Why::HalfTheLeader)
             } else if self.under_ceiling(l, c) {
                 Some(Why::Ceiling)
+            } else if self.not_ahead_beside_busy(l, c) {
+                Some(Why::NotAhead)
             } else if unsettled {
                 None
             } else if order_p(le.n, ce.n) <= alpha
@@ -661,6 +665,32 @@ impl Race {
                 self.eliminated[c] = Some(w);
             }
         }
+    }
+
+    /// Beside CPUs busy with other work a tie keeps the best pinning (`fallback`), so the OS
+    /// placement `c` stays in the race only to be shown better than the pinnings: probed
+    /// twice, as the leading pinning `l` was, and behind it by no more than a close call,
+    /// it has nothing left to win. Its probes after a pinning flatter it besides: the
+    /// kernel leaves the threads where the pinning put them until it moves one onto the
+    /// busy CPU or stacks two (16 OpenMP threads beside one busy CPU read the pinning's
+    /// rate in five probes of the OS placement, then a tenth of it 3 s in). Not one far
+    /// behind, or seen swinging: its probes may all have caught its slow state, which its
+    /// own probe count and the ceiling rule judge.
+    fn not_ahead_beside_busy(&self, l: usize, c: usize) -> bool {
+        if !self.busy_neighbours
+            || self.os_placement != Some(c)
+            || self.os_placement == Some(l)
+            || self.arms[c].scores.len() < 2
+            || self.arms[l].scores.len() < 2
+            || self.ticks_swing(c)
+            || self.swings_against(l, c)
+        {
+            return false;
+        }
+        let (Some(lm), Some(cm)) = (self.mean_rate(l, 0.0), self.mean_rate(c, 0.0)) else {
+            return false;
+        };
+        cm <= lm && cm >= (1.0 - self.p.close) * lm
     }
 
     /// The OS placement, while it has been probed fewer than `os_probes` times or seen for
@@ -768,6 +798,8 @@ impl Race {
                 "all other candidates eliminated (every interval below half the leader's)"
             } else if self.eliminated.contains(&Some(Why::Ceiling)) {
                 "all other candidates eliminated (a swinging one never rose above the leader)"
+            } else if self.eliminated.contains(&Some(Why::NotAhead)) {
+                "all other candidates eliminated (the OS placement, not ahead of the best pinning beside CPUs busy with other work)"
             } else {
                 "all other candidates eliminated"
             };
@@ -983,6 +1015,14 @@ impl Race {
                 ci,
                 &format!("{why}: keeping the best pinning, {BUSY_NEIGHBOURS}"),
             ),
+            None if self.eliminated.contains(&Some(Why::NotAhead)) => self.decision(
+                est,
+                l,
+                ci,
+                &format!(
+                    "{why}: keeping the best so far, the OS placement not ahead of it beside CPUs busy with other work"
+                ),
+            ),
             None => self.decision(est, l, ci, &format!("{why}: keeping the best so far")),
         }
     }
@@ -994,7 +1034,7 @@ impl Race {
         // A runner-up dropped for never rising above the leader has no interval behind its
         // elimination: its swing is the reason, and a t-test on it would say "within the
         // noise" of a candidate the race has ruled out.
-        if self.eliminated[r] == Some(Why::Ceiling) {
+        if matches!(self.eliminated[r], Some(Why::Ceiling | Why::NotAhead)) {
             return None;
         }
         let (_, se, q) = self.gap(l, r, &le, &est[r]?, self.alpha());
@@ -1141,7 +1181,13 @@ impl Strategy for Race {
     }
 
     fn settings(&self) -> String {
-        format!("race over {} candidates, {:?}", self.arms.len(), self.p)
+        format!(
+            "race over {} candidates, {:?}, OS placement {:?}, busy neighbours {}",
+            self.arms.len(),
+            self.p,
+            self.os_placement,
+            self.busy_neighbours
+        )
     }
 
     fn next(&mut self, elapsed: f64) -> Plan {
@@ -2213,6 +2259,47 @@ mod lost_work_tests {
         };
         let d = drive_beside(2, 1, true, ahead);
         assert_eq!(d.candidate, 1, "{}", d.reason);
+    }
+
+    #[test]
+    fn beside_busy_cpus_an_os_placement_not_ahead_leaves_after_two_probes() {
+        // 16 threads beside one busy CPU: started on a pinning, the OS placement's probes
+        // read the pinning's rate, a little below or above it (the kernel left the threads
+        // where the pinning put them), and the race went on for five rounds, probes growing
+        // to a second, until one of them caught the kernel stacking threads: a tenth of the
+        // rate for a second. Beside busy CPUs a tie keeps the pinning, so an OS placement
+        // behind it after two probes each has nothing to win.
+        let flattering = |c: usize, k: usize| {
+            let j = [0.02, -0.02, 0.015, -0.01, 0.0][(k + 2 * c) % 5];
+            (if c == 1 { 99.0 } else { 100.0 }) * (1.0 + j)
+        };
+        let run = |busy: bool| {
+            let mut r = Race::new(RaceParams::default(), 2);
+            r.set_os_placement(1);
+            r.set_busy_neighbours(busy);
+            super::tests::drive_race(r, |candidate, k, measure| {
+                let s = flattering(candidate, k);
+                ProbeOutcome {
+                    candidate,
+                    score: s,
+                    duration: measure,
+                    interval_cv: Some(0.01),
+                    interval_range: Some((0.99 * s, 1.01 * s)),
+                    intervals: 2,
+                }
+            })
+        };
+        let (d, order, t) = run(true);
+        assert_eq!(d.candidate, 0, "{} after {order:?}", d.reason);
+        assert!(d.reason.contains("not ahead"), "{}", d.reason);
+        assert_eq!(order.len(), 4, "{order:?}");
+        // Idle, the same probes leave it in the race for longer (it may be kept on a tie).
+        let (idle, idle_order, idle_t) = run(false);
+        assert!(
+            idle_order.len() > order.len() && idle_t > t,
+            "{} after {idle_order:?}",
+            idle.reason
+        );
     }
 
     #[test]
