@@ -794,6 +794,10 @@ fn the_users_preload_variables_do_not_reach_the_program() {
             "--objective",
             "task-clock",
             "--no-perturbation-estimate",
+            // Not pinned at birth off CPUs other tests keep busy: that would set the
+            // variable to autopin's own choice.
+            "--start",
+            "os",
         ])
         .args(["--", "sh", "-c", "echo \"cpus=[$AUTOPIN_CPUS]\""])
         .output()

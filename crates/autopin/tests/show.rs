@@ -97,7 +97,17 @@ fn a_slurm_jobs_processes_are_found_by_the_job_id() {
         .spawn()
         .unwrap();
     let pid = prog.id() as u64;
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    // Until the child has exec'd, its environment is still this test's: wait for the
+    // job's variable to be there (under load that took more than 0.1 s).
+    let want = format!("SLURM_JOB_ID={job}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|e| e.split(|b| *b == 0).any(|v| v == want.as_bytes()))
+        .unwrap_or(false)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let out = autopin()
         .args(["show", "--job", &job, "--json"])
         .output()

@@ -285,7 +285,7 @@ fn report_timeline_fits() {
     let svg = dir.path().join("t.svg");
     // A single-threaded shell loop of a few seconds: enough for probes and a timeline.
     autopin()
-        .args(["run", "-q", "--report"])
+        .args(["run", "-q", "--start", "os", "--report"])
         .arg(&report)
         .args([
             "--",

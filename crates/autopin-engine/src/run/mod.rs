@@ -642,6 +642,9 @@ fn birth(plan: &RunPlan, env: &mut RunEnv, explicit: Option<&[Pinning]>) -> Birt
             away_from: None,
         };
     }
+    if !plan.start_off_busy {
+        return Birth::default();
+    }
     let (
         TargetSpec::Launch(_),
         None,

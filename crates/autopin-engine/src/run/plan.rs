@@ -190,6 +190,11 @@ pub struct RunPlan {
     /// that binding in force and autopin stands back; true unsets it for a launched program
     /// (an attached one keeps its variables) and autopin's pinnings decide.
     pub override_binding: bool,
+    /// A launched program whose CPUs are partly busy with other work at launch starts
+    /// pinned to the first topology candidate that keeps off them (true, the default), or
+    /// where the OS places it (false). A remembered decision or named candidates pin it at
+    /// birth either way.
+    pub start_off_busy: bool,
     /// A decision remembered from an earlier run of this program here: applied at birth
     /// and checked, instead of a search from scratch.
     pub remembered: Option<Remembered>,

@@ -15,6 +15,7 @@ fn small() -> Machine {
 fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan {
     RunPlan {
         override_binding: false,
+        start_off_busy: true,
         remembered: None,
         machine: m.clone(),
         target,
@@ -1283,6 +1284,24 @@ fn a_program_launched_beside_a_busy_cpu_starts_pinned_off_it_and_its_start_up_is
         assert_eq!(p.launched_with.unwrap().pin_at_birth, None, "{busy:?}");
         assert_eq!(r.start, Start::Os, "{busy:?}");
     }
+    // A program that ends before the first probe ran where it was born, and says so.
+    let mut short = SimPlatform::new(sim(&m, 2, 0.05));
+    short.counting = Err(OsError::NotSupported("no PMU".into()));
+    short.openmp_runtime = Some("libgomp.so.1".into());
+    short.busy = vec![0];
+    let r = go(&pl, &mut short).0.unwrap();
+    let why = r.incomplete_reason.unwrap_or_default();
+    assert!(
+        why.contains(&format!("it ran pinned to {}", cpu_text(&expected))),
+        "{why}"
+    );
+    // Asked to start where the OS places it (`--start os`), it does, beside the busy CPU too.
+    let mut os_pl = pl.clone();
+    os_pl.start_off_busy = false;
+    let mut p = beside(vec![0]);
+    let r = go(&os_pl, &mut p).0.unwrap();
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, None);
+    assert_eq!(r.start, Start::Os);
     // A program the preload library cannot sit in (a static executable) is not pinned at
     // birth whatever was asked: its start-up is the OS placement's.
     let mut p = beside(vec![0]);

@@ -20,8 +20,8 @@ mod phases;
 mod probe;
 use crate::phase::{PhaseWatch, Trigger, WatchParams};
 use crate::report::{
-    CandidateRecord, DecisionRecord, ObjectiveCheck, ProbeRecord, Report, SearchRecord, ThreadRate,
-    TimelinePoint,
+    CandidateRecord, DecisionRecord, ObjectiveCheck, ProbeRecord, Report, SearchRecord, Start,
+    ThreadRate, TimelinePoint,
 };
 use crate::strategy::{Plan, ProbeOutcome, Strategy, WARMUP_CUT};
 use autopin_human::{duration, plural, quantity};
@@ -1269,6 +1269,19 @@ impl Session {
         }
     }
 
+    /// Where a program that ended before any probe ran: the place it started in.
+    fn where_it_ran(&self) -> String {
+        match (self.report.start, &self.cfg.startup_pinned) {
+            (Start::Os, _) => "where the OS placed it".into(),
+            (Start::PinnedAtBirth, Some(cpus)) => format!(
+                "pinned to {}, off the CPUs busy with other work at launch",
+                autopin_placement::cpu_text(cpus)
+            ),
+            (Start::PinnedAtBirth, None) => "on the CPUs it was pinned to at birth".into(),
+            (Start::Attached, _) => "where it ran before autopin attached".into(),
+        }
+    }
+
     pub fn finish(&mut self, now: f64, exit_status: Option<i32>) -> &Report {
         self.close_open_search(now);
         self.settle_decision_in_force();
@@ -1282,11 +1295,13 @@ impl Session {
             let total_init = self.cfg.init + self.cfg.init_waited;
             self.report.incomplete_reason = Some(match self.state {
                 State::Init { until } if self.said_no_progress && now > until => format!(
-                    "the program ended after {now:.1} s without any progress the objective ({}) could measure, so there was nothing to compare: it ran where the OS placed it",
-                    self.cfg.unit
+                    "the program ended after {now:.1} s without any progress the objective ({}) could measure, so there was nothing to compare: it ran {}",
+                    self.cfg.unit,
+                    self.where_it_ran()
                 ),
                 State::Init { .. } => format!(
-                    "the program ended after {now:.1} s, before autopin tried any pinning (it lets a program start for {total_init:.1} s first): it ran where the OS placed it"
+                    "the program ended after {now:.1} s, before autopin tried any pinning (it lets a program start for {total_init:.1} s first): it ran {}",
+                    self.where_it_ran()
                 ),
                 _ => {
                     let best = self.best_so_far();

@@ -27,6 +27,14 @@ pub enum StrategyName {
     Fixed,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StartName {
+    /// Off CPUs busy with other work at launch, else where the OS places it
+    Auto,
+    /// Where the OS places it
+    Os,
+}
+
 /// Options shared by `run` and `attach`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct EngineArgs {
@@ -54,6 +62,12 @@ pub struct EngineArgs {
     /// and autopin's pinnings decide
     #[arg(long)]
     pub override_binding: bool,
+    /// Where a launched program starts, before the search: auto (the default) pins it off
+    /// CPUs that other work keeps busy at launch, to the first candidate that avoids them,
+    /// and otherwise leaves it where the OS places it; os always leaves it where the OS
+    /// places it. A remembered decision or named candidates pin it at birth either way
+    #[arg(long, value_enum, value_name = "auto|os", default_value = "auto")]
+    pub start: StartName,
     /// The decision store: a remembered decision for this program, machine, CPUs, thread
     /// count and objective is applied at birth and checked instead of searched (default:
     /// $AUTOPIN_MEMORY, else $XDG_STATE_HOME/autopin/decisions.db; AUTOPIN_MEMORY=off turns
@@ -205,6 +219,7 @@ impl EngineArgs {
             estimate_perturbation: !a.no_perturbation_estimate,
             launch,
             override_binding: a.override_binding,
+            start_off_busy: a.start == StartName::Auto,
             remembered: None,
         })
     }
