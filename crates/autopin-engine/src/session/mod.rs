@@ -1110,15 +1110,24 @@ impl Session {
         // it runs where the OS placed it: taken as a rate, it made the OS placement look as
         // if it collapsed ("×2.8" where its probes in the search were 1.5× behind).
         if startup && self.grain.counts_units() && amount < Granularity::MIN_UNITS {
+            let place = if self
+                .candidates
+                .get(acc.cand)
+                .is_some_and(|c| !c.is_unpinned())
+            {
+                "the pinning it started on"
+            } else {
+                "the OS placement"
+            };
             out.push(Action::Message(if unseen {
                 format!(
-                    "the start-up's last {} counted nothing ({}): a pause, not a rate; the OS placement is probed in the search",
+                    "the start-up's last {} counted nothing ({}): a pause, not a rate; {place} is probed in the search",
                     duration(time),
                     self.cfg.unit
                 )
             } else {
                 format!(
-                    "the start-up's last {} counted only {amount} ({}; a probe sees {} or more): too few for a rate; the OS placement is probed in the search",
+                    "the start-up's last {} counted only {amount} ({}; a probe sees {} or more): too few for a rate; {place} is probed in the search",
                     duration(time),
                     self.cfg.unit,
                     Granularity::MIN_UNITS
@@ -1554,8 +1563,14 @@ mod plain_words_tests {
         // tail, where the OS placed it, counts nothing.
         let (m, s) = after_start_up(&[3.0, 0.0, 0.0]);
         assert!(
-            m.contains("the start-up's last 200 ms counted nothing (OpenMP constructs/s): a pause, not a rate"),
+            m.contains("the start-up's last 200 ms counted nothing (OpenMP constructs/s): a pause, not a rate; the OS placement is probed in the search"),
             "{m}"
+        );
+        // Born on CPU 1 (beside CPUs busy at launch), the pause is that pinning's.
+        let (born, _) = after_start_up_on(&[3.0, 0.0, 0.0], Some(vec![1]));
+        assert!(
+            born.contains("a pause, not a rate; the pinning it started on is probed in the search"),
+            "{born}"
         );
         let p = &s.report.probes;
         assert!(p.iter().all(|p| !p.startup), "{p:?}");
@@ -1600,11 +1615,18 @@ mod plain_words_tests {
     /// program runs at 600 units/s where the OS places it and at 1000 on the pinning.
     /// Returns what it said and the session.
     fn after_start_up(startup: &[f64]) -> (String, Session) {
+        after_start_up_on(startup, None)
+    }
+
+    /// `after_start_up`, with the program born pinned to `born` (None: where the OS places
+    /// it).
+    fn after_start_up_on(startup: &[f64], born: Option<Vec<u32>>) -> (String, Session) {
         let mut s = Session::new(
             SessionConfig {
                 init: 0.0,
                 init_waited: 0.3,
-                startup_is_os: true,
+                startup_is_os: born.is_none(),
+                startup_pinned: born,
                 unit: "OpenMP constructs/s".into(),
                 watch: None,
                 ..SessionConfig::default()
