@@ -12,6 +12,7 @@
 //! `estimate_perturbation`, notes).
 
 pub mod binding;
+mod birth;
 pub mod env;
 pub mod memory;
 mod objective;
@@ -35,6 +36,7 @@ use crate::strategy::{Autopin1, Fixed, Race, RaceParams};
 use autopin_perf::{CountingMode, WarningContext};
 use autopin_placement::{cpu_text, Pinning};
 use autopin_topology::{CpuSet, Machine};
+use birth::{birth, Birth};
 pub use objective::ObjectiveChoice;
 use objective::{choose_objective, TargetFacts};
 
@@ -306,13 +308,7 @@ fn open_session(
         strategy_factory(search_strategy(plan, busy.changed), plan.launch.as_ref()),
     );
     session.report.start = start;
-    if let (Some(cpus), Some(busy)) = (&birth.cpus, &birth.away_from) {
-        session.report.notes.push(format!(
-            "{} busy with other work at launch: the program started pinned to {}, the first candidate that keeps off them",
-            busy_text(busy),
-            cpu_text(cpus)
-        ));
-    }
+    session.report.notes.extend(birth.note());
     if busy.now.is_some() {
         session.report.busy_cpus = busy.now.clone();
     }
@@ -604,102 +600,6 @@ fn remembered_phases(
             Some((p.phase.clone(), c.label.clone(), p.rate))
         })
         .collect()
-}
-
-/// The CPUs a launched program's threads are pinned to at birth, in creation order: a
-/// remembered decision's, or the first candidate's for a strategy that starts on it.
-fn pinned_at_birth(plan: &RunPlan, explicit: Option<&[Pinning]>) -> Option<Vec<u32>> {
-    match &plan.remembered {
-        Some(r) => r.pinning.cpu_list().map(<[u32]>::to_vec),
-        None => explicit
-            .filter(|l| plan.search.strategy.pins_at_birth(l.len()))
-            .and_then(|l| l.first())
-            .and_then(|c| c.cpu_list().map(<[u32]>::to_vec)),
-    }
-}
-
-/// Where a launched program's threads start.
-#[derive(Debug, Default)]
-struct Birth {
-    /// The CPUs they are pinned to at birth, in creation order (None: where the OS places
-    /// them).
-    cpus: Option<Vec<u32>>,
-    /// The CPUs busy with other work at launch that `cpus` keeps off: the first topology
-    /// candidate around them, a guess the search then checks like any probe.
-    away_from: Option<Vec<u32>>,
-}
-
-/// Where the program starts: a remembered decision or a strategy's first candidate as
-/// before; else, when other work keeps some of the CPUs busy at launch, on the first
-/// topology candidate that keeps off them. Where the OS places threads beside a busy CPU
-/// until the first probe can cost more than the whole search: 16 OpenMP threads with
-/// spinning barriers beside one busy CPU ran at 1% of their pinned speed there, 0.26 s of
-/// a 1.2 s program.
-fn birth(plan: &RunPlan, env: &mut RunEnv, explicit: Option<&[Pinning]>) -> Birth {
-    if let Some(cpus) = pinned_at_birth(plan, explicit) {
-        return Birth {
-            cpus: Some(cpus),
-            away_from: None,
-        };
-    }
-    if !plan.start_off_busy {
-        return Birth::default();
-    }
-    let (
-        TargetSpec::Launch(_),
-        None,
-        None,
-        CandidateSource::Topology {
-            max,
-            include_unpinned,
-            threads,
-        },
-    ) = (&plan.target, explicit, &plan.remembered, &plan.candidates)
-    else {
-        return Birth::default();
-    };
-    // A skip mask leaves chosen threads where the OS puts them: the guess would not be the
-    // candidate the start-up measured.
-    if !plan.skip.is_empty() {
-        return Birth::default();
-    }
-    let allowed = plan.machine.allowed_cpuset();
-    let busy = env.platform.busy_at_launch(&allowed);
-    if busy.is_empty() || allowed.iter().all(|c| busy.contains(&c)) {
-        return Birth::default();
-    }
-    // The program's thread count is not known before it runs: as many as the CPUs it may
-    // use (OpenMP's default). A program with fewer threads takes the list's first CPUs.
-    let n = threads.unwrap_or(allowed.len());
-    let first = topology_candidates(&plan.machine, n, *max, *include_unpinned, &busy)
-        .into_iter()
-        .find_map(|c| c.cpu_list().map(<[u32]>::to_vec));
-    Birth {
-        away_from: first.is_some().then_some(busy),
-        cpus: first,
-    }
-}
-
-impl Birth {
-    /// The birth as it happened: a guess around busy CPUs holds only where the preload
-    /// library sits in the program (a static executable starts where the OS places it).
-    fn launched(self, preload_active: bool, sink: &mut dyn RunSink) -> Birth {
-        let (Some(cpus), Some(busy)) = (&self.cpus, &self.away_from) else {
-            return self;
-        };
-        if !preload_active {
-            return Birth::default();
-        }
-        sink.message(
-            None,
-            &format!(
-                "{} busy with other work: the program started pinned to {}, off them, rather than where the OS would place it",
-                busy_text(busy),
-                cpu_text(cpus)
-            ),
-        );
-        self
-    }
 }
 
 /// Starts or attaches to the target; returns it, the machine its candidates are planned

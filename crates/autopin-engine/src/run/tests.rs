@@ -12,6 +12,14 @@ fn small() -> Machine {
     autopin_topology::source::synthetic::parse("package:2 core:2 pu:1").unwrap()
 }
 
+/// A simulated OpenMP program (libgomp) on a machine without hardware counters.
+fn openmp_without_pmu(sim: Sim) -> SimPlatform {
+    let mut p = SimPlatform::new(sim);
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
+    p.openmp_runtime = Some("libgomp.so.1".into());
+    p
+}
+
 fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan {
     RunPlan {
         override_binding: false,
@@ -209,9 +217,7 @@ fn the_chain_is_walked_in_order() {
 #[test]
 fn an_openmp_program_without_a_pmu_gets_openmp_progress_and_the_report_says_why() {
     let m = small();
-    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err(OsError::NotSupported("no PMU".into()));
-    p.openmp_runtime = Some("libgomp.so.1".into());
+    let mut p = openmp_without_pmu(sim(&m, 2, 30.0));
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
     let r = r.unwrap();
     assert_eq!(p.meter_opened, Some(ObjectiveSource::OpenMpProgress));
@@ -242,9 +248,7 @@ fn an_openmp_program_without_a_pmu_gets_openmp_progress_and_the_report_says_why(
 fn openmp_progress_needs_the_preload_library_and_completed_constructs() {
     let m = small();
     // A static binary (no preload library in it): its OpenMP work cannot be counted.
-    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err(OsError::NotSupported("no PMU".into()));
-    p.openmp_runtime = Some("libgomp.so.1".into());
+    let mut p = openmp_without_pmu(sim(&m, 2, 30.0));
     p.preload_active = false;
     let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
     assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
@@ -255,9 +259,7 @@ fn openmp_progress_needs_the_preload_library_and_completed_constructs() {
         .any(|n| n.contains("cannot count its work")));
     // All work in one long parallel region: no construct completes at first, and OpenMP
     // progress would read zero, so CPU time it is, and the report says why.
-    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err(OsError::NotSupported("no PMU".into()));
-    p.openmp_runtime = Some("libgomp.so.1".into());
+    let mut p = openmp_without_pmu(sim(&m, 2, 30.0));
     p.openmp_from = None;
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
     assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
@@ -847,9 +849,7 @@ fn a_cluster_launch_is_recorded_and_its_searches_go_through_the_coordination() {
 fn an_openmp_start_up_seen_long_enough_ends_the_wait_for_a_heartbeat() {
     let m = small();
     let openmp = |beats_from: Option<f64>| {
-        let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-        p.counting = Err(OsError::NotSupported("no PMU".into()));
-        p.openmp_runtime = Some("libgomp.so.1".into());
+        let mut p = openmp_without_pmu(sim(&m, 2, 30.0));
         p.openmp_from = Some(0.05);
         p.beats_from = beats_from;
         p
@@ -1137,9 +1137,7 @@ fn a_hit_measured_with_openmp_progress_is_checked_without_waiting_for_a_heartbea
     // within the warm-up after a move, so the rate the first run decided at (probes after
     // moves) is what threads born on the remembered pinning run at.
     let openmp = || {
-        let mut p = SimPlatform::new(sim(&m, 2, 30.0).with_cold(0.02));
-        p.counting = Err(OsError::NotSupported("no PMU".into()));
-        p.openmp_runtime = Some("libgomp.so.1".into());
+        let mut p = openmp_without_pmu(sim(&m, 2, 30.0).with_cold(0.02));
         p.openmp_from = Some(0.05);
         p
     };
@@ -1193,9 +1191,7 @@ fn a_hit_measured_with_openmp_progress_is_checked_without_waiting_for_a_heartbea
 #[test]
 fn a_hit_remembered_as_task_clock_waits_for_neither_heartbeat_nor_openmp_progress() {
     let m = small();
-    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    p.counting = Err(OsError::NotSupported("no PMU".into()));
-    p.openmp_runtime = Some("libgomp.so.1".into());
+    let mut p = openmp_without_pmu(sim(&m, 2, 30.0));
     let mut pl = plan(&m, launch(), topology());
     pl.remembered = Some(Remembered {
         pinning: Pinning::pinned("0,1", vec![0, 1]),
@@ -1225,9 +1221,7 @@ fn a_hit_remembered_as_task_clock_waits_for_neither_heartbeat_nor_openmp_progres
 fn a_program_launched_beside_a_busy_cpu_starts_pinned_off_it_and_its_start_up_is_that_probe() {
     let m = small();
     let beside = |busy: Vec<u32>| {
-        let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-        p.counting = Err(OsError::NotSupported("no PMU".into()));
-        p.openmp_runtime = Some("libgomp.so.1".into());
+        let mut p = openmp_without_pmu(sim(&m, 2, 30.0));
         p.busy = busy;
         p
     };
@@ -1285,9 +1279,7 @@ fn a_program_launched_beside_a_busy_cpu_starts_pinned_off_it_and_its_start_up_is
         assert_eq!(r.start, Start::Os, "{busy:?}");
     }
     // A program that ends before the first probe ran where it was born, and says so.
-    let mut short = SimPlatform::new(sim(&m, 2, 0.05));
-    short.counting = Err(OsError::NotSupported("no PMU".into()));
-    short.openmp_runtime = Some("libgomp.so.1".into());
+    let mut short = openmp_without_pmu(sim(&m, 2, 0.05));
     short.busy = vec![0];
     let r = go(&pl, &mut short).0.unwrap();
     let why = r.incomplete_reason.unwrap_or_default();
