@@ -850,6 +850,10 @@ impl crate::run::Platform for SimPlatform {
         }
     }
 
+    fn launch_env(&self) -> Vec<(String, String)> {
+        self.env.clone()
+    }
+
     fn busy_at_launch(&mut self, allowed: &CpuSet) -> Vec<u32> {
         self.busy
             .iter()

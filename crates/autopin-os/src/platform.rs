@@ -433,6 +433,10 @@ impl Platform for LinuxPlatform {
         busy_now(std::path::Path::new("/proc"), allowed)
     }
 
+    fn launch_env(&self) -> Vec<(String, String)> {
+        std::env::vars().collect()
+    }
+
     fn busy_watch(&mut self, allowed: &CpuSet) -> Option<Box<dyn BusyWatch>> {
         ProcBusyWatch::begin(std::path::Path::new("/proc"), allowed.clone())
             .map(|w| Box::new(w) as Box<dyn BusyWatch>)

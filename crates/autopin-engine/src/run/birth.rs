@@ -2,10 +2,23 @@
 //! strategy says, else off CPUs busy with other work at launch, else where the OS places
 //! them. Decided before the launch, from the plan and one look at the machine.
 
+use super::binding::own_binding;
 use super::{
     busy_text, topology_candidates, CandidateSource, RunEnv, RunPlan, RunSink, TargetSpec,
 };
 use autopin_placement::{cpu_text, Pinning};
+
+/// The OpenMP threads OMP_NUM_THREADS asks for at the outer level (`8` or `8,2`); None when
+/// unset or not a positive count.
+fn openmp_threads(env: &[(String, String)]) -> Option<usize> {
+    let (_, v) = env.iter().rev().find(|(k, _)| k == "OMP_NUM_THREADS")?;
+    v.split(',')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n: &usize| *n > 0)
+}
 
 /// The CPUs a launched program's threads are pinned to at birth, in creation order: a
 /// remembered decision's, or the first candidate's for a strategy that starts on it.
@@ -64,14 +77,25 @@ pub(super) fn birth(plan: &RunPlan, env: &mut RunEnv, explicit: Option<&[Pinning
     if !plan.skip.is_empty() {
         return Birth::default();
     }
+    // A program that binds its own threads keeps that binding (autopin stands back once it
+    // runs), from its first instruction.
+    let launch_env = env.platform.launch_env();
+    if !plan.override_binding && own_binding(&launch_env).is_some() {
+        return Birth::default();
+    }
     let allowed = plan.machine.allowed_cpuset();
     let busy = env.platform.busy_at_launch(&allowed);
     if busy.is_empty() || allowed.iter().all(|c| busy.contains(&c)) {
         return Birth::default();
     }
-    // The program's thread count is not known before it runs: as many as the CPUs it may
-    // use (OpenMP's default). A program with fewer threads takes the list's first CPUs.
-    let n = threads.unwrap_or(allowed.len());
+    // The program's thread count is not known before it runs: the one asked for (`-n`),
+    // else OMP_NUM_THREADS, else as many as the CPUs it may use (OpenMP's default). The
+    // first candidate for another count can differ from that list's first CPUs: with 2
+    // threads on 4 two-way cores beside busy CPU 0, those are 1 and 2 (the first on the
+    // busy core's sibling), the candidate for 2 threads is 2 and 3.
+    let n = threads
+        .or_else(|| openmp_threads(&launch_env))
+        .unwrap_or(allowed.len());
     let first = topology_candidates(&plan.machine, n, *max, *include_unpinned, &busy)
         .into_iter()
         .find_map(|c| c.cpu_list().map(<[u32]>::to_vec));

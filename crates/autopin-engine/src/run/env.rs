@@ -113,6 +113,12 @@ pub trait Platform {
     fn busy_at_launch(&mut self, _allowed: &CpuSet) -> Vec<u32> {
         Vec::new()
     }
+    /// The environment a launched program inherits, before the launch sets or unsets
+    /// anything: read before the launch, for what the program will do (its OpenMP thread
+    /// count, a binding of its own). Default: empty.
+    fn launch_env(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// Starts watching which CPUs among `allowed` other work keeps busy; begun just before a
     /// launch and read when the first search starts, so measuring never delays the
     /// program. Default: nothing watched.

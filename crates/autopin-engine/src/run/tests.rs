@@ -1368,3 +1368,72 @@ fn a_hit_beside_other_busy_cpus_is_searched_and_not_confirmed_by_its_rate() {
     let (r, _) = go(&pl, &mut beside(vec![3]));
     assert_eq!(probed(&r.unwrap()).len(), 1);
 }
+
+#[test]
+fn the_birth_guess_counts_openmp_threads_and_leaves_a_binding_of_the_programs_own() {
+    // Four two-way cores beside busy CPU 0, a program of 2 OpenMP threads: the first CPUs of
+    // the list for as many threads as CPUs are 1 and 2, the first on the busy core's
+    // sibling; OMP_NUM_THREADS says 2, and the program starts on the list for 2.
+    let m = autopin_topology::source::synthetic::parse("package:1 core:4 pu:2").unwrap();
+    let pl = plan(&m, launch(), topology());
+    let first = |n: usize| {
+        topology_candidates(&m, n, 12, true, &[0])
+            .into_iter()
+            .find_map(|c| c.cpu_list().map(<[u32]>::to_vec))
+            .unwrap()
+    };
+    assert_ne!(first(8)[..2], first(2)[..], "the case this test is for");
+    let with_env = |env: &[(&str, &str)]| {
+        let mut p = openmp_without_pmu(sim(&m, 2, 30.0));
+        p.busy = vec![0];
+        p.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        p
+    };
+    let mut p = with_env(&[("OMP_NUM_THREADS", "2")]);
+    let r = go(&pl, &mut p).0.unwrap();
+    assert_eq!(
+        p.launched_with.unwrap().pin_at_birth,
+        Some(first(2)),
+        "{:?}",
+        r.notes
+    );
+    // Its start-up is that candidate's first probe.
+    let startup = r
+        .probes
+        .iter()
+        .find(|p| p.startup)
+        .expect("a start-up probe");
+    assert_eq!(r.candidates[startup.candidate].cpus, Some(first(2)));
+    // Nested counts name the outer level; without the variable, as many as CPUs.
+    let mut p = with_env(&[("OMP_NUM_THREADS", "2,4")]);
+    go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, Some(first(2)));
+    for junk in [
+        &[][..],
+        &[("OMP_NUM_THREADS", "0")][..],
+        &[("OMP_NUM_THREADS", "lots")][..],
+    ] {
+        let mut p = with_env(junk);
+        go(&pl, &mut p).0.unwrap();
+        assert_eq!(
+            p.launched_with.unwrap().pin_at_birth,
+            Some(first(8)),
+            "{junk:?}"
+        );
+    }
+    // A program that binds its own threads is left to that binding from its birth, unless
+    // autopin is told to override it.
+    let bound = [("OMP_NUM_THREADS", "2"), ("OMP_PROC_BIND", "true")];
+    let mut p = with_env(&bound);
+    let r = go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, None);
+    assert_eq!(r.start, Start::Os);
+    let mut over = pl.clone();
+    over.override_binding = true;
+    let mut p = with_env(&bound);
+    go(&over, &mut p).0.unwrap();
+    assert_eq!(p.launched_with.unwrap().pin_at_birth, Some(first(2)));
+}
