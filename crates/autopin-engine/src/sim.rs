@@ -863,13 +863,7 @@ impl crate::run::Platform for SimPlatform {
     }
 
     fn busy_watch(&mut self, allowed: &CpuSet) -> Option<Box<dyn crate::run::BusyWatch>> {
-        let busy: Vec<u32> = self
-            .busy
-            .iter()
-            .copied()
-            .filter(|c| allowed.contains(*c))
-            .collect();
-        Some(Box::new(FixedBusy(busy)))
+        Some(Box::new(FixedBusy(self.busy_at_launch(allowed))))
     }
 
     fn device_watch(&mut self) -> Option<Box<dyn crate::run::DeviceWatch>> {
@@ -955,6 +949,13 @@ impl Meter for SimMeter {
 pub struct SimSink {
     pub messages: Vec<String>,
     pub checkpoints: Vec<crate::report::Report>,
+}
+
+impl SimSink {
+    /// Whether a progress line said `text`.
+    pub fn said(&self, text: &str) -> bool {
+        self.messages.iter().any(|m| m.contains(text))
+    }
 }
 
 impl crate::run::RunSink for SimSink {

@@ -539,15 +539,9 @@ impl ProcBusyWatch {
 
     /// Each live thread of `pid`: (tid, CPU ticks so far, CPU it last ran on).
     fn threads(&self, pid: i32) -> Vec<(u32, u64, u32)> {
-        let dir = self.proc_root.join(format!("{pid}/task"));
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|e| {
-                let tid = e.file_name().to_str()?.parse().ok()?;
-                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        thread_stats(&self.proc_root, pid)
+            .into_iter()
+            .filter_map(|(tid, stat)| {
                 let (ticks, cpu) = autopin_perf::cpustat::parse_thread_cpu(&stat)?;
                 Some((tid, ticks, cpu))
             })
@@ -556,12 +550,8 @@ impl ProcBusyWatch {
 
     /// Every process: its PID, its parent's (0 where unknown) and its threads.
     fn processes(&self) -> Vec<Proc> {
-        let Ok(entries) = std::fs::read_dir(&self.proc_root) else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        pids(&self.proc_root)
+            .into_iter()
             .map(|pid| Proc {
                 pid,
                 parent: crate::process::attach_guard::read_stat(&self.proc_root, pid)
@@ -570,6 +560,31 @@ impl ProcBusyWatch {
             })
             .collect()
     }
+}
+
+/// The PIDs below `proc_root` (empty when it cannot be read).
+fn pids(proc_root: &std::path::Path) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir(proc_root) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Each live thread of `pid` and the text of its stat file, as read now.
+fn thread_stats(proc_root: &std::path::Path, pid: i32) -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir(proc_root.join(format!("{pid}/task"))) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let tid = e.file_name().to_str()?.parse().ok()?;
+            Some((tid, std::fs::read_to_string(e.path().join("stat")).ok()?))
+        })
+        .collect()
 }
 
 /// One process as the busy watch reads it.
@@ -651,21 +666,12 @@ pub fn busy_now(proc_root: &std::path::Path, allowed: &CpuSet) -> Vec<u32> {
     else {
         return Vec::new();
     };
-    let own = std::process::id().to_string();
-    let Ok(entries) = std::fs::read_dir(proc_root) else {
-        return Vec::new();
-    };
-    let threads = entries
-        .flatten()
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            name != own && name.bytes().all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| std::fs::read_dir(e.path().join("task")).ok())
-        .flat_map(|tasks| tasks.flatten())
-        .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
-        .filter_map(|stat| cpustat::parse_thread_now(&stat));
+    let own = std::process::id() as i32;
+    let threads = pids(proc_root)
+        .into_iter()
+        .filter(|pid| *pid != own)
+        .flat_map(|pid| thread_stats(proc_root, pid))
+        .filter_map(|(_, stat)| cpustat::parse_thread_now(&stat));
     cpustat::busy_now(threads, now, LAUNCH_BUSY_SHARE)
         .into_iter()
         .filter(|c| allowed.contains(*c))
@@ -746,18 +752,11 @@ mod tests {
     fn a_look_at_launch_finds_a_busy_loop_and_reads_nothing_more_on_an_idle_machine() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        // Uptime 100 s; a busy loop on CPU 1 since 10 s after boot (9000 of 9000 ticks), and
+        // Uptime 100 s; a busy loop on CPU 1 since 1 s after boot (9000 of 9900 ticks), and
         // this process's own thread, running on CPU 0 (it is not other work).
         std::fs::write(root.join("uptime"), "100.00 150.00\n").unwrap();
-        let line = |tid: u32, cpu: u32| {
-            format!(
-                "{tid} (t) R 1 1 1 0 -1 0 0 0 0 0 9000 0 0 0 20 0 1 0 1000 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 {cpu} 0 0 0 0 0"
-            )
-        };
         for (pid, cpu) in [(20, 1), (std::process::id(), 0)] {
-            let d = root.join(format!("{pid}/task/{pid}"));
-            std::fs::create_dir_all(&d).unwrap();
-            std::fs::write(d.join("stat"), line(pid, cpu)).unwrap();
+            write(root, pid, pid, 9000, cpu);
         }
         let all = CpuSet::from_cpus([0, 1, 2]);
         std::fs::write(root.join("loadavg"), "1.00 1.00 1.00 2/100 4242\n").unwrap();

@@ -45,12 +45,33 @@ pub fn parse_proc_stat(text: &str) -> BTreeMap<u32, CpuTimes> {
 /// from the contents of `/proc/PID/task/TID/stat` (fields 14, 15 and 39, counted after the
 /// last ')' because the name may contain any character).
 pub fn parse_thread_cpu(stat: &str) -> Option<(u64, u32)> {
-    let close = stat.rfind(')')?;
-    let f: Vec<&str> = stat[close + 1..].split_ascii_whitespace().collect();
-    let num = |i: usize| f.get(i)?.parse::<u64>().ok();
-    let ticks = num(11)? + num(12)?;
-    let cpu = u32::try_from(num(36)?).ok()?;
-    Some((ticks, cpu))
+    let f = ThreadStatFields::of(stat)?;
+    Some((f.ticks()?, f.cpu()?))
+}
+
+/// A thread's stat line split into fields, counted from the state (field 3) after the last
+/// ')': the name before it may contain any character.
+struct ThreadStatFields<'a>(Vec<&'a str>);
+
+impl<'a> ThreadStatFields<'a> {
+    fn of(stat: &'a str) -> Option<Self> {
+        let close = stat.rfind(')')?;
+        Some(Self(stat[close + 1..].split_ascii_whitespace().collect()))
+    }
+
+    fn num(&self, i: usize) -> Option<u64> {
+        self.0.get(i)?.parse().ok()
+    }
+
+    /// utime + stime (fields 14 and 15), USER_HZ ticks.
+    fn ticks(&self) -> Option<u64> {
+        Some(self.num(11)? + self.num(12)?)
+    }
+
+    /// The CPU it last ran on (field 39).
+    fn cpu(&self) -> Option<u32> {
+        u32::try_from(self.num(36)?).ok()
+    }
 }
 
 /// One thread as a single look at `/proc/PID/task/TID/stat` shows it.
@@ -69,14 +90,12 @@ pub struct ThreadNow {
 /// Parses a thread's stat line for [`ThreadNow`] (fields 3, 14, 15, 22 and 39, counted
 /// after the last ')').
 pub fn parse_thread_now(stat: &str) -> Option<ThreadNow> {
-    let close = stat.rfind(')')?;
-    let f: Vec<&str> = stat[close + 1..].split_ascii_whitespace().collect();
-    let num = |i: usize| f.get(i)?.parse::<u64>().ok();
+    let f = ThreadStatFields::of(stat)?;
     Some(ThreadNow {
-        runnable: *f.first()? == "R",
-        ticks: num(11)? + num(12)?,
-        started: num(19)?,
-        cpu: u32::try_from(num(36)?).ok()?,
+        runnable: *f.0.first()? == "R",
+        ticks: f.ticks()?,
+        started: f.num(19)?,
+        cpu: f.cpu()?,
     })
 }
 

@@ -109,7 +109,7 @@ impl Birth {
     /// The birth as it happened: a guess around busy CPUs holds only where the preload
     /// library sits in the program (a static executable starts where the OS places it).
     pub(super) fn launched(self, preload_active: bool, sink: &mut dyn RunSink) -> Birth {
-        let (Some(cpus), Some(busy)) = (&self.cpus, &self.away_from) else {
+        let Some((cpus, busy)) = self.off_busy() else {
             return self;
         };
         if !preload_active {
@@ -126,11 +126,14 @@ impl Birth {
         self
     }
 
+    /// A start off busy CPUs: the CPUs the threads were born on, and the busy ones.
+    pub(super) fn off_busy(&self) -> Option<(&[u32], &[u32])> {
+        Some((self.cpus.as_deref()?, self.away_from.as_deref()?))
+    }
+
     /// The report's note on a start off busy CPUs (None for any other start).
     pub(super) fn note(&self) -> Option<String> {
-        let (Some(cpus), Some(busy)) = (&self.cpus, &self.away_from) else {
-            return None;
-        };
+        let (cpus, busy) = self.off_busy()?;
         Some(format!(
             "{} busy with other work at launch: the program started pinned to {}, the first candidate that keeps off them",
             busy_text(busy),

@@ -290,7 +290,7 @@ fn open_session(
                 .filter(|(_, unit)| *unit == choice.info.unit)
                 .map(|(rate, _)| *rate),
             startup_is_os: start == Start::Os,
-            startup_pinned: birth.cpus.clone().filter(|_| birth.away_from.is_some()),
+            startup_pinned: birth.off_busy().map(|(cpus, _)| cpus.to_vec()),
             startup_ends_init: matches!(
                 choice.source,
                 ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress

@@ -181,10 +181,7 @@ fn refused_counting_falls_back_to_the_heartbeat_of_a_program_that_beats() {
     assert_eq!(p.meter_opened, Some(ObjectiveSource::Heartbeat));
     assert_eq!(r.objective.unit, "beats/s");
     assert_eq!(r.counting_mode, "none");
-    assert!(sink
-        .messages
-        .iter()
-        .any(|m| m.contains("Using the program's heartbeat")));
+    assert!(sink.said("Using the program's heartbeat"));
     assert!(r.complete);
 }
 
@@ -227,10 +224,7 @@ fn an_openmp_program_without_a_pmu_gets_openmp_progress_and_the_report_says_why(
         "{}",
         r.objective.reason
     );
-    assert!(sink
-        .messages
-        .iter()
-        .any(|m| m.contains("Using OpenMP progress")));
+    assert!(sink.said("Using OpenMP progress"));
     assert!(r.complete);
     // The constructs counted while a heartbeat was waited for (1000/s here, where the OS
     // placed the program) are the OS placement's first probe.
@@ -263,10 +257,7 @@ fn openmp_progress_needs_the_preload_library_and_completed_constructs() {
     p.openmp_from = None;
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
     assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
-    assert!(sink
-        .messages
-        .iter()
-        .any(|m| m.contains("completed no OpenMP construct")));
+    assert!(sink.said("completed no OpenMP construct"));
     assert!(r.unwrap().complete);
 }
 
@@ -278,10 +269,7 @@ fn busy_cpus_keep_the_candidates_off_them() {
     p.busy = vec![busy];
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
     let r = r.unwrap();
-    assert!(sink
-        .messages
-        .iter()
-        .any(|m| m.contains(&format!("CPU(s) {busy} busy with other work"))));
+    assert!(sink.said(&format!("CPU(s) {busy} busy with other work")));
     assert!(r.notes.iter().any(|n| n.contains("busy with other work")));
     // Two threads on four CPUs: every class fits on the three free ones.
     let pinned: Vec<&Vec<u32>> = r
@@ -496,13 +484,7 @@ fn pages_follow_the_decision_while_the_program_runs() {
     assert_eq!(rec.search, 0);
     assert!(rec.error.is_none() && rec.skipped.is_none());
     assert!(pid > 0);
-    assert!(
-        sink.messages
-            .iter()
-            .any(|l| l.contains("moved 2000 page(s)")),
-        "{:?}",
-        sink.messages
-    );
+    assert!(sink.said("moved 2000 page(s)"), "{:?}", sink.messages);
     // The record survives the JSON round trip `autopin report` reads.
     let back: Report = serde_json::from_str(&r.to_json()).unwrap();
     assert_eq!(back.memory_migrations, r.memory_migrations);
@@ -659,9 +641,7 @@ fn refused_migration_warns_and_moves_nothing() {
     assert!(rec.outcome.is_none());
     assert!(rec.error.as_deref().unwrap().contains("not permitted"));
     assert!(
-        sink.messages
-            .iter()
-            .any(|l| l.contains("failed, pages left where they were")),
+        sink.said("failed, pages left where they were"),
         "{:?}",
         sink.messages
     );
@@ -881,10 +861,9 @@ fn an_openmp_start_up_seen_long_enough_ends_the_wait_for_a_heartbeat() {
     let only = Pinning::from_cpus(vec![2, 3]);
     let pinned = plan(&m, launch(), CandidateSource::Explicit(vec![only]));
     let (_, sink) = go(&pinned, &mut openmp(None));
-    let said = |s: &str| sink.messages.iter().any(|m| m.contains(s));
     assert!(
-        said("the program has run 0.3 s on the CPUs it started on; probing starts now")
-            && !said("where the OS placed it"),
+        sink.said("the program has run 0.3 s on the CPUs it started on; probing starts now")
+            && !sink.said("where the OS placed it"),
         "{:#?}",
         sink.messages
     );
@@ -925,9 +904,7 @@ fn a_heartbeat_start_up_seen_long_enough_ends_the_init() {
         sink.messages
     );
     assert!(
-        sink.messages
-            .iter()
-            .any(|m| m.contains("probing starts once 0.1 s of its progress has been seen")),
+        sink.said("probing starts once 0.1 s of its progress has been seen"),
         "{:#?}",
         sink.messages
     );
@@ -1027,11 +1004,7 @@ fn a_program_that_binds_its_own_threads_is_left_alone() {
     assert_eq!(r.exit_status, Some(5));
     assert!(r.complete);
     assert!((r.wall_time - 20.0).abs() < 1.0, "waited {} s", r.wall_time);
-    assert!(
-        sink.messages.iter().any(|m| m.contains("stands back")),
-        "{:?}",
-        sink.messages
-    );
+    assert!(sink.said("stands back"), "{:?}", sink.messages);
     assert!(r.summary_lines().contains(
         &"final pinning: the program's own binding (OMP_PROC_BIND=true OMP_PLACES=cores)"
             .to_string()
@@ -1149,11 +1122,7 @@ fn a_hit_measured_with_openmp_progress_is_checked_without_waiting_for_a_heartbea
     assert_eq!(memory.objective, Some(ObjectiveSource::OpenMpProgress));
     let mut pl = plan(&m, launch(), topology());
     let at = |r: &Report| r.decision.as_ref().expect("a decision").at;
-    let heartbeat_wait = |sink: &SimSink| {
-        sink.messages
-            .iter()
-            .any(|m| m.contains("for the program's heartbeat"))
-    };
+    let heartbeat_wait = |sink: &SimSink| sink.said("for the program's heartbeat");
     // A record that does not say how it was measured: the heartbeat is waited for first.
     memory.objective = None;
     pl.remembered = Some(memory.clone());
@@ -1168,10 +1137,7 @@ fn a_hit_measured_with_openmp_progress_is_checked_without_waiting_for_a_heartbea
     let now = now.unwrap();
     assert_eq!(p.meter_opened, Some(ObjectiveSource::OpenMpProgress));
     assert!(!heartbeat_wait(&sink), "{:?}", sink.messages);
-    assert!(sink
-        .messages
-        .iter()
-        .any(|m| m.contains("measured with OpenMP progress, so a heartbeat is not waited for")));
+    assert!(sink.said("measured with OpenMP progress, so a heartbeat is not waited for"));
     assert_eq!(now.objective.source, "openmp");
     assert_eq!(now.objective.unit, first.objective.unit);
     assert_eq!(probed(&now).len(), 1, "{:?}", now.probes);
@@ -1206,7 +1172,7 @@ fn a_hit_remembered_as_task_clock_waits_for_neither_heartbeat_nor_openmp_progres
     let r = r.unwrap();
     assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
     assert_eq!(r.objective.source, "task-clock");
-    assert!(!sink.messages.iter().any(|m| m.contains("waiting up to")));
+    assert!(!sink.said("waiting up to"));
     // Its reason says why OpenMP progress is not measured (not that it cannot be).
     assert!(
         r.objective
@@ -1239,9 +1205,7 @@ fn a_program_launched_beside_a_busy_cpu_starts_pinned_off_it_and_its_start_up_is
     assert_eq!(born, Some(expected.clone()));
     assert_eq!(r.start, Start::PinnedAtBirth);
     assert!(
-        sink.messages
-            .iter()
-            .any(|m| m.contains("CPU(s) 0 busy with other work: the program started pinned to")),
+        sink.said("CPU(s) 0 busy with other work: the program started pinned to"),
         "{:?}",
         sink.messages
     );
@@ -1328,19 +1292,16 @@ fn a_hit_beside_other_busy_cpus_is_searched_and_not_confirmed_by_its_rate() {
     assert_eq!(same.busy_cpus, Some(vec![0]));
     assert_eq!(probed(&same).len(), 1, "{:?}", same.probes);
     assert_eq!(same.candidates.len(), memory.candidates().len());
-    assert!(!sink
-        .messages
-        .iter()
-        .any(|m| m.contains("busy with other work now")));
+    assert!(!sink.said("busy with other work now"));
     // The neighbour moved: the check searches the topology's candidates around it too,
     // the remembered pinning first.
     let (moved, sink) = go(&pl, &mut beside(vec![3]));
     let moved = moved.unwrap();
     assert_eq!(moved.busy_cpus, Some(vec![3]));
     assert!(
-        sink.messages.iter().any(|m| m.contains(
+        sink.said(
             "busy with other work now: CPU(s) 3; when the remembered pinning was decided: CPU(s) 0"
-        )),
+        ),
         "{:?}",
         sink.messages
     );

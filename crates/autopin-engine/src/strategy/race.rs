@@ -619,8 +619,8 @@ impl Race {
             }
             // The OS placement is the one candidate whose threads the kernel moves: a few
             // probes of it may all have caught one state (a thread on the busy CPU, or off
-            // it), so only the half-the-leader and ceiling rules judge it before it has been probed
-            // `os_probes` times.
+            // it), so only the half-the-leader, ceiling and not-ahead rules judge it before it
+            // has been probed `os_probes` times.
             let unsettled = self.unsettled(l) || self.unsettled(c);
             let why = if self.below_half(l, c) {
                 Some(Why::HalfTheLeader)
@@ -679,7 +679,6 @@ impl Race {
     fn not_ahead_beside_busy(&self, l: usize, c: usize) -> bool {
         if !self.busy_neighbours
             || self.os_placement != Some(c)
-            || self.os_placement == Some(l)
             || self.arms[c].scores.len() < 2
             || self.arms[l].scores.len() < 2
             || self.ticks_swing(c)
@@ -687,10 +686,16 @@ impl Race {
         {
             return false;
         }
-        let (Some(lm), Some(cm)) = (self.mean_rate(l, 0.0), self.mean_rate(c, 0.0)) else {
+        let Some((lm, cm)) = self.means(l, c) else {
             return false;
         };
         cm <= lm && cm >= (1.0 - self.p.close) * lm
+    }
+
+    /// The mean rates of the leader `l` and the challenger `c` (`mean_rate`, no floor), as
+    /// the ceiling and not-ahead rules compare them.
+    fn means(&self, l: usize, c: usize) -> Option<(f64, f64)> {
+        Some((self.mean_rate(l, 0.0)?, self.mean_rate(c, 0.0)?))
     }
 
     /// The OS placement, while it has been probed fewer than `os_probes` times or seen for
@@ -743,7 +748,7 @@ impl Race {
         let (Some(_), Some((_, c_hi))) = (al.range, ac.range) else {
             return false;
         };
-        let (Some(lm), Some(cm)) = (self.mean_rate(l, 0.0), self.mean_rate(c, 0.0)) else {
+        let Some((lm, cm)) = self.means(l, c) else {
             return false;
         };
         !self.ticks_swing(l)
