@@ -1582,15 +1582,11 @@ mod plain_words_tests {
         assert_eq!(d.candidate_index, 1);
         let margin = d.margin.expect("a margin");
         assert!((0.5..0.8).contains(&margin), "{d:?}");
-        // A quiet OS placement 1.67× behind waits for its eight ticks before the t-test
-        // judges it; once it has had its three probes, they are not cut after one tick,
-        // which only added rounds (decided at 3.7 s after 7 of them, now 2.9 s after 5).
-        assert!(d.at < 3.0, "{d:?}");
-        let os: Vec<&ProbeRecord> = p.iter().filter(|p| p.candidate == 0).collect();
-        assert!(
-            os.len() >= 4 && os[3..].iter().all(|p| p.intervals >= 2),
-            "{p:?}"
-        );
+        // On an idle machine a quiet OS placement 1.67× behind is judged on its three probes
+        // (it waited for eight ticks, and the decision came at 2.9 s after five rounds).
+        assert!(d.at < 2.0, "{d:?}");
+        let os = p.iter().filter(|p| p.candidate == 0).count();
+        assert_eq!(os, 3, "{p:?}");
     }
 
     #[test]

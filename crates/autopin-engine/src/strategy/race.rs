@@ -39,6 +39,17 @@
 use super::{Decision, Plan, ProbeOutcome, Strategy, COLLAPSE, WARMUP_CUT};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+/// A variance `v` with `df` degrees of freedom, widened towards the variance `swing` of a
+/// swing seen in the ticks as a prior worth `SWING_DF` degrees of freedom: a few probes
+/// that caught mostly one state understate the swing, many probes speak for themselves.
+fn with_swing(v: f64, df: f64, swing: f64) -> f64 {
+    const SWING_DF: f64 = 8.0;
+    if swing <= v {
+        return v;
+    }
+    (SWING_DF * swing + df * v) / (SWING_DF + df)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RaceParams {
     /// Warm-up after each re-pin before measuring (cache refill, migration), seconds. 0.02 s
@@ -363,9 +374,13 @@ impl Race {
     /// read 58 000–60 000 OpenMP constructs/s in 0.6 s of its probes and 400–600 in two
     /// 20 ms ones, where whole runs of it go at 0.65 of the pinning; weighed by their
     /// length, the collapses counted for nothing and decisions came at a median 1.85 s
-    /// instead of 1.1 s.
+    /// instead of 1.1 s. Only beside busy CPUs: on an idle machine nothing stacks the
+    /// threads for long, and a collapse right after a move is the move's (16 threads of
+    /// ompwork on 16 idle CPUs read 1% of their rate in the first 20 ms after a pinning was
+    /// lifted, then ran as fast as pinned; weighed as a probe, that made a pinning "63%"
+    /// ahead of an OS placement as fast as it).
     fn weight(&self, c: usize, i: usize) -> f64 {
-        if self.os_placement == Some(c) {
+        if self.os_placement == Some(c) && self.busy_neighbours {
             1.0
         } else {
             self.arms[c].lengths[i]
@@ -415,12 +430,28 @@ impl Race {
             (None, Some(w)) => Some((w * self.p.one_probe_allowance, a.within_df)),
             (None, None) => None,
         };
+        let var = var.map(|(v, df)| (with_swing(v, df, self.swing_variance(c)), df));
         Some(Own {
             mean,
             n,
             n_eff,
             var,
         })
+    }
+
+    /// The least variance of one probe of the OS placement beside busy CPUs once its ticks
+    /// have swung (`os_swing`): that of a rate switching between its lowest and highest
+    /// tick, relative to their middle, ((hi − lo) / (hi + lo))². The kernel keeps it in one
+    /// state for stretches as long as a probe, so a few probes may all have caught the
+    /// same one and agree closely; their spread then says nothing of the swing. 0 otherwise.
+    fn swing_variance(&self, c: usize) -> f64 {
+        if self.os_placement != Some(c) || !self.busy_neighbours || !self.ticks_swing(c) {
+            return 0.0;
+        }
+        match self.arms[c].range {
+            Some((lo, hi)) if hi + lo > 0.0 => ((hi - lo) / (hi + lo)).powi(2),
+            _ => 0.0,
+        }
     }
 
     /// Every candidate's estimate. A candidate's own variance, from a handful of probes, is
@@ -597,7 +628,9 @@ impl Race {
             None => (p.var, p.df),
         };
         // Two probes' worth of the noise floor: quiet pairs do not prove a quiet machine.
-        let var = var.max(2.0 * self.p.noise_floor.powi(2)) / p.n as f64;
+        // Nor do pairs whose OS placement caught one state of its swing each time.
+        let swing = self.swing_variance(l) + self.swing_variance(c);
+        let var = with_swing(var, df, swing).max(2.0 * self.p.noise_floor.powi(2)) / p.n as f64;
         (p.log_gap, var.sqrt(), t_quantile(alpha, df))
     }
 
@@ -710,7 +743,14 @@ impl Race {
         let (lo, hi) = a.score_range();
         let swing_seen =
             self.p.os_swing > 0.0 && (hi >= self.p.os_swing * lo || self.ticks_swing(c));
-        a.scores.len() < self.p.os_probes || (a.seen_ticks < self.p.os_ticks as f64 && !swing_seen)
+        // Its ticks are waited for only beside busy CPUs, where the kernel moves its threads
+        // onto them and off again for stretches that three probes cut short can miss. On an
+        // idle machine an OS placement quiet in its probes is judged on them: waiting for
+        // its eighth tick kept two equal candidates alternating (a move each probe) for the
+        // whole of a 2 s program, undecided.
+        let ticks_wanted = self.busy_neighbours && self.p.os_ticks > 0;
+        a.scores.len() < self.p.os_probes
+            || (ticks_wanted && a.seen_ticks < self.p.os_ticks as f64 && !swing_seen)
     }
 
     /// Every tick of `c` is below half of every tick of the leader `l` (a spinning barrier
@@ -2006,6 +2046,7 @@ mod lost_work_tests {
         if let Some(o) = os {
             r.set_os_placement(o);
         }
+        r.set_busy_neighbours(BESIDE_BUSY.get());
         let mut probes: Vec<(usize, f64)> = Vec::new();
         let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
             probes.push((candidate, measure));
@@ -2020,6 +2061,22 @@ mod lost_work_tests {
             }
         });
         (d, probes)
+    }
+
+    thread_local! {
+        /// Whether the race driven by [`drive_probes`] is told its program runs beside busy
+        /// CPUs ([`beside_busy`]).
+        static BESIDE_BUSY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Runs `f` with every race it drives told that other work keeps some of the program's
+    /// CPUs busy (`Strategy::set_busy_neighbours`), as `autopin run` tells it when it found
+    /// such CPUs at launch.
+    fn beside_busy<T>(f: impl FnOnce() -> T) -> T {
+        BESIDE_BUSY.set(true);
+        let out = f();
+        BESIDE_BUSY.set(false);
+        out
     }
 
     /// [`drive`] where each probe also gives its tick range: `score(candidate, probe#)` is
@@ -2069,9 +2126,11 @@ mod lost_work_tests {
                 os_swing,
                 ..RaceParams::default()
             };
-            let (d, probes) = drive_with(p, 2, Some(0), 2, |c, k| match c {
-                0 => ([49.0, 33.0, 66.0, 64.0, 30.0, 50.0][k % 6], 0.1),
-                _ => (68.0 * [1.0, 1.004, 0.997][k % 3], 0.01),
+            let (d, probes) = beside_busy(|| {
+                drive_with(p, 2, Some(0), 2, |c, k| match c {
+                    0 => ([49.0, 33.0, 66.0, 64.0, 30.0, 50.0][k % 6], 0.1),
+                    _ => (68.0 * [1.0, 1.004, 0.997][k % 3], 0.01),
+                })
             });
             (d, probes_of(&probes, 0))
         };
@@ -2114,15 +2173,17 @@ mod lost_work_tests {
             ..RaceParams::default()
         };
         let run = |ranges: bool| {
-            let (d, probes) = drive_ranged(2, Some(0), ranges, p, |c, k| match c {
-                0 => {
-                    let s = [48.0, 52.0, 50.0, 49.0, 51.0][k % 5];
-                    (s, (0.15 * s, 1.85 * s), 1.2)
-                }
-                _ => {
-                    let s = 100.0 * [1.0, 1.01, 0.99][k % 3];
-                    (s, (0.99 * s, 1.01 * s), 0.01)
-                }
+            let (d, probes) = beside_busy(|| {
+                drive_ranged(2, Some(0), ranges, p, |c, k| match c {
+                    0 => {
+                        let s = [48.0, 52.0, 50.0, 49.0, 51.0][k % 5];
+                        (s, (0.15 * s, 1.85 * s), 1.2)
+                    }
+                    _ => {
+                        let s = 100.0 * [1.0, 1.01, 0.99][k % 3];
+                        (s, (0.99 * s, 1.01 * s), 0.01)
+                    }
+                })
             });
             (d, probes_of(&probes, 0))
         };
@@ -2367,14 +2428,51 @@ mod lost_work_tests {
 
     #[test]
     fn an_os_placement_caught_in_one_state_still_waits_for_its_ticks() {
-        // Three probes of the OS placement within 10% of each other (one state, perhaps not
-        // its only one) and 25% below the pinning: not judged before 8 ticks.
-        let (d, probes) = drive(2, Some(0), 2, |c, k| match c {
-            0 => ([75.0, 78.0, 72.0, 76.0, 74.0][k % 5], 0.05),
-            _ => (100.0 * [1.0, 1.01, 0.99][k % 3], 0.01),
-        });
+        // Beside busy CPUs, three probes of the OS placement within 10% of each other (one
+        // state, perhaps not its only one) and 25% below the pinning: not judged before 8
+        // ticks. On an idle machine these three probes are its rate: judged on them.
+        let race = || {
+            drive(2, Some(0), 2, |c, k| match c {
+                0 => ([75.0, 78.0, 72.0, 76.0, 74.0][k % 5], 0.05),
+                _ => (100.0 * [1.0, 1.01, 0.99][k % 3], 0.01),
+            })
+        };
+        let (d, probes) = beside_busy(race);
         assert_eq!(d.candidate, 1, "{}", d.reason);
         assert!(probes_of(&probes, 0) >= 4, "{probes:?}");
+        let (d, probes) = race();
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+        assert_eq!(probes_of(&probes, 0), 3, "{probes:?}");
+    }
+
+    #[test]
+    fn a_swinging_os_placement_is_known_no_better_than_its_swing() {
+        // Beside a busy CPU the kernel moves one of the OS placement's threads onto the busy
+        // CPU and off again: most of its probes caught the fast state (146-150), one caught
+        // a switch (ticks 50 and 150). Their spread understates a rate switching between 50
+        // and 150, which three or four probes cannot pin down; its probe is given at least
+        // that swing's variance, and its 12% lead over a quiet pinning needs more probes.
+        let race = || {
+            drive_ranged(2, Some(0), true, RaceParams::default(), |c, k| match c {
+                0 => [
+                    (149.0, (148.0, 150.0), 0.01),
+                    (100.0, (50.0, 150.0), 0.7),
+                    (147.0, (146.0, 148.0), 0.01),
+                ][k % 3],
+                _ => {
+                    let s = 120.0 * [1.0, 1.01, 0.99][k % 3];
+                    (s, (0.99 * s, 1.01 * s), 0.01)
+                }
+            })
+        };
+        let (d, probes) = beside_busy(race);
+        assert_eq!(d.candidate, 0, "{}", d.reason);
+        assert!(probes_of(&probes, 0) >= 10, "{probes:?}");
+        // On an idle machine nothing moves the threads onto a busy CPU: its probes are taken
+        // as they come, and seven of them suffice.
+        let (d, probes) = race();
+        assert_eq!(d.candidate, 0, "{}", d.reason);
+        assert!(probes_of(&probes, 0) <= 7, "{probes:?}");
     }
 
     #[test]
