@@ -2265,6 +2265,43 @@ mod lost_work_tests {
         assert!(t < 2.0, "decided after {t:.1} s: {order:?}");
     }
 
+    #[test]
+    fn on_an_idle_machine_a_collapse_after_a_move_weighs_its_length() {
+        // 16 threads on 16 idle CPUs: the OS placement (#0) and a pinning both run 745 000
+        // OpenMP constructs/s, but the 20 ms after a pinning was lifted read 6 400 (threads
+        // settling after the move) and ended that probe of the OS placement there. Weighed
+        // as a whole probe, as beside busy CPUs, it kept the pinning on a margin made of
+        // that reading; weighed by its length, the two are within 2% and the OS placement
+        // stays.
+        let race = |busy: bool| {
+            let mut r = Race::new(RaceParams::default(), 2);
+            r.set_os_placement(0);
+            r.set_busy_neighbours(busy);
+            let (d, _, _) = super::tests::drive_race(r, |c, k, measure| {
+                let (score, duration, intervals) = match (c, k) {
+                    (0, 2) => (6_400.0, 0.02, 1),
+                    _ => (745_000.0 * [1.0, 1.004, 0.996][k % 3], measure, 2),
+                };
+                ProbeOutcome {
+                    candidate: c,
+                    score,
+                    duration,
+                    interval_cv: (intervals > 1).then_some(0.01),
+                    interval_range: Some((0.99 * score, 1.01 * score)),
+                    intervals,
+                }
+            });
+            d
+        };
+        let d = race(false);
+        assert_eq!(d.candidate, 0, "{}", d.reason);
+        assert!(d.margin.is_some_and(|m| m.abs() < 0.02), "{d:?}");
+        // Beside busy CPUs it stands for the stretch whose start it caught, and the
+        // pinning is kept.
+        let d = race(true);
+        assert_eq!(d.candidate, 1, "{}", d.reason);
+    }
+
     /// Drives a race of `n` candidates, `os` the OS placement, with or without CPUs busy
     /// with other work; `score(c, k)` is candidate c's k-th probe (5 ticks, 0.3% apart).
     fn drive_beside(
