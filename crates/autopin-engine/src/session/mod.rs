@@ -23,7 +23,7 @@ use crate::report::{
     CandidateRecord, DecisionRecord, ObjectiveCheck, ProbeRecord, Report, SearchRecord, Start,
     ThreadRate, TimelinePoint,
 };
-use crate::strategy::{Plan, ProbeOutcome, Strategy, WARMUP_CUT};
+use crate::strategy::{Plan, ProbeOutcome, Strategy, COLLAPSE, WARMUP_CUT};
 use autopin_human::{duration, plural, quantity};
 use autopin_placement::Pinning;
 use grain::Granularity;
@@ -629,10 +629,16 @@ impl Session {
                 acc.add(iv, dt);
                 // A probe that has seen no completed unit of a coarse objective (an OpenMP
                 // region longer than the probe) knows nothing yet: it goes on, up to
-                // `Granularity::MAX_PROBE`.
+                // `Granularity::MAX_PROBE`. Not when a tenth of the program's rate so far
+                // would have shown enough units in that time: then seeing none is the
+                // candidate's collapse, and every further tick of it is lost (16 threads of
+                // syncbench, 300 000 beats/s, beside a busy CPU counted no beat where the OS
+                // placed them, and the probe went on waiting for one for 3.5 s).
+                let elapsed = now - acc.start;
                 let blind = self.grain.counts_units()
                     && acc.good_amount <= 0.0
-                    && now - acc.start < Granularity::MAX_PROBE;
+                    && elapsed < Granularity::MAX_PROBE
+                    && !self.grain.resolves(elapsed, COLLAPSE);
                 // The strategy may end a probe early once its ticks put the candidate out of
                 // the running (each further tick of it is lost work). Not on a coarse
                 // objective, whose ticks are mostly rounding.
@@ -1853,6 +1859,55 @@ mod search_cost_tests {
             assert!(probe.duration < 0.35, "{p:?}");
         }
         assert_eq!(s.report.decision.expect("decided").candidate_index, 0);
+    }
+
+    #[test]
+    fn a_fine_objective_that_counts_nothing_is_a_collapse_not_a_coarse_grain() {
+        // 16 threads of a barrier loop, 300 000 beats a second: on CPU 1 the program counts
+        // its warm-up's beats, then stalls (a spinning thread shares a CPU with another
+        // job) and counts none. At a tenth of its rate a tick would have seen thousands, so
+        // the probe ends at its length instead of waiting seconds for a beat.
+        let cfg = SessionConfig {
+            init: 0.5,
+            watch: None,
+            ..SessionConfig::default()
+        };
+        let mut s = Session::new(
+            cfg,
+            Box::new(two_cpus),
+            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        );
+        s.start(0.0);
+        let mut t = 0.0;
+        while t < 20.0 && !s.is_decided() {
+            let end = s
+                .warmup_ends()
+                .filter(|&w| w > t + 1e-9 && w < t + 0.1)
+                .unwrap_or(t + 0.1);
+            let stalled = s.applied == Some(1) && end - t > 0.05;
+            let amount = if stalled {
+                0.0
+            } else {
+                (3e5 * (end - t)).round()
+            };
+            s.on_interval(&Interval {
+                start: t,
+                end,
+                amount,
+                tracked: 1,
+                ..Interval::default()
+            });
+            t = end;
+        }
+        let p = &s.report.probes;
+        let on_1: Vec<&ProbeRecord> = p.iter().filter(|p| p.candidate == 1).collect();
+        assert!(!on_1.is_empty(), "{p:?}");
+        for probe in &on_1 {
+            assert!(probe.duration < 0.25, "{p:?}");
+        }
+        let d = s.report.decision.clone().expect("decided");
+        assert_eq!(d.candidate_index, 0);
+        assert!(d.at < 1.5, "{d:?}");
     }
 
     #[test]
