@@ -1715,6 +1715,22 @@ mod search_cost_tests {
     /// whole units per reading when `whole`), until it decides or `until` seconds pass. As
     /// the driver does, readings come every 0.1 s and when a warm-up ends.
     fn run(rate: impl Fn(Option<usize>) -> f64, whole: bool, until: f64) -> Session {
+        let mut carry = 0.0;
+        run_readings(
+            |applied, dt| {
+                let mut amount = rate(applied) * dt + carry;
+                if whole {
+                    carry = amount.fract();
+                    amount = amount.trunc();
+                }
+                amount
+            },
+            until,
+        )
+    }
+
+    /// [`run`] where `amount(applied, seconds)` is what each reading counts.
+    fn run_readings(mut amount: impl FnMut(Option<usize>, f64) -> f64, until: f64) -> Session {
         let cfg = SessionConfig {
             init: 0.5,
             watch: None,
@@ -1727,17 +1743,12 @@ mod search_cost_tests {
         );
         s.start(0.0);
         let mut t = 0.0;
-        let mut carry = 0.0;
         while t < until && !s.is_decided() {
             let end = s
                 .warmup_ends()
                 .filter(|&w| w > t + 1e-9 && w < t + 0.1)
                 .unwrap_or(t + 0.1);
-            let mut amount = rate(s.applied) * (end - t) + carry;
-            if whole {
-                carry = amount.fract();
-                amount = amount.trunc();
-            }
+            let amount = amount(s.applied, end - t);
             s.on_interval(&Interval {
                 start: t,
                 end,
@@ -1867,38 +1878,17 @@ mod search_cost_tests {
         // its warm-up's beats, then stalls (a spinning thread shares a CPU with another
         // job) and counts none. At a tenth of its rate a tick would have seen thousands, so
         // the probe ends at its length instead of waiting seconds for a beat.
-        let cfg = SessionConfig {
-            init: 0.5,
-            watch: None,
-            ..SessionConfig::default()
-        };
-        let mut s = Session::new(
-            cfg,
-            Box::new(two_cpus),
-            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        let s = run_readings(
+            |applied, dt| {
+                let stalled = applied == Some(1) && dt > 0.05;
+                if stalled {
+                    0.0
+                } else {
+                    (3e5 * dt).round()
+                }
+            },
+            20.0,
         );
-        s.start(0.0);
-        let mut t = 0.0;
-        while t < 20.0 && !s.is_decided() {
-            let end = s
-                .warmup_ends()
-                .filter(|&w| w > t + 1e-9 && w < t + 0.1)
-                .unwrap_or(t + 0.1);
-            let stalled = s.applied == Some(1) && end - t > 0.05;
-            let amount = if stalled {
-                0.0
-            } else {
-                (3e5 * (end - t)).round()
-            };
-            s.on_interval(&Interval {
-                start: t,
-                end,
-                amount,
-                tracked: 1,
-                ..Interval::default()
-            });
-            t = end;
-        }
         let p = &s.report.probes;
         let on_1: Vec<&ProbeRecord> = p.iter().filter(|p| p.candidate == 1).collect();
         assert!(!on_1.is_empty(), "{p:?}");

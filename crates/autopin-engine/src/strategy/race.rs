@@ -2237,6 +2237,19 @@ mod lost_work_tests {
         assert!(os_probes >= 3, "{}", d.reason);
     }
 
+    /// A probe of candidate `c` reading `score` over `duration` seconds and `intervals`
+    /// ticks within 1% of each other.
+    fn quiet_probe(c: usize, score: f64, duration: f64, intervals: usize) -> ProbeOutcome {
+        ProbeOutcome {
+            candidate: c,
+            score,
+            duration,
+            interval_cv: (intervals > 1).then_some(0.01),
+            interval_range: Some((0.99 * score, 1.01 * score)),
+            intervals,
+        }
+    }
+
     #[test]
     fn a_warm_up_reading_weighs_what_it_measured() {
         // Beside a busy CPU the first 20 ms on a pinning caught a thread waiting for its CPU:
@@ -2244,22 +2257,14 @@ mod lost_work_tests {
         // warm-up. Counted as a whole probe, that reading pulled the pinning's mean below a
         // placement running 45 000, and paired with that placement's whole probe of the same
         // round it made their paired spread huge: it is a tenth of a probe, and no pair.
-        let (d, order, t) =
-            super::tests::drive_race(Race::new(RaceParams::default(), 2), |c, k, measure| {
-                let (score, duration, intervals) = match (c, k) {
-                    (1, 0) => (12_000.0, 0.02, 1),
-                    (1, _) => (56_000.0, measure, 2),
-                    _ => (45_000.0, measure, 2),
-                };
-                ProbeOutcome {
-                    candidate: c,
-                    score,
-                    duration,
-                    interval_cv: (intervals > 1).then_some(0.01),
-                    interval_range: Some((0.99 * score, 1.01 * score)),
-                    intervals,
-                }
-            });
+        let (d, order, t) = super::tests::drive_race(
+            Race::new(RaceParams::default(), 2),
+            |c, k, measure| match (c, k) {
+                (1, 0) => quiet_probe(c, 12_000.0, 0.02, 1),
+                (1, _) => quiet_probe(c, 56_000.0, measure, 2),
+                _ => quiet_probe(c, 45_000.0, measure, 2),
+            },
+        );
         assert_eq!(d.candidate, 1, "{} after {order:?}", d.reason);
         // (3 rounds, 1.1 s; counted whole, in its mean and in the rounds' pairs, 8 and 3.9 s)
         assert!(t < 2.0, "decided after {t:.1} s: {order:?}");
@@ -2277,19 +2282,9 @@ mod lost_work_tests {
             let mut r = Race::new(RaceParams::default(), 2);
             r.set_os_placement(0);
             r.set_busy_neighbours(busy);
-            let (d, _, _) = super::tests::drive_race(r, |c, k, measure| {
-                let (score, duration, intervals) = match (c, k) {
-                    (0, 2) => (6_400.0, 0.02, 1),
-                    _ => (745_000.0 * [1.0, 1.004, 0.996][k % 3], measure, 2),
-                };
-                ProbeOutcome {
-                    candidate: c,
-                    score,
-                    duration,
-                    interval_cv: (intervals > 1).then_some(0.01),
-                    interval_range: Some((0.99 * score, 1.01 * score)),
-                    intervals,
-                }
+            let (d, _, _) = super::tests::drive_race(r, |c, k, measure| match (c, k) {
+                (0, 2) => quiet_probe(c, 6_400.0, 0.02, 1),
+                _ => quiet_probe(c, 745_000.0 * [1.0, 1.004, 0.996][k % 3], measure, 2),
             });
             d
         };
