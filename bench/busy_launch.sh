@@ -7,11 +7,14 @@
 #   loop on CPU 0, fixed pinning `1-(THREADS-1),0` (one thread has to share CPU 0);
 #   omp/sync HALF: half the CPUs' threads beside loops on the first quarter of the CPUs,
 #   fixed pinning the HALF CPUs after them.
+#   idle THREADS: ompwork with THREADS threads and nothing busy, against the program run
+#   alone (the OS placement): what the search costs where there is nothing to gain.
 # With AUTOPIN_OLD=<another autopin binary> each round also runs that one, in the same
 # rounds: a change to the search is judged against the build before it on the same machine
 # minute. Printed: one line per side and setting, median seconds and the median of the
 # per-round ratios to the fixed pinning, then when each autopin run decided and how it
-# started (`pinned_at_birth` or `os`). Nothing is written outside a temporary folder.
+# started (`pinned_at_birth` or `os`). The idle setting's reference is the OS placement.
+# Nothing is written outside a temporary folder.
 # usage: bench/busy_launch.sh [ROUNDS]
 #   (default: 3 rounds a setting, ompwork -r 50000, syncbench -b 400000)
 # AUTOPIN=path picks the binary (default target/release/autopin, else the one on PATH).
@@ -67,6 +70,26 @@ busy() { # cpus...
   sleep 0.5
 }
 echo "$N CPUs, $ROUNDS rounds a setting; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+idle_rounds() { # setting threads
+  export OMP_NUM_THREADS=$2
+  i=1
+  while [ "$i" -le "$ROUNDS" ]; do
+    order="os ap old"
+    [ $((i % 2)) = 0 ] && order="old ap os"
+    for s in $order; do
+      case $s in
+        os) v=$(t $P) ;;
+        ap) v=$(t "$AUTOPIN" run --report "$W/$1.ap.$i.json" -- $P) ;;
+        old) [ -n "$OLD" ] || continue
+          v=$(t "$OLD" run --report "$W/$1.old.$i.json" -- $P) ;;
+      esac
+      echo "$1 $s $i $v" >>"$W/times"
+    done
+    i=$((i + 1))
+  done
+}
+P="$W/ompwork -m imbalance -r 50000"
+idle_rounds "idle$N" "$N"
 busy 0
 P="$W/ompwork -m imbalance -r 50000"
 rounds "omp$N" "$N" "1-$((N - 1)),0"
@@ -89,7 +112,7 @@ for line in open(f"{w}/times"):
     setting, side, i, v = line.split()
     times[setting][side][int(i)] = float(v)
 for setting, sides in times.items():
-    fixed = sides["fixed"]
+    fixed = sides.get("fixed") or sides["os"]
     cols = []
     for side, runs in sides.items():
         ratio = statistics.median(runs[i] / fixed[i] for i in runs)
