@@ -44,15 +44,20 @@ t() {
   e=$(date +%s.%N)
   python3 -c "print(f'{$e - $s:.3f}')"
 }
-rounds() { # setting threads fixed-cpus
+# rounds SETTING THREADS [FIXED_CPUS]: the reference side is the pinning FIXED_CPUS, fixed
+# from the start, or without it the program run alone (the OS placement).
+rounds() {
   export OMP_NUM_THREADS=$2
+  ref=fixed
+  [ -n "${3:-}" ] || ref=os
   i=1
   while [ "$i" -le "$ROUNDS" ]; do
-    order="fixed ap old"
-    [ $((i % 2)) = 0 ] && order="old ap fixed"
+    order="$ref ap old"
+    [ $((i % 2)) = 0 ] && order="old ap $ref"
     for s in $order; do
       case $s in
         fixed) v=$(t "$AUTOPIN" pin -c "$3" -- $P) ;;
+        os) v=$(t $P) ;;
         ap) v=$(t "$AUTOPIN" run --report "$W/$1.ap.$i.json" -- $P) ;;
         old) [ -n "$OLD" ] || continue
           v=$(t "$OLD" run --report "$W/$1.old.$i.json" -- $P) ;;
@@ -70,26 +75,8 @@ busy() { # cpus...
   sleep 0.5
 }
 echo "$N CPUs, $ROUNDS rounds a setting; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-idle_rounds() { # setting threads
-  export OMP_NUM_THREADS=$2
-  i=1
-  while [ "$i" -le "$ROUNDS" ]; do
-    order="os ap old"
-    [ $((i % 2)) = 0 ] && order="old ap os"
-    for s in $order; do
-      case $s in
-        os) v=$(t $P) ;;
-        ap) v=$(t "$AUTOPIN" run --report "$W/$1.ap.$i.json" -- $P) ;;
-        old) [ -n "$OLD" ] || continue
-          v=$(t "$OLD" run --report "$W/$1.old.$i.json" -- $P) ;;
-      esac
-      echo "$1 $s $i $v" >>"$W/times"
-    done
-    i=$((i + 1))
-  done
-}
 P="$W/ompwork -m imbalance -r 50000"
-idle_rounds "idle$N" "$N"
+rounds "idle$N" "$N"
 busy 0
 P="$W/ompwork -m imbalance -r 50000"
 rounds "omp$N" "$N" "1-$((N - 1)),0"
