@@ -731,8 +731,8 @@ impl Race {
         Some((self.mean_rate(l, 0.0)?, self.mean_rate(c, 0.0)?))
     }
 
-    /// The OS placement, while it has been probed fewer than `os_probes` times or seen for
-    /// fewer than `os_ticks` sampling ticks.
+    /// The OS placement, while it has been probed fewer than `os_probes` times or, beside
+    /// busy CPUs, seen for fewer than `os_ticks` sampling ticks.
     fn unsettled(&self, c: usize) -> bool {
         if self.os_placement != Some(c) {
             return false;
@@ -748,9 +748,8 @@ impl Race {
         // idle machine an OS placement quiet in its probes is judged on them: waiting for
         // its eighth tick kept two equal candidates alternating (a move each probe) for the
         // whole of a 2 s program, undecided.
-        let ticks_wanted = self.busy_neighbours && self.p.os_ticks > 0;
         a.scores.len() < self.p.os_probes
-            || (ticks_wanted && a.seen_ticks < self.p.os_ticks as f64 && !swing_seen)
+            || (self.busy_neighbours && a.seen_ticks < self.p.os_ticks as f64 && !swing_seen)
     }
 
     /// Every tick of `c` is below half of every tick of the leader `l` (a spinning barrier
