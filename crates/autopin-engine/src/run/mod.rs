@@ -24,7 +24,7 @@ pub use env::{
 pub use memory::describe_single_node;
 pub use plan::{
     CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, Remembered,
-    RememberedPhase, RunPlan, SearchParams, StrategyChoice, TargetSpec,
+    RememberedPhase, RunPlan, SearchParams, StrategyChoice, TargetSpec, BORN_WAIT,
 };
 
 use crate::driver::{Driver, DriverConfig, Outcome};
@@ -272,6 +272,16 @@ fn open_session(
     } else {
         Start::Os
     };
+    // Born on a pinning off the busy CPUs: the search waits until the program has run
+    // `born_wait`, and the start-up does not end the init early (that was to take the
+    // program off the OS placement sooner).
+    let deferred =
+        plan.search.born_wait > 0.0 && birth.off_busy().is_some() && plan.remembered.is_none();
+    let init = if deferred {
+        init.max(plan.search.born_wait - init_waited)
+    } else {
+        init
+    };
     let mut session = Session::new(
         SessionConfig {
             init,
@@ -291,10 +301,11 @@ fn open_session(
                 .map(|(rate, _)| *rate),
             startup_is_os: start == Start::Os,
             startup_pinned: birth.off_busy().map(|(cpus, _)| cpus.to_vec()),
-            startup_ends_init: matches!(
-                choice.source,
-                ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress
-            ),
+            startup_ends_init: !deferred
+                && matches!(
+                    choice.source,
+                    ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress
+                ),
             remembered_phases: remembered_phases(plan, explicit.as_deref()),
             ..SessionConfig::default()
         },

@@ -148,6 +148,15 @@ impl StrategyChoice {
     }
 }
 
+/// `autopin run`'s default `SearchParams::born_wait`, seconds. The race's search beside a
+/// busy CPU costs a program 0.1–0.2 s of its work (OS placement probes, a shared CPU's
+/// warm-up), and what it can still gain over the pinning the program was born on is a
+/// fraction of what is left of the run: a program that has run 1.5 s may, as likely as
+/// not, run about as long again, and a 10% better pinning over that pays for the search.
+/// (syncbench, 1.2 s with 2 threads beside busy CPU 0: searched from 0.2 s it ran 1.09×
+/// the best fixed pinning, waiting 1.5 s it ran 1.01–1.02× on a quiet machine.)
+pub const BORN_WAIT: f64 = 1.5;
+
 /// The search and its timing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchParams {
@@ -156,6 +165,12 @@ pub struct SearchParams {
     pub init: f64,
     /// Sampling interval, seconds.
     pub tick: f64,
+    /// A program started pinned off CPUs busy with other work, with nothing remembered, is
+    /// searched once it has run this long, seconds (0: after the init, as any other). It
+    /// already runs on the candidate the search would probe first, and the search costs a
+    /// program about the same whatever its length: one that ends within this time has no
+    /// time left to win it back.
+    pub born_wait: f64,
     /// Period of the rate output after the decision, seconds.
     pub report_every: f64,
     /// Re-search on sustained rate drops; None disables it.

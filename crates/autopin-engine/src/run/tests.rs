@@ -37,6 +37,7 @@ fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan
             }),
             init: 0.5,
             tick: 0.1,
+            born_wait: 0.0,
             report_every: 5.0,
             watch: None,
         },
@@ -1269,6 +1270,50 @@ fn a_program_launched_beside_a_busy_cpu_starts_pinned_off_it_and_its_start_up_is
         .iter()
         .filter(|p| p.startup)
         .all(|p| r.candidates[p.candidate].cpus.is_none()));
+}
+
+#[test]
+fn a_program_born_off_the_busy_cpus_is_searched_once_it_has_run_born_wait() {
+    let m = small();
+    let run = |busy: Vec<u32>, born_wait: f64| {
+        let mut p = openmp_without_pmu(sim(&m, 2, 30.0));
+        p.busy = busy;
+        let mut pl = plan(&m, launch(), topology());
+        pl.search.born_wait = born_wait;
+        go(&pl, &mut p).0.unwrap()
+    };
+    // The first probe the search takes (the start-up's is not one).
+    let first_search_probe = |r: &crate::report::Report| {
+        r.probes
+            .iter()
+            .find(|p| !p.startup)
+            .map(|p| p.start)
+            .expect("a search probe")
+    };
+    // Born off busy CPU 0: the program runs there until it has run 1.5 s, and the last
+    // 0.1–0.3 s of that stretch is the pinning's first probe (not its first second).
+    let r = run(vec![0], 1.5);
+    assert_eq!(r.start, Start::PinnedAtBirth);
+    assert!(first_search_probe(&r) >= 1.45, "{:?}", r.probes);
+    let tail = &r.probes[0];
+    assert!(
+        tail.startup && tail.duration <= 0.3 + 1e-6,
+        "{:?}",
+        r.probes
+    );
+    assert!(tail.start + tail.duration >= 1.45, "{:?}", r.probes);
+    assert!(r.decision.is_some());
+    // Without the wait (an init asked for), the search starts once the start-up shows
+    // progress; nothing busy, the program starts where the OS places it and the wait does
+    // not apply.
+    for (busy, wait) in [(vec![0], 0.0), (vec![], 1.5)] {
+        let r = run(busy.clone(), wait);
+        assert!(
+            first_search_probe(&r) < 1.0,
+            "{busy:?} {wait}: {:?}",
+            r.probes
+        );
+    }
 }
 
 #[test]

@@ -10,6 +10,7 @@ use autopin_engine::phase::WatchParams;
 use autopin_engine::pin_plan::SkipMask;
 use autopin_engine::run::{
     CandidateSource, LaunchPlan, ObjectivePlan, RunPlan, SearchParams, StrategyChoice, TargetSpec,
+    BORN_WAIT,
 };
 use autopin_engine::strategy::{Autopin1Params, RaceParams};
 use autopin_perf::{Objective, Sysfs};
@@ -206,6 +207,7 @@ impl EngineArgs {
                 strategy,
                 init,
                 tick: a.tick,
+                born_wait: born_wait(&strategy, a.init),
                 report_every: a.sample.unwrap_or(if a.paper { 30.0 } else { 5.0 }),
                 watch: (!a.no_watch).then(|| WatchParams {
                     threshold: a.watch_threshold,
@@ -315,6 +317,16 @@ fn explicit_candidates(a: &EngineArgs, m: &Machine) -> Result<Option<Vec<Pinning
     Ok(Some(out))
 }
 
+/// How long a program born pinned off busy CPUs runs before the search
+/// (`SearchParams::born_wait`): the race's default, unless an init was asked for, which is
+/// kept as asked (and autopin1, the paper's method, waits its own init).
+fn born_wait(strategy: &StrategyChoice, init: Option<f64>) -> f64 {
+    match (strategy, init) {
+        (StrategyChoice::Race(_), None) => BORN_WAIT,
+        _ => 0.0,
+    }
+}
+
 /// The strategy and the init time: `--paper` means autopin1 with the paper's t/w/i.
 fn strategy(a: &EngineArgs) -> (StrategyChoice, f64) {
     match if a.paper {
@@ -340,5 +352,20 @@ fn strategy(a: &EngineArgs) -> (StrategyChoice, f64) {
             }),
             a.init.unwrap_or(0.5),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_race_without_an_init_asked_for_waits_before_searching_a_program_born_pinned() {
+        let race = StrategyChoice::Race(RaceParams::default());
+        assert_eq!(born_wait(&race, None), BORN_WAIT);
+        assert_eq!(born_wait(&race, Some(0.2)), 0.0);
+        assert_eq!(born_wait(&StrategyChoice::Fixed, None), 0.0);
+        let paper = StrategyChoice::Autopin1(Autopin1Params::paper());
+        assert_eq!(born_wait(&paper, None), 0.0);
     }
 }
