@@ -95,7 +95,8 @@ pub struct EngineArgs {
     /// task-clock, energy, power, an event rate, or a ratio/expression of events
     #[arg(long, value_name = "OBJ")]
     pub objective: Option<String>,
-    /// Init time before the first probe, seconds (autopin1 default: w; race: 0.5)
+    /// Init time before the first probe, seconds (autopin1 default: w; race: 0.5, and 1.5 s
+    /// from the start for a program started pinned off CPUs busy with other work)
     #[arg(short = 'i', long, value_name = "SEC", value_parser = seconds)]
     pub init: Option<f64>,
     /// Warm-up after each re-pin, seconds (autopin1 default: t/2; race: 0.02; the counters are read when it ends)
