@@ -244,6 +244,7 @@ const MIN_STARTUP_PROBE: f64 = 0.07;
 /// and that 1.3 s, weighed by its length, held its pinning level with an OS placement of
 /// 4 000–12 000 for 13 probes. The tail kept is 0.1–0.3 s, as long as a probe.
 const STARTUP_TAIL: f64 = 0.3;
+
 /// A clean start-up tail this long ends the init (`SessionConfig::startup_ends_init`):
 /// one tick. Beside a busy CPU every further tick of the start-up, where the OS placed the
 /// threads, may run at a fraction of the pinning's rate, and a second tick adds little to

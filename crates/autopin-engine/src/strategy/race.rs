@@ -238,12 +238,10 @@ impl RaceParams {
         self.probe.clamp(self.min_probe, self.max_probe)
     }
 
-    /// The length of a probe of a pinning far behind the leader: `far_probe`, never longer
-    /// than the base length.
+    /// The length of a probe of a pinning far behind the leader: `far_probe`, between
+    /// `min_probe` and the base length.
     fn far_probe(&self) -> f64 {
-        self.far_probe
-            .min(self.base_probe())
-            .clamp(self.min_probe, self.max_probe)
+        self.far_probe.min(self.base_probe()).max(self.min_probe)
     }
 }
 
@@ -467,13 +465,22 @@ impl Race {
     /// state for stretches as long as a probe, so a few probes may all have caught the
     /// same one and agree closely; their spread then says nothing of the swing. 0 otherwise.
     fn swing_variance(&self, c: usize) -> f64 {
-        if self.os_placement != Some(c) || !self.busy_neighbours || !self.ticks_swing(c) {
+        if !self.os_swing_seen(c) {
             return 0.0;
         }
         match self.arms[c].range {
             Some((lo, hi)) if hi + lo > 0.0 => ((hi - lo) / (hi + lo)).powi(2),
             _ => 0.0,
         }
+    }
+
+    /// `c` is the OS placement beside busy CPUs, and its ticks have swung (`ticks_swing`;
+    /// ticks that all read zero have not).
+    fn os_swing_seen(&self, c: usize) -> bool {
+        self.os_placement == Some(c)
+            && self.busy_neighbours
+            && self.ticks_swing(c)
+            && self.arms[c].range.is_some_and(|(_, hi)| hi > 0.0)
     }
 
     /// Every candidate's estimate. A candidate's own variance, from a handful of probes, is
@@ -1222,8 +1229,9 @@ impl Race {
         let Some(le) = l.and_then(|l| est[l]) else {
             return;
         };
-        let close =
-            |c: usize| est[c].is_some_and(|e| le.mean - e.mean <= (1.0 + self.p.close).ln());
+        // How far behind the leader a candidate is, on the log scale (None: not measured).
+        let behind = |c: usize| est[c].map(|e| le.mean - e.mean);
+        let close = |c: usize| behind(c).is_some_and(|g| g <= (1.0 + self.p.close).ln());
         let any_close_challenger = self
             .survivors()
             .into_iter()
@@ -1232,9 +1240,8 @@ impl Race {
             let noisy = est[c].is_some_and(|e| (e.var * e.n as f64).sqrt() > self.p.target_cv);
             let grow =
                 self.rounds >= self.p.min_rounds && any_close_challenger && close(c) && noisy;
-            let far = Some(c) != l
-                && self.os_placement != Some(c)
-                && est[c].is_some_and(|e| le.mean - e.mean > (1.0 + FAR_BEHIND).ln());
+            let far = self.os_placement != Some(c)
+                && behind(c).is_some_and(|g| g > (1.0 + FAR_BEHIND).ln());
             let a = &mut self.arms[c];
             a.probe_len = if grow {
                 (a.probe_len * 1.5).clamp(floor, self.p.max_probe)
@@ -1409,7 +1416,7 @@ impl Strategy for Race {
         // state carries over to its next probe, its slow stretches would be sampled a tick
         // at a time and its fast ones whole. Its mean came out below its rate (a swinging
         // OS placement as fast as the best pinning read about 7% slower in the simulator).
-        let cut = if waits_for_ticks || self.swing_variance(c) > 0.0 {
+        let cut = if waits_for_ticks || self.os_swing_seen(c) {
             HALF_THE_LEADER
         } else {
             self.p.cut_below
@@ -2269,6 +2276,15 @@ mod lost_work_tests {
         assert!(os_probes >= 3, "{}", d.reason);
     }
 
+    /// A race of `n` candidates at the default parameters, `os` the OS placement, beside
+    /// CPUs busy with other work or not.
+    fn race_with_os(n: usize, os: usize, busy: bool) -> Race {
+        let mut r = Race::new(RaceParams::default(), n);
+        r.set_os_placement(os);
+        r.set_busy_neighbours(busy);
+        r
+    }
+
     /// A probe of candidate `c` reading `score` over `duration` seconds and `intervals`
     /// ticks within 1% of each other.
     fn quiet_probe(c: usize, score: f64, duration: f64, intervals: usize) -> ProbeOutcome {
@@ -2318,9 +2334,7 @@ mod lost_work_tests {
         // fast ones whole would make its mean read below its rate. At 40, below half, it
         // ends. On an idle machine the 0.8 cut stands.
         let race = |busy: bool| {
-            let mut r = Race::new(RaceParams::default(), 2);
-            r.set_os_placement(0);
-            r.set_busy_neighbours(busy);
+            let mut r = race_with_os(2, 0, busy);
             r.record(quiet_probe(1, 100.0, 0.2, 2));
             r.record(ProbeOutcome {
                 candidate: 0,
@@ -2368,9 +2382,7 @@ mod lost_work_tests {
         // that reading; weighed by its length, the two are within 2% and the OS placement
         // stays.
         let race = |busy: bool| {
-            let mut r = Race::new(RaceParams::default(), 2);
-            r.set_os_placement(0);
-            r.set_busy_neighbours(busy);
+            let r = race_with_os(2, 0, busy);
             let (d, _, _) = super::tests::drive_race(r, |c, k, measure| match (c, k) {
                 (0, 2) => quiet_probe(c, 6_400.0, 0.02, 1),
                 _ => quiet_probe(c, 745_000.0 * [1.0, 1.004, 0.996][k % 3], measure, 2),
@@ -2394,9 +2406,7 @@ mod lost_work_tests {
         busy: bool,
         score: impl Fn(usize, usize) -> f64,
     ) -> Decision {
-        let mut r = Race::new(RaceParams::default(), n);
-        r.set_os_placement(os);
-        r.set_busy_neighbours(busy);
+        let r = race_with_os(n, os, busy);
         let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
             let s = score(candidate, k);
             ProbeOutcome {
@@ -2461,9 +2471,7 @@ mod lost_work_tests {
             (if c == 1 { 99.0 } else { 100.0 }) * (1.0 + j)
         };
         let run = |busy: bool| {
-            let mut r = Race::new(RaceParams::default(), 2);
-            r.set_os_placement(1);
-            r.set_busy_neighbours(busy);
+            let r = race_with_os(2, 1, busy);
             super::tests::drive_race(r, |candidate, k, measure| {
                 let s = flattering(candidate, k);
                 ProbeOutcome {
