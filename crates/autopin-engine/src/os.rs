@@ -147,6 +147,12 @@ pub trait ThreadSource {
     fn warnings(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Whether the launched program's dynamic loader has mapped every library it starts
+    /// with: it runs the preload library's constructor, which records the process, only
+    /// after mapping them all. None: not known (no preload library, attached targets).
+    fn libraries_loaded(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// Cumulative objective amounts at one moment.

@@ -297,6 +297,11 @@ struct SimState {
     pages: Vec<BTreeMap<u32, u64>>,
     /// The program binds its first thread itself at this time, to this mask.
     binds_itself: Option<(f64, CpuSet)>,
+    /// Threads not created yet (a serial start-up) and when they are: tid → (index, cpu).
+    unborn: BTreeMap<u32, (usize, Option<u32>)>,
+    workers_at: f64,
+    /// The dynamic loader maps the program's libraries until this time (None: not known).
+    loaded_at: Option<f64>,
 }
 
 impl SimState {
@@ -483,6 +488,9 @@ impl Sim {
                 memory: SimMemory::default(),
                 pages: Vec::new(),
                 binds_itself: None,
+                unborn: BTreeMap::new(),
+                workers_at: 0.0,
+                loaded_at: None,
             })),
             threads,
             ends_at,
@@ -527,6 +535,40 @@ impl Sim {
     pub fn with_exit_code(mut self, code: i32) -> Self {
         self.exit_code = code;
         self
+    }
+
+    /// The program runs its first thread alone until `at` (a serial start-up), then
+    /// creates the others, placed as they would have been from the start.
+    pub fn with_workers_from(self, at: f64) -> Self {
+        {
+            let mut s = self.lock();
+            let later: Vec<u32> = s
+                .placement
+                .iter()
+                .filter(|(_, (i, _))| *i > 0)
+                .map(|(t, _)| *t)
+                .collect();
+            for t in later {
+                if let Some(p) = s.placement.remove(&t) {
+                    s.unborn.insert(t, p);
+                }
+            }
+            s.workers_at = at;
+        }
+        self
+    }
+
+    /// The dynamic loader maps the program's libraries until `at` (a cold start reading
+    /// them from disk); the thread source says so (`ThreadSource::libraries_loaded`).
+    pub fn loading_until(self, at: f64) -> Self {
+        self.lock().loaded_at = Some(at);
+        self
+    }
+
+    /// Whether the program's libraries are mapped yet (None: not known).
+    pub fn libraries_loaded(&self) -> Option<bool> {
+        let s = self.lock();
+        s.loaded_at.map(|at| s.now >= at)
     }
 
     /// How long a moved thread's caches stay cold (half speed meanwhile; default 0.1 s).
@@ -609,6 +651,12 @@ impl Clock for Sim {
         if t > s.now {
             s.now = t;
         }
+        if !s.unborn.is_empty() && s.now >= s.workers_at {
+            // Counted from the next reading on, as a thread born in an interval is.
+            s.advance();
+            let born = std::mem::take(&mut s.unborn);
+            s.placement.extend(born);
+        }
         if let Some((at, mask)) = s.binds_itself.clone() {
             if s.now >= at {
                 s.binds_itself = None;
@@ -638,10 +686,16 @@ impl Sim {
         }
         let mut s = self.lock();
         let all = s.allowed_all;
-        let tids: Vec<(u32, usize)> = s.placement.iter().map(|(t, (i, _))| (*t, *i)).collect();
+        let tids: Vec<(u32, usize)> = s
+            .placement
+            .iter()
+            .chain(s.unborn.iter())
+            .map(|(t, (i, _))| (*t, *i))
+            .collect();
         for (tid, i) in tids {
             let cpu = cpus[i % cpus.len()];
-            if let Some(e) = s.placement.get_mut(&tid) {
+            let st = &mut *s;
+            if let Some(e) = st.placement.get_mut(&tid).or(st.unborn.get_mut(&tid)) {
                 e.1 = (all > 1).then_some(cpu);
             }
             s.masks.insert(tid, CpuSet::from_cpus([cpu]));
@@ -663,6 +717,10 @@ impl ThreadSource for Sim {
             },
             existed: None,
         })
+    }
+
+    fn libraries_loaded(&self) -> Option<bool> {
+        Sim::libraries_loaded(self)
     }
 }
 
@@ -741,6 +799,9 @@ pub struct SimPlatform {
     pub counting_mode: Option<(String, String)>,
     /// The simulated program is an OpenMP program linking this runtime.
     pub openmp_runtime: Option<String>,
+    /// An OpenMP runtime one of the program's libraries brings: in its memory map once the
+    /// loader has mapped them (`Sim::loading_until`).
+    pub brought_runtime: Option<String>,
     /// It completes OpenMP constructs from this time on (None: never).
     pub openmp_from: Option<f64>,
     /// The preload library sits in the launched program.
@@ -771,6 +832,7 @@ impl SimPlatform {
             meter_opened: None,
             counting_mode: None,
             openmp_runtime: None,
+            brought_runtime: None,
             openmp_from: Some(0.0),
             preload_active: true,
             busy: Vec::new(),
@@ -841,11 +903,16 @@ impl crate::run::Platform for SimPlatform {
         })
     }
 
+    fn openmp_runtime_loaded(&mut self, _pid: i32) -> Option<String> {
+        self.brought_runtime
+            .clone()
+            .filter(|_| self.sim.libraries_loaded() != Some(false))
+    }
+
     fn openmp_constructs(&mut self) -> u64 {
+        let runtime = self.openmp_runtime.is_some() || self.brought_runtime.is_some();
         match self.openmp_from {
-            Some(t) if self.openmp_runtime.is_some() && self.sim.now() >= t => {
-                1 + ((self.sim.now() - t) * 1000.0) as u64
-            }
+            Some(t) if runtime && self.sim.now() >= t => 1 + ((self.sim.now() - t) * 1000.0) as u64,
             _ => 0,
         }
     }

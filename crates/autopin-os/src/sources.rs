@@ -228,6 +228,11 @@ impl ThreadSource for ProcThreads {
         }
     }
 
+    fn libraries_loaded(&self) -> Option<bool> {
+        let r = self.registry.as_ref()?;
+        Some(r.owner_pid() == Some(self.pid) || r.processes().0.contains(&self.pid))
+    }
+
     fn warnings(&self) -> Vec<String> {
         match (&self.offspring, &self.registry) {
             (Some(o), Some(r)) => o.notes(&r.processes().0, r.owner_pid()),

@@ -65,17 +65,20 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         }
         warn_binding_overridden(env.sink, &binding);
     }
+    let allowed = mask.clone().unwrap_or_else(|| machine.allowed_cpuset());
     let target = TargetFacts {
         pid,
         openmp_runtime: openmp_runtime.as_deref(),
         preload_active,
+        // libgomp and libomp start as many threads as the program may use CPUs, unless
+        // OMP_NUM_THREADS says otherwise.
+        openmp_threads: birth::openmp_threads(&target_env).unwrap_or(allowed.len()),
     };
     let (choice, mut init) = objective_step(plan, &counting, &target, env, threads.as_mut())?;
     let check = busy_check(plan, busy_watch.as_mut(), pid, env, &mut init);
     if choice.source == ObjectiveSource::Requested {
         warn_about_objective(&choice, target_env, counting.in_vm, env.sink);
     }
-    let allowed = mask.clone().unwrap_or_else(|| machine.allowed_cpuset());
     let mut meter = env
         .platform
         .open_meter(choice.source, &choice.objective, &allowed)

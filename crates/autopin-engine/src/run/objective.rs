@@ -30,6 +30,9 @@ pub(super) struct TargetFacts<'a> {
     /// The OpenMP runtime the executable itself links (its DT_NEEDED).
     pub(super) openmp_runtime: Option<&'a str>,
     pub(super) preload_active: bool,
+    /// The OpenMP threads the program will start (OMP_NUM_THREADS, else the CPUs it may
+    /// use).
+    pub(super) openmp_threads: usize,
 }
 
 /// Walks the plan's fallback chain and takes the first source that can be measured.
@@ -206,6 +209,9 @@ impl Walk<'_> {
         // the same, since it comes first in symbol resolution.
         if target.openmp_runtime.is_none() && launched && target.preload_active {
             self.loaded_runtime = env.platform.openmp_runtime_loaded(target.pid);
+            if self.loaded_runtime.is_none() && self.wait_for_loader(env, threads) {
+                self.loaded_runtime = env.platform.openmp_runtime_loaded(target.pid);
+            }
         }
         let rt = target
             .openmp_runtime
@@ -216,9 +222,15 @@ impl Walk<'_> {
         // complete none (all its work in one long parallel region) would read
         // zero for as long as that region runs, so it is measured otherwise.
         let wait = self.init.clamp(0.3, 1.0);
-        let (done, waited) =
+        let (mut done, waited) =
             wait_for_progress(env, threads, wait, |p, _, _| (p.openmp_constructs(), false));
         self.spend(waited);
+        // One thread where more will come: a serial start-up. (One long parallel region of
+        // a program that runs one OpenMP thread is measured otherwise, as before.)
+        let more_to_come = target.openmp_threads > 1;
+        if done == 0 && more_to_come && threads.poll().is_ok_and(|s| s.tracked.len() <= 1) {
+            done = self.serial_start_up(env, threads, &rt);
+        }
         if done == 0 {
             self.openmp_idle = Some(format!(
                 "the program uses OpenMP ({rt}) but completed no OpenMP construct in its first {:.1} s, so OpenMP progress would read zero",
@@ -229,6 +241,69 @@ impl Walk<'_> {
         Some(format!(
             "OpenMP progress: completed parallel regions, loop chunks, barriers and tasks per second, counted at the entry points of the program's OpenMP runtime ({rt})"
         ))
+    }
+
+    /// A program whose dynamic loader is still mapping its libraries (a cold start reading
+    /// them from disk) has not yet shown the OpenMP runtime one of them may bring (GROMACS's
+    /// libgomp comes with libgromacs): judged then, it was measured with task-clock, one
+    /// thread, and kept where the OS placed it, 1.8× slower than the pinning found once it
+    /// loaded. Waits up to `LOADER_WAIT` for the loader; true when it waited.
+    fn wait_for_loader(&mut self, env: &mut RunEnv, threads: &mut dyn ThreadSource) -> bool {
+        if threads.libraries_loaded() != Some(false) {
+            return false;
+        }
+        env.sink.message(
+            None,
+            &format!(
+                "the program is still loading its libraries after {:.1} s; waiting for it, up to {}",
+                *self.waited,
+                duration(LOADER_WAIT)
+            ),
+        );
+        let start = env.clock.now();
+        while threads.libraries_loaded() == Some(false) && env.clock.now() - start < LOADER_WAIT {
+            if threads.poll().is_ok_and(|s| s.ended.is_some()) {
+                break;
+            }
+            let t = env.clock.now() + 0.02;
+            env.clock.sleep_until(t);
+        }
+        let waited = env.clock.now() - start;
+        self.spend(waited);
+        true
+    }
+
+    /// An OpenMP program that runs one thread and has completed no construct is in a serial
+    /// start-up (reading its input): its OpenMP threads do not exist yet, so neither does
+    /// what the search would place, and a search now would measure one thread with
+    /// task-clock. Waits, up to `SERIAL_WAIT`, for its first construct or its second
+    /// thread (then a little more for a construct: the first parallel region creates the
+    /// threads); returns the constructs completed.
+    fn serial_start_up(
+        &mut self,
+        env: &mut RunEnv,
+        threads: &mut dyn ThreadSource,
+        runtime: &str,
+    ) -> u64 {
+        env.sink.message(
+            None,
+            &format!(
+                "the program uses OpenMP ({runtime}) but runs one thread and has completed no OpenMP construct after {:.1} s: a serial start-up; probing waits for its first parallel region, up to {}",
+                *self.waited,
+                duration(SERIAL_WAIT)
+            ),
+        );
+        let (done, waited) = wait_for_progress(env, threads, SERIAL_WAIT, |p, _, n| {
+            (p.openmp_constructs(), n > 1)
+        });
+        self.spend(waited);
+        if done > 0 {
+            return done;
+        }
+        let (done, waited) =
+            wait_for_progress(env, threads, 1.0, |p, _, _| (p.openmp_constructs(), false));
+        self.spend(waited);
+        done
     }
 
     /// `source` is passed over without its wait: the remembered decision was measured
@@ -385,6 +460,14 @@ fn wait_for_progress(
     }
     (seen, env.clock.now() - start)
 }
+
+/// The longest an OpenMP program's serial start-up is waited for (`Walk::serial_start_up`):
+/// a program that links an OpenMP runtime and never starts a parallel region is searched
+/// as the one thread it is after that.
+const SERIAL_WAIT: f64 = 30.0;
+
+/// The longest a program's dynamic loader is waited for (`Walk::wait_for_loader`).
+const LOADER_WAIT: f64 = 10.0;
 
 /// Seconds of OpenMP progress with the same threads that make a start-up worth a probe of
 /// the OS placement: the session drops the first 0.1 s tick that counted anything (the

@@ -262,6 +262,119 @@ fn openmp_progress_needs_the_preload_library_and_completed_constructs() {
     assert!(r.unwrap().complete);
 }
 
+/// The search's pinnings of a run, as thread → CPU lists, in the order they were decided.
+fn decided_cpus(r: &Report) -> Vec<Option<Vec<u32>>> {
+    r.decisions.iter().map(|d| d.cpus.clone()).collect()
+}
+
+#[test]
+fn threads_created_after_the_search_began_get_a_search_of_their_own() {
+    // A program that runs one thread for 3 s (reading its input), then four: the first
+    // search places one thread, and its pinning, wrapped, would stack the newcomers on that
+    // thread's CPU. No OpenMP runtime, no PMU: task-clock, with no wait for anything.
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 4, 30.0).with_workers_from(3.0));
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
+    assert!(sink.said("search 0: "), "{:?}", sink.messages);
+    assert!(sink.said("candidates for 1 thread,"), "{:?}", sink.messages);
+    assert!(
+        sink.said("the program now runs 4 threads (the candidates were made for 1 thread): searching again"),
+        "{:?}",
+        sink.messages
+    );
+    let grown = &r.searches[1];
+    assert!(
+        grown.trigger.starts_with("the program now runs 4 threads") && grown.start >= 3.3,
+        "{:?}",
+        r.searches
+    );
+    // The last decision places four threads, each on a CPU of its own, or leaves them to
+    // the OS.
+    let last = decided_cpus(&r).pop().flatten();
+    if let Some(cpus) = last {
+        let mut distinct = cpus.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!((cpus.len(), distinct.len()), (4, 4), "{cpus:?}");
+    }
+    assert_eq!(r.searches.len(), 2, "{:?}", r.searches);
+    // A program whose threads all exist from the start is searched once.
+    let mut p = SimPlatform::new(sim(&m, 4, 30.0));
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
+    let (r, _) = go(&plan(&m, launch(), topology()), &mut p);
+    assert_eq!(r.unwrap().searches.len(), 1);
+}
+
+#[test]
+fn an_openmp_program_in_its_serial_start_up_is_waited_for() {
+    // Linked with libgomp, one thread and no construct for 2.5 s, then its parallel
+    // regions: the objective waits for them and the search begins with all four threads.
+    let m = small();
+    let mut p = openmp_without_pmu(sim(&m, 4, 30.0).with_workers_from(2.5));
+    p.openmp_from = Some(2.5);
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::OpenMpProgress));
+    assert!(sink.said("a serial start-up; probing waits for its first parallel region"));
+    assert!(
+        sink.said("candidates for 4 threads,"),
+        "{:?}",
+        sink.messages
+    );
+    assert_eq!(r.searches.len(), 1, "{:?}", r.searches);
+    assert!(r.searches[0].start >= 2.5, "{:?}", r.searches);
+    assert!(r.complete);
+    // A serial start-up that never ends is waited for a bounded time, then searched as the
+    // one thread it is, with task-clock.
+    let mut p = openmp_without_pmu(sim(&m, 1, 45.0));
+    p.openmp_from = None;
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::TaskClock));
+    assert!(sink.said("a serial start-up"));
+    let start = r.searches[0].start;
+    assert!((30.0..32.5).contains(&start), "{start}");
+    // One OpenMP thread is all it will run (OMP_NUM_THREADS=1): its one long parallel
+    // region is no start-up, and nothing is waited for.
+    let mut p = openmp_without_pmu(sim(&m, 1, 45.0));
+    p.openmp_from = None;
+    p.env = vec![("OMP_NUM_THREADS".into(), "1".into())];
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    assert!(!sink.said("a serial start-up"));
+    assert!(r.unwrap().searches[0].start < 2.0);
+}
+
+#[test]
+fn an_openmp_runtime_a_library_brings_is_looked_for_once_the_loader_is_done() {
+    // A cold start: the loader maps the program's libraries for 1.2 s, one of which brings
+    // libgomp; the program's parallel regions start at 1.4 s, on two threads.
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0).loading_until(1.2).with_workers_from(1.4));
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
+    p.brought_runtime = Some("libgomp.so.1".into());
+    p.openmp_from = Some(1.4);
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert!(sink.said("the program is still loading its libraries after"));
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::OpenMpProgress));
+    assert!(
+        sink.said("candidates for 2 threads,"),
+        "{:?}",
+        sink.messages
+    );
+    assert_eq!(r.searches.len(), 1, "{:?}", r.searches);
+    // Loaded already: nothing is waited for, and the runtime is found at once.
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0).loading_until(0.0));
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
+    p.brought_runtime = Some("libgomp.so.1".into());
+    let (_, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    assert!(!sink.said("still loading"));
+    assert_eq!(p.meter_opened, Some(ObjectiveSource::OpenMpProgress));
+}
+
 #[test]
 fn busy_cpus_keep_the_candidates_off_them() {
     let m = small();

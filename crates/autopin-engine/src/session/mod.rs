@@ -16,6 +16,7 @@
 //! are watched for rate drops instead (`PhaseWatch`).
 
 mod grain;
+mod growth;
 mod phases;
 mod probe;
 use crate::phase::{PhaseWatch, Trigger, WatchParams};
@@ -27,6 +28,7 @@ use crate::strategy::{Plan, ProbeOutcome, Strategy, COLLAPSE, WARMUP_CUT};
 use autopin_human::{duration, plural, quantity};
 use autopin_placement::Pinning;
 use grain::Granularity;
+use growth::ThreadGrowth;
 use phases::{Parked, PhaseMemo};
 use probe::ProbeAccumulator;
 use std::collections::BTreeMap;
@@ -220,6 +222,8 @@ pub struct Session {
     startup: Option<ProbeAccumulator>,
     /// The objective counted something during start-up (what came before was loading).
     startup_progressed: bool,
+    /// The threads the candidate list was made for, against those the program runs.
+    growth: ThreadGrowth,
     pub report: Report,
 }
 
@@ -301,6 +305,7 @@ impl Session {
             stood_back: false,
             startup: None,
             startup_progressed: false,
+            growth: ThreadGrowth::default(),
             report: Report {
                 tool: "autopin".into(),
                 ..Default::default()
@@ -581,6 +586,11 @@ impl Session {
         }
         if matches!(self.state, State::Init { .. }) {
             self.note_startup(iv);
+        } else if self.candidates.len() > 1 && !self.stood_back {
+            if let Some(was) = self.growth.outgrown(now, self.tracked) {
+                self.search_for_more_threads(now, was, &mut out);
+                return out;
+            }
         }
         match &mut self.state {
             State::Init { until } => {
@@ -734,6 +744,27 @@ impl Session {
             }
         }
         out
+    }
+
+    /// The program has run more threads than the candidates were made for (`was`) long
+    /// enough to be its shape: whatever was probed or decided placed fewer threads, so a new
+    /// search begins with a list made for the threads it runs now (see `growth`).
+    fn search_for_more_threads(&mut self, now: f64, was: usize, out: &mut Vec<Action>) {
+        let why = format!(
+            "the program now runs {} (the candidates were made for {})",
+            plural(self.tracked as u64, "thread", "threads"),
+            plural(was as u64, "thread", "threads")
+        );
+        if matches!(self.state, State::Warmup { .. } | State::Measure(_)) {
+            self.count_search_time(now);
+            self.strategy = None;
+        }
+        out.push(Action::Message(format!(
+            "t={now:.1}s {why}: searching again"
+        )));
+        let key = self.phase.clone();
+        self.phases.entry(key).or_default().decided = None;
+        self.begin_search(now, why, out);
     }
 
     /// The program entered phase `to` at `now` (the interval that spans the change is not
@@ -941,6 +972,7 @@ impl Session {
             }
         }
         self.candidates = cands;
+        self.growth.made_for(self.tracked);
         self.applied =
             applied_label.and_then(|l| self.candidates.iter().position(|c| c.label == l));
         self.report.candidates = self
