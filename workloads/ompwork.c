@@ -10,9 +10,11 @@
  *                 threads on different CPUs fight over the line; on one CPU they do not.
  *   -m private    the same loop, each thread adding to its own cache line.
  *
- * usage: ompwork [-m MODE] [-r ROUNDS] [-w WORK] [-t SECONDS]   prints seconds and a
- * checksum on stdout (the checksum depends only on the arguments). -t stops after that many
- * seconds instead of after ROUNDS rounds (the same run time however loaded the machine is).
+ * usage: ompwork [-m MODE] [-r ROUNDS] [-w WORK] [-t SECONDS] [-s SECONDS]   prints seconds
+ * and a checksum on stdout (the checksum depends only on the arguments). -t stops after that
+ * many seconds instead of after ROUNDS rounds (the same run time however loaded the machine
+ * is). -s first computes alone for that many seconds, before any OpenMP construct (a serial
+ * start-up, as a program reading its input has): the OpenMP threads are created after it.
  */
 #include <omp.h>
 #include <stdio.h>
@@ -48,7 +50,7 @@ int main(int argc, char **argv)
 {
     const char *mode = "imbalance";
     long rounds = 2000, work = 20000;
-    double limit = 0;
+    double limit = 0, serial = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-m"))
             mode = argv[i + 1];
@@ -58,6 +60,8 @@ int main(int argc, char **argv)
             work = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "-t"))
             limit = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "-s"))
+            serial = atof(argv[i + 1]);
         else {
             fprintf(stderr, "ompwork: unknown option %s\n", argv[i]);
             return 2;
@@ -68,6 +72,15 @@ int main(int argc, char **argv)
         return 2;
     }
     double t0 = now();
+    if (serial > 0) {
+        /* The serial start-up's result does not enter the checksum: its length is in
+         * seconds, not work. */
+        unsigned long scratch = 1;
+        while (now() - t0 < serial)
+            scratch = spin_work(work, scratch);
+        if (scratch == 0)
+            fputs("", stderr);
+    }
     if (limit > 0)
         rounds = 1L << 60;
     unsigned long sum = 0;
