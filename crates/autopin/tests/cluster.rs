@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-/// One launcher test at a time: the local cluster has two CPUs per node.
+/// One test that runs the spinning program at a time, launcher or not: the local cluster
+/// has two CPUs per node, and two ranks in lockstep beside another test's spinning program
+/// fell out of step (one took a fifth probe where the other decided after four).
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const OMP_APP: &str = r#"
@@ -564,6 +566,7 @@ fn fake_slurm_run(job: &str, timeout: &str, dir: &Path) -> std::process::Output 
 
 #[test]
 fn a_rank_that_never_starts_is_dropped_after_the_timeout() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let job = format!("never-{}", std::process::id());
     let t = std::time::Instant::now();
@@ -595,6 +598,7 @@ fn a_rank_that_never_starts_is_dropped_after_the_timeout() {
 /// would say it coordinated with rank 1 or dropped it later, "its process ended".)
 #[test]
 fn stale_rendezvous_files_of_a_crashed_step_do_not_block() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let job = format!("stale-{}", std::process::id());
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();

@@ -1083,3 +1083,126 @@ fn the_counting_cost_is_measured_once_and_kept_for_later_runs() {
         "{note}"
     );
 }
+
+/// A program that computes alone for `serial` seconds (a serial start-up reading its input),
+/// then runs its workers: with `openmp`, an OpenMP parallel loop on OMP_NUM_THREADS threads;
+/// else two pthreads. Each way it works `seconds` after the start-up and exits 0.
+fn late_workers(openmp: bool) -> PathBuf {
+    const SRC: &str = r#"
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(void) {
+    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+static double until;
+static void *work(void *arg) {
+    while (now() < until)
+        for (volatile int k = 0; k < 10000; k++) ;
+    return arg;
+}
+int main(int argc, char **argv) {
+    double serial = atof(argv[1]), seconds = atof(argv[2]);
+    work((until = now() + serial, NULL));
+    until = now() + seconds;
+#ifdef _OPENMP
+    while (now() < until) {
+        #pragma omp parallel for
+        for (int i = 0; i < 64; i++)
+            for (volatile int k = 0; k < 2000; k++) ;
+    }
+#else
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+#endif
+    return 0;
+}
+"#;
+    let (name, flags): (&str, &[&str]) = if openmp {
+        ("late_workers_omp", &["-fopenmp"])
+    } else {
+        ("late_workers_pthread", &["-pthread"])
+    };
+    autopin_testkit::build_c(name, SRC, flags).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn workers_created_after_the_search_began_are_searched_for_again() {
+    let _turn = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    // 1.5 s alone: the first search, made for the one thread, begins at 0.5 s.
+    let out = autopin()
+        .args(["run", "--report"])
+        .arg(&report)
+        .args(FAST)
+        .args(["--", late_workers(false).to_str().unwrap(), "1.5", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_json(&report);
+    let searches = r["searches"].as_array().unwrap();
+    assert!(searches.len() >= 2, "{r}");
+    assert_eq!(
+        searches[0]["start"].as_f64().map(|s| s < 1.5),
+        Some(true),
+        "{r}"
+    );
+    let grown = &searches[1];
+    assert_eq!(
+        grown["trigger"], "the program now runs 3 threads (the candidates were made for 1 thread)",
+        "{r}"
+    );
+    assert!(grown["start"].as_f64().unwrap() >= 1.5 + 0.3 - 0.05, "{r}");
+    // What was decided for the three threads places three (or leaves them to the OS).
+    let last = r["decisions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .expect("a decision")
+        .clone();
+    if let Some(cpus) = last["cpus"].as_array() {
+        assert_eq!(cpus.len(), 3, "{r}");
+    }
+}
+
+#[test]
+fn an_openmp_program_is_searched_once_its_serial_start_up_is_over() {
+    let _turn = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    // Without hardware counters (as if), the objective is chosen along the fallback chain,
+    // where OpenMP progress waits for the start-up to end.
+    let no_pmu = autopin_testkit::no_perf_root();
+    let out = autopin()
+        .env("AUTOPIN_PERF_SYSFS_ROOT", no_pmu.path())
+        .env("OMP_NUM_THREADS", "2")
+        .args(["run", "--report"])
+        .arg(&report)
+        .args(["--no-perturbation-estimate", "--"])
+        .args([late_workers(true).to_str().unwrap(), "1.5", "3"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("runs one thread and has completed no OpenMP construct")
+            && err.contains("a serial start-up; probing waits for its first parallel region"),
+        "{err}"
+    );
+    let r = read_json(&report);
+    assert_eq!(r["objective"]["source"], "openmp", "{r}");
+    let searches = r["searches"].as_array().unwrap();
+    assert_eq!(searches.len(), 1, "{r}");
+    assert!(searches[0]["start"].as_f64().unwrap() >= 1.5, "{r}");
+    assert!(err.contains("candidates for 2 threads,"), "{err}");
+}
