@@ -175,7 +175,7 @@ impl Walk<'_> {
         }
         let from = *self.waited;
         let omp_seen = &mut self.omp_seen;
-        let (beats, waited) = wait_for_progress(env, threads, wait, |p, t, n| {
+        let (beats, waited) = wait_for_progress(env, threads, wait, |p, t, n, _| {
             if target.preload_active {
                 omp_seen.push((from + t, p.openmp_constructs(), n));
             }
@@ -222,8 +222,9 @@ impl Walk<'_> {
         // complete none (all its work in one long parallel region) would read
         // zero for as long as that region runs, so it is measured otherwise.
         let wait = self.init.clamp(0.3, 1.0);
-        let (mut done, waited) =
-            wait_for_progress(env, threads, wait, |p, _, _| (p.openmp_constructs(), false));
+        let (mut done, waited) = wait_for_progress(env, threads, wait, |p, _, _, _| {
+            (p.openmp_constructs(), false)
+        });
         self.spend(waited);
         // One thread where more will come: a serial start-up. (One long parallel region of
         // a program that runs one OpenMP thread is measured otherwise, as before.)
@@ -260,15 +261,9 @@ impl Walk<'_> {
                 duration(LOADER_WAIT)
             ),
         );
-        let start = env.clock.now();
-        while threads.libraries_loaded() == Some(false) && env.clock.now() - start < LOADER_WAIT {
-            if threads.poll().is_ok_and(|s| s.ended.is_some()) {
-                break;
-            }
-            let t = env.clock.now() + 0.02;
-            env.clock.sleep_until(t);
-        }
-        let waited = env.clock.now() - start;
+        let (_, waited) = wait_for_progress(env, threads, LOADER_WAIT, |_, _, _, t| {
+            (0, t.libraries_loaded() != Some(false))
+        });
         self.spend(waited);
         true
     }
@@ -293,15 +288,16 @@ impl Walk<'_> {
                 duration(SERIAL_WAIT)
             ),
         );
-        let (done, waited) = wait_for_progress(env, threads, SERIAL_WAIT, |p, _, n| {
+        let (done, waited) = wait_for_progress(env, threads, SERIAL_WAIT, |p, _, n, _| {
             (p.openmp_constructs(), n > 1)
         });
         self.spend(waited);
         if done > 0 {
             return done;
         }
-        let (done, waited) =
-            wait_for_progress(env, threads, 1.0, |p, _, _| (p.openmp_constructs(), false));
+        let (done, waited) = wait_for_progress(env, threads, 1.0, |p, _, _, _| {
+            (p.openmp_constructs(), false)
+        });
         self.spend(waited);
         done
     }
@@ -436,18 +432,18 @@ fn fallback(
     })
 }
 
-/// Polls `progress(platform, seconds waited, threads tracked)` every 20 ms until its count
-/// is above zero, it says enough was seen, the program ends, or `wait` seconds pass; returns
-/// the last count and the time waited.
+/// Polls `progress(platform, seconds waited, threads tracked, thread source)` every 20 ms
+/// until its count is above zero, it says enough was seen, the program ends, or `wait`
+/// seconds pass; returns the last count and the time waited.
 fn wait_for_progress(
     env: &mut RunEnv,
     threads: &mut dyn ThreadSource,
     wait: f64,
-    mut progress: impl FnMut(&mut dyn Platform, f64, usize) -> (u64, bool),
+    mut progress: impl FnMut(&mut dyn Platform, f64, usize, &dyn ThreadSource) -> (u64, bool),
 ) -> (u64, f64) {
     let start = env.clock.now();
     let mut tracked = threads.poll().map_or(0, |s| s.tracked.len());
-    let (mut seen, mut enough) = progress(&mut *env.platform, 0.0, tracked);
+    let (mut seen, mut enough) = progress(&mut *env.platform, 0.0, tracked, &*threads);
     while seen == 0 && !enough && env.clock.now() - start < wait {
         match threads.poll() {
             Ok(s) if s.ended.is_some() => break,
@@ -456,7 +452,8 @@ fn wait_for_progress(
         }
         let t = env.clock.now() + 0.02;
         env.clock.sleep_until(t);
-        (seen, enough) = progress(&mut *env.platform, env.clock.now() - start, tracked);
+        let waited = env.clock.now() - start;
+        (seen, enough) = progress(&mut *env.platform, waited, tracked, &*threads);
     }
     (seen, env.clock.now() - start)
 }

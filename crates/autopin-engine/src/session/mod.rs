@@ -733,12 +733,7 @@ impl Session {
                                 )
                             }
                         };
-                        out.push(Action::Message(format!(
-                            "t={now:.1}s {why}: searching again"
-                        )));
-                        let key = self.phase.clone();
-                        self.phases.entry(key).or_default().decided = None;
-                        self.begin_search(now, why, &mut out);
+                        self.search_again(now, why, &mut out);
                     }
                 }
             }
@@ -755,10 +750,13 @@ impl Session {
             plural(self.tracked as u64, "thread", "threads"),
             plural(was as u64, "thread", "threads")
         );
-        if matches!(self.state, State::Warmup { .. } | State::Measure(_)) {
-            self.count_search_time(now);
-            self.strategy = None;
-        }
+        self.search_again(now, why, out);
+    }
+
+    /// A new search of the current phase at `now`, for `why`: a search still running ends
+    /// there (its time counted), and the phase's decision is forgotten.
+    fn search_again(&mut self, now: f64, why: String, out: &mut Vec<Action>) {
+        self.close_open_search(now);
         out.push(Action::Message(format!(
             "t={now:.1}s {why}: searching again"
         )));
