@@ -12,9 +12,14 @@
 # runs beside the first on the same rounds (e.g. an older build), for a side-by-side.
 # Programs: workloads/ompwork -m imbalance (a master computing alone between barriers),
 # workloads/syncbench -s 0 (back-to-back barriers, with its own heartbeat), and GROMACS
-# mdrun on a 2.5 nm water box when `gmx` is installed (Debian's gromacs package).
+# mdrun on a 2.5 nm water box when `gmx` is installed (Debian's gromacs package); and, only
+# when PROGS names it, `serial`: ompwork -m imbalance after a 2 s serial start-up (-s 2: it
+# computes alone, then starts its OpenMP threads), whose threads come after a search of its
+# first thread would have begun.
 # BUSY=0 runs on an idle machine (no neighbour; the OS placement is then the reference to
-# beat); PROGS="ompwork" picks programs (default: all three).
+# beat); PROGS="ompwork" picks programs (default: ompwork syncbench gromacs; `serial` too
+# when named). A round's line adds how many searches autopin began when there was more than
+# one (a re-search: a rate drop, or threads that came after the search began).
 # usage: bench/search_real.sh [ROUNDS] [SECONDS_SCALE]   (default 5 rounds, scale 1 ≈ 6–20 s a run)
 set -eu
 # Every round searches afresh: remembered decisions would turn later rounds into checks.
@@ -41,6 +46,7 @@ PROGS=${PROGS:-$ALL}
 cmd() {
   case $1 in
     ompwork) echo "$W/ompwork -m imbalance -r $(sc 250000)" ;;
+    serial) echo "$W/ompwork -m imbalance -s 2 -r $(sc 120000)" ;;
     syncbench) echo "$W/syncbench -s 0 -b $(sc 4000000) -r 1" ;;
     gromacs) echo "gmx mdrun -s $W/md.tpr -ntmpi 1 -ntomp 2 -pin off -nb cpu -nsteps $(sc 4000) -deffnm $W/gmx" ;;
   esac
@@ -81,7 +87,9 @@ def rep(name):
     except Exception:
         return None, None, "no report"
     x = d.get("decision") or {}
-    return x.get("at"), d.get("search_cost"), (x.get("candidate") or "none") + " | " + (x.get("reason") or d.get("incomplete_reason") or "")
+    n = len(d.get("searches") or [])
+    searches = f" | {n} searches" if n > 1 else ""
+    return x.get("at"), d.get("search_cost"), (x.get("candidate") or "none") + " | " + (x.get("reason") or d.get("incomplete_reason") or "") + searches
 at, cost, what = rep("ap")
 open(f"{w}/{prog}.at", "a").write(f"{at if at is not None else 'nan'}\n")
 open(f"{w}/{prog}.cost", "a").write(f"{cost if cost is not None else 'nan'}\n")
