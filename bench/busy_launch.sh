@@ -8,7 +8,10 @@
 #   omp/sync HALF: half the CPUs' threads beside loops on the first quarter of the CPUs,
 #   fixed pinning the HALF CPUs after them.
 #   idle THREADS: ompwork with THREADS threads and nothing busy, against the program run
-#   alone (the OS placement): what the search costs where there is nothing to gain.
+#   alone (the OS placement): what the search costs where there is nothing to gain. Two
+#   more sides there split that cost: `pin` (autopin pin -c 0-(THREADS-1): the pinning
+#   alone) and `watch` (autopin run --strategy fixed on the same pinning: the pinning with
+#   autopin's watch and counting, no search); ap ÷ watch is then the search's own cost.
 # With AUTOPIN_OLD=<another autopin binary> each round also runs that one, in the same
 # rounds: a change to the search is judged against the build before it on the same machine
 # minute. Printed: one line per side and setting, median seconds and the median of the
@@ -53,11 +56,14 @@ rounds() {
   i=1
   while [ "$i" -le "$ROUNDS" ]; do
     order="$ref ap old"
-    [ $((i % 2)) = 0 ] && order="old ap $ref"
+    [ "$ref" = os ] && order="os pin watch ap old"
+    [ $((i % 2)) = 0 ] && order=$(echo $order | tr ' ' '\n' | tac | tr '\n' ' ')
     for s in $order; do
       case $s in
         fixed) v=$(t "$AUTOPIN" pin -c "$3" -- $P) ;;
         os) v=$(t $P) ;;
+        pin) v=$(t "$AUTOPIN" pin -c "0-$(($2 - 1))" -- $P) ;;
+        watch) v=$(t "$AUTOPIN" run --strategy fixed --schedule "$(seq -s, 0 $(($2 - 1)))" -- $P) ;;
         ap) v=$(t "$AUTOPIN" run --report "$W/$1.ap.$i.json" -- $P) ;;
         old) [ -n "$OLD" ] || continue
           v=$(t "$OLD" run --report "$W/$1.old.$i.json" -- $P) ;;
