@@ -1810,12 +1810,16 @@ mod search_cost_tests {
     #[test]
     fn a_warm_up_far_below_the_leader_is_the_whole_probe() {
         // Candidate 1 runs 1000× slower (a spinning barrier whose threads share a CPU): its
-        // 20 ms warm-up already says so, and no tick of it follows.
+        // 20 ms warm-up already says so, and no tick of it follows. It is ended at its
+        // second look, a warm-up again (one collapse may be a stall of the move itself).
         let s = run(|a| if a == Some(0) { 1e5 } else { 100.0 }, false, 20.0);
         let p = &s.report.probes;
-        assert_eq!(p.len(), 2, "{p:?}");
-        assert_eq!((p[1].candidate, p[1].intervals), (1, 1), "{p:?}");
-        assert!(p[1].duration < 0.05 && p[1].warmup == 0.0, "{p:?}");
+        let on_1: Vec<_> = p.iter().filter(|p| p.candidate == 1).collect();
+        assert_eq!(on_1.len(), 2, "{p:?}");
+        for w in on_1 {
+            assert_eq!(w.intervals, 1, "{p:?}");
+            assert!(w.duration < 0.05 && w.warmup == 0.0, "{p:?}");
+        }
         assert_eq!(s.report.decision.expect("decided").candidate_index, 0);
         // So does a fifth of the leader (a thread moved onto a busy CPU): below
         // `WARMUP_CUT`, more than a cold cache explains.
