@@ -206,6 +206,13 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                     cands[c].high = rng.uniform() < 0.5;
                 }
                 current = Some(c);
+                // SIM_MOVE_COST=s: every move stalls the program for s seconds, as a move of
+                // 16 spinning threads did on a 16-CPU virtual machine (a sensitivity check of
+                // the probes' count against their length; off by default).
+                if !stays {
+                    lost += move_cost();
+                    t += move_cost();
+                }
                 let loss = 1.0 - cands[c].rate / best;
                 // The warm-up costs its own length (the driver reads the counters when it
                 // ends); the candidate's state moves on by the ticks it spans.
@@ -294,6 +301,11 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                     eprintln!("  decide {} at {t:.2}: {}", d.candidate, d.reason);
                 }
                 let r = cands[d.candidate.min(case.k - 1)].rate;
+                // The decided pinning applied (or the OS placement given back) is a move too.
+                if current != Some(d.candidate) && !(current.is_none() && d.candidate == os) {
+                    lost += move_cost();
+                    t += move_cost();
+                }
                 let search_lost = lost;
                 if std::env::var_os("SIM_WRONG").is_some() && r < best / 1.02 {
                     eprint!("seed {seed} ");
@@ -327,6 +339,14 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
             };
         }
     }
+}
+
+/// `SIM_MOVE_COST`: seconds of the program's work a move of its threads stalls.
+fn move_cost() -> f64 {
+    std::env::var("SIM_MOVE_COST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
 }
 
 /// `SIM_WAIT`: the chance that a warm-up catches the moved thread waiting for its CPU.
