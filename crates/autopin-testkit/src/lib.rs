@@ -371,6 +371,52 @@ pub fn thread_cpu_lists(pid: u32) -> Vec<(String, String)> {
     out
 }
 
+/// A program that computes alone for `serial` seconds (a serial start-up reading its input),
+/// then runs its workers: with `openmp`, an OpenMP parallel loop on OMP_NUM_THREADS threads;
+/// else two pthreads. Each way it works `seconds` after the start-up and exits 0.
+pub fn late_workers(openmp: bool) -> PathBuf {
+    const SRC: &str = r#"
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(void) {
+    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+static double until;
+static void *work(void *arg) {
+    while (now() < until)
+        for (volatile int k = 0; k < 10000; k++) ;
+    return arg;
+}
+int main(int argc, char **argv) {
+    double serial = atof(argv[1]), seconds = atof(argv[2]);
+    work((until = now() + serial, NULL));
+    until = now() + seconds;
+#ifdef _OPENMP
+    while (now() < until) {
+        #pragma omp parallel for
+        for (int i = 0; i < 64; i++)
+            for (volatile int k = 0; k < 2000; k++) ;
+    }
+#else
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+#endif
+    return 0;
+}
+"#;
+    let (name, flags): (&str, &[&str]) = if openmp {
+        ("late_workers_omp", &["-fopenmp"])
+    } else {
+        ("late_workers_pthread", &["-pthread"])
+    };
+    build_c(name, SRC, flags).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// workloads/spin built for the tests: `spin SECONDS THREADS` keeps THREADS threads busy.
 pub fn spin_program() -> PathBuf {
     let include = format!("-I{}", repo_root().join("include").display());

@@ -160,13 +160,19 @@ fn assert_coordinated(reports: &[Value]) {
         );
         assert!(r["complete"].as_bool().unwrap(), "{r}");
     }
+    assert_probed_together(reports, 0);
+}
+
+/// Search `search` of both ranks probed the same candidates in the same order, each probe
+/// overlapping in time its partner's, and the ranks decided alike.
+fn assert_probed_together(reports: &[Value], search: u64) {
     let probes = |r: &Value| -> Vec<(u64, f64, f64)> {
         let origin = r["launch"]["clock_origin"].as_f64().unwrap();
         r["probes"]
             .as_array()
             .unwrap()
             .iter()
-            .filter(|p| p["search"] == 0)
+            .filter(|p| p["search"] == search)
             .map(|p| {
                 let start = origin + p["start"].as_f64().unwrap();
                 (
@@ -676,6 +682,66 @@ fn mpirun_case(mpirun: &str, extra: &[&str]) {
     );
     let reports = read_reports(tmp.path());
     assert_coordinated(&reports);
+}
+
+/// The ranks of an SPMD program whose workers come after a serial start-up: each rank's
+/// threads outgrow its candidates at about the same moment, and each searches again for
+/// them. Searches that begin in the same tick exchange their probes as the first search did
+/// (10 of 10 runs by hand); a rank that began a tick before its partner's probe ended would
+/// find different settings at the exchange and each would decide alone, which the report
+/// says. Either way both ranks end decided, without waiting out a timeout.
+#[test]
+fn mpirun_ranks_whose_workers_come_late_search_again_together() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    autopin_testkit::require!(
+        autopin_testkit::have("mpirun.mpich"),
+        "mpirun.mpich is not installed (scripts/deps.sh installs MPICH)"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new("mpirun.mpich")
+        .args(["-n", "2"])
+        .arg(autopin())
+        .args(RUN_ARGS)
+        .arg("--report")
+        .arg(tmp.path().join("r-%r.json"))
+        .arg("--")
+        .arg(autopin_testkit::late_workers(false))
+        .args(["1.5", "4"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 5.5 s of program; a rank stuck at an exchange would add its timeouts.
+    assert!(
+        started.elapsed().as_secs_f64() < 12.0,
+        "{:?}",
+        started.elapsed()
+    );
+    let reports = read_reports(tmp.path());
+    assert_eq!(reports.len(), 2, "one report per rank");
+    let mut alone = false;
+    for r in &reports {
+        let searches = r["searches"].as_array().unwrap();
+        assert_eq!(searches.len(), 2, "{r}");
+        assert_eq!(
+            searches[1]["trigger"],
+            "the program now runs 3 threads (the candidates were made for 1 thread)",
+            "{r}"
+        );
+        assert_eq!(r["decision"]["search"], 1, "{r}");
+        assert!(r["complete"].as_bool().unwrap(), "{r}");
+        alone |= r["notes"].as_array().unwrap().iter().any(|n| {
+            n.as_str()
+                .is_some_and(|n| n.contains("decides alone") || n.contains("searching alone"))
+        });
+    }
+    if !alone {
+        assert_probed_together(&reports, 1);
+    }
 }
 
 #[test]

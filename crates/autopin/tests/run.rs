@@ -1084,52 +1084,6 @@ fn the_counting_cost_is_measured_once_and_kept_for_later_runs() {
     );
 }
 
-/// A program that computes alone for `serial` seconds (a serial start-up reading its input),
-/// then runs its workers: with `openmp`, an OpenMP parallel loop on OMP_NUM_THREADS threads;
-/// else two pthreads. Each way it works `seconds` after the start-up and exits 0.
-fn late_workers(openmp: bool) -> PathBuf {
-    const SRC: &str = r#"
-#include <pthread.h>
-#include <stdlib.h>
-#include <time.h>
-static double now(void) {
-    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-static double until;
-static void *work(void *arg) {
-    while (now() < until)
-        for (volatile int k = 0; k < 10000; k++) ;
-    return arg;
-}
-int main(int argc, char **argv) {
-    double serial = atof(argv[1]), seconds = atof(argv[2]);
-    work((until = now() + serial, NULL));
-    until = now() + seconds;
-#ifdef _OPENMP
-    while (now() < until) {
-        #pragma omp parallel for
-        for (int i = 0; i < 64; i++)
-            for (volatile int k = 0; k < 2000; k++) ;
-    }
-#else
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, work, NULL);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
-#endif
-    return 0;
-}
-"#;
-    let (name, flags): (&str, &[&str]) = if openmp {
-        ("late_workers_omp", &["-fopenmp"])
-    } else {
-        ("late_workers_pthread", &["-pthread"])
-    };
-    autopin_testkit::build_c(name, SRC, flags).unwrap_or_else(|e| panic!("{e}"))
-}
-
 #[test]
 fn workers_created_after_the_search_began_are_searched_for_again() {
     let _turn = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
@@ -1140,7 +1094,12 @@ fn workers_created_after_the_search_began_are_searched_for_again() {
         .args(["run", "--report"])
         .arg(&report)
         .args(FAST)
-        .args(["--", late_workers(false).to_str().unwrap(), "1.5", "4"])
+        .args([
+            "--",
+            autopin_testkit::late_workers(false).to_str().unwrap(),
+            "1.5",
+            "4",
+        ])
         .output()
         .unwrap();
     assert_eq!(
@@ -1189,7 +1148,11 @@ fn an_openmp_program_is_searched_once_its_serial_start_up_is_over() {
         .args(["run", "--report"])
         .arg(&report)
         .args(["--no-perturbation-estimate", "--"])
-        .args([late_workers(true).to_str().unwrap(), "1.5", "3"])
+        .args([
+            autopin_testkit::late_workers(true).to_str().unwrap(),
+            "1.5",
+            "3",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
