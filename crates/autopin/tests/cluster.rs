@@ -661,6 +661,13 @@ fn mpirun_case(mpirun: &str, extra: &[&str]) {
         autopin_testkit::have(mpirun),
         "{mpirun} is not installed (scripts/deps.sh installs MPICH and Open MPI)"
     );
+    let reports = mpirun_two_ranks(mpirun, extra, &omp_app(), &["3"]);
+    assert_coordinated(&reports);
+}
+
+/// `MPIRUN EXTRA -n 2 autopin run RUN_ARGS --report … -- PROGRAM ARGS` with one OpenMP
+/// thread a rank, which must succeed; the ranks' reports.
+fn mpirun_two_ranks(mpirun: &str, extra: &[&str], program: &Path, args: &[&str]) -> Vec<Value> {
     let tmp = tempfile::tempdir().unwrap();
     let out = Command::new(mpirun)
         .args(extra)
@@ -670,8 +677,8 @@ fn mpirun_case(mpirun: &str, extra: &[&str]) {
         .arg("--report")
         .arg(tmp.path().join("r-%r.json"))
         .arg("--")
-        .arg(omp_app())
-        .arg("3")
+        .arg(program)
+        .args(args)
         .env("OMP_NUM_THREADS", "1")
         .output()
         .unwrap();
@@ -680,8 +687,7 @@ fn mpirun_case(mpirun: &str, extra: &[&str]) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let reports = read_reports(tmp.path());
-    assert_coordinated(&reports);
+    read_reports(tmp.path())
 }
 
 /// The ranks of an SPMD program whose workers come after a serial start-up: each rank's
@@ -697,31 +703,15 @@ fn mpirun_ranks_whose_workers_come_late_search_again_together() {
         autopin_testkit::have("mpirun.mpich"),
         "mpirun.mpich is not installed (scripts/deps.sh installs MPICH)"
     );
-    let tmp = tempfile::tempdir().unwrap();
+    let late = autopin_testkit::late_workers(false);
     let started = std::time::Instant::now();
-    let out = Command::new("mpirun.mpich")
-        .args(["-n", "2"])
-        .arg(autopin())
-        .args(RUN_ARGS)
-        .arg("--report")
-        .arg(tmp.path().join("r-%r.json"))
-        .arg("--")
-        .arg(autopin_testkit::late_workers(false))
-        .args(["1.5", "4"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let reports = mpirun_two_ranks("mpirun.mpich", &[], &late, &["1.5", "4"]);
     // 5.5 s of program; a rank stuck at an exchange would add its timeouts.
     assert!(
         started.elapsed().as_secs_f64() < 12.0,
         "{:?}",
         started.elapsed()
     );
-    let reports = read_reports(tmp.path());
     assert_eq!(reports.len(), 2, "one report per rank");
     let mut alone = false;
     for r in &reports {
