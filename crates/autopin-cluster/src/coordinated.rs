@@ -217,6 +217,10 @@ impl Strategy for Coordinated {
         self.inner.set_busy_neighbours(busy);
     }
 
+    fn set_shares_cpus(&mut self, candidate: usize) {
+        self.inner.set_shares_cpus(candidate);
+    }
+
     fn next(&mut self, elapsed: f64) -> Plan {
         let pending = self.pending.take();
         if self.alone {

@@ -134,6 +134,14 @@ impl Pinning {
         self.cpu_list()
             .map(|_| (0..n).filter_map(|i| self.cpu_for(i)).collect())
     }
+
+    /// Whether it puts two of `n` threads or more on one CPU (never when unpinned).
+    pub fn shares_cpus(&self, n: usize) -> bool {
+        self.cpus_for(n).is_some_and(|cpus| {
+            let distinct: std::collections::BTreeSet<u32> = cpus.iter().copied().collect();
+            distinct.len() < cpus.len()
+        })
+    }
 }
 
 /// Prints a thread-ordered CPU list with commas (`0,1`, order kept, no ranges).
@@ -156,6 +164,16 @@ mod tests {
         let c = Pinning::from_cpus(vec![2, 3]);
         assert_eq!(c.cpu_for(3), Some(3));
         assert_eq!(Pinning::unpinned().cpus_for(2), None);
+    }
+
+    #[test]
+    fn a_pinning_shares_cpus_when_two_of_its_threads_meet() {
+        let two = Pinning::from_cpus(vec![1, 0]);
+        assert!(!two.shares_cpus(2));
+        assert!(two.shares_cpus(3), "the third thread wraps onto CPU 1");
+        assert!(Pinning::from_cpus(vec![1, 1]).shares_cpus(2));
+        assert!(!Pinning::from_cpus(vec![1, 1]).shares_cpus(1));
+        assert!(!Pinning::unpinned().shares_cpus(8));
     }
 
     #[test]

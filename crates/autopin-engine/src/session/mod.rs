@@ -1001,6 +1001,12 @@ impl Session {
                 .as_ref()
                 .is_some_and(|b| !b.is_empty()),
         );
+        let threads = self.tracked.max(1);
+        for (i, c) in self.candidates.iter().enumerate() {
+            if c.shares_cpus(threads) {
+                strat.set_shares_cpus(i);
+            }
+        }
         if self.cfg.check_first && self.search == 0 {
             strat.set_incumbent(0);
             if let Some(r) = self.cfg.check_rate {
@@ -1776,7 +1782,17 @@ mod search_cost_tests {
     }
 
     /// [`run`] where `amount(applied, seconds)` is what each reading counts.
-    fn run_readings(mut amount: impl FnMut(Option<usize>, f64) -> f64, until: f64) -> Session {
+    fn run_readings(amount: impl FnMut(Option<usize>, f64) -> f64, until: f64) -> Session {
+        run_threads(two_cpus, 1, amount, until)
+    }
+
+    /// [`run_readings`] of a program of `threads` threads among the candidates `cands`.
+    fn run_threads(
+        cands: fn(usize) -> CandidateList,
+        threads: usize,
+        mut amount: impl FnMut(Option<usize>, f64) -> f64,
+        until: f64,
+    ) -> Session {
         let cfg = SessionConfig {
             init: 0.5,
             watch: None,
@@ -1784,7 +1800,7 @@ mod search_cost_tests {
         };
         let mut s = Session::new(
             cfg,
-            Box::new(two_cpus),
+            Box::new(cands),
             Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
         );
         s.start(0.0);
@@ -1799,12 +1815,35 @@ mod search_cost_tests {
                 start: t,
                 end,
                 amount,
-                tracked: 1,
+                tracked: threads,
                 ..Interval::default()
             });
             t = end;
         }
         s
+    }
+
+    #[test]
+    fn a_pinning_that_stacks_threads_is_ended_at_its_first_collapse() {
+        // Two threads: `1,1` puts both on CPU 1, where spinning barrier threads wait for
+        // each other (1000× slower). Its first collapsed warm-up is what it does, not the
+        // stall of a move, so it is not looked at again.
+        fn stacked(_: usize) -> CandidateList {
+            vec![
+                Pinning::from_cpus(vec![0, 1]),
+                Pinning::from_cpus(vec![1, 1]),
+            ]
+            .into()
+        }
+        let s = run_threads(
+            stacked,
+            2,
+            |a, dt| if a == Some(0) { 1e5 * dt } else { 100.0 * dt },
+            20.0,
+        );
+        let p = &s.report.probes;
+        assert_eq!(p.iter().filter(|p| p.candidate == 1).count(), 1, "{p:?}");
+        assert_eq!(s.report.decision.expect("decided").candidate_index, 0);
     }
 
     #[test]

@@ -94,6 +94,11 @@ pub trait Strategy {
     /// on a free one), while a pinning's cannot: a search that cannot tell the OS placement
     /// from the best pinning keeps the pinning. Ignored by default.
     fn set_busy_neighbours(&mut self, _busy: bool) {}
+    /// A candidate that puts two of the program's threads or more on one CPU: a collapse
+    /// right after a move to it is what it does (threads waiting for each other on one
+    /// CPU), where after a move to any other it may be the move's own stall. Ignored by
+    /// default.
+    fn set_shares_cpus(&mut self, _candidate: usize) {}
     /// Which candidate is in force already and stays unless another is shown better (a
     /// remembered decision being checked): it is what indistinguishable candidates keep.
     fn set_incumbent(&mut self, _candidate: usize) {}

@@ -173,6 +173,8 @@ struct Arm {
     warmup_collapses: usize,
     /// A reading longer than a warm-up is in `range`.
     ranged_whole: bool,
+    /// The candidate puts two threads or more on one CPU (`Strategy::set_shares_cpus`).
+    shares_cpus: bool,
 }
 
 impl Arm {
@@ -337,6 +339,7 @@ impl Race {
                     probe_swing: 1.0,
                     warmup_collapses: 0,
                     ranged_whole: false,
+                    shares_cpus: false,
                 };
                 candidates
             ],
@@ -797,11 +800,13 @@ impl Race {
     /// stalled the program now and then for 20 ms or more, whichever candidate they went to
     /// (a pinning's first warm-up read 51 000 OpenMP constructs/s beside the OS placement's
     /// 753 000, as fast once it ran). A collapse at two looks, or in a measured tick, is the
-    /// candidate's own: two spinning threads sharing a CPU collapse at every look.
+    /// candidate's own, as is one of a candidate that shares CPUs between threads: two
+    /// spinning threads on one CPU collapse at every look.
     fn below_half(&self, l: usize, c: usize) -> bool {
         let a = &self.arms[c];
         let searched = a.rounds.iter().any(|&r| r > 0);
-        let seen_twice = a.ranged_whole || a.warmup_collapses >= 2;
+        let needed = if a.shares_cpus { 1 } else { 2 };
+        let seen_twice = a.ranged_whole || a.warmup_collapses >= needed;
         match (self.arms[l].range, a.range) {
             (Some((l_lo, _)), Some((_, c_hi))) => {
                 searched && seen_twice && l_lo > 0.0 && c_hi < HALF_THE_LEADER * l_lo
@@ -1388,6 +1393,12 @@ impl Strategy for Race {
 
     fn set_busy_neighbours(&mut self, busy: bool) {
         self.busy_neighbours = busy;
+    }
+
+    fn set_shares_cpus(&mut self, candidate: usize) {
+        if let Some(a) = self.arms.get_mut(candidate) {
+            a.shares_cpus = true;
+        }
     }
 
     fn set_os_placement(&mut self, candidate: usize) {
@@ -2445,6 +2456,15 @@ mod lost_work_tests {
         );
         assert_eq!(d.candidate, 0, "{} after {order:?}", d.reason);
         assert_eq!(order.iter().filter(|&&c| c == 1).count(), 2, "{order:?}");
+        // One that puts two threads on a CPU is that collapse from its first look on.
+        let mut r = Race::new(RaceParams::default(), 2);
+        r.set_shares_cpus(1);
+        let (d, order, _) = super::tests::drive_race(r, |c, _, measure| match c {
+            1 => quiet_probe(c, 500.0, 0.02, 1),
+            _ => quiet_probe(c, 753_000.0, measure, 2),
+        });
+        assert_eq!(d.candidate, 0, "{} after {order:?}", d.reason);
+        assert_eq!(order.iter().filter(|&&c| c == 1).count(), 1, "{order:?}");
     }
 
     /// Drives a race of `n` candidates, `os` the OS placement, with or without CPUs busy
