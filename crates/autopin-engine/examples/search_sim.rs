@@ -178,6 +178,12 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
     let mut t = 0.0;
     let mut lost = 0.0;
     let mut current: Option<usize> = None;
+    // Whether probing `c` after `current` moves the threads (none move onto the OS placement
+    // before anything was pinned), and what a move stalls (`SIM_MOVE_COST`).
+    let moves =
+        |current: Option<usize>, c: usize| current != Some(c) && !(current.is_none() && c == os);
+    let stall = env_number("SIM_MOVE_COST");
+    let wait_chance = env_number("SIM_WAIT");
     // A neighbour arrives 3 s in and slows every candidate alike (ratios unchanged).
     let load = |t: f64| if case.shift && t >= 3.0 { 0.6 } else { 1.0 };
     // The machine's own load drifts slowly and slows whatever runs (AR(1), 2 s memory).
@@ -197,7 +203,7 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
             } => {
                 let c = candidate;
                 // No warm-up when no thread moves (as the session does).
-                let stays = current == Some(c) || (current.is_none() && c == os);
+                let stays = !moves(current, c);
                 let warmup = if stays { 0.0 } else { warmup };
                 // SIM_OS_RESET=1: a probe of the OS placement after a pinned one starts in a
                 // state of its own drawing (the kernel places the threads afresh) instead of
@@ -210,8 +216,8 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 // 16 spinning threads did on a 16-CPU virtual machine (a sensitivity check of
                 // the probes' count against their length; off by default).
                 if !stays {
-                    lost += move_cost();
-                    t += move_cost();
+                    lost += stall;
+                    t += stall;
                 }
                 let loss = 1.0 - cands[c].rate / best;
                 // The warm-up costs its own length (the driver reads the counters when it
@@ -231,7 +237,7 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                     // SIM_WAIT=p: with chance p the moved thread waits behind another process
                     // for much of the warm-up, which then reads 0.1–0.4 of the rate (seen on
                     // real programs beside a busy CPU; a sensitivity check, off by default).
-                    let cold = match wait_chance() {
+                    let cold = match wait_chance {
                         p if p > 0.0 && rng.uniform() < p => cold * (0.1 + 0.3 * rng.uniform()),
                         _ => cold,
                     };
@@ -302,9 +308,9 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 }
                 let r = cands[d.candidate.min(case.k - 1)].rate;
                 // The decided pinning applied (or the OS placement given back) is a move too.
-                if current != Some(d.candidate) && !(current.is_none() && d.candidate == os) {
-                    lost += move_cost();
-                    t += move_cost();
+                if moves(current, d.candidate) {
+                    lost += stall;
+                    t += stall;
                 }
                 let search_lost = lost;
                 if std::env::var_os("SIM_WRONG").is_some() && r < best / 1.02 {
@@ -341,17 +347,11 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
     }
 }
 
-/// `SIM_MOVE_COST`: seconds of the program's work a move of its threads stalls.
-fn move_cost() -> f64 {
-    std::env::var("SIM_MOVE_COST")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
-}
-
-/// `SIM_WAIT`: the chance that a warm-up catches the moved thread waiting for its CPU.
-fn wait_chance() -> f64 {
-    std::env::var("SIM_WAIT")
+/// A number the environment sets, 0 when unset: `SIM_MOVE_COST` (seconds of the program's
+/// work a move of its threads stalls), `SIM_WAIT` (the chance that a warm-up catches the
+/// moved thread waiting for its CPU).
+fn env_number(name: &str) -> f64 {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0)

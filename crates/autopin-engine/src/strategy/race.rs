@@ -806,10 +806,10 @@ impl Race {
         let a = &self.arms[c];
         let searched = a.rounds.iter().any(|&r| r > 0);
         let needed = if a.shares_cpus { 1 } else { 2 };
-        let seen_twice = a.ranged_whole || a.warmup_collapses >= needed;
+        let its_own = a.ranged_whole || a.warmup_collapses >= needed;
         match (self.arms[l].range, a.range) {
             (Some((l_lo, _)), Some((_, c_hi))) => {
-                searched && seen_twice && l_lo > 0.0 && c_hi < HALF_THE_LEADER * l_lo
+                searched && its_own && l_lo > 0.0 && c_hi < HALF_THE_LEADER * l_lo
             }
             _ => false,
         }
