@@ -16,6 +16,8 @@
 # when PROGS names it, `serial`: ompwork -m imbalance after a 2 s serial start-up (-s 2: it
 # computes alone, then starts its OpenMP threads), whose threads come after a search of its
 # first thread would have begun.
+# PINNINGS="0,1;1,0;0,0;1,1" gives both autopins these pinnings (and the OS placement) instead
+# of the topology's candidates: with four pinnings or more the race scouts them first.
 # BUSY=0 runs on an idle machine (no neighbour; the OS placement is then the reference to
 # beat); PROGS="ompwork" picks programs (default: ompwork syncbench gromacs; `serial` too
 # when named). A round's line adds how many searches autopin began when there was more than
@@ -59,6 +61,7 @@ else
   echo "idle machine (BUSY=0); $ROUNDS rounds; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 SIDES="os pin01 pin10 ap"
+CANDS=${PINNINGS:+--unpinned --schedule $PINNINGS}
 [ -n "${AUTOPIN_OLD:-}" ] && SIDES="$SIDES old"
 for prog in $PROGS; do
   C=$(cmd "$prog")
@@ -73,8 +76,8 @@ for prog in $PROGS; do
         os) v=$(t $C) ;;
         pin01) v=$(t "$AUTOPIN" pin -c 0,1 -- $C) ;;
         pin10) v=$(t "$AUTOPIN" pin -c 1,0 -- $C) ;;
-        ap) v=$(t "$AUTOPIN" run --report "$W/ap.json" -- $C) ;;
-        old) v=$(t "$AUTOPIN_OLD" run --report "$W/old.json" -- $C) ;;
+        ap) v=$(t "$AUTOPIN" run $CANDS --report "$W/ap.json" -- $C) ;;
+        old) v=$(t "$AUTOPIN_OLD" run $CANDS --report "$W/old.json" -- $C) ;;
       esac
       echo "$v" >> "$W/$prog.$s"
     done

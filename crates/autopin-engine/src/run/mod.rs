@@ -650,12 +650,11 @@ fn start(
     // the CPUs busy when it was taken. (The program's own time is not counted, so the window
     // may as well start after the launch: the scan of every process's threads then runs
     // beside the program's start, not before it.)
-    let busy_watch = match (&plan.target, explicit) {
-        (TargetSpec::Launch(_), None) => env.platform.busy_watch(&plan.machine.allowed_cpuset()),
-        (TargetSpec::Launch(_), Some(_)) if plan.remembered.is_some() => {
-            env.platform.busy_watch(&plan.machine.allowed_cpuset())
-        }
-        _ => None,
+    // Also for the user's own candidates: they stay as given, but the race judges the OS
+    // placement beside busy CPUs by rules of its own (`Strategy::set_busy_neighbours`).
+    let busy_watch = match &plan.target {
+        TargetSpec::Launch(_) => env.platform.busy_watch(&plan.machine.allowed_cpuset()),
+        TargetSpec::Attach { .. } => None,
     };
     for w in &started.warnings {
         env.sink.message(None, &format!("warning: {w}"));
@@ -773,6 +772,7 @@ fn candidate_factory(
     mut around: Surroundings,
 ) -> CandidateFactory {
     let source = plan.candidates.clone();
+    let given = plan.remembered.is_none();
     Box::new(move |n| match (&explicit, &source) {
         (
             Some(list),
@@ -800,6 +800,26 @@ fn candidate_factory(
                     busy_text(busy)
                 )),
                 busy: None,
+            }
+        }
+        // The user's pinnings stay as given; the CPUs busy with other work are still found,
+        // for the race's rules beside them: without them an OS placement whose every probe
+        // after a move collapsed onto the busy CPU was weighed as on an idle machine, by
+        // length, and never ended (ompwork beside a busy CPU 0 with `--unpinned --schedule
+        // "0,1;1,0;0,0;1,1"` searched to its end in 4 of 7 runs).
+        (Some(list), CandidateSource::Explicit(_)) if given => {
+            let pid = around.pid;
+            let busy = around.busy.as_mut().map(|w| w.busy_cpus(pid));
+            let note = busy.as_ref().filter(|b| !b.is_empty()).map(|b| {
+                format!(
+                    "CPU(s) {} busy with other work: the candidates are as given",
+                    cpu_text(b)
+                )
+            });
+            CandidateList {
+                pinnings: list.clone(),
+                note,
+                busy,
             }
         }
         (Some(list), _) => list.clone().into(),

@@ -400,6 +400,46 @@ fn busy_cpus_keep_the_candidates_off_them() {
 }
 
 #[test]
+fn explicit_candidates_beside_a_busy_cpu_are_kept_as_given_and_searched_as_beside_it() {
+    let m = small();
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let busy = m.allowed_cpuset().iter().next().unwrap();
+    p.busy = vec![busy];
+    let given = vec![
+        Pinning::unpinned(),
+        Pinning::from_cpus(vec![busy, busy + 1]),
+        Pinning::from_cpus(vec![busy + 1, busy + 2]),
+    ];
+    let (r, sink) = go(
+        &plan(&m, launch(), CandidateSource::Explicit(given.clone())),
+        &mut p,
+    );
+    let r = r.unwrap();
+    assert_eq!(r.busy_cpus, Some(vec![busy]));
+    assert!(
+        sink.said(&format!(
+            "CPU(s) {busy} busy with other work: the candidates are as given"
+        )),
+        "{:?}",
+        sink.messages
+    );
+    let listed: Vec<Option<Vec<u32>>> = r.candidates.iter().map(|c| c.cpus.clone()).collect();
+    let expected: Vec<Option<Vec<u32>>> = given
+        .iter()
+        .map(|g| g.cpu_list().map(<[u32]>::to_vec))
+        .collect();
+    assert_eq!(listed, expected);
+    // Nothing busy: no note, and the report says none was.
+    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
+    let (r, sink) = go(
+        &plan(&m, launch(), CandidateSource::Explicit(given)),
+        &mut p,
+    );
+    assert_eq!(r.unwrap().busy_cpus, Some(vec![]));
+    assert!(!sink.said("busy with other work"), "{:?}", sink.messages);
+}
+
+#[test]
 fn explicit_single_candidate_is_pinned_at_birth_and_kept() {
     let m = small();
     let mut p = SimPlatform::new(sim(&m, 2, 30.0));

@@ -1192,3 +1192,32 @@ fn threads_pinned_at_birth_are_not_taken_for_the_os_placements() {
         }
     }
 }
+
+#[test]
+fn a_search_of_many_candidates_scouts_them_and_probes_the_best_scouted_first() {
+    // Sixteen threads on four packages: every pinning is read for its warm-up alone
+    // (20 ms) before the first round, which then probes the best of them first.
+    let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 16, 0.05, 3, 1e9);
+    let cands = structured_candidates(&sim.topo(), 16);
+    let r = run(&sim, "race", 0.5);
+    let probes = &r.report.probes;
+    let fresh: Vec<usize> = (0..cands.len())
+        .filter(|&i| !cands[i].is_unpinned())
+        .collect();
+    assert!(fresh.len() >= 4, "{} pinnings", fresh.len());
+    let scouts = &probes[..fresh.len()];
+    let mut scouted: Vec<usize> = scouts.iter().map(|p| p.candidate).collect();
+    scouted.sort_unstable();
+    assert_eq!(scouted, fresh, "each pinning scouted once, first");
+    assert!(scouts.iter().all(|p| p.duration < 0.05), "{scouts:?}");
+    let best_scout = scouts
+        .iter()
+        .max_by(|a, b| a.rate.total_cmp(&b.rate))
+        .unwrap()
+        .candidate;
+    let first = &probes[fresh.len()];
+    assert_eq!(first.candidate, best_scout);
+    assert!(first.duration >= 0.1, "a whole probe: {first:?}");
+    let best = cands.iter().map(|c| sim.true_rate(c)).fold(0.0, f64::max);
+    assert!(sim.true_rate(&r.chosen) >= 0.99 * best);
+}

@@ -111,9 +111,10 @@ pub trait Strategy {
     fn seen_enough(&self, _candidate: usize, _ticks: &[f64]) -> bool {
         false
     }
-    /// Whether the warm-up of `candidate`, read at `score`, already shows it so far behind
-    /// the leader that no tick of it is needed: its probe is then the warm-up alone. Never,
-    /// by default.
+    /// Whether the probe of `candidate` ends at its warm-up, read at `score`: it already
+    /// shows the candidate so far behind the leader that no tick of it is needed, or the
+    /// strategy wanted no more than that reading (the race's scouts). Its probe is then the
+    /// warm-up alone. Never, by default.
     fn behind_at_warmup(&self, _candidate: usize, _score: f64) -> bool {
         false
     }

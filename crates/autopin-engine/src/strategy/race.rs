@@ -29,7 +29,9 @@
 //!   close call costs little per second and needs slow fluctuations averaged out. A probe
 //!   whose first ticks are below `cut_below` of the leader's lowest ends there
 //!   (`seen_enough`); one whose warm-up already reads below `WARMUP_CUT` of it is the warm-up
-//!   alone (`behind_at_warmup`).
+//!   alone (`behind_at_warmup`), and a pinning read so at two warm-ups goes. Before the first
+//!   round, four pinnings or more are scouted, each read for its warm-up alone, and the
+//!   first round probes the best scouted first, so the rest can be cut short against it.
 //! - **No decision without evidence.** No survivor confidently more than `tolerance` better
 //!   than the leader ends the search with the leader (the reason states that bound);
 //!   survivors confidently within `indistinct` of it, or a budget that ends before the
@@ -175,6 +177,11 @@ struct Arm {
     ranged_whole: bool,
     /// The candidate puts two threads or more on one CPU (`Strategy::set_shares_cpus`).
     shares_cpus: bool,
+    /// Its reading in the scouting pass: a warm-up alone, before the first round (see
+    /// `Race::next_scout`).
+    scout: Option<f64>,
+    /// Probes of the search that ended at their warm-up (`Strategy::behind_at_warmup`).
+    warmup_cuts: usize,
 }
 
 impl Arm {
@@ -236,6 +243,8 @@ enum Why {
     Ceiling,
     /// The OS placement beside CPUs busy with other work, not leading (`not_ahead_beside_busy`).
     NotAhead,
+    /// Far behind the leader at two warm-ups (`behind_at_two_warmups`).
+    WarmUps,
 }
 
 impl RaceParams {
@@ -266,7 +275,18 @@ pub struct Race {
     eliminated: Vec<Option<Why>>,
     /// Other work keeps some of the program's CPUs busy (`Strategy::set_busy_neighbours`).
     busy_neighbours: bool,
+    /// Candidates still to scout, and the one being scouted (`next_scout`).
+    scout_queue: Vec<usize>,
+    scouting: Option<usize>,
+    /// The scouting pass was planned (it is planned once, before the first round).
+    scouted: bool,
 }
+
+/// Fewest candidates, besides the OS placement, that a search scouts (`Race::next_scout`):
+/// with three or fewer the first round reaches the leader after one other on average, which
+/// does not pay for a move and 20 ms each (in the simulator scouting two lost more than it
+/// saved).
+const SCOUT_MIN: usize = 4;
 
 /// The most autopin's moves of the threads may take of one CPU while the race searches
 /// (see `move_cost`).
@@ -340,6 +360,8 @@ impl Race {
                     warmup_collapses: 0,
                     ranged_whole: false,
                     shares_cpus: false,
+                    scout: None,
+                    warmup_cuts: 0,
                 };
                 candidates
             ],
@@ -351,6 +373,9 @@ impl Race {
             expected: None,
             eliminated: vec![None; candidates],
             busy_neighbours: false,
+            scout_queue: Vec::new(),
+            scouting: None,
+            scouted: false,
         }
     }
 
@@ -695,6 +720,8 @@ impl Race {
             let unsettled = self.unsettled(l) || self.unsettled(c);
             let why = if self.below_half(l, c) {
                 Some(Why::HalfTheLeader)
+            } else if self.behind_at_two_warmups(l, c) {
+                Some(Why::WarmUps)
             } else if self.under_ceiling(l, c) {
                 Some(Why::Ceiling)
             } else if self.not_ahead_beside_busy(l, c) {
@@ -844,6 +871,24 @@ impl Race {
             && cm <= (1.0 - self.p.close) * lm
     }
 
+    /// Two of the challenger `c`'s warm-ups read below [`WARMUP_CUT`] of the leader `l`'s
+    /// lowest tick: probes of the search that ended there (`behind_at_warmup`), or its
+    /// scouting reading, when it reads so against the leader now. Each came after a move of
+    /// its own, so a stall of one move (the reason one collapse ends nothing, `below_half`)
+    /// does not make both; a pinning within reach of the leader loses at most the cold
+    /// caches of its first 20 ms. Not the OS placement: its warm-up starts from where the
+    /// pinning before it left the threads. Without this a pinning 1.5–2.5× behind was read
+    /// at its warm-up round after round, never eliminated by the half-the-leader rule (its
+    /// readings are not collapses) until three of them made a t-test.
+    fn behind_at_two_warmups(&self, l: usize, c: usize) -> bool {
+        let a = &self.arms[c];
+        let Some((l_lo, _)) = self.arms[l].range else {
+            return false;
+        };
+        let scout_behind = a.scout.is_some_and(|s| l_lo > 0.0 && s < WARMUP_CUT * l_lo);
+        self.os_placement != Some(c) && a.warmup_cuts + usize::from(scout_behind) >= 2
+    }
+
     /// Candidate `c` swings against the leader `l`: the ticks of one of its probes span
     /// `os_swing` (highest ÷ lowest), or its scores relative to the leader's over the rounds
     /// that probed both do. Not its ticks over all its probes: a change of the whole machine
@@ -888,6 +933,12 @@ impl Race {
                 .all(|w| w.is_none() || *w == Some(Why::HalfTheLeader))
             {
                 "all other candidates eliminated (every interval below half the leader's)"
+            } else if self
+                .eliminated
+                .iter()
+                .all(|w| matches!(w, None | Some(Why::HalfTheLeader | Why::WarmUps)))
+            {
+                "all other candidates eliminated (far below the leader: below half its every tick, or at two warm-ups)"
             } else if self.eliminated.contains(&Some(Why::Ceiling)) {
                 "all other candidates eliminated (a swinging one never rose above the leader)"
             } else if self.eliminated.contains(&Some(Why::NotAhead)) {
@@ -1237,6 +1288,43 @@ impl Race {
             .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < COLLAPSE * l_lo)
     }
 
+    /// The next candidate to scout. Once, before the first round, every candidate not yet
+    /// probed is read for its warm-up alone (20 ms) when there are `SCOUT_MIN` or more of
+    /// them and no pinning in force is being checked. The first round then probes the best
+    /// scouted first: the leader is found early, and the probes after it are cut short
+    /// against it (`seen_enough`, `behind_at_warmup`). In a random order, half the
+    /// candidates before the best were probed whole, each 0.2 s of its gap lost; that was
+    /// half of what the search lost in the simulator. Not the OS placement, whose threads
+    /// need no move and whose warm-up reads where the last pinning left them.
+    fn next_scout(&mut self) -> Option<usize> {
+        if !self.scouted && self.rounds == 0 {
+            self.scouted = true;
+            let fresh: Vec<usize> = self
+                .survivors()
+                .into_iter()
+                .filter(|&c| self.arms[c].scores.is_empty() && self.os_placement != Some(c))
+                .collect();
+            if fresh.len() >= SCOUT_MIN && self.incumbent.is_none() {
+                self.scout_queue = fresh.into_iter().rev().collect();
+            }
+        }
+        self.scout_queue.pop()
+    }
+
+    /// The first round's order after scouting: the best scouted candidate, then those not
+    /// scouted (the OS placement: probed once a leader can cut its probe short, and before
+    /// the other pinnings, as it is what a tie keeps), then the rest by their scouting
+    /// readings, best first. Unchanged when nothing was scouted.
+    fn scouting_order(&self, order: Vec<usize>) -> Vec<usize> {
+        let (mut scouted, unscouted): (Vec<usize>, Vec<usize>) = order
+            .into_iter()
+            .partition(|&c| self.arms[c].scout.is_some());
+        let reading = |c: usize| self.arms[c].scout.unwrap_or(0.0);
+        scouted.sort_by(|a, b| reading(*b).total_cmp(&reading(*a)));
+        let rest = scouted.split_off(scouted.len().min(1));
+        scouted.into_iter().chain(unscouted).chain(rest).collect()
+    }
+
     /// Probe lengths for the next round: close calls with noisy probes get longer ones, a
     /// pinning far behind the leader the short `far_probe`, every other survivor the base
     /// length.
@@ -1309,6 +1397,17 @@ impl Strategy for Race {
                 };
             }
         }
+        if let Some(c) = self.next_scout() {
+            let measure = self.arms[c].probe_len;
+            if elapsed + self.p.warmup + measure <= self.p.budget {
+                self.scouting = Some(c);
+                return Plan::Probe {
+                    candidate: c,
+                    warmup: self.p.warmup,
+                    measure,
+                };
+            }
+        }
         if !self.queue.is_empty() {
             // A candidate the probes so far in this round already rule out is not probed
             // again: its probe would be lost work.
@@ -1337,6 +1436,7 @@ impl Strategy for Race {
                 if !unprobed.is_empty() {
                     order = unprobed;
                 }
+                order = self.scouting_order(order);
             }
             if self.rounds > 0 {
                 if let Some(d) = self.judge(false) {
@@ -1456,6 +1556,10 @@ impl Strategy for Race {
     /// good pinning far less in its first 20 ms, so the candidate is far behind and its
     /// warm-up is its probe (the half-the-leader rule then ends it).
     fn behind_at_warmup(&self, c: usize, score: f64) -> bool {
+        // A scout is its warm-up.
+        if self.scouting == Some(c) {
+            return true;
+        }
         let est = self.estimates();
         let Some(l) = self.leader(&est).filter(|&l| l != c) else {
             return false;
@@ -1469,13 +1573,28 @@ impl Strategy for Race {
         if outcome.candidate >= self.arms.len() {
             return;
         }
+        let mut round = self.rounds;
+        if self.scouting.take() == Some(outcome.candidate) {
+            if outcome.intervals <= 1 && warmup_only(outcome.duration, self.p.warmup) {
+                if outcome.score.is_finite() && outcome.score >= 0.0 {
+                    self.arms[outcome.candidate].scout = Some(outcome.score);
+                }
+                return;
+            }
+            // Measured whole: the objective cannot read a rate in a warm-up (OpenMP regions
+            // longer than it), a thread came or went, or the ranks of a coordinated search
+            // probe whole. It is the candidate's first probe, and scouting the others would
+            // cost as much as their first round.
+            self.scout_queue.clear();
+            round = 1;
+        }
         let a = &mut self.arms[outcome.candidate];
         if !(outcome.score.is_finite() && outcome.score >= 0.0) {
             return;
         }
         a.scores.push(outcome.score);
         a.lengths.push(outcome.duration.max(1e-3));
-        a.rounds.push(self.rounds);
+        a.rounds.push(round);
         a.seen_ticks += outcome.intervals.max(1) as f64;
         if let Some((lo, hi)) = outcome.interval_range.filter(|r| r.0 > 0.0) {
             if outcome.intervals >= 2 {
@@ -1504,6 +1623,7 @@ impl Strategy for Race {
         let keep_range = !short || collapsed;
         let a = &mut self.arms[outcome.candidate];
         a.warmup_collapses += usize::from(collapsed);
+        a.warmup_cuts += usize::from(short && round > 0);
         a.ranged_whole |= !short && outcome.interval_range.is_some();
         if let Some((lo, hi)) = outcome.interval_range.filter(|_| keep_range) {
             a.range = Some(match a.range {
@@ -2424,6 +2544,86 @@ mod lost_work_tests {
         // pinning is kept.
         let d = race(true);
         assert_eq!(d.candidate, 1, "{}", d.reason);
+    }
+
+    /// Drives a race as the session does: every probe's warm-up is read at
+    /// `warm(candidate, look#)` and offered to `behind_at_warmup`; a probe it ends is that
+    /// reading alone, any other measures `rate(candidate)` over its length. Returns the
+    /// decision and every probe as (candidate, measured past its warm-up).
+    fn drive_warm(
+        mut r: Race,
+        warm: impl Fn(usize, usize) -> f64,
+        rate: impl Fn(usize) -> f64,
+    ) -> (Decision, Vec<(usize, bool)>) {
+        let (mut t, mut probes) = (0.0, Vec::new());
+        loop {
+            match r.next(t) {
+                Plan::Probe {
+                    candidate: c,
+                    warmup,
+                    measure,
+                } => {
+                    let reading = warm(
+                        c,
+                        probes.iter().filter(|p: &&(usize, bool)| p.0 == c).count(),
+                    );
+                    let at_warmup = r.behind_at_warmup(c, reading);
+                    probes.push((c, !at_warmup));
+                    if at_warmup {
+                        t += warmup;
+                        r.record(quiet_probe(c, reading, warmup, 1));
+                    } else {
+                        t += warmup + measure;
+                        r.record(quiet_probe(c, rate(c), measure, 2));
+                    }
+                }
+                Plan::Decide(d) => return (d, probes),
+            }
+        }
+    }
+
+    #[test]
+    fn four_pinnings_or_more_are_scouted_and_the_best_scouted_is_probed_first() {
+        // The OS placement (#0) and five pinnings; #4 is the best, the others far behind
+        // (their warm-ups read below 40% of its rate). Each pinning is read at its warm-up
+        // alone first; the first round probes #4, then the OS placement, and ends the
+        // others at their warm-ups again, which is their second look far behind: they go
+        // without a measured tick.
+        let rates = [100.0, 30.0, 35.0, 25.0, 150.0, 40.0];
+        let mut r = Race::new(RaceParams::default(), rates.len());
+        r.set_os_placement(0);
+        let (d, probes) = drive_warm(r, |c, _| 0.9 * rates[c], |c| rates[c]);
+        assert_eq!(d.candidate, 4, "{}", d.reason);
+        let scouts: Vec<(usize, bool)> = (1..6).map(|c| (c, false)).collect();
+        assert_eq!(probes[..5], scouts[..], "{probes:?}");
+        assert_eq!(probes[5..7], [(4, true), (0, true)], "{probes:?}");
+        for c in [1, 2, 3, 5] {
+            let looks: Vec<bool> = probes[5..]
+                .iter()
+                .filter(|p| p.0 == c)
+                .map(|p| p.1)
+                .collect();
+            assert_eq!(looks, [false], "#{c}: {probes:?}");
+        }
+        // Three pinnings are not scouted: the first round finds the leader as soon.
+        let mut r = Race::new(RaceParams::default(), 4);
+        r.set_os_placement(0);
+        let (_, probes) = drive_warm(r, |c, _| 0.9 * rates[c], |c| rates[c]);
+        assert_eq!(probes[0], (0, true), "not scouted: {probes:?}");
+    }
+
+    #[test]
+    fn a_scout_the_objective_measures_whole_ends_the_scouting() {
+        // A warm-up too short for the objective to read a rate (OpenMP regions longer than
+        // it): the session measures the probe whole. That is the pinning's first probe; the
+        // others are not scouted, and it is not probed again in the first round.
+        let mut r = Race::new(RaceParams::default(), 5);
+        r.set_os_placement(0);
+        let (d, order, _) = super::tests::drive_race(r, |c, _, measure| {
+            quiet_probe(c, [100.0, 60.0, 200.0, 50.0, 40.0][c], measure, 2)
+        });
+        assert_eq!(d.candidate, 2, "{}", d.reason);
+        assert_eq!(order[..5], [1, 0, 2, 3, 4], "{order:?}");
     }
 
     #[test]
