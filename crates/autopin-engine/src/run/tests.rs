@@ -375,12 +375,18 @@ fn an_openmp_runtime_a_library_brings_is_looked_for_once_the_loader_is_done() {
     assert_eq!(p.meter_opened, Some(ObjectiveSource::OpenMpProgress));
 }
 
+/// A 2-thread program on `small()` whose first allowed CPU other work keeps busy.
+fn beside_a_busy_cpu(m: &Machine) -> (SimPlatform, u32) {
+    let mut p = SimPlatform::new(sim(m, 2, 30.0));
+    let busy = m.allowed_cpuset().iter().next().unwrap();
+    p.busy = vec![busy];
+    (p, busy)
+}
+
 #[test]
 fn busy_cpus_keep_the_candidates_off_them() {
     let m = small();
-    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    let busy = m.allowed_cpuset().iter().next().unwrap();
-    p.busy = vec![busy];
+    let (mut p, busy) = beside_a_busy_cpu(&m);
     let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
     let r = r.unwrap();
     assert!(sink.said(&format!("CPU(s) {busy} busy with other work")));
@@ -402,9 +408,7 @@ fn busy_cpus_keep_the_candidates_off_them() {
 #[test]
 fn explicit_candidates_beside_a_busy_cpu_are_kept_as_given_and_searched_as_beside_it() {
     let m = small();
-    let mut p = SimPlatform::new(sim(&m, 2, 30.0));
-    let busy = m.allowed_cpuset().iter().next().unwrap();
-    p.busy = vec![busy];
+    let (mut p, busy) = beside_a_busy_cpu(&m);
     let given = vec![
         Pinning::unpinned(),
         Pinning::from_cpus(vec![busy, busy + 1]),
