@@ -860,11 +860,10 @@ pub fn candidates_avoiding(
     for c in free_cpu_candidates(m, n, busy) {
         // Already there: the same CPUs, or a class representative off the busy CPUs with
         // the same shape (one thread per CPU, so the same class).
-        let distinct: std::collections::BTreeSet<&u32> = c.cpus().iter().collect();
+        let one_per_cpu = !c.shares_cpus(c.cpus().len());
         let sig = levels.signature(c.cpus());
-        let same_class = |o: &Pinning| {
-            distinct.len() == c.cpus().len() && off_busy(o) && levels.signature(o.cpus()) == sig
-        };
+        let same_class =
+            |o: &Pinning| one_per_cpu && off_busy(o) && levels.signature(o.cpus()) == sig;
         if !out.iter().any(|o| o.cpus() == c.cpus() || same_class(o)) {
             out.push(c);
         }

@@ -759,6 +759,14 @@ struct Surroundings {
     pid: i32,
 }
 
+impl Surroundings {
+    /// The CPUs other work keeps busy now (None: nothing watches them).
+    fn busy_now(&mut self) -> Option<Vec<u32>> {
+        let pid = self.pid;
+        self.busy.as_mut().map(|w| w.busy_cpus(pid))
+    }
+}
+
 /// The candidates of each search: the explicit list, or topology candidates for the
 /// threads seen (or the planned thread count), kept off the CPUs busy with other work when
 /// the search starts and near the GPUs the program has open. A remembered decision's list
@@ -808,8 +816,7 @@ fn candidate_factory(
         // length, and never ended (ompwork beside a busy CPU 0 with `--unpinned --schedule
         // "0,1;1,0;0,0;1,1"` searched to its end in 4 of 7 runs).
         (Some(list), CandidateSource::Explicit(_)) if given => {
-            let pid = around.pid;
-            let busy = around.busy.as_mut().map(|w| w.busy_cpus(pid));
+            let busy = around.busy_now();
             let note = busy.as_ref().filter(|b| !b.is_empty()).map(|b| {
                 format!(
                     "CPU(s) {} busy with other work: the candidates are as given",
@@ -831,26 +838,22 @@ fn candidate_factory(
                 threads,
             },
         ) => {
-            let pid = around.pid;
-            let busy = around
-                .busy
-                .as_mut()
-                .map(|w| w.busy_cpus(pid))
-                .unwrap_or_default();
+            let seen = around.busy_now();
+            let busy: &[u32] = seen.as_deref().unwrap_or_default();
             let allowed = machine.allowed_cpuset();
             let mut notes = Vec::new();
             if !busy.is_empty() && allowed.iter().any(|c| !busy.contains(&c)) {
                 notes.push(format!(
                     "CPU(s) {} busy with other work: candidates keep off them where they can",
-                    cpu_text(&busy)
+                    cpu_text(busy)
                 ));
             }
             let n = threads.unwrap_or(n);
-            let mut pinnings = topology_candidates(&machine, n, *max, *include_unpinned, &busy);
+            let mut pinnings = topology_candidates(&machine, n, *max, *include_unpinned, busy);
             let opened = around
                 .devices
                 .as_mut()
-                .map(|w| w.opened_gpus(pid))
+                .map(|w| w.opened_gpus(around.pid))
                 .unwrap_or_default();
             for (at, near) in near_gpu_candidates(&machine, n, &opened)
                 .into_iter()
@@ -868,7 +871,7 @@ fn candidate_factory(
             CandidateList {
                 pinnings,
                 note: (!notes.is_empty()).then(|| notes.join("; ")),
-                busy: around.busy.is_some().then_some(busy),
+                busy: seen,
             }
         }
         (None, CandidateSource::Explicit(list)) => list.clone().into(),

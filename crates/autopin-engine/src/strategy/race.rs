@@ -1573,10 +1573,11 @@ impl Strategy for Race {
         if outcome.candidate >= self.arms.len() {
             return;
         }
+        let valid = outcome.score.is_finite() && outcome.score >= 0.0;
         let mut round = self.rounds;
         if self.scouting.take() == Some(outcome.candidate) {
             if outcome.intervals <= 1 && warmup_only(outcome.duration, self.p.warmup) {
-                if outcome.score.is_finite() && outcome.score >= 0.0 {
+                if valid {
                     self.arms[outcome.candidate].scout = Some(outcome.score);
                 }
                 return;
@@ -1588,10 +1589,10 @@ impl Strategy for Race {
             self.scout_queue.clear();
             round = 1;
         }
-        let a = &mut self.arms[outcome.candidate];
-        if !(outcome.score.is_finite() && outcome.score >= 0.0) {
+        if !valid {
             return;
         }
+        let a = &mut self.arms[outcome.candidate];
         a.scores.push(outcome.score);
         a.lengths.push(outcome.duration.max(1e-3));
         a.rounds.push(round);
