@@ -1166,6 +1166,9 @@ fn an_openmp_program_is_searched_once_its_serial_start_up_is_over() {
     assert_eq!(r["objective"]["source"], "openmp", "{r}");
     let searches = r["searches"].as_array().unwrap();
     assert_eq!(searches.len(), 1, "{r}");
-    assert!(searches[0]["start"].as_f64().unwrap() >= 1.5, "{r}");
+    // After the serial 1.5 s, not at the end of the init (0.2–0.5 s). The report counts on
+    // autopin's clock, not from the program's own start: in 3 of 14 runs by hand the
+    // search, begun once a parallel region had completed, read just under 1.5 s (1.4987).
+    assert!(searches[0]["start"].as_f64().unwrap() >= 1.45, "{r}");
     assert!(err.contains("candidates for 2 threads,"), "{err}");
 }
