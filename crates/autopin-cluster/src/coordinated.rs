@@ -13,6 +13,7 @@
 use autopin_engine::run::Coordination;
 use autopin_engine::strategy::{Plan, ProbeOutcome, Strategy};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +74,12 @@ pub struct Turn {
     /// rounds, and one would wait for the other at a barrier it never comes to.
     #[serde(default)]
     pub settings: Option<String>,
+    /// Which of the rank's searches this is (0: the first). A rank that finds the program
+    /// changed (threads came, a phase began) a tick before its partner starts its next
+    /// search while the partner still ends a probe of the last one: with the same settings
+    /// they would exchange out of step, each one turn off the other.
+    #[serde(default)]
+    pub search: Option<usize>,
 }
 
 /// The exchange between ranks: publish my turn, get everyone's (mine included) — one
@@ -117,6 +124,8 @@ pub struct Coordinator {
     link: SharedLink,
     combine: Combine,
     notes: Arc<Mutex<Vec<String>>>,
+    /// Set once the ranks were found in different searches (see [`Turn::search`]).
+    parted: Arc<AtomicBool>,
 }
 
 impl Coordinator {
@@ -125,6 +134,7 @@ impl Coordinator {
             link: Arc::new(Mutex::new(link)),
             combine,
             notes: Arc::new(Mutex::new(Vec::new())),
+            parted: Arc::new(AtomicBool::new(false)),
         }
     }
 }
@@ -138,12 +148,14 @@ impl std::fmt::Debug for Coordinator {
 }
 
 impl Coordination for Coordinator {
-    fn wrap(&self, strategy: Box<dyn Strategy>) -> Box<dyn Strategy> {
+    fn wrap(&self, strategy: Box<dyn Strategy>, search: usize) -> Box<dyn Strategy> {
         Box::new(Coordinated::new(
             strategy,
+            search,
             self.link.clone(),
             self.combine,
             self.notes.clone(),
+            self.parted.clone(),
         ))
     }
 
@@ -157,6 +169,8 @@ impl Coordination for Coordinator {
 
 pub struct Coordinated {
     inner: Box<dyn Strategy>,
+    /// Which of the session's searches this is (0: the first).
+    search: usize,
     link: SharedLink,
     combine: Combine,
     pending: Option<ProbeOutcome>,
@@ -166,23 +180,31 @@ pub struct Coordinated {
     /// Lines for the report: drops, disagreements, link failures.
     pub notes: Arc<Mutex<Vec<String>>>,
     alone: bool,
+    /// Shared by the run's searches: once the ranks were found in different searches, every
+    /// later search of this rank is its own too. Its partner's next search begins at another
+    /// moment, and an exchange would wait for it until the link timed out.
+    parted: Arc<AtomicBool>,
 }
 
 impl Coordinated {
     pub fn new(
         inner: Box<dyn Strategy>,
+        search: usize,
         link: SharedLink,
         combine: Combine,
         notes: Arc<Mutex<Vec<String>>>,
+        parted: Arc<AtomicBool>,
     ) -> Coordinated {
         Coordinated {
             inner,
+            search,
             link,
             combine,
             pending: None,
             planned: None,
             notes,
-            alone: false,
+            alone: parted.load(Ordering::Relaxed),
+            parted,
         }
     }
 
@@ -238,6 +260,7 @@ impl Strategy for Coordinated {
                 candidate: pending.as_ref().map(|p| p.candidate),
                 score: pending.as_ref().map(|p| p.score),
                 settings: Some(self.inner.settings()),
+                search: Some(self.search),
             };
             let r = link.exchange(&mine);
             (rank, r, link.take_notes())
@@ -258,6 +281,21 @@ impl Strategy for Coordinated {
         // Every rank sees the same turns, so every rank finds the difference in the same
         // round and each goes on alone from there, on its own scores.
         if let Some(other) = turns
+            .iter()
+            .find(|t| t.search.is_some() && t.search != turns[0].search)
+        {
+            let nth = |t: &Turn| t.search.map_or(0, |s| s + 1);
+            self.note(format!(
+                "local ranks {} and {} were in different searches at an exchange (search {} and search {}: one found the program changed before the other): each rank decides alone",
+                turns[0].rank,
+                other.rank,
+                nth(&turns[0]),
+                nth(other)
+            ));
+            self.parted.store(true, Ordering::Relaxed);
+            self.alone = true;
+            turns.clear();
+        } else if let Some(other) = turns
             .iter()
             .find(|t| t.settings.is_some() && t.settings != turns[0].settings)
         {
@@ -409,13 +447,14 @@ mod tests {
         skew: f64,
         outcome: impl Fn(usize, usize, usize, f64) -> (f64, f64),
     ) -> (Vec<usize>, usize, Vec<String>) {
-        drive_coordinated(link, combine, race, skew, |_| {}, outcome)
+        drive_coordinated(link, 0, combine, race, skew, |_| {}, outcome)
     }
 
-    /// `drive_rank`, with `setup` called on the coordinated strategy before the search, as
-    /// a session calls it.
+    /// `drive_rank` for the session's search number `search`, with `setup` called on the
+    /// coordinated strategy before the search, as a session calls it.
     fn drive_coordinated(
         link: ThreadLink,
+        search: usize,
         combine: Combine,
         race: Race,
         skew: f64,
@@ -423,10 +462,20 @@ mod tests {
         outcome: impl Fn(usize, usize, usize, f64) -> (f64, f64),
     ) -> (Vec<usize>, usize, Vec<String>) {
         let rank = link.rank;
-        let shared: SharedLink = Arc::new(Mutex::new(Box::new(link)));
-        let notes = Arc::new(Mutex::new(vec![]));
-        let mut s = Coordinated::new(Box::new(race), shared, combine, notes.clone());
-        setup(&mut s);
+        let coordinator = Coordinator::new(Box::new(link), combine);
+        let mut s = coordinator.wrap(Box::new(race), search);
+        setup(s.as_mut());
+        let (probed, decided) = drive(s.as_mut(), rank, skew, outcome);
+        (probed, decided, coordinator.take_notes())
+    }
+
+    /// A search as a session drives it: what it probed and what it decided.
+    fn drive(
+        s: &mut dyn Strategy,
+        rank: usize,
+        skew: f64,
+        outcome: impl Fn(usize, usize, usize, f64) -> (f64, f64),
+    ) -> (Vec<usize>, usize) {
         let mut elapsed = 0.0;
         let mut probed = Vec::new();
         for k in 0..1000 {
@@ -446,10 +495,7 @@ mod tests {
                         intervals: 10,
                     });
                 }
-                Plan::Decide(d) => {
-                    let notes = notes.lock().unwrap().clone();
-                    return (probed, d.candidate, notes);
-                }
+                Plan::Decide(d) => return (probed, d.candidate),
             }
         }
         panic!("no decision");
@@ -477,6 +523,90 @@ mod tests {
                 "{notes:?}"
             );
         }
+    }
+
+    /// A rank that saw its program change a tick before its partner begins its second
+    /// search while the partner ends a probe of its first, on the same settings (the same
+    /// budget, candidate count and OS placement). Exchanged as one search, the two went on
+    /// one turn apart: each took the other's probe of another candidate for its own, and
+    /// their probe orders parted. They find it at the first exchange and each decides alone.
+    #[test]
+    fn ranks_in_different_searches_each_decide_alone() {
+        let (tx, rx) = mpsc::channel();
+        for link in hub(2) {
+            let tx = tx.clone();
+            let search = link.rank;
+            std::thread::spawn(move || {
+                let params = RaceParams {
+                    budget: 5.0,
+                    probe: 0.2,
+                    warmup: 0.0,
+                    ..RaceParams::default()
+                };
+                let _ = tx.send(drive_coordinated(
+                    link,
+                    search,
+                    Combine::Min,
+                    Race::new(params, 3),
+                    0.0,
+                    |_| {},
+                    |rank, c, k, measure| (rate(rank, c, k), measure),
+                ));
+            });
+        }
+        for _ in 0..2 {
+            let (_, _, notes) = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("a rank waits for a barrier the other never reaches");
+            assert!(
+                notes.iter().any(
+                    |n| n.contains("different searches") && n.contains("search 1 and search 2")
+                ),
+                "{notes:?}"
+            );
+        }
+    }
+
+    /// Once found in different searches, a rank's later searches are its own from their
+    /// start: its partner's next search begins at another moment (here never), and an
+    /// exchange would wait for it until the link timed out.
+    #[test]
+    fn ranks_once_parted_search_alone_from_then_on() {
+        let params = RaceParams {
+            budget: 5.0,
+            probe: 0.2,
+            warmup: 0.0,
+            ..RaceParams::default()
+        };
+        let (tx, rx) = mpsc::channel();
+        for link in hub(2) {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let rank = link.rank;
+                let coordinator = Coordinator::new(Box::new(link), Combine::Min);
+                let outcome = |rank, c, k, measure| (rate(rank, c, k), measure);
+                let mut first = coordinator.wrap(Box::new(Race::new(params, 3)), rank);
+                drive(first.as_mut(), rank, 0.0, outcome);
+                // Rank 1's program ends; rank 0's grows threads and searches again.
+                if rank == 0 {
+                    let mut second = coordinator.wrap(Box::new(Race::new(params, 3)), 1);
+                    let (probed, _) = drive(second.as_mut(), rank, 0.0, outcome);
+                    let _ = tx.send((probed, coordinator.take_notes()));
+                }
+            });
+        }
+        let (probed, notes) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the second search waits for a partner that never comes");
+        assert!(!probed.is_empty());
+        assert_eq!(
+            notes
+                .iter()
+                .filter(|n| n.contains("different searches"))
+                .count(),
+            1,
+            "{notes:?}"
+        );
     }
 
     #[test]
@@ -562,6 +692,7 @@ mod tests {
                 };
                 let (_, decided, notes) = drive_coordinated(
                     link,
+                    0,
                     Combine::Min,
                     Race::new(params, 2),
                     0.0,

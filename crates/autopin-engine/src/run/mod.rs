@@ -935,7 +935,7 @@ fn strategy_factory(choice: StrategyChoice, launch: Option<&LaunchPlan>) -> Stra
     let mut plain = plain_strategy_factory(choice);
     match launch.and_then(|l| l.coordination.clone()) {
         None => plain,
-        Some(c) => Box::new(move |n, search| c.wrap(plain(n, search))),
+        Some(c) => Box::new(move |n, search| c.wrap(plain(n, search), search)),
     }
 }
 

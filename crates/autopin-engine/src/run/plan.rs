@@ -310,8 +310,9 @@ pub struct LaunchPlan {
 /// search's strategy is wrapped so that the ranks probe the same candidate at the same time
 /// and decide alike. Implemented outside the engine (`autopin-cluster`), which depends on it.
 pub trait Coordination: std::fmt::Debug {
-    /// The strategy of one search, tied to the other ranks' searches.
-    fn wrap(&self, strategy: Box<dyn Strategy>) -> Box<dyn Strategy>;
+    /// The strategy of the session's search number `search` (0: the first), tied to the
+    /// other ranks' searches of that number.
+    fn wrap(&self, strategy: Box<dyn Strategy>, search: usize) -> Box<dyn Strategy>;
     /// Lines for the report gathered while searching (ranks dropped, disagreements).
     fn take_notes(&self) -> Vec<String>;
 }

@@ -913,6 +913,7 @@ impl Coordination for CountingCoordination {
     fn wrap(
         &self,
         strategy: Box<dyn crate::strategy::Strategy>,
+        _search: usize,
     ) -> Box<dyn crate::strategy::Strategy> {
         self.wrapped.fetch_add(1, Ordering::Relaxed);
         Box::new(Counted {
