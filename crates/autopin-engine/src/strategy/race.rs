@@ -3039,48 +3039,38 @@ mod level_change_tests {
     use crate::stats::Rng;
 
     /// A race over `rates` (true rates, best first, the last the OS placement) whose every
-    /// rate drops
-    /// to `drop` of itself `at` seconds into the search, probed in 0.1 s ticks with 2% noise
-    /// and a slow 1% drift of each candidate; what it decided, and when.
-    fn race_through_a_drop(rates: &[f64], at: f64, drop: f64, seed: u64) -> (usize, f64) {
+    /// rate drops to `drop` of itself `at` seconds into the search, probed in 0.1 s ticks
+    /// with 2% noise and a slow 1% drift of each candidate: the candidate it decided.
+    fn race_through_a_drop(rates: &[f64], at: f64, drop: f64, seed: u64) -> usize {
         let mut rng = Rng::new(seed);
-        let mut r = Race::new(RaceParams::default(), rates.len());
+        let p = RaceParams::default();
+        let mut r = Race::new(p, rates.len());
         r.set_os_placement(rates.len() - 1);
-        let mut t = 0.0;
         let drift: Vec<f64> = rates.iter().map(|_| 0.01 * rng.normal()).collect();
-        loop {
-            match r.next(t) {
-                Plan::Probe {
-                    candidate,
-                    warmup,
-                    measure,
-                } => {
-                    t += warmup;
-                    let ticks = ((measure / 0.1).round() as usize).max(1);
-                    let xs: Vec<f64> = (0..ticks)
-                        .map(|i| {
-                            let level = if t + 0.1 * i as f64 >= at { drop } else { 1.0 };
-                            rates[candidate]
-                                * level
-                                * (drift[candidate] + 0.02 * rng.normal()).exp()
-                        })
-                        .collect();
-                    t += 0.1 * ticks as f64;
-                    let mean = xs.iter().sum::<f64>() / ticks as f64;
-                    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
-                    let hi = xs.iter().copied().fold(0.0, f64::max);
-                    r.record(ProbeOutcome {
-                        candidate,
-                        score: mean,
-                        duration: 0.1 * ticks as f64,
-                        interval_cv: autopin_stats::cv(&xs),
-                        interval_range: Some((lo, hi)),
-                        intervals: ticks,
-                    });
-                }
-                Plan::Decide(d) => return (d.candidate, t),
+        // The search's clock, as `drive_race` advances it: each probe's warm-up, then its ticks.
+        let mut t = 0.0;
+        let (d, _, _) = super::tests::drive_race(r, |candidate, _, measure| {
+            t += p.warmup;
+            let ticks = ((measure / 0.1).round() as usize).max(1);
+            let xs: Vec<f64> = (0..ticks)
+                .map(|i| {
+                    let level = if t + 0.1 * i as f64 >= at { drop } else { 1.0 };
+                    rates[candidate] * level * (drift[candidate] + 0.02 * rng.normal()).exp()
+                })
+                .collect();
+            t += measure;
+            let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = xs.iter().copied().fold(0.0, f64::max);
+            ProbeOutcome {
+                candidate,
+                score: xs.iter().sum::<f64>() / ticks as f64,
+                duration: measure,
+                interval_cv: autopin_stats::cv(&xs),
+                interval_range: Some((lo, hi)),
+                intervals: ticks,
             }
-        }
+        });
+        d.candidate
     }
 
     /// Eight candidates within 2–5% of each other, the OS placement 3% behind the best, and
@@ -3094,8 +3084,7 @@ mod level_change_tests {
         let rates = [1.0, 0.975, 0.97, 0.965, 0.96, 0.955, 0.95, 0.97];
         let mut right = 0;
         for seed in 1..=20 {
-            let (decided, _) = race_through_a_drop(&rates, 3.0, 0.6, seed);
-            right += usize::from(decided == 0);
+            right += usize::from(race_through_a_drop(&rates, 3.0, 0.6, seed) == 0);
         }
         assert!(right >= 18, "the best decided in {right} of 20 searches");
     }
