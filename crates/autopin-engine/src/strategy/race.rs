@@ -3077,7 +3077,7 @@ mod level_change_tests {
     /// a neighbour arriving 3 s into the search that slows every one of them to 0.6 of its
     /// rate: the probes before it read 1/0.6 of those after. Taken as they are, the spread
     /// of the OS placement's probes (compared by their means, not in pairs) hid a 3% gap
-    /// until the budget's end, which kept it: the best was decided in 7 of these 20
+    /// until the budget's end, which kept it: the best was decided in 6 of these 20
     /// searches, against 20 of 20 with the drop taken out.
     #[test]
     fn a_drop_of_the_whole_machine_mid_search_is_taken_out_of_the_probes_before_it() {
