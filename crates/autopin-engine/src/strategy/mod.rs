@@ -4,6 +4,7 @@
 
 mod autopin1;
 mod fixed;
+mod level_change;
 mod race;
 
 pub use autopin1::{Autopin1, Autopin1Params};

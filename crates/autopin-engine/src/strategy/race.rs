@@ -38,6 +38,7 @@
 //!   leader is confidently ahead, keep the OS's own placement when it survives, or else the
 //!   first surviving candidate, and the reason says so.
 
+use super::level_change::{self, LevelChange};
 use super::{Decision, Plan, ProbeOutcome, Strategy, COLLAPSE, WARMUP_CUT};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -315,12 +316,6 @@ const BUSY_NEIGHBOURS: &str = "beside CPUs busy with other work the kernel may y
 /// data's node, 10% faster, after two 0.1 s probes of it read 4% and 28% below the spread
 /// pinning's mean).
 const FAR_BEHIND: f64 = 0.1;
-
-/// The least move, on the log scale, of every pinning's rate around one moment that counts
-/// as a change of the whole machine's load (`Race::take_out_level_change`): 0.25 is a
-/// 22% drop or a 28% rise. A probe of a noisy candidate (10% ticks, 5% drift) moves about
-/// 0.14 from one to the next, so three doing it alike by chance are rare.
-const LEVEL_CHANGE: f64 = 0.25;
 
 /// The error level, before Bonferroni, of an elimination on one probe's ticks.
 const ONE_PROBE_ERROR: f64 = 0.05;
@@ -1315,12 +1310,11 @@ impl Race {
     /// other CPUs, a frequency cap) moves every candidate's rate alike. Probes taken before
     /// it then read higher, or lower, than the same candidates' probes after it, and a
     /// candidate's mean depends on when it was probed: a 40% drop 3 s into the simulator's
-    /// searches made 10–30% gaps among 12 candidates end wrong in 15% of searches against
-    /// 4% without it. Found as one moment, between two probes, around which every pinning
-    /// probed whole on both sides (three or more) moved the same way by more than
-    /// `LEVEL_CHANGE`; the probes before it are then scaled by the median move, as if
-    /// taken at today's load. Once a search; not the OS placement's own probes, whose rate
-    /// swings of itself (it is scaled with the others).
+    /// searches made 10–30% gaps among 12 heavy-tailed candidates end wrong in 15% of
+    /// searches, against 4% without it. The change is found in the pinnings' whole probes
+    /// ([`level_change::find`]; the OS placement's rate swings of itself); every probe
+    /// before it, the OS placement's and the scouts' too, is then scaled by its step, as if
+    /// taken at today's load. Once a search.
     fn take_out_level_change(&mut self) {
         if self.level_change.is_some() {
             return;
@@ -1336,41 +1330,13 @@ impl Race {
                     .collect()
             })
             .collect();
-        let mut cuts: Vec<f64> = series.iter().flatten().map(|p| p.0).collect();
-        cuts.sort_by(f64::total_cmp);
-        cuts.dedup();
-        // (moment, the least move of a pinning around it, the median move)
-        let mut best: Option<(f64, f64, f64)> = None;
-        for &tau in cuts.iter().skip(1) {
-            let moves: Vec<f64> = series
-                .iter()
-                .filter_map(|s| {
-                    let side = |after: bool| -> Vec<f64> {
-                        s.iter()
-                            .filter(|p| (p.0 >= tau) == after)
-                            .map(|p| p.1)
-                            .collect()
-                    };
-                    Some(autopin_stats::median(&side(true))? - autopin_stats::median(&side(false))?)
-                })
-                .collect();
-            if moves.len() < 3 {
-                continue;
-            }
-            // The moment where the pinning that moved least moved most: a moment too early
-            // leaves some probes from before the change after it, and their pinning's move
-            // is small.
-            let least = moves.iter().map(|m| m.abs()).fold(f64::INFINITY, f64::min);
-            let alike = moves.iter().all(|m| m.signum() == moves[0].signum());
-            if alike && least > LEVEL_CHANGE && best.is_none_or(|b| least > b.1) {
-                best = Some((tau, least, autopin_stats::median(&moves).unwrap_or(0.0)));
-            }
-        }
-        let Some((tau, _, shift)) = best else { return };
-        let f = shift.exp();
+        let Some(LevelChange { at, step }) = level_change::find(&series) else {
+            return;
+        };
+        let f = step.exp();
         for a in &mut self.arms {
             for i in 0..a.scores.len() {
-                if a.starts[i] < tau {
+                if a.starts[i] < at {
                     a.scores[i] *= f;
                     a.ranges[i] = a.ranges[i].map(|(lo, hi)| (lo * f, hi * f));
                 }
@@ -1378,11 +1344,11 @@ impl Race {
             a.range = a.ranges.iter().flatten().fold(None, |r, &(lo, hi)| {
                 Some(r.map_or((lo, hi), |(x, y): (f64, f64)| (x.min(lo), y.max(hi))))
             });
-            if a.scout_at < tau {
+            if a.scout_at < at {
                 a.scout = a.scout.map(|s| s * f);
             }
         }
-        self.level_change = Some(tau);
+        self.level_change = Some(at);
     }
 
     /// The next candidate to scout. Once, before the first round, every candidate not yet
