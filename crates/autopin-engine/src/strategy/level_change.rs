@@ -25,7 +25,11 @@ pub(crate) struct LevelChange {
 /// qualifies when `PINNINGS` or more moved, all the same way, each by more than
 /// `LEAST_MOVE`; of those, the one where the pinning that moved least moved most is taken (a
 /// moment set too early leaves probes from before the change after it, and their pinning's
-/// move shrinks), and its step is the median move.
+/// move shrinks), the latest of equals, and its step is the median move. Between two probes
+/// of the pinnings that moved, every moment splits them alike, and the change is found soon
+/// after it happens: the latest leaves fewest probes of other pinnings, taken before it, on
+/// its far side (in the simulator, 0.543 → 0.539 s lost a case with a neighbour arriving,
+/// against the earliest).
 pub(crate) fn find(series: &[Vec<(f64, f64)>]) -> Option<LevelChange> {
     let mut moments: Vec<f64> = series.iter().flatten().map(|p| p.0).collect();
     moments.sort_by(f64::total_cmp);
@@ -50,7 +54,7 @@ pub(crate) fn find(series: &[Vec<(f64, f64)>]) -> Option<LevelChange> {
         }
         let least = moves.iter().map(|m| m.abs()).fold(f64::INFINITY, f64::min);
         let alike = moves.iter().all(|m| m.signum() == moves[0].signum());
-        if alike && least > LEAST_MOVE && best.is_none_or(|b| least > b.1) {
+        if alike && least > LEAST_MOVE && best.is_none_or(|b| least >= b.1) {
             let step = autopin_stats::median(&moves)?;
             best = Some((LevelChange { at, step }, least));
         }
@@ -102,6 +106,22 @@ mod tests {
             .map(|c| pinning(1.0, 0.1 * c as f64, 0.5, 12, 3.0, 0.5))
             .collect();
         assert_eq!(find(&two), None);
+    }
+
+    /// Pinning A's one outlying probe before its second makes it look moved by 0.3 though
+    /// both came before the drop; B and C did drop (by 0.5) between 2.2 s and 3.1 s. Every
+    /// moment in (2.2, 2.8] splits them alike; the latest, 2.8, leaves D's probe at 2.5 s
+    /// (before the drop) on the side it belongs to.
+    #[test]
+    fn of_moments_that_split_the_pinnings_alike_the_latest_is_taken() {
+        let series = vec![
+            vec![(0.2, 0.3), (2.8, 0.0)],
+            vec![(2.2, 0.0), (3.1, -0.5)],
+            vec![(0.9, 0.0), (3.2, -0.5)],
+            vec![(2.5, 0.0)],
+        ];
+        let found = find(&series).expect("a change");
+        assert_eq!(found.at, 2.8, "{found:?}");
     }
 
     #[test]
