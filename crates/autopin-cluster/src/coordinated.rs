@@ -300,7 +300,7 @@ impl Strategy for Coordinated {
             .find(|t| t.settings.is_some() && t.settings != turns[0].settings)
         {
             self.note(format!(
-                "local ranks {} and {} search with different settings (one checks a remembered decision while another searches, or their options differ): each rank decides alone",
+                "local ranks {} and {} search with different settings (one checks a remembered decision while another searches, one saw CPUs busy with other work that the other did not, or their options differ): each rank decides alone",
                 turns[0].rank, other.rank
             ));
             self.alone = true;
