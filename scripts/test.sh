@@ -32,10 +32,6 @@ mkdir -p "$work/tmp"
 export TMPDIR="$work/tmp"
 ls -A /tmp /dev/shm 2>/dev/null | sort -u >"$work/before"
 export AUTOPIN_SKIP_LOG="$work/skipped"
-# autopin runs that name no store of their own remember their decisions in this run's,
-# not in the user's (~/.local/state/autopin/decisions.db): a test's decisions are not the
-# user's, and a test run earlier must not turn this run's search into a check.
-export AUTOPIN_MEMORY="$work/decisions.db"
 : >"$AUTOPIN_SKIP_LOG"
 echo "== tests" >&2
 set +e
