@@ -164,8 +164,6 @@ struct Arm {
     /// Ticks behind `within_*`, and the probes they came from.
     ticks: f64,
     tick_probes: f64,
-    /// Lowest and highest tick score over all probes.
-    range: Option<(f64, f64)>,
     alive: bool,
     probe_len: f64,
     /// Sampling ticks seen over all probes.
@@ -178,24 +176,29 @@ struct Arm {
     ranged_whole: bool,
     /// The candidate puts two threads or more on one CPU (`Strategy::set_shares_cpus`).
     shares_cpus: bool,
-    /// Its reading in the scouting pass: a warm-up alone, before the first round (see
-    /// `Race::next_scout`).
-    scout: Option<f64>,
+    /// Its reading in the scouting pass (a warm-up alone, before the first round: see
+    /// `Race::next_scout`) and the search's clock when it was taken.
+    scout: Option<(f64, f64)>,
     /// Probes of the search that ended at their warm-up (`Strategy::behind_at_warmup`).
     warmup_cuts: usize,
-    /// When each probe began, on the search's clock, and the tick range it added to
-    /// `range` (None: it added none), so that a change of the whole machine's load can be
-    /// taken out of the probes before it (`Race::take_out_level_change`).
+    /// When each probe began, on the search's clock (`Race::take_out_level_change`).
     starts: Vec<f64>,
+    /// The lowest and highest tick of each probe that counts towards `Arm::range` (None:
+    /// it counts for none).
     ranges: Vec<Option<(f64, f64)>>,
-    /// When the scouting reading was taken.
-    scout_at: f64,
 }
 
 impl Arm {
     /// Probe `i` measured more than its warm-up.
     fn whole(&self, i: usize, warmup: f64) -> bool {
         !warmup_only(self.lengths[i], warmup)
+    }
+
+    /// Lowest and highest tick score over all probes (None before a tick that counts).
+    fn range(&self) -> Option<(f64, f64)> {
+        self.ranges.iter().flatten().fold(None, |r, &(lo, hi)| {
+            Some(r.map_or((lo, hi), |(x, y)| (x.min(lo), y.max(hi))))
+        })
     }
 
     /// Lowest and highest probe score (infinite with no probe).
@@ -290,9 +293,9 @@ pub struct Race {
     scouted: bool,
     /// The search's clock when the probe being measured was planned.
     clock: f64,
-    /// A change of the whole machine's load was taken out of the probes before it, and
-    /// when (`take_out_level_change`; once a search).
-    level_change: Option<f64>,
+    /// A change of the whole machine's load was taken out of the probes before it
+    /// (`take_out_level_change`; once a search).
+    level_changed: bool,
 }
 
 /// Fewest candidates, besides the OS placement, that a search scouts (`Race::next_scout`):
@@ -365,7 +368,6 @@ impl Race {
                     within_df: 0.0,
                     ticks: 0.0,
                     tick_probes: 0.0,
-                    range: None,
                     alive: true,
                     probe_len: base,
                     seen_ticks: 0.0,
@@ -377,7 +379,6 @@ impl Race {
                     warmup_cuts: 0,
                     starts: Vec::new(),
                     ranges: Vec::new(),
-                    scout_at: 0.0,
                 };
                 candidates
             ],
@@ -393,7 +394,7 @@ impl Race {
             scouting: None,
             scouted: false,
             clock: 0.0,
-            level_change: None,
+            level_changed: false,
         }
     }
 
@@ -520,7 +521,7 @@ impl Race {
         if !self.os_swing_seen(c) {
             return 0.0;
         }
-        match self.arms[c].range {
+        match self.arms[c].range() {
             Some((lo, hi)) if hi + lo > 0.0 => ((hi - lo) / (hi + lo)).powi(2),
             _ => 0.0,
         }
@@ -532,7 +533,7 @@ impl Race {
         self.os_placement == Some(c)
             && self.busy_neighbours
             && self.ticks_swing(c)
-            && self.arms[c].range.is_some_and(|(_, hi)| hi > 0.0)
+            && self.arms[c].range().is_some_and(|(_, hi)| hi > 0.0)
     }
 
     /// Every candidate's estimate. A candidate's own variance, from a handful of probes, is
@@ -852,7 +853,7 @@ impl Race {
         let searched = a.rounds.iter().any(|&r| r > 0);
         let needed = if a.shares_cpus { 1 } else { 2 };
         let its_own = a.ranged_whole || a.warmup_collapses >= needed;
-        match (self.arms[l].range, a.range) {
+        match (self.arms[l].range(), a.range()) {
             (Some((l_lo, _)), Some((_, c_hi))) => {
                 searched && its_own && l_lo > 0.0 && c_hi < HALF_THE_LEADER * l_lo
             }
@@ -877,7 +878,7 @@ impl Race {
             return false;
         }
         // Both with ticks: a leader without them is not known to be steady.
-        let (Some(_), Some((_, c_hi))) = (al.range, ac.range) else {
+        let (Some(_), Some((_, c_hi))) = (al.range(), ac.range()) else {
             return false;
         };
         let Some((lm, cm)) = self.means(l, c) else {
@@ -900,10 +901,12 @@ impl Race {
     /// readings are not collapses) until three of them made a t-test.
     fn behind_at_two_warmups(&self, l: usize, c: usize) -> bool {
         let a = &self.arms[c];
-        let Some((l_lo, _)) = self.arms[l].range else {
+        let Some((l_lo, _)) = self.arms[l].range() else {
             return false;
         };
-        let scout_behind = a.scout.is_some_and(|s| l_lo > 0.0 && s < WARMUP_CUT * l_lo);
+        let scout_behind = a
+            .scout
+            .is_some_and(|(s, _)| l_lo > 0.0 && s < WARMUP_CUT * l_lo);
         self.os_placement != Some(c) && a.warmup_cuts + usize::from(scout_behind) >= 2
     }
 
@@ -933,7 +936,7 @@ impl Race {
     /// tick range.
     fn ticks_swing(&self, c: usize) -> bool {
         self.arms[c]
-            .range
+            .range()
             .is_some_and(|(lo, hi)| hi >= self.p.os_swing * lo)
     }
 
@@ -1206,8 +1209,8 @@ impl Race {
         // highest), where one probe each leaves the t-test no variance to speak of.
         let from_ticks = match (
             self.below_half(l, r),
-            self.arms[l].range,
-            self.arms[r].range,
+            self.arms[l].range(),
+            self.arms[r].range(),
         ) {
             (true, Some((l_lo, _)), Some((_, r_hi))) => {
                 let mean = |c: usize| self.mean_rate(c, 0.0);
@@ -1302,7 +1305,7 @@ impl Race {
         let est = self.estimates();
         self.leader(&est)
             .filter(|&l| l != c)
-            .and_then(|l| self.arms[l].range)
+            .and_then(|l| self.arms[l].range())
             .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < COLLAPSE * l_lo)
     }
 
@@ -1316,7 +1319,7 @@ impl Race {
     /// before it, the OS placement's and the scouts' too, is then scaled by its step, as if
     /// taken at today's load. Once a search.
     fn take_out_level_change(&mut self) {
-        if self.level_change.is_some() {
+        if self.level_changed {
             return;
         }
         let w = self.p.warmup;
@@ -1341,14 +1344,11 @@ impl Race {
                     a.ranges[i] = a.ranges[i].map(|(lo, hi)| (lo * f, hi * f));
                 }
             }
-            a.range = a.ranges.iter().flatten().fold(None, |r, &(lo, hi)| {
-                Some(r.map_or((lo, hi), |(x, y): (f64, f64)| (x.min(lo), y.max(hi))))
-            });
-            if a.scout_at < at {
-                a.scout = a.scout.map(|s| s * f);
+            if let Some((s, when)) = a.scout.filter(|sc| sc.1 < at) {
+                a.scout = Some((s * f, when));
             }
         }
-        self.level_change = Some(at);
+        self.level_changed = true;
     }
 
     /// The next candidate to scout. Once, before the first round, every candidate not yet
@@ -1382,7 +1382,7 @@ impl Race {
         let (mut scouted, unscouted): (Vec<usize>, Vec<usize>) = order
             .into_iter()
             .partition(|&c| self.arms[c].scout.is_some());
-        let reading = |c: usize| self.arms[c].scout.unwrap_or(0.0);
+        let reading = |c: usize| self.arms[c].scout.map_or(0.0, |s| s.0);
         scouted.sort_by(|a, b| reading(*b).total_cmp(&reading(*a)));
         let rest = scouted.split_off(scouted.len().min(1));
         scouted.into_iter().chain(unscouted).chain(rest).collect()
@@ -1612,7 +1612,7 @@ impl Strategy for Race {
         };
         let hi = ticks.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         self.arms[l]
-            .range
+            .range()
             .is_some_and(|(l_lo, _)| l_lo > 0.0 && hi < cut * l_lo)
     }
 
@@ -1629,7 +1629,7 @@ impl Strategy for Race {
             return false;
         };
         self.arms[l]
-            .range
+            .range()
             .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < WARMUP_CUT * l_lo)
     }
 
@@ -1642,8 +1642,7 @@ impl Strategy for Race {
         if self.scouting.take() == Some(outcome.candidate) {
             if outcome.intervals <= 1 && warmup_only(outcome.duration, self.p.warmup) {
                 if valid {
-                    self.arms[outcome.candidate].scout = Some(outcome.score);
-                    self.arms[outcome.candidate].scout_at = self.clock;
+                    self.arms[outcome.candidate].scout = Some((outcome.score, self.clock));
                 }
                 return;
             }
@@ -1692,14 +1691,7 @@ impl Strategy for Race {
         a.warmup_collapses += usize::from(collapsed);
         a.warmup_cuts += usize::from(short && round > 0);
         a.ranged_whole |= !short && outcome.interval_range.is_some();
-        let kept = outcome.interval_range.filter(|_| keep_range);
-        a.ranges.push(kept);
-        if let Some((lo, hi)) = kept {
-            a.range = Some(match a.range {
-                Some((x, y)) => (x.min(lo), y.max(hi)),
-                None => (lo, hi),
-            });
-        }
+        a.ranges.push(outcome.interval_range.filter(|_| keep_range));
         self.take_out_level_change();
     }
 }
