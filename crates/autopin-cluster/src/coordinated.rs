@@ -80,6 +80,12 @@ pub struct Turn {
     /// they would exchange out of step, each one turn off the other.
     #[serde(default)]
     pub search: Option<usize>,
+    /// The rank works beside CPUs busy with other work ([`Strategy::set_busy_neighbours`]).
+    /// Each rank looks at its own share of the node, so under a partial load one rank sees
+    /// a busy CPU where another sees none; the ranks take it as the node's (any rank's)
+    /// rather than part of the settings that must match.
+    #[serde(default)]
+    pub busy: Option<bool>,
 }
 
 /// The exchange between ranks: publish my turn, get everyone's (mine included) — one
@@ -180,6 +186,10 @@ pub struct Coordinated {
     /// Lines for the report: drops, disagreements, link failures.
     pub notes: Arc<Mutex<Vec<String>>>,
     alone: bool,
+    /// This rank's own view ([`Strategy::set_busy_neighbours`]) and the one the search
+    /// goes by: true once any rank said it works beside busy CPUs.
+    busy_here: bool,
+    busy_agreed: bool,
     /// Shared by the run's searches: once the ranks were found in different searches, every
     /// later search of this rank is its own too. Its partner's next search begins at another
     /// moment, and an exchange would wait for it until the link timed out.
@@ -204,8 +214,19 @@ impl Coordinated {
             planned: None,
             notes,
             alone: parted.load(Ordering::Relaxed),
+            busy_here: false,
+            busy_agreed: false,
             parted,
         }
+    }
+
+    /// The inner strategy's settings apart from the busy-neighbours view, which the ranks
+    /// agree on at the exchange instead of requiring it to match (see [`Turn::busy`]).
+    fn settings_to_match(&mut self) -> String {
+        self.inner.set_busy_neighbours(false);
+        let s = self.inner.settings();
+        self.inner.set_busy_neighbours(self.busy_agreed);
+        s
     }
 
     fn note(&self, s: String) {
@@ -236,6 +257,8 @@ impl Strategy for Coordinated {
     }
 
     fn set_busy_neighbours(&mut self, busy: bool) {
+        self.busy_here = busy;
+        self.busy_agreed = busy;
         self.inner.set_busy_neighbours(busy);
     }
 
@@ -251,6 +274,7 @@ impl Strategy for Coordinated {
             }
             return self.inner.next(elapsed);
         }
+        let settings = self.settings_to_match();
         let (rank, result, notes) = {
             let mut link = self.link.lock().unwrap_or_else(|e| e.into_inner());
             let rank = link.rank();
@@ -259,8 +283,9 @@ impl Strategy for Coordinated {
                 elapsed,
                 candidate: pending.as_ref().map(|p| p.candidate),
                 score: pending.as_ref().map(|p| p.score),
-                settings: Some(self.inner.settings()),
+                settings: Some(settings),
                 search: Some(self.search),
+                busy: Some(self.busy_here),
             };
             let r = link.exchange(&mine);
             (rank, r, link.take_notes())
@@ -300,11 +325,23 @@ impl Strategy for Coordinated {
             .find(|t| t.settings.is_some() && t.settings != turns[0].settings)
         {
             self.note(format!(
-                "local ranks {} and {} search with different settings (one checks a remembered decision while another searches, one saw CPUs busy with other work that the other did not, or their options differ): each rank decides alone",
+                "local ranks {} and {} search with different settings (one checks a remembered decision while another searches, their candidates differ in number, or their options differ): each rank decides alone",
                 turns[0].rank, other.rank
             ));
             self.alone = true;
             turns.clear();
+        }
+        // Beside busy CPUs on any rank, the search of every rank goes by the rules for them:
+        // the ranks' scores are combined, and the candidate kept on a tie is kept on all.
+        if !self.busy_agreed {
+            if let Some(other) = turns.iter().find(|t| t.busy == Some(true)) {
+                self.note(format!(
+                    "local rank {} works beside CPUs busy with other work where rank {rank}'s share has none: the coordinated search judges the OS placement as beside busy CPUs on every rank",
+                    other.rank
+                ));
+                self.busy_agreed = true;
+                self.inner.set_busy_neighbours(true);
+            }
         }
         if let Some(p) = pending {
             let mine = p.candidate;
@@ -724,13 +761,26 @@ mod tests {
         for (decided, notes) in tie_on_ranks([true, true]) {
             assert_eq!(decided, 0, "{notes:?}");
         }
-        // Ranks that see busy CPUs differently would decide differently: each alone.
-        for (_, notes) in tie_on_ranks([true, false]) {
+        // Busy CPUs in one rank's share only (a partial load of the node): the ranks search
+        // together, both by the rules beside busy CPUs, and keep the pinning alike.
+        let ranks = tie_on_ranks([true, false]);
+        for (decided, notes) in &ranks {
+            assert_eq!(*decided, 0, "{notes:?}");
             assert!(
-                notes.iter().any(|n| n.contains("different settings")),
+                !notes.iter().any(|n| n.contains("different settings")),
                 "{notes:?}"
             );
         }
+        assert_eq!(
+            ranks
+                .iter()
+                .filter(|(_, notes)| notes.iter().any(|n| n.contains(
+                    "local rank 0 works beside CPUs busy with other work where rank 1's share has none"
+                )))
+                .count(),
+            1,
+            "the idle rank says whose busy CPUs it goes by: {ranks:?}"
+        );
     }
 
     #[test]
