@@ -104,8 +104,8 @@ pub struct DecisionRecord {
     #[serde(default)]
     pub phase: Option<String>,
     /// What the search cost: seconds of the decided pinning's work lost while other
-    /// candidates were probed (warm-ups included), from each candidate's mean probe rate.
-    /// None when the decided pinning was never probed.
+    /// candidates were probed (warm-ups included), probe by probe, against the decided
+    /// pinning's rate over its own probes. None when the decided pinning was never probed.
     #[serde(default)]
     pub search_cost: Option<f64>,
 }

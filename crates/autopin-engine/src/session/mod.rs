@@ -44,6 +44,28 @@ fn oriented(higher_is_better: bool, rate: f64) -> f64 {
     }
 }
 
+/// Work lost to probes, in seconds of the decided candidate's rate: every probe (its warm-up
+/// included, taken to run at the probe's rate) of `seconds` at `score` did
+/// `seconds × score` of work where the decided candidate would have done
+/// `seconds × best`, `best` being the decided candidate's rate over all its probes (their
+/// work ÷ their time). Probe by probe, not from each candidate's mean score: a candidate far
+/// behind is cut after one tick or its warm-up, so its short probes read its slow states
+/// and its long ones its fast states, and a mean over probes would weigh 20 ms like 200 ms
+/// (GROMACS beside a busy CPU: 0.32 s from the means where its probes lost 0.11 s).
+/// Probes that did better than the decided candidate count negative (an indistinguishable
+/// candidate the OS placement was kept over). Items: (candidate, score, seconds).
+fn lost_work(
+    probes: impl Iterator<Item = (usize, f64, f64)> + Clone,
+    decided: usize,
+) -> Option<f64> {
+    let (work, time) = probes
+        .clone()
+        .filter(|&(c, _, _)| c == decided)
+        .fold((0.0, 0.0), |(w, t), (_, s, secs)| (w + s * secs, t + secs));
+    let best = Some(work / time).filter(|b| time > 0.0 && *b > 0.0)?;
+    Some(probes.map(|(_, s, secs)| secs * (1.0 - s / best)).sum())
+}
+
 /// One sampling interval as the driver saw it.
 #[derive(Debug, Clone, Default)]
 pub struct Interval {
@@ -1292,34 +1314,17 @@ impl Session {
         }
     }
 
-    /// Work the current search lost, in seconds of the decided candidate's rate: every
-    /// probe (its warm-up included) of candidate c cost its time × (1 − score_c / score_decided),
-    /// with each candidate's mean probe score. Probes of candidates that did better than the
-    /// decided one count negative (the search kept the OS placement over a pinning that
-    /// looked a little faster). None when the decided candidate was never probed.
+    /// Work the current search lost, in seconds of the decided candidate's rate (see
+    /// [`lost_work`]). None when the decided candidate was never probed.
     fn search_cost(&self, decided: usize) -> Option<f64> {
-        // Per candidate of this search: its probes' scores and the time they took.
-        let mut per: BTreeMap<usize, (Vec<f64>, f64)> = BTreeMap::new();
         // The start-up's probe was not the search's doing: the program ran there anyway.
-        for p in self
+        let probes = self
             .report
             .probes
             .iter()
             .filter(|p| p.search == self.search && p.duration > 0.0 && !p.startup)
-        {
-            let e = per.entry(p.candidate).or_default();
-            e.0.push(self.score(p.rate));
-            e.1 += p.warmup + p.duration;
-        }
-        let best = per
-            .get(&decided)
-            .and_then(|(s, _)| autopin_stats::mean(s))
-            .filter(|b| *b > 0.0)?;
-        Some(
-            per.values()
-                .filter_map(|(s, t)| autopin_stats::mean(s).map(|m| t * (1.0 - m / best)))
-                .sum(),
-        )
+            .map(|p| (p.candidate, self.score(p.rate), p.warmup + p.duration));
+        lost_work(probes, decided)
     }
 
     /// Adds the current search segment, from `search_start` to `now`, to the report's
@@ -1878,6 +1883,30 @@ mod search_cost_tests {
         let p = &s.report.probes;
         assert!(p[1].warmup > 0.0 && p[1].duration >= 0.1 - 1e-9, "{p:?}");
         assert_eq!(s.report.decision.expect("decided").candidate_index, 0);
+    }
+
+    #[test]
+    fn lost_work_counts_each_probe_for_its_own_length() {
+        // The decided candidate 0: 100/s over 0.2 s and 120/s over 0.2 s, 110/s as a whole.
+        // Candidate 1: one whole probe at 99/s (0.2 s) and two cuts of 20 ms at 1/s, the
+        // way a candidate that swings into a collapse is probed. Lost: 0.2 × (1 − 99/110) +
+        // 2 × 0.02 × (1 − 1/110) = 0.02 + 0.039636… A mean over its three probes (33.7/s)
+        // would say 0.24 × 0.694 = 0.167 s: four times what the probes lost.
+        let probes = [
+            (0, 100.0, 0.2),
+            (1, 99.0, 0.2),
+            (0, 120.0, 0.2),
+            (1, 1.0, 0.02),
+            (1, 1.0, 0.02),
+        ];
+        let lost = lost_work(probes.iter().copied(), 0).expect("a cost");
+        let want = 0.2 * (1.0 - 99.0 / 110.0) + 0.04 * (1.0 - 1.0 / 110.0);
+        assert!((lost - want).abs() < 1e-12, "{lost} vs {want}");
+        // A probe better than the decided rate counts negative; a candidate never probed
+        // has no rate to count in.
+        let lost = lost_work([(0, 100.0, 1.0), (1, 110.0, 0.5)].into_iter(), 0).expect("cost");
+        assert!((lost + 0.05).abs() < 1e-12, "{lost}");
+        assert_eq!(lost_work([(1, 50.0, 1.0)].into_iter(), 0), None);
     }
 
     #[test]
