@@ -115,21 +115,24 @@ pub fn running_now(loadavg: &str) -> Option<u32> {
 const SETTLED_TICKS: u64 = 50;
 
 /// CPUs that other work keeps busy, from a single look at its threads (`now`: boot time in
-/// USER_HZ ticks): the CPU of each thread that is runnable now and has taken more than
-/// `share` of a CPU over a life of at least half a second. A daemon that happens to run at
-/// the moment of the look has taken far less over its life; a job that computes has not.
+/// USER_HZ ticks): a CPU whose threads that are runnable now have together taken more than
+/// `share` of a CPU, each over its own life of at least half a second. A daemon that happens
+/// to run at the moment of the look has taken far less over its life; a job that computes
+/// has not. Summed per CPU, as two jobs that share one CPU take half of it each: one at a
+/// time, neither counted, and the CPU read as free though it is full.
 pub fn busy_now(threads: impl IntoIterator<Item = ThreadNow>, now: u64, share: f64) -> Vec<u32> {
-    let mut cpus: Vec<u32> = threads
+    let mut taken: BTreeMap<u32, f64> = BTreeMap::new();
+    for t in threads {
+        let life = now.saturating_sub(t.started);
+        if t.runnable && life >= SETTLED_TICKS {
+            *taken.entry(t.cpu).or_default() += t.ticks as f64 / life as f64;
+        }
+    }
+    taken
         .into_iter()
-        .filter(|t| {
-            let life = now.saturating_sub(t.started);
-            t.runnable && life >= SETTLED_TICKS && t.ticks as f64 > share * life as f64
-        })
-        .map(|t| t.cpu)
-        .collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    cpus
+        .filter(|&(_, s)| s > share)
+        .map(|(cpu, _)| cpu)
+        .collect()
 }
 
 /// CPUs where other work took more than `threshold` of the time between two readings:
@@ -273,8 +276,12 @@ cpu1 110 0 55 685 0 0 0 0 0 0\n";
             at(true, 30, 1000, 3),   // a daemon awake at the moment of the look
             at(true, 20, 1980, 4),   // 0.2 s old: too young to tell
             at(true, 600, 1000, 1),  // more than half its life on a CPU
+            at(true, 450, 1000, 7),  // two jobs sharing CPU 7, 45% each: busy together
+            at(true, 450, 1000, 7),
+            at(true, 300, 1000, 6), // 30% and 15% on CPU 6: busy less than half the time
+            at(true, 150, 1000, 6),
         ];
-        assert_eq!(busy_now(threads, now, 0.5), vec![1, 5]);
+        assert_eq!(busy_now(threads, now, 0.5), vec![1, 5, 7]);
         assert_eq!(running_now("0.50 0.40 0.30 3/187 4242\n"), Some(3));
         assert_eq!(running_now("0.50 0.40"), None);
     }
