@@ -8,7 +8,8 @@
 # Printed per program: median seconds per side, then the median over rounds of
 # autopin ÷ best fixed pinning (the fastest reference by median, chosen with hindsight) and
 # autopin ÷ OS placement, the median time of the decision from the program's start, and the
-# median search cost the report states. With AUTOPIN_OLD=/path/to/autopin a second autopin
+# median search cost the report states (and its median share of autopin's run time), with a
+# 95% bootstrap interval for each median ratio. With AUTOPIN_OLD=/path/to/autopin a second autopin
 # runs beside the first on the same rounds (e.g. an older build), for a side-by-side.
 # Programs: workloads/ompwork -m imbalance (a master computing alone between barriers),
 # workloads/syncbench -s 0 (back-to-back barriers, with its own heartbeat), and GROMACS
@@ -107,21 +108,32 @@ PY
     i=$((i + 1))
   done
   python3 - "$W" "$prog" "$SIDES" <<'PY'
-import math, statistics, sys
+import math, random, statistics, sys
 w, prog, sides = sys.argv[1], sys.argv[2], sys.argv[3].split()
 v = {s: [float(x) for x in open(f"{w}/{prog}.{s}").read().split()] for s in sides}
 med = {s: statistics.median(x) for s, x in v.items()}
 refs = ["os", "pin01", "pin10"]
 best = min(refs, key=lambda s: med[s])
 print("  median s: " + "  ".join("%s %.2f" % (s, med[s]) for s in sides) + f"  (best fixed: {best})")
+def median_ci(x):
+    # 95% percentile bootstrap interval of the median of the rounds' ratios: with a few
+    # rounds on a noisy machine it is wide, and a goal inside it is neither met nor missed.
+    rng = random.Random(1)
+    meds = sorted(statistics.median(rng.choices(x, k=len(x))) for _ in range(2000))
+    return meds[50], meds[1949]
 for side in [s for s in ("ap", "old") if s in sides]:
-    rb = statistics.median(a / b for a, b in zip(v[side], v[best]))
-    ro = statistics.median(a / b for a, b in zip(v[side], v["os"]))
-    print(f"  {'autopin' if side == 'ap' else 'old autopin'} / best fixed ({best}): {rb:.3f}   / OS placement: {ro:.3f}")
+    rbs = [a / b for a, b in zip(v[side], v[best])]
+    ros = [a / b for a, b in zip(v[side], v["os"])]
+    (bl, bh), (ol, oh) = median_ci(rbs), median_ci(ros)
+    print(f"  {'autopin' if side == 'ap' else 'old autopin'} / best fixed ({best}): {statistics.median(rbs):.3f} (95% CI {bl:.3f}–{bh:.3f})   / OS placement: {statistics.median(ros):.3f} (95% CI {ol:.3f}–{oh:.3f})")
 fin = lambda f: [float(x) for x in open(f"{w}/{prog}.{f}").read().split() if not math.isnan(float(x))]
 at, cost = fin("at"), fin("cost")
-print("  autopin decision at (median): %s; search cost (median): %s" % (
-    "%.2f s" % statistics.median(at) if at else "never", "%.2f s" % statistics.median(cost) if cost else "-"))
+# The search's cost as the report states it, over autopin's own run time: a figure with
+# far less spread than the runs' times, as it comes from the probes of one run alone.
+share = [c / t for c, t in zip((float(x) for x in open(f"{w}/{prog}.cost").read().split()), v["ap"]) if not math.isnan(c)]
+print("  autopin decision at (median): %s; search cost (median): %s, %s of autopin's run time" % (
+    "%.2f s" % statistics.median(at) if at else "never", "%.2f s" % statistics.median(cost) if cost else "-",
+    "%.1f%%" % (100 * statistics.median(share)) if share else "-"))
 if "old" in sides:
     oat = fin("oldat")
     print("  old autopin decision at (median): %s" % ("%.2f s" % statistics.median(oat) if oat else "never"))

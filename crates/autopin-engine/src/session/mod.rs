@@ -1377,18 +1377,33 @@ impl Session {
                 ),
                 _ => {
                     let best = self.best_so_far();
+                    // What the unfinished search cost, against the best so far: the
+                    // program's work was lost all the same.
+                    let cost = self.best_so_far_index().and_then(|c| self.search_cost(c));
+                    self.report.search_cost += cost.unwrap_or(0.0);
                     format!(
-                        "the program ended after {now:.1} s, during the search and before a decision ({} taken){}",
+                        "the program ended after {now:.1} s, during the search and before a decision ({} taken){}{}",
                         plural(self.report.probes.len() as u64, "probe", "probes"),
                         best.map(|b| format!("; best so far: {b}"))
+                            .unwrap_or_default(),
+                        cost.map(|c| format!("; the search cost {c:.2} s of its work at that rate"))
                             .unwrap_or_default()
                     )
                 }
             });
         } else if !self.is_decided() {
+            // The unfinished re-search's probes cost against the pinning that stays.
+            let cost = self
+                .report
+                .decision
+                .as_ref()
+                .and_then(|d| self.search_cost(d.candidate_index));
+            self.report.search_cost += cost.unwrap_or(0.0);
             self.report.notes.push(format!(
-                "the program ended during re-search {}; the last decision stands",
-                self.search
+                "the program ended during re-search {}; the last decision stands{}",
+                self.search,
+                cost.map(|c| format!(" (the re-search cost {c:.2} s of its work)"))
+                    .unwrap_or_default()
             ));
         }
         &self.report
@@ -1423,6 +1438,22 @@ impl Session {
 
     /// The candidate with the best mean probe rate in the current search, for a search the
     /// program's end cut short.
+    /// The candidate behind [`Self::best_so_far`].
+    fn best_so_far_index(&self) -> Option<usize> {
+        let (label, _) = crate::report::ranked_by_mean(
+            &self.report.probes,
+            self.search,
+            self.cfg.higher_is_better,
+        )
+        .into_iter()
+        .next()?;
+        self.report
+            .probes
+            .iter()
+            .find(|p| p.search == self.search && p.label == label)
+            .map(|p| p.candidate)
+    }
+
     fn best_so_far(&self) -> Option<String> {
         crate::report::ranked_by_mean(&self.report.probes, self.search, self.cfg.higher_is_better)
             .into_iter()
@@ -1535,6 +1566,79 @@ mod plain_words_tests {
         let why = s.report.incomplete_reason.clone().unwrap();
         assert!(why.contains("during the search"), "{why}");
         assert!(why.contains("best so far: 1"), "{why}");
+        // The unfinished search still cost the program its probes of candidate 0, at 100/s
+        // where the best so far did 105/s.
+        let on_0: f64 = s
+            .report
+            .probes
+            .iter()
+            .filter(|p| p.candidate == 0 && !p.startup)
+            .map(|p| p.warmup + p.duration)
+            .sum();
+        let want = on_0 * (1.0 - 100.0 / 105.0);
+        assert!(on_0 > 0.0, "{:?}", s.report.probes);
+        assert!(
+            (s.report.search_cost - want).abs() < 1e-6,
+            "{} vs {want}",
+            s.report.search_cost
+        );
+        assert!(why.contains("the search cost 0.0"), "{why}");
+    }
+
+    #[test]
+    fn a_re_search_cut_short_still_counts_what_it_cost() {
+        // CPU 1 does 100/s, CPU 0 50/s: the search keeps CPU 1. At 10 s CPU 1 drops to
+        // 52/s (too close to CPU 0 to decide on a probe each), the watch starts a re-search, and the program ends during it, once both
+        // have been probed again (the cost is against the kept pinning's rate in the
+        // re-search: without a probe of it there, none is stated).
+        let cfg = SessionConfig {
+            init: 0.5,
+            ..SessionConfig::default()
+        };
+        let mut s = Session::new(
+            cfg,
+            Box::new(|_| vec![Pinning::from_cpus(vec![0]), Pinning::from_cpus(vec![1])].into()),
+            Box::new(|n, _| Box::new(Race::new(RaceParams::default(), n))),
+        );
+        s.start(0.0);
+        let mut t = 0.0;
+        let mut researching = false;
+        while t < 40.0 {
+            let rate = match (s.applied, t >= 10.0) {
+                (Some(1), false) => 100.0,
+                (Some(1), true) => 52.0,
+                _ => 50.0,
+            };
+            s.on_interval(&Interval {
+                start: t,
+                end: t + 0.1,
+                amount: rate * 0.1,
+                tracked: 1,
+                ..Interval::default()
+            });
+            t += 0.1;
+            researching = s.search > 0 && !s.is_decided();
+            let probed = |c| {
+                s.report
+                    .probes
+                    .iter()
+                    .any(|p| p.search > 0 && p.candidate == c)
+            };
+            if researching && probed(0) && probed(1) {
+                break;
+            }
+        }
+        assert!(researching, "a re-search: {:?}", s.report.decisions);
+        let first = s.report.search_cost;
+        let r = s.finish(t, Some(0));
+        let note = r
+            .notes
+            .iter()
+            .find(|n| n.contains("during re-search"))
+            .expect("a note");
+        assert!(note.contains("the re-search cost"), "{note}");
+        // CPU 0 (50/s) was probed against CPU 1 at 52/s: the re-search lost work.
+        assert!(r.search_cost > first, "{} after {first}", r.search_cost);
     }
 
     /// Feeds intervals of 0.1 s at a constant rate from `t` until `until`.
