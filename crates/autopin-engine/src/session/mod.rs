@@ -1134,7 +1134,7 @@ impl Session {
                     .unwrap_or_default();
                 let cost = rec
                     .search_cost
-                    .map(|c| format!("; the search cost {c:.2} s of work at its rate"))
+                    .map(|c| format!("; the search cost {:.2} s of work at its rate", c.max(0.0)))
                     .unwrap_or_default();
                 out.push(Action::Message(format!(
                     "decided after {:.1} s{}: {}{} ({}{cost})",
@@ -1386,7 +1386,7 @@ impl Session {
                         plural(self.report.probes.len() as u64, "probe", "probes"),
                         best.map(|b| format!("; best so far: {b}"))
                             .unwrap_or_default(),
-                        cost.map(|c| format!("; the search cost {c:.2} s of its work at that rate"))
+                        cost.map(|c| format!("; the search cost {:.2} s of its work at that rate", c.max(0.0)))
                             .unwrap_or_default()
                     )
                 }
@@ -1402,7 +1402,7 @@ impl Session {
             self.report.notes.push(format!(
                 "the program ended during re-search {}; the last decision stands{}",
                 self.search,
-                cost.map(|c| format!(" (the re-search cost {c:.2} s of its work)"))
+                cost.map(|c| format!(" (the re-search cost {:.2} s of its work)", c.max(0.0)))
                     .unwrap_or_default()
             ));
         }
