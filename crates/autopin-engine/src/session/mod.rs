@@ -1436,8 +1436,6 @@ impl Session {
         &self.report
     }
 
-    /// The candidate with the best mean probe rate in the current search, for a search the
-    /// program's end cut short.
     /// The candidate behind [`Self::best_so_far`].
     fn best_so_far_index(&self) -> Option<usize> {
         let (label, _) = crate::report::ranked_by_mean(
@@ -1454,6 +1452,8 @@ impl Session {
             .map(|p| p.candidate)
     }
 
+    /// The candidate with the best mean probe rate in the current search, for a search the
+    /// program's end cut short.
     fn best_so_far(&self) -> Option<String> {
         crate::report::ranked_by_mean(&self.report.probes, self.search, self.cfg.higher_is_better)
             .into_iter()
@@ -1588,9 +1588,10 @@ mod plain_words_tests {
     #[test]
     fn a_re_search_cut_short_still_counts_what_it_cost() {
         // CPU 1 does 100/s, CPU 0 50/s: the search keeps CPU 1. At 10 s CPU 1 drops to
-        // 52/s (too close to CPU 0 to decide on a probe each), the watch starts a re-search, and the program ends during it, once both
-        // have been probed again (the cost is against the kept pinning's rate in the
-        // re-search: without a probe of it there, none is stated).
+        // 52/s (too close to CPU 0 to decide on a probe each), the watch starts a
+        // re-search, and the program ends during it once both have been probed again (the
+        // cost is against the kept pinning's rate in the re-search: without a probe of it
+        // there, none is stated).
         let cfg = SessionConfig {
             init: 0.5,
             ..SessionConfig::default()
