@@ -1317,12 +1317,17 @@ impl Session {
     /// Work the current search lost, in seconds of the decided candidate's rate (see
     /// [`lost_work`]). None when the decided candidate was never probed.
     fn search_cost(&self, decided: usize) -> Option<f64> {
+        self.cost_of_search(self.search, decided)
+    }
+
+    /// [`Self::search_cost`] of search `search`.
+    fn cost_of_search(&self, search: usize, decided: usize) -> Option<f64> {
         // The start-up's probe was not the search's doing: the program ran there anyway.
         let probes = self
             .report
             .probes
             .iter()
-            .filter(|p| p.search == self.search && p.duration > 0.0 && !p.startup)
+            .filter(|p| p.search == search && p.duration > 0.0 && !p.startup)
             .map(|p| (p.candidate, self.score(p.rate), p.warmup + p.duration));
         lost_work(probes, decided)
     }
@@ -1357,6 +1362,7 @@ impl Session {
     pub fn finish(&mut self, now: f64, exit_status: Option<i32>) -> &Report {
         self.close_open_search(now);
         self.settle_decision_in_force();
+        self.count_parked_searches();
         self.report.wall_time = now;
         self.report.exit_status = exit_status;
         self.report.complete = self.decided_once || self.stood_back;
@@ -1416,6 +1422,7 @@ impl Session {
     pub fn detach(&mut self, now: f64, restored: usize) -> &Report {
         self.close_open_search(now);
         self.settle_decision_in_force();
+        self.count_parked_searches();
         self.report.wall_time = now;
         self.report.exit_status = None;
         self.report.complete = self.decided_once || self.stood_back;
@@ -1438,18 +1445,44 @@ impl Session {
 
     /// The candidate behind [`Self::best_so_far`].
     fn best_so_far_index(&self) -> Option<usize> {
-        let (label, _) = crate::report::ranked_by_mean(
-            &self.report.probes,
-            self.search,
-            self.cfg.higher_is_better,
-        )
-        .into_iter()
-        .next()?;
+        self.best_index_of_search(self.search)
+    }
+
+    /// The candidate with the best mean probe rate in search `search`.
+    fn best_index_of_search(&self, search: usize) -> Option<usize> {
+        let (label, _) =
+            crate::report::ranked_by_mean(&self.report.probes, search, self.cfg.higher_is_better)
+                .into_iter()
+                .next()?;
         self.report
             .probes
             .iter()
-            .find(|p| p.search == self.search && p.label == label)
+            .find(|p| p.search == search && p.label == label)
             .map(|p| p.candidate)
+    }
+
+    /// Searches parked by a phase change that never came back to them: what their probes
+    /// cost against the best of each so far is counted, and said in a note.
+    fn count_parked_searches(&mut self) {
+        let parked: Vec<(Option<String>, usize)> = self
+            .phases
+            .iter()
+            .filter_map(|(phase, memo)| memo.parked.as_ref().map(|p| (phase.clone(), p.search)))
+            .collect();
+        for (phase, search) in parked {
+            let Some(cost) = self
+                .best_index_of_search(search)
+                .and_then(|c| self.cost_of_search(search, c))
+            else {
+                continue;
+            };
+            self.report.search_cost += cost;
+            self.report.notes.push(format!(
+                "search {search} (phase {}) was left unfinished when its phase ended and did not come back; it cost {:.2} s of work against its best so far",
+                phase.unwrap_or_else(|| "(none)".into()),
+                cost.max(0.0)
+            ));
+        }
     }
 
     /// The candidate with the best mean probe rate in the current search, for a search the
@@ -1640,6 +1673,66 @@ mod plain_words_tests {
         assert!(note.contains("the re-search cost"), "{note}");
         // CPU 0 (50/s) was probed against CPU 1 at 52/s: the re-search lost work.
         assert!(r.search_cost > first, "{} after {first}", r.search_cost);
+    }
+
+    #[test]
+    fn a_search_its_phase_never_came_back_to_still_counts_what_it_cost() {
+        // Phase "a": CPU 1 does 102/s and CPU 0 100/s, too close to decide in a round. At
+        // 1.2 s, a round into its search, the program enters phase "b" for good, where the
+        // two are 10× apart; it ends at 6 s with phase a's search parked.
+        let mut s = session(0.5, 0.0);
+        s.start(0.0);
+        let mut t = 0.0;
+        while t < 6.0 - 1e-9 {
+            let b = t >= 1.2 - 1e-9;
+            let rate = match (s.applied, b) {
+                (Some(1), false) => 102.0,
+                (_, false) => 100.0,
+                (Some(1), true) => 1000.0,
+                (_, true) => 100.0,
+            };
+            s.on_interval(&Interval {
+                start: t,
+                end: t + 0.1,
+                amount: rate * 0.1,
+                tracked: 1,
+                phase: Some(if b { "b" } else { "a" }.into()),
+                ..Interval::default()
+            });
+            t += 0.1;
+        }
+        let a_probes: Vec<_> = s
+            .report
+            .probes
+            .iter()
+            .filter(|p| p.phase.as_deref() == Some("a") && !p.startup)
+            .map(|p| (p.candidate, p.warmup + p.duration))
+            .collect();
+        assert!(
+            a_probes.iter().any(|(c, _)| *c == 0),
+            "{:?}",
+            s.report.probes
+        );
+        let before = s.report.search_cost;
+        let r = s.finish(t, Some(0));
+        let note = r
+            .notes
+            .iter()
+            .find(|n| n.contains("phase a") && n.contains("unfinished"))
+            .unwrap_or_else(|| panic!("a note: {:?}", r.notes));
+        assert!(note.contains("cost"), "{note}");
+        // Its probes of CPU 0 (100/s) lost against CPU 1's 102/s.
+        let on_0: f64 = a_probes
+            .iter()
+            .filter(|(c, _)| *c == 0)
+            .map(|(_, d)| d)
+            .sum();
+        let want = on_0 * (1.0 - 100.0 / 102.0);
+        assert!(
+            (r.search_cost - before - want).abs() < 1e-6,
+            "{} - {before} vs {want}",
+            r.search_cost
+        );
     }
 
     /// Feeds intervals of 0.1 s at a constant rate from `t` until `until`.
