@@ -1385,7 +1385,7 @@ impl Session {
                     let best = self.best_so_far();
                     // What the unfinished search cost, against the best so far: the
                     // program's work was lost all the same.
-                    let cost = self.best_so_far_index().and_then(|c| self.search_cost(c));
+                    let cost = self.unfinished_cost(self.search);
                     self.report.search_cost += cost.unwrap_or(0.0);
                     format!(
                         "the program ended after {now:.1} s, during the search and before a decision ({} taken){}{}",
@@ -1443,22 +1443,20 @@ impl Session {
         &self.report
     }
 
-    /// The candidate behind [`Self::best_so_far`].
-    fn best_so_far_index(&self) -> Option<usize> {
-        self.best_index_of_search(self.search)
-    }
-
-    /// The candidate with the best mean probe rate in search `search`.
-    fn best_index_of_search(&self, search: usize) -> Option<usize> {
+    /// What search `search`, left without a decision, cost against its best candidate so
+    /// far (the best mean probe rate, as [`Self::best_so_far`] names it).
+    fn unfinished_cost(&self, search: usize) -> Option<f64> {
         let (label, _) =
             crate::report::ranked_by_mean(&self.report.probes, search, self.cfg.higher_is_better)
                 .into_iter()
                 .next()?;
-        self.report
+        let best = self
+            .report
             .probes
             .iter()
-            .find(|p| p.search == search && p.label == label)
-            .map(|p| p.candidate)
+            .find(|p| p.search == search && p.label == label)?
+            .candidate;
+        self.cost_of_search(search, best)
     }
 
     /// Searches parked by a phase change that never came back to them: what their probes
@@ -1470,10 +1468,7 @@ impl Session {
             .filter_map(|(phase, memo)| memo.parked.as_ref().map(|p| (phase.clone(), p.search)))
             .collect();
         for (phase, search) in parked {
-            let Some(cost) = self
-                .best_index_of_search(search)
-                .and_then(|c| self.cost_of_search(search, c))
-            else {
+            let Some(cost) = self.unfinished_cost(search) else {
                 continue;
             };
             self.report.search_cost += cost;
