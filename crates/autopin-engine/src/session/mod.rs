@@ -1383,10 +1383,7 @@ impl Session {
                 ),
                 _ => {
                     let best = self.best_so_far();
-                    // What the unfinished search cost, against the best so far: the
-                    // program's work was lost all the same.
-                    let cost = self.unfinished_cost(self.search);
-                    self.report.search_cost += cost.unwrap_or(0.0);
+                    let cost = self.count_open_search();
                     format!(
                         "the program ended after {now:.1} s, during the search and before a decision ({} taken){}{}",
                         plural(self.report.probes.len() as u64, "probe", "probes"),
@@ -1398,22 +1395,21 @@ impl Session {
                 }
             });
         } else if !self.is_decided() {
-            // The unfinished re-search's probes cost against the pinning that stays.
-            let cost = self
-                .report
-                .decision
-                .as_ref()
-                .and_then(|d| self.search_cost(d.candidate_index));
-            self.report.search_cost += cost.unwrap_or(0.0);
+            let cost = self.count_open_search();
             self.report.notes.push(format!(
                 "the program ended during re-search {}; the last decision stands{}",
                 self.search,
-                cost.map(|c| format!(" (the re-search cost {:.2} s of its work)", c.max(0.0)))
-                    .unwrap_or_default()
+                research_cost(cost)
             ));
         }
         &self.report
     }
+}
+
+/// " (the re-search cost X s of its work)", or nothing when no cost is known.
+fn research_cost(cost: Option<f64>) -> String {
+    cost.map(|c| format!(" (the re-search cost {:.2} s of its work)", c.max(0.0)))
+        .unwrap_or_default()
 }
 
 impl Session {
@@ -1429,18 +1425,39 @@ impl Session {
         if self.stood_back {
             // The program's own binding stays; the report says so.
         } else if !self.decided_once {
+            let cost = self.count_open_search();
             self.report.incomplete_reason = Some(format!(
-                "autopin detached after {now:.1} s while the program was still running, during the {} phase and before a decision ({} probe(s) taken); {restored} thread(s) got their original CPU mask back",
+                "autopin detached after {now:.1} s while the program was still running, during the {} phase and before a decision ({} probe(s) taken); {restored} thread(s) got their original CPU mask back{}",
                 self.state_name(),
-                self.report.probes.len()
+                self.report.probes.len(),
+                cost.map(|c| format!("; the search cost {:.2} s of work against its best so far", c.max(0.0)))
+                    .unwrap_or_default()
             ));
         } else if !self.is_decided() {
+            let cost = self.count_open_search();
             self.report.notes.push(format!(
-                "autopin detached during re-search {}; the last decision stands",
-                self.search
+                "autopin detached during re-search {}; the last decision stands{}",
+                self.search,
+                research_cost(cost)
             ));
         }
         &self.report
+    }
+
+    /// Counts what the search still open when autopin stops watching cost (the program's
+    /// work was lost all the same), and returns it: a first search against its best
+    /// candidate so far, a re-search against the pinning that stays (once probed in it).
+    fn count_open_search(&mut self) -> Option<f64> {
+        let cost = if self.decided_once {
+            self.report
+                .decision
+                .as_ref()
+                .and_then(|d| self.search_cost(d.candidate_index))
+        } else {
+            self.unfinished_cost(self.search)
+        };
+        self.report.search_cost += cost.unwrap_or(0.0);
+        cost
     }
 
     /// What search `search`, left without a decision, cost against its best candidate so
@@ -1562,13 +1579,12 @@ mod plain_words_tests {
         assert!(!why.contains("init phase"), "{why}");
     }
 
-    #[test]
-    fn a_search_cut_short_names_the_best_so_far() {
+    /// A session whose first search is left after one round: candidate 0 runs at 100/s,
+    /// candidate 1 at 105/s, too close to decide on one probe each. Returns it and the time.
+    fn search_left_after_a_round() -> (Session, f64) {
         let mut s = session(0.0, 0.0);
         s.start(0.0);
         let mut t = 0.0;
-        // Candidate 0 runs at 100/s, candidate 1 at 105/s: too close to decide in one round,
-        // and the program ends after the first round.
         while t < 1.9 {
             let rate = match s.applied {
                 Some(1) => 105.0,
@@ -1588,6 +1604,26 @@ mod plain_words_tests {
             }
         }
         assert!(!s.is_decided(), "a 5% gap is not decided on one probe each");
+        (s, t)
+    }
+
+    /// What the probes of candidate 0 lost against candidate 1's 105/s.
+    fn lost_on_candidate_0(s: &Session) -> f64 {
+        let on_0: f64 = s
+            .report
+            .probes
+            .iter()
+            .filter(|p| p.candidate == 0 && !p.startup)
+            .map(|p| p.warmup + p.duration)
+            .sum();
+        assert!(on_0 > 0.0, "{:?}", s.report.probes);
+        on_0 * (1.0 - 100.0 / 105.0)
+    }
+
+    #[test]
+    fn a_search_cut_short_names_the_best_so_far() {
+        // The program ends after the first round.
+        let (mut s, t) = search_left_after_a_round();
         // The search ran from the start to the end: its time is in the report.
         let searched = s.finish(t, Some(0)).search_time;
         assert!((searched - t).abs() < 0.15, "searched {searched} of {t} s");
@@ -1596,21 +1632,29 @@ mod plain_words_tests {
         assert!(why.contains("best so far: 1"), "{why}");
         // The unfinished search still cost the program its probes of candidate 0, at 100/s
         // where the best so far did 105/s.
-        let on_0: f64 = s
-            .report
-            .probes
-            .iter()
-            .filter(|p| p.candidate == 0 && !p.startup)
-            .map(|p| p.warmup + p.duration)
-            .sum();
-        let want = on_0 * (1.0 - 100.0 / 105.0);
-        assert!(on_0 > 0.0, "{:?}", s.report.probes);
+        let want = lost_on_candidate_0(&s);
         assert!(
             (s.report.search_cost - want).abs() < 1e-6,
             "{} vs {want}",
             s.report.search_cost
         );
         assert!(why.contains("the search cost 0.0"), "{why}");
+    }
+
+    #[test]
+    fn a_search_autopin_detached_from_still_counts_what_it_cost() {
+        // autopin stops watching (attach --duration) after the first round.
+        let (mut s, t) = search_left_after_a_round();
+        let r = s.detach(t, 1);
+        let why = r.incomplete_reason.clone().unwrap();
+        assert!(why.contains("before a decision"), "{why}");
+        assert!(why.contains("the search cost 0.0"), "{why}");
+        let want = lost_on_candidate_0(&s);
+        assert!(
+            (s.report.search_cost - want).abs() < 1e-6,
+            "{} vs {want}",
+            s.report.search_cost
+        );
     }
 
     #[test]
