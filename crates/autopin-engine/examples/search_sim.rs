@@ -245,7 +245,11 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                     let extra = (spread * tick_sd(cands[c].noise) * rng.normal()).exp();
                     // (0.02 s: neither the candidate's state nor the machine's moves on)
                     let reading = load(t) * machine.get().exp() * now(&cands[c], &mut rng);
-                    let reading = reading * cold * extra;
+                    // A move's stall (`SIM_MOVE_COST`) comes before the warm-up's work:
+                    // the reading, taken over both, shows it.
+                    let reading = reading * cold * extra * warmup / (warmup + stall);
+                    #[cfg(not(old_race))]
+                    race.warmed_up(c, reading);
                     #[cfg(not(old_race))]
                     if race.behind_at_warmup(c, reading) {
                         lost += loss * warmup;
@@ -382,6 +386,7 @@ fn params() -> RaceParams {
             "error" => p.error = x,
             "end_error" => p.end_error = x,
             "close" => p.close = x,
+            "stall_share" => p.stall_share = x,
             "decisive_gap" => p.decisive_gap = x,
             "target_cv" => p.target_cv = x,
             "indistinct" => p.indistinct = x,

@@ -656,12 +656,16 @@ impl Session {
                     // is its probe: a tick more of it would be work lost. The reading must be
                     // clean (no thread came or went, one phase) and fine enough to be a rate.
                     let clean = !iv.disturbed && !iv.phase_changed && iv.phase == acc.phase;
-                    let behind = clean
-                        && self.grain.resolves(dt, WARMUP_CUT)
+                    let readable = clean && self.grain.resolves(dt, WARMUP_CUT);
+                    let score = self.score(rate);
+                    if let Some(s) = self.strategy.as_mut().filter(|_| readable) {
+                        s.warmed_up(cand, score);
+                    }
+                    let behind = readable
                         && self
                             .strategy
                             .as_ref()
-                            .is_some_and(|s| s.behind_at_warmup(cand, self.score(rate)));
+                            .is_some_and(|s| s.behind_at_warmup(cand, score));
                     if behind {
                         // The warm-up was the measurement.
                         acc.warmup = 0.0;

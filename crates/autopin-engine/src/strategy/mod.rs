@@ -119,6 +119,10 @@ pub trait Strategy {
     fn behind_at_warmup(&self, _candidate: usize, _score: f64) -> bool {
         false
     }
+    /// The score read when the warm-up of a probe of `candidate` ended (the session reads it
+    /// when the reading is clean and fine enough to be a rate), before the probe's outcome
+    /// is recorded. Ignored by default.
+    fn warmed_up(&mut self, _candidate: usize, _score: f64) {}
     /// Whether probes recorded before the first `next` (the OS placement measured while the
     /// program started) count as that candidate's first: it is then not probed again in the
     /// first round. Never, by default (a strategy with a fixed probe order keeps it).

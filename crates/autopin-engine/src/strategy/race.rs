@@ -98,6 +98,11 @@ pub struct RaceParams {
     pub one_probe_allowance: f64,
     /// Challengers within this relative distance of the leader are close calls.
     pub close: f64,
+    /// The work a move onto a pinning costs the program (its warm-up's measured deficit,
+    /// `Race::moves_stall`), as a share of the base probe, from which close calls' noisy
+    /// probes grow: a longer probe then spreads a move's cost over more work. Below it they
+    /// keep the base length, since more probes tell Welch's test more than fewer long ones.
+    pub stall_share: f64,
     /// Probes of the OS placement before it can win or lose by anything but the
     /// half-the-leader rule (its rate may swing from probe to probe).
     pub os_probes: usize,
@@ -140,6 +145,7 @@ impl Default for RaceParams {
             noise_floor: 0.01,
             one_probe_allowance: 4.0,
             close: 0.05,
+            stall_share: 0.025,
             os_probes: 3,
             os_ticks: 12,
             os_swing: 1.5,
@@ -297,6 +303,11 @@ pub struct Race {
     /// A change of the whole machine's load was taken out of the probes before it
     /// (`take_out_level_change`; once a search).
     level_changed: bool,
+    /// The reading at the end of the warm-up in progress (`Strategy::warmed_up`), and the
+    /// candidate it was of.
+    warm_reading: Option<(usize, f64)>,
+    /// Each whole probe of a pinning after a move: the share of its rate its warm-up missed.
+    warmup_deficits: Vec<f64>,
 }
 
 /// Fewest candidates, besides the OS placement, that a search scouts (`Race::next_scout`):
@@ -396,6 +407,8 @@ impl Race {
             scouted: false,
             clock: 0.0,
             level_changed: false,
+            warm_reading: None,
+            warmup_deficits: Vec::new(),
         }
     }
 
@@ -901,12 +914,9 @@ impl Race {
     /// readings are not collapses) until three of them made a t-test.
     fn behind_at_two_warmups(&self, l: usize, c: usize) -> bool {
         let a = &self.arms[c];
-        let Some((l_lo, _)) = self.arms[l].range() else {
-            return false;
-        };
         let scout_behind = a
             .scout
-            .is_some_and(|(s, _)| l_lo > 0.0 && s < WARMUP_CUT * l_lo);
+            .is_some_and(|(s, _)| self.warmup_below(l, s, WARMUP_CUT));
         self.os_placement != Some(c) && a.warmup_cuts + usize::from(scout_behind) >= 2
     }
 
@@ -1307,8 +1317,7 @@ impl Race {
         let est = self.estimates();
         self.leader(&est)
             .filter(|&l| l != c)
-            .and_then(|l| self.arms[l].range())
-            .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < COLLAPSE * l_lo)
+            .is_some_and(|l| self.warmup_below(l, score, COLLAPSE))
     }
 
     /// A change of the whole machine's load during the search (a neighbour arriving on
@@ -1390,9 +1399,47 @@ impl Race {
         scouted.into_iter().chain(unscouted).chain(rest).collect()
     }
 
-    /// Probe lengths for the next round: close calls with noisy probes get longer ones, a
-    /// pinning far behind the leader the short `far_probe`, every other survivor the base
-    /// length.
+    /// Whether a move onto a pinning costs the program `stall_share` of a base probe or
+    /// more: the median deficit of the warm-ups before whole probes of pinnings, times the
+    /// warm-up's length, from two such probes on. The OS placement's warm-ups say nothing of
+    /// it: its rate changes as the kernel moves its threads, before and after its warm-up.
+    /// The warm-up is where a move's cost shows (threads that wait for their new CPU, caches
+    /// and memory refilled from afar; 16 spinning threads on a 16-CPU virtual machine
+    /// stalled for milliseconds), and a cost beyond the warm-up shows there as a deficit
+    /// near 1.
+    fn moves_stall(&self) -> bool {
+        self.warmup_deficit()
+            .is_some_and(|d| d * self.p.warmup >= self.p.stall_share * self.p.base_probe())
+    }
+
+    /// The median share of a pinning's rate its warm-up misses, from two whole probes after
+    /// a move on (None before).
+    fn warmup_deficit(&self) -> Option<f64> {
+        let mut d = self.warmup_deficits.clone();
+        if d.len() < 2 {
+            return None;
+        }
+        d.sort_by(f64::total_cmp);
+        Some((d[(d.len() - 1) / 2] + d[d.len() / 2]) / 2.0)
+    }
+
+    /// A warm-up reading is below `share` of the leader's lowest tick, once the share of
+    /// the rate a warm-up misses after a move (`warmup_deficit`) is allowed for: moves that
+    /// stall the program for most of a warm-up must not make every candidate look far
+    /// behind there.
+    fn warmup_below(&self, l: usize, score: f64, share: f64) -> bool {
+        let seen = match self.warmup_deficit() {
+            Some(d) if self.moves_stall() => 1.0 - d,
+            _ => 1.0,
+        };
+        self.arms[l]
+            .range()
+            .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < share * seen * l_lo)
+    }
+
+    /// Probe lengths for the next round: close calls with noisy probes get longer ones when
+    /// moves stall the program (`moves_stall`), a pinning far behind the leader the short
+    /// `far_probe`, every other survivor the base length.
     fn plan_lengths(&mut self, est: &[Option<Estimate>], l: Option<usize>) {
         let base = self.p.base_probe();
         let floor = (self.p.warmup * 2.0)
@@ -1408,10 +1455,14 @@ impl Race {
             .survivors()
             .into_iter()
             .any(|c| Some(c) != l && close(c));
+        let stall = self.moves_stall();
         for c in self.survivors() {
             let noisy = est[c].is_some_and(|e| (e.var * e.n as f64).sqrt() > self.p.target_cv);
-            let grow =
-                self.rounds >= self.p.min_rounds && any_close_challenger && close(c) && noisy;
+            let grow = stall
+                && self.rounds >= self.p.min_rounds
+                && any_close_challenger
+                && close(c)
+                && noisy;
             let far = self.os_placement != Some(c)
                 && behind(c).is_some_and(|g| g > (1.0 + FAR_BEHIND).ln());
             let a = &mut self.arms[c];
@@ -1627,12 +1678,13 @@ impl Strategy for Race {
             return true;
         }
         let est = self.estimates();
-        let Some(l) = self.leader(&est).filter(|&l| l != c) else {
-            return false;
-        };
-        self.arms[l]
-            .range()
-            .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < WARMUP_CUT * l_lo)
+        self.leader(&est)
+            .filter(|&l| l != c)
+            .is_some_and(|l| self.warmup_below(l, score, WARMUP_CUT))
+    }
+
+    fn warmed_up(&mut self, candidate: usize, score: f64) {
+        self.warm_reading = Some((candidate, score));
     }
 
     fn record(&mut self, outcome: ProbeOutcome) {
@@ -1640,6 +1692,21 @@ impl Strategy for Race {
             return;
         }
         let valid = outcome.score.is_finite() && outcome.score >= 0.0;
+        // A whole probe of a pinning after a warm-up reading: what the move cost it.
+        let warm = self
+            .warm_reading
+            .take()
+            .filter(|w| w.0 == outcome.candidate);
+        if let Some((_, w)) = warm.filter(|w| w.1.is_finite() && w.1 >= 0.0) {
+            if valid
+                && outcome.score > 0.0
+                && self.os_placement != Some(outcome.candidate)
+                && !warmup_only(outcome.duration, self.p.warmup)
+            {
+                self.warmup_deficits
+                    .push((1.0 - w / outcome.score).clamp(0.0, 1.0));
+            }
+        }
         let mut round = self.rounds;
         if self.scouting.take() == Some(outcome.candidate) {
             if outcome.intervals <= 1 && warmup_only(outcome.duration, self.p.warmup) {
@@ -1706,7 +1773,17 @@ mod tests {
     /// Drives `r` to its decision; `outcome(candidate, probe#, measure)` says what each
     /// probe measured. Returns the decision, the probes in order and the search time.
     pub(super) fn drive_race(
+        r: Race,
+        outcome: impl FnMut(usize, usize, f64) -> ProbeOutcome,
+    ) -> (Decision, Vec<usize>, f64) {
+        drive_race_warm(r, None, outcome)
+    }
+
+    /// [`drive_race`] where every warm-up reads `warm` of its probe's score, when given
+    /// (`Strategy::warmed_up`).
+    pub(super) fn drive_race_warm(
         mut r: Race,
+        warm: Option<f64>,
         mut outcome: impl FnMut(usize, usize, f64) -> ProbeOutcome,
     ) -> (Decision, Vec<usize>, f64) {
         let mut t = 0.0;
@@ -1721,7 +1798,11 @@ mod tests {
                     t += warmup + measure;
                     let k = order.iter().filter(|c| **c == candidate).count();
                     order.push(candidate);
-                    r.record(outcome(candidate, k, measure));
+                    let o = outcome(candidate, k, measure);
+                    if let Some(w) = warm.filter(|_| warmup > 0.0) {
+                        r.warmed_up(candidate, w * o.score);
+                    }
+                    r.record(o);
                 }
                 Plan::Decide(d) => return (d, order, t),
             }
@@ -2301,7 +2382,8 @@ mod lost_work_tests {
         }
         r.set_busy_neighbours(BESIDE_BUSY.get());
         let mut probes: Vec<(usize, f64)> = Vec::new();
-        let (d, _, _) = super::tests::drive_race(r, |candidate, k, measure| {
+        let warm = WARMUP_READS.get();
+        let (d, _, _) = super::tests::drive_race_warm(r, warm, |candidate, k, measure| {
             probes.push((candidate, measure));
             let (score, range, cv) = score(candidate, k);
             ProbeOutcome {
@@ -2320,6 +2402,17 @@ mod lost_work_tests {
         /// Whether the race driven by [`drive_probes`] is told its program runs beside busy
         /// CPUs ([`beside_busy`]).
         static BESIDE_BUSY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// The share of a probe's score its warm-up reads in races [`drive_probes`] drives
+        /// (None: no warm-up is read).
+        static WARMUP_READS: std::cell::Cell<Option<f64>> = const { std::cell::Cell::new(None) };
+    }
+
+    /// Runs `f` with every warm-up of the races it drives reading `share` of its probe.
+    fn warm_ups_reading<T>(share: f64, f: impl FnOnce() -> T) -> T {
+        WARMUP_READS.set(Some(share));
+        let out = f();
+        WARMUP_READS.set(None);
+        out
     }
 
     /// Runs `f` with every race it drives told that other work keeps some of the program's
@@ -2971,32 +3064,67 @@ mod lost_work_tests {
     }
 
     #[test]
-    fn only_close_calls_get_longer_probes() {
-        // #0 and #1 are 2% apart with noisy probes (a close call: their probes lengthen);
-        // #2 is 35% behind but swings so much that it survives several rounds: after its
-        // first probe, at the base length, its probes are the short far-behind ones, every
-        // one of them being lost work.
+    fn only_close_calls_get_longer_probes_and_only_when_moves_stall_the_program() {
+        // #0 and #1 are 2% apart with noisy probes (a close call); #2 is 35% behind but
+        // swings so much that it survives several rounds: after its first probe, at the base
+        // length, its probes are the short far-behind ones, every one of them being lost
+        // work. The close call's probes lengthen when every warm-up reads half its probe (a
+        // move costs the program 10 ms of work, 5% of a probe) and keep the base length
+        // when warm-ups read 95% (cold caches: 1 ms), whose probes tell the test more.
         let base = RaceParams::default().probe;
         let short = RaceParams::default().far_probe;
-        let (_, probes) = drive(3, None, 3, |c, k| match c {
-            0 => (100.0 * [1.0, 1.06, 0.95, 1.03, 0.97][k % 5], 0.08),
-            1 => (98.0 * [1.04, 0.96, 1.05, 0.97, 1.0][k % 5], 0.08),
-            _ => ([20.0, 110.0, 25.0, 100.0, 30.0, 105.0][k % 6], 0.9),
-        });
-        let far: Vec<f64> = probes.iter().filter(|p| p.0 == 2).map(|p| p.1).collect();
+        let probes = |warm: f64| {
+            let (_, probes) = warm_ups_reading(warm, || {
+                drive(3, None, 3, |c, k| match c {
+                    0 => (100.0 * [1.0, 1.06, 0.95, 1.03, 0.97][k % 5], 0.08),
+                    1 => (98.0 * [1.04, 0.96, 1.05, 0.97, 1.0][k % 5], 0.08),
+                    _ => ([20.0, 110.0, 25.0, 100.0, 30.0, 105.0][k % 6], 0.9),
+                })
+            });
+            let far: Vec<f64> = probes.iter().filter(|p| p.0 == 2).map(|p| p.1).collect();
+            assert!(
+                far.len() >= 3,
+                "the far candidate survived a few rounds: {probes:?}"
+            );
+            assert!((far[0] - base).abs() < 1e-9, "{far:?}");
+            assert!(
+                far[1..].iter().all(|m| (*m - short).abs() < 1e-9),
+                "{far:?}"
+            );
+            probes
+        };
+        let stalling = probes(0.5);
         assert!(
-            far.len() >= 3,
-            "the far candidate survived a few rounds: {probes:?}"
+            stalling.iter().any(|p| p.0 != 2 && p.1 > base + 1e-9),
+            "the close call got longer probes: {stalling:?}"
         );
-        assert!((far[0] - base).abs() < 1e-9, "{far:?}");
+        let cheap = probes(0.95);
         assert!(
-            far[1..].iter().all(|m| (*m - short).abs() < 1e-9),
-            "{far:?}"
+            cheap.iter().all(|p| p.1 <= base + 1e-9),
+            "no probe grew: {cheap:?}"
         );
-        assert!(
-            probes.iter().any(|p| p.0 != 2 && p.1 > base + 1e-9),
-            "the close call got longer probes: {probes:?}"
-        );
+    }
+
+    #[test]
+    fn a_warm_up_cut_allows_for_what_moves_cost() {
+        // The pinning #0 reads 100 in quiet probes. Once the warm-ups before whole probes
+        // have read a quarter of their probes (moves stall the program for most of a
+        // warm-up), a warm-up of #1 reading 30, below 0.4 of the leader's lowest tick, is
+        // what any candidate as fast as #0 would read there: its probe goes on. Without
+        // such a stall, the same reading ends it there.
+        let cut_at_30 = |warm: Option<f64>| {
+            let mut r = Race::new(RaceParams::default(), 2);
+            for score in [100.0, 101.0, 99.0] {
+                if let Some(w) = warm {
+                    r.warmed_up(0, w * score);
+                }
+                r.record(quiet_probe(0, score, 0.2, 2));
+            }
+            r.behind_at_warmup(1, 30.0)
+        };
+        assert!(!cut_at_30(Some(0.25)));
+        assert!(cut_at_30(Some(0.95)));
+        assert!(cut_at_30(None));
     }
 }
 
