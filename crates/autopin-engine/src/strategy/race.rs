@@ -80,7 +80,8 @@ pub struct RaceParams {
     /// When the budget ends, the leader is kept over the OS placement (or the first
     /// candidate) only when it is ahead at this one-sided error level.
     pub end_error: f64,
-    /// Relative per-probe noise above which a close call gets longer probes.
+    /// Relative per-probe noise above which a close call gets longer probes (when moves
+    /// stall the program, `stall_share`).
     pub target_cv: f64,
     /// Rounds every survivor gets before the search may stop as "indistinguishable", and
     /// before close calls get longer probes.
@@ -1268,7 +1269,24 @@ impl Race {
                 _ => None,
             },
             margin_ci: ci,
-            reason: format!("{reason} after {} round(s)", self.rounds),
+            reason: format!(
+                "{reason} after {} round(s){}",
+                self.rounds,
+                self.stall_said()
+            ),
+        }
+    }
+
+    /// What a move cost the program, for a decision's reason, when it is enough to lengthen
+    /// close calls' probes (`moves_stall`); nothing otherwise.
+    fn stall_said(&self) -> String {
+        match self.warmup_deficit() {
+            Some(d) if self.moves_stall() => format!(
+                "; a move cost the program about {:.0} ms of work (its warm-up read {:.0}% of the rate after it), so close calls get longer probes",
+                d * self.p.warmup * 1e3,
+                (1.0 - d) * 100.0
+            ),
+            _ => String::new(),
         }
     }
 
@@ -3074,7 +3092,7 @@ mod lost_work_tests {
         let base = RaceParams::default().probe;
         let short = RaceParams::default().far_probe;
         let probes = |warm: f64| {
-            let (_, probes) = warm_ups_reading(warm, || {
+            let (d, probes) = warm_ups_reading(warm, || {
                 drive(3, None, 3, |c, k| match c {
                     0 => (100.0 * [1.0, 1.06, 0.95, 1.03, 0.97][k % 5], 0.08),
                     1 => (98.0 * [1.04, 0.96, 1.05, 0.97, 1.0][k % 5], 0.08),
@@ -3091,14 +3109,21 @@ mod lost_work_tests {
                 far[1..].iter().all(|m| (*m - short).abs() < 1e-9),
                 "{far:?}"
             );
-            probes
+            (d, probes)
         };
-        let stalling = probes(0.5);
+        let (d, stalling) = probes(0.5);
+        assert!(
+            d.reason
+                .contains("a move cost the program about 10 ms of work"),
+            "{}",
+            d.reason
+        );
         assert!(
             stalling.iter().any(|p| p.0 != 2 && p.1 > base + 1e-9),
             "the close call got longer probes: {stalling:?}"
         );
-        let cheap = probes(0.95);
+        let (d, cheap) = probes(0.95);
+        assert!(!d.reason.contains("a move cost"), "{}", d.reason);
         assert!(
             cheap.iter().all(|p| p.1 <= base + 1e-9),
             "no probe grew: {cheap:?}"
