@@ -1611,8 +1611,9 @@ mod plain_words_tests {
         (s, t)
     }
 
-    /// What the probes of candidate 0 lost against candidate 1's 105/s.
-    fn lost_on_candidate_0(s: &Session) -> f64 {
+    /// The report's search cost is what the probes of candidate 0 lost against candidate
+    /// 1's 105/s.
+    fn assert_cost_is_what_candidate_0_lost(s: &Session) {
         let on_0: f64 = s
             .report
             .probes
@@ -1621,7 +1622,12 @@ mod plain_words_tests {
             .map(|p| p.warmup + p.duration)
             .sum();
         assert!(on_0 > 0.0, "{:?}", s.report.probes);
-        on_0 * (1.0 - 100.0 / 105.0)
+        let want = on_0 * (1.0 - 100.0 / 105.0);
+        assert!(
+            (s.report.search_cost - want).abs() < 1e-6,
+            "{} vs {want}",
+            s.report.search_cost
+        );
     }
 
     #[test]
@@ -1636,12 +1642,7 @@ mod plain_words_tests {
         assert!(why.contains("best so far: 1"), "{why}");
         // The unfinished search still cost the program its probes of candidate 0, at 100/s
         // where the best so far did 105/s.
-        let want = lost_on_candidate_0(&s);
-        assert!(
-            (s.report.search_cost - want).abs() < 1e-6,
-            "{} vs {want}",
-            s.report.search_cost
-        );
+        assert_cost_is_what_candidate_0_lost(&s);
         assert!(why.contains("the search cost 0.0"), "{why}");
     }
 
@@ -1653,12 +1654,7 @@ mod plain_words_tests {
         let why = r.incomplete_reason.clone().unwrap();
         assert!(why.contains("before a decision"), "{why}");
         assert!(why.contains("the search cost 0.0"), "{why}");
-        let want = lost_on_candidate_0(&s);
-        assert!(
-            (s.report.search_cost - want).abs() < 1e-6,
-            "{} vs {want}",
-            s.report.search_cost
-        );
+        assert_cost_is_what_candidate_0_lost(&s);
     }
 
     #[test]
