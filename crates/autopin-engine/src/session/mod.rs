@@ -2066,6 +2066,44 @@ mod search_cost_tests {
     }
 
     #[test]
+    fn warm_ups_that_show_a_stalling_move_lengthen_close_calls_probes() {
+        // CPU 0 does 100/s and CPU 1 98/s, each reading up to 12% up or down (a close call with
+        // noisy probes). When each warm-up reads 30% of the rate (a move stalls the program
+        // for 14 ms of its 20), the session hands those readings to the race, which then
+        // lengthens the close call's probes and says why; when the warm-ups read the rate,
+        // every probe keeps the base length.
+        let wobble = [1.12, 0.9, 1.06, 0.94, 0.98];
+        let session = |warm: f64| {
+            let mut k = 0;
+            run_readings(
+                |a, dt| {
+                    let rate = if a == Some(1) { 98.0 } else { 100.0 };
+                    k += 1;
+                    let share = if dt < 0.05 { warm } else { wobble[k % 5] };
+                    rate * share * dt
+                },
+                20.0,
+            )
+        };
+        let base = RaceParams::default().probe;
+        let s = session(0.3);
+        let p = &s.report.probes;
+        assert!(
+            p.iter().any(|p| p.duration > base + 0.05),
+            "{p:?} {:?}",
+            s.report.decision
+        );
+        let reason = &s.report.decision.as_ref().expect("decided").reason;
+        assert!(
+            reason.contains("a move cost the program about 14 ms"),
+            "{reason}"
+        );
+        let s = session(1.0);
+        let p = &s.report.probes;
+        assert!(p.iter().all(|p| p.duration < base + 0.05), "{p:?}");
+    }
+
+    #[test]
     fn a_pinning_that_stacks_threads_is_ended_at_its_first_collapse() {
         // Two threads: `1,1` puts both on CPU 1, where spinning barrier threads wait for
         // each other (1000× slower). Its first collapsed warm-up is what it does, not the

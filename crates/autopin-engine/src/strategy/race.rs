@@ -1280,8 +1280,8 @@ impl Race {
     /// What a move cost the program, for a decision's reason, when it is enough to lengthen
     /// close calls' probes (`moves_stall`); nothing otherwise.
     fn stall_said(&self) -> String {
-        match self.warmup_deficit() {
-            Some(d) if self.moves_stall() => format!(
+        match self.stall_deficit(2) {
+            Some(d) => format!(
                 "; a move cost the program about {:.0} ms of work (its warm-up read {:.0}% of the rate after it), so close calls get longer probes",
                 d * self.p.warmup * 1e3,
                 (1.0 - d) * 100.0
@@ -1426,30 +1426,28 @@ impl Race {
     /// stalled for milliseconds), and a cost beyond the warm-up shows there as a deficit
     /// near 1.
     fn moves_stall(&self) -> bool {
-        self.warmup_deficit()
-            .is_some_and(|d| d * self.p.warmup >= self.p.stall_share * self.p.base_probe())
+        self.stall_deficit(2).is_some()
     }
 
-    /// The median share of a pinning's rate its warm-up misses, from two whole probes after
-    /// a move on (None before).
-    fn warmup_deficit(&self) -> Option<f64> {
+    /// The median share of a pinning's rate its warm-up misses, from `least` whole probes
+    /// after a move on, when it makes a move cost `stall_share` of a base probe or more.
+    fn stall_deficit(&self, least: usize) -> Option<f64> {
         let mut d = self.warmup_deficits.clone();
-        if d.len() < 2 {
+        if d.len() < least.max(1) {
             return None;
         }
         d.sort_by(f64::total_cmp);
-        Some((d[(d.len() - 1) / 2] + d[d.len() / 2]) / 2.0)
+        let median = (d[(d.len() - 1) / 2] + d[d.len() / 2]) / 2.0;
+        (median * self.p.warmup >= self.p.stall_share * self.p.base_probe()).then_some(median)
     }
 
     /// A warm-up reading is below `share` of the leader's lowest tick, once the share of
-    /// the rate a warm-up misses after a move (`warmup_deficit`) is allowed for: moves that
-    /// stall the program for most of a warm-up must not make every candidate look far
-    /// behind there.
+    /// the rate a warm-up misses after a move is allowed for when moves stall the program:
+    /// a stall that fills most of a warm-up must not make every candidate look far behind
+    /// there. From the first such probe on: the first round's warm-ups, each a candidate's
+    /// first look, are the ones a stall would otherwise end.
     fn warmup_below(&self, l: usize, score: f64, share: f64) -> bool {
-        let seen = match self.warmup_deficit() {
-            Some(d) if self.moves_stall() => 1.0 - d,
-            _ => 1.0,
-        };
+        let seen = 1.0 - self.stall_deficit(1).unwrap_or(0.0);
         self.arms[l]
             .range()
             .is_some_and(|(l_lo, _)| l_lo > 0.0 && score < share * seen * l_lo)
