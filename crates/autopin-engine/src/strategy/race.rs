@@ -333,6 +333,15 @@ const BUSY_NEIGHBOURS: &str = "beside CPUs busy with other work the kernel may y
 /// pinning's mean).
 const FAR_BEHIND: f64 = 0.1;
 
+/// The candidate among `cands` with the highest mean (the last of equals); candidates not
+/// measured yet are passed over.
+fn best_by_mean(est: &[Option<Estimate>], cands: impl Iterator<Item = usize>) -> Option<usize> {
+    cands
+        .filter_map(|c| est[c].map(|e| (c, e.mean)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
+}
+
 /// The error level of an elimination on one probe's ticks.
 const ONE_PROBE_ERROR: f64 = 0.05;
 
@@ -1125,12 +1134,12 @@ impl Race {
 
     /// The surviving pinning (not the OS placement, not `l`) with the highest mean.
     fn best_pinning(&self, est: &[Option<Estimate>], l: usize) -> Option<usize> {
-        self.survivors()
-            .into_iter()
-            .filter(|&c| c != l && self.os_placement != Some(c))
-            .filter_map(|c| est[c].map(|e| (c, e.mean)))
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(c, _)| c)
+        best_by_mean(
+            est,
+            self.survivors()
+                .into_iter()
+                .filter(|&c| c != l && self.os_placement != Some(c)),
+        )
     }
 
     /// Beside CPUs busy with other work, the pinning kept over an OS placement that leads
@@ -1240,12 +1249,7 @@ impl Race {
 
     /// The best other candidate that was probed (eliminated or not).
     fn runner_up(&self, est: &[Option<Estimate>], l: usize) -> Option<usize> {
-        (0..est.len())
-            .filter(|&c| c != l && est[c].is_some())
-            .max_by(|a, b| {
-                let m = |c: usize| est[c].map_or(f64::NEG_INFINITY, |e| e.mean);
-                m(*a).total_cmp(&m(*b))
-            })
+        best_by_mean(est, (0..est.len()).filter(|&c| c != l))
     }
 
     /// The leader `l`'s probe in progress, its highest tick so far `hi`, has fallen below
@@ -1255,14 +1259,7 @@ impl Race {
     /// OS placement one probe ahead of the pinning ran its next probe at a tenth of it, 0.2 s
     /// of which 0.18 s was lost.
     fn leader_collapsed(&self, est: &[Option<Estimate>], l: usize, hi: f64) -> bool {
-        let next = self
-            .survivors()
-            .into_iter()
-            .filter(|&c| c != l && est[c].is_some())
-            .max_by(|a, b| {
-                let m = |c: usize| est[c].map_or(f64::NEG_INFINITY, |e| e.mean);
-                m(*a).total_cmp(&m(*b))
-            });
+        let next = best_by_mean(est, self.survivors().into_iter().filter(|&c| c != l));
         next.and_then(|n| self.arms[n].range())
             .is_some_and(|(n_lo, _)| n_lo > 0.0 && hi < HALF_THE_LEADER * n_lo)
     }
@@ -1451,13 +1448,11 @@ impl Race {
     /// The median share of a pinning's rate its warm-up misses, from `least` whole probes
     /// after a move on, when it makes a move cost `stall_share` of a base probe or more.
     fn stall_deficit(&self, least: usize) -> Option<f64> {
-        let mut d = self.warmup_deficits.clone();
-        if d.len() < least.max(1) {
+        if self.warmup_deficits.len() < least {
             return None;
         }
-        d.sort_by(f64::total_cmp);
-        let median = (d[(d.len() - 1) / 2] + d[d.len() / 2]) / 2.0;
-        (median * self.p.warmup >= self.p.stall_share * self.p.base_probe()).then_some(median)
+        autopin_stats::median(&self.warmup_deficits)
+            .filter(|d| d * self.p.warmup >= self.p.stall_share * self.p.base_probe())
     }
 
     /// A warm-up reading is below `share` of the leader's lowest tick, once the share of
