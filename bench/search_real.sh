@@ -126,11 +126,13 @@ for side in [s for s in ("ap", "old") if s in sides]:
     ros = [a / b for a, b in zip(v[side], v["os"])]
     (bl, bh), (ol, oh) = median_ci(rbs), median_ci(ros)
     print(f"  {'autopin' if side == 'ap' else 'old autopin'} / best fixed ({best}): {statistics.median(rbs):.3f} (95% CI {bl:.3f}–{bh:.3f})   / OS placement: {statistics.median(ros):.3f} (95% CI {ol:.3f}–{oh:.3f})")
-fin = lambda f: [float(x) for x in open(f"{w}/{prog}.{f}").read().split() if not math.isnan(float(x))]
-at, cost = fin("at"), fin("cost")
-# The search's cost as the report states it, over autopin's own run time: a figure with
-# far less spread than the runs' times, as it comes from the probes of one run alone.
-share = [c / t for c, t in zip((float(x) for x in open(f"{w}/{prog}.cost").read().split()), v["ap"]) if not math.isnan(c)]
+raw = lambda f: [float(x) for x in open(f"{w}/{prog}.{f}").read().split()]
+fin = lambda f: [x for x in raw(f) if not math.isnan(x)]
+costs = raw("cost")
+at, cost = fin("at"), [c for c in costs if not math.isnan(c)]
+# The search's cost as the report states it, over autopin's own run time (round by round):
+# a figure with far less spread than the runs' times, as it comes from one run's probes.
+share = [c / t for c, t in zip(costs, v["ap"]) if not math.isnan(c)]
 print("  autopin decision at (median): %s; search cost (median): %s, %s of autopin's run time" % (
     "%.2f s" % statistics.median(at) if at else "never", "%.2f s" % statistics.median(cost) if cost else "-",
     "%.1f%%" % (100 * statistics.median(share)) if share else "-"))
