@@ -353,12 +353,21 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
 
 /// A number the environment sets, 0 when unset: `SIM_MOVE_COST` (seconds of the program's
 /// work a move of its threads stalls), `SIM_WAIT` (the chance that a warm-up catches the
-/// moved thread waiting for its CPU).
+/// moved thread waiting for its CPU). A value that is not a number ends the run (exit 2):
+/// read as 0, it would print the default simulator's numbers under the name asked for.
 fn env_number(name: &str) -> f64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
+    match std::env::var(name) {
+        Err(_) => 0.0,
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| usage(&format!("{name}={v:?} is not a number"))),
+    }
+}
+
+/// Ends the run on bad input: what was wrong, on stderr, and exit status 2.
+fn usage(what: &str) -> ! {
+    eprintln!("search_sim: {what}");
+    std::process::exit(2)
 }
 
 /// The race's parameters: the defaults, or as `SIM_PARAMS="probe=0.3 error=0.1"` says
@@ -370,11 +379,18 @@ fn params() -> RaceParams {
 
 #[cfg(not(old_race))]
 fn params() -> RaceParams {
+    const NAMES: &str = "probe min_probe os_probes os_ticks os_swing allowance warmup error end_error close stall_share decisive_gap target_cv indistinct min_rounds budget cut ceiling";
     let mut p = RaceParams::default();
     let spec = std::env::var("SIM_PARAMS").unwrap_or_default();
     for kv in spec.split_whitespace() {
-        let (k, v) = kv.split_once('=').expect("SIM_PARAMS: name=value");
-        let x: f64 = v.parse().expect("SIM_PARAMS: a number");
+        let Some((k, v)) = kv.split_once('=') else {
+            usage(&format!(
+                "SIM_PARAMS: {kv:?} is not name=value (names: {NAMES})"
+            ))
+        };
+        let Ok(x) = v.parse::<f64>() else {
+            usage(&format!("SIM_PARAMS: {k}={v:?}: the value is not a number"))
+        };
         match k {
             "probe" => p.probe = x,
             "min_probe" => p.min_probe = x,
@@ -394,17 +410,24 @@ fn params() -> RaceParams {
             "budget" => p.budget = x,
             "cut" => p.cut_below = x,
             "ceiling" => p.ceiling = x,
-            _ => panic!("SIM_PARAMS: unknown {k}"),
+            _ => usage(&format!(
+                "SIM_PARAMS: unknown parameter {k:?} (names: {NAMES})"
+            )),
         }
     }
     p
 }
 
 fn main() {
-    let seeds: u64 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200);
+    let seeds: u64 = match std::env::args().nth(1) {
+        None => 200,
+        Some(s) => s.parse().unwrap_or_else(|_| {
+            usage(&format!(
+                "{s:?} is not a number of seeds (usage: search_sim [SEEDS])"
+            ))
+        }),
+    };
+    let params = params();
     println!("gaps\tnoise\tk\tshift\tlost_s\tsearch_lost_s\twrong\tdecided_s");
     let only = |what: &str, v: &str| std::env::var(what).map_or(true, |o| o == v);
     for gaps in ["equal", "close", "medium", "far", "mixed"]
@@ -431,7 +454,7 @@ fn main() {
                         if std::env::var("SIM_SEED").is_ok_and(|x| x != s.to_string()) {
                             continue;
                         }
-                        let o = simulate(&case, 1 + s * 7919, params());
+                        let o = simulate(&case, 1 + s * 7919, params);
                         lost += o.lost;
                         search_lost += o.search_lost;
                         wrong += f64::from(u8::from(o.wrong));
