@@ -116,8 +116,9 @@ pub struct RaceParams {
     /// A probe ends early once every tick so far is below this share of the leader's
     /// lowest tick (it is far behind; more ticks would only cost).
     pub cut_below: f64,
-    /// How far above the leader's mean rate a swinging challenger's ticks may rise and still
-    /// count as never above it (`under_ceiling`; 0 turns the rule off).
+    /// How far above the leader's mean rate a swinging challenger's ticks may rise, less
+    /// what its slow looks take off (`Race::swing_reach`), and still count as never above
+    /// it (`under_ceiling`; 0 turns the rule off).
     pub ceiling: f64,
     /// The band, as (lowest, highest) share of an incumbent's expected score, in which its
     /// first probe confirms it with no probe of another candidate
