@@ -68,7 +68,7 @@ impl OpenContext {
     }
 }
 
-/// Parse `Uid:` and `CapEff:` lines of /proc/<pid>/status.
+/// Parse `Uid:` and `CapEff:` lines of `/proc/<pid>/status`.
 pub fn privileged_from_status(status: &str) -> bool {
     let mut root = false;
     let mut caps = 0u64;

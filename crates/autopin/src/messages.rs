@@ -16,7 +16,7 @@ pub fn line(text: &str) {
     let _ = std::io::stderr().lock().write_all(s.as_bytes());
 }
 
-/// `eprintln!` that cannot panic and writes each message in one piece (see [`line`]).
+/// `eprintln!` that cannot panic and writes each message in one piece (see [`line()`]).
 macro_rules! say {
     ($($arg:tt)*) => {
         $crate::messages::line(&format!($($arg)*))

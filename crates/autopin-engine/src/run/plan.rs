@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// What to optimize.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TargetSpec {
-    /// Start this program (argv[0] looked up in PATH) and optimize it until it ends.
+    /// Start this program (`argv[0]` looked up in PATH) and optimize it until it ends.
     Launch(Vec<String>),
     /// Optimize a running process; detach after `duration` seconds (None: until it ends).
     Attach { pid: i32, duration: Option<f64> },
@@ -30,7 +30,7 @@ impl TargetSpec {
 }
 
 /// One link of the objective's fallback chain. The run takes the first link that can be
-/// measured for this target and records why ([`super::ObjectiveChoice::reason`]). A new way
+/// measured for this target and records why (its `info.reason`, [`crate::report::ObjectiveInfo::reason`]). A new way
 /// of measuring progress is one more variant here plus its arm in `choose_objective`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObjectiveSource {

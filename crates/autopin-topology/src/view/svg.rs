@@ -5,9 +5,9 @@
 //! its OS devices, and where the machine keeps the PCI tree (`--whole-io`) the host and PCI
 //! bridges hold what is behind them.
 //!
-//! Layout is two passes: sizes bottom-up ([`measure`]), then positions top-down ([`draw`]).
+//! Layout is two passes: sizes bottom-up (`measure`), then positions top-down (`draw`).
 //! Children go left to right and wrap onto a new row once a row would get wider than
-//! [`MAX_ROW_WIDTH`], so a 256-PU machine stays a readable rectangle instead of a ribbon.
+//! `MAX_ROW_WIDTH`, so a 256-PU machine stays a readable rectangle instead of a ribbon.
 
 use super::tree::human_size;
 use crate::io::{OsDevice, PciBridge, PciDevice};

@@ -53,7 +53,7 @@ pub struct Args {
 #[derive(Serialize)]
 struct Output<'a> {
     policy: &'a str,
-    /// Thread i → cpus[i].
+    /// Thread `i` → `cpus[i]`.
     cpus: Vec<u32>,
     list: String,
     summary: PlacementSummary,

@@ -1,6 +1,6 @@
 //! `autopin run`: run a program, probe candidate pinnings with counters, keep the best.
 //! The options shared with `autopin attach` are [`EngineArgs`]; they become the engine's
-//! `RunPlan`, which [`autopin_engine::run`] carries out on the Linux platform; this module
+//! `RunPlan`, which [`autopin_engine::run()`] carries out on the Linux platform; this module
 //! prints and writes what comes back.
 
 use crate::cmd::engine_args::{perf_sysfs, EngineArgs};
