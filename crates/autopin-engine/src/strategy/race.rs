@@ -2807,6 +2807,27 @@ mod lost_work_tests {
         }
     }
 
+    #[test]
+    fn an_os_placement_faster_than_every_pinning_is_kept_though_it_stacks_now_and_then() {
+        // The same race, but the OS placement's fast state runs 1.5× the pinning and it is
+        // found stacked at one look in five (a mean 1.2× the pinning's): its slow looks
+        // cannot bring what it could reach under the leader's line, so rule 4 leaves it,
+        // and it wins.
+        let run = || {
+            let mut r = race_with_os(3, 0, true);
+            r.set_shares_cpus(2);
+            replay(r, (1, 10500.0), |c, k| match (c, k % 5) {
+                (0, 1) => (149.0, vec![149.0; 2]),
+                (0, _) => (15700.0, vec![15600.0, 15900.0]),
+                (1, _) => (10500.0, vec![10400.0 + 50.0 * (k % 3) as f64, 10600.0]),
+                _ => (149.0, vec![149.0; 2]),
+            })
+        };
+        let (d, probes) = run();
+        assert_eq!(d.candidate, 0, "{probes:?} {}", d.reason);
+        assert!(!d.reason.contains("never rose above"), "{}", d.reason);
+    }
+
     /// A race of `n` candidates at the default parameters, `os` the OS placement, beside
     /// CPUs busy with other work or not.
     fn race_with_os(n: usize, os: usize, busy: bool) -> Race {
