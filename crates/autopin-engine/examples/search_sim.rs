@@ -182,8 +182,8 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
     // before anything was pinned), and what a move stalls (`SIM_MOVE_COST`).
     let moves =
         |current: Option<usize>, c: usize| current != Some(c) && !(current.is_none() && c == os);
-    let stall = env_number("SIM_MOVE_COST");
-    let wait_chance = env_number("SIM_WAIT");
+    let stall = env_number("SIM_MOVE_COST", 0.0, f64::INFINITY);
+    let wait_chance = env_number("SIM_WAIT", 0.0, 1.0);
     // A neighbour arrives 3 s in and slows every candidate alike (ratios unchanged).
     let load = |t: f64| if case.shift && t >= 3.0 { 0.6 } else { 1.0 };
     // The machine's own load drifts slowly and slows whatever runs (AR(1), 2 s memory).
@@ -353,14 +353,30 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
 
 /// A number the environment sets, 0 when unset: `SIM_MOVE_COST` (seconds of the program's
 /// work a move of its threads stalls), `SIM_WAIT` (the chance that a warm-up catches the
-/// moved thread waiting for its CPU). A value that is not a number ends the run (exit 2):
-/// read as 0, it would print the default simulator's numbers under the name asked for.
-fn env_number(name: &str) -> f64 {
-    match std::env::var(name) {
-        Err(_) => 0.0,
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| usage(&format!("{name}={v:?} is not a number"))),
+/// moved thread waiting for its CPU). A value that is not a finite number in `lo..=hi`
+/// ends the run (exit 2): read as 0 it would print the default simulator's numbers under the
+/// name asked for, and a negative stall or a chance above 1 simulates nothing real.
+fn env_number(name: &str, lo: f64, hi: f64) -> f64 {
+    let Ok(v) = std::env::var(name) else {
+        return 0.0;
+    };
+    let valid = if hi.is_finite() {
+        format!("a number from {lo} to {hi}")
+    } else {
+        format!("a finite number of {lo} or more")
+    };
+    match v.parse::<f64>() {
+        Ok(x) if x.is_finite() && (lo..=hi).contains(&x) => x,
+        _ => usage(&format!("{name}={v:?}: it must be {valid}")),
+    }
+}
+
+/// One line of the table on stdout. A reader that closed the pipe (`| head`) has all it
+/// wanted: the run ends quietly instead of panicking on the failed write.
+fn emit(line: std::fmt::Arguments) {
+    use std::io::Write;
+    if writeln!(std::io::stdout().lock(), "{line}").is_err() {
+        std::process::exit(0);
     }
 }
 
@@ -428,7 +444,9 @@ fn main() {
         }),
     };
     let params = params();
-    println!("gaps\tnoise\tk\tshift\tlost_s\tsearch_lost_s\twrong\tdecided_s");
+    emit(format_args!(
+        "gaps\tnoise\tk\tshift\tlost_s\tsearch_lost_s\twrong\tdecided_s"
+    ));
     let only = |what: &str, v: &str| std::env::var(what).map_or(true, |o| o == v);
     for gaps in ["equal", "close", "medium", "far", "mixed"]
         .into_iter()
@@ -461,14 +479,14 @@ fn main() {
                         at += o.decided_at;
                     }
                     let n = seeds as f64;
-                    println!(
+                    emit(format_args!(
                         "{gaps}\t{noise}\t{k}\t{}\t{:.4}\t{:.4}\t{:.4}\t{:.3}",
                         u8::from(shift),
                         lost / n,
                         search_lost / n,
                         wrong / n,
                         at / n
-                    );
+                    ));
                 }
             }
         }
