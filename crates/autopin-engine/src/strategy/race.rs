@@ -995,10 +995,9 @@ impl Race {
     /// The OS placement beside busy CPUs swings too when a reading of it collapsed (below
     /// `COLLAPSE` of the leader's lowest tick; a warm-up's counts only as a collapse) and its
     /// ticks span `os_swing` while the leader's held steady. No move precedes its warm-up
-    /// (its threads stay where
-    /// the pinning before left them until the kernel stacks two or moves one onto a busy
-    /// CPU), so the collapse is its own slow state; and a change of the whole machine would
-    /// have moved the leader's ticks too. The rounds' pairs miss it when its one whole
+    /// (its threads stay where the pinning before left them until the kernel stacks two or
+    /// moves one onto a busy CPU), so the collapse is its own slow state; and a change of
+    /// the whole machine would have moved the leader's ticks too. The rounds' pairs miss it when its one whole
     /// probe came in the round the leader sat out, its start-up standing for it: GROMACS's
     /// OS placement read the leader's rate once and 1% of it at four warm-ups, and went by
     /// a t-test after five rounds.
@@ -2772,9 +2771,9 @@ mod lost_work_tests {
         // GROMACS (2 OpenMP threads) beside a busy CPU 0, as read on this VM: the OS
         // placement (0) read the leader's rate in its first probe, a tick up to 4.7% above
         // its mean, then stacked its threads, 1% of the rate at every later look; `1,0`
-        // (1) read 9 400–10 900 constructs/s; `1,1` (2) shares a CPU. Paired with the
-        // leader's probe of the same round, its first collapse is a swing, and a fast state
-        // no faster than the leader cannot make up for a slow one seen at one look of two.
+        // (1) read 9 400–10 900 constructs/s; `1,1` (2) shares a CPU. Against a leader whose
+        // ticks held steady, its first collapse is a swing, and a fast state no faster than
+        // the leader cannot make up for a slow one seen at one look of two.
         // Before, it went by a t-test after five rounds.
         let leader = [
             [10532.0, 10620.0],
