@@ -395,7 +395,7 @@ fn params() -> RaceParams {
 
 #[cfg(not(old_race))]
 fn params() -> RaceParams {
-    const NAMES: &str = "probe min_probe os_probes os_ticks os_swing allowance warmup error end_error close stall_share decisive_gap target_cv indistinct min_rounds budget cut ceiling";
+    const NAMES: &str = "probe min_probe os_probes os_ticks os_swing allowance warmup quiet_warmup error end_error close stall_share decisive_gap target_cv indistinct min_rounds budget cut ceiling";
     let mut p = RaceParams::default();
     let spec = std::env::var("SIM_PARAMS").unwrap_or_default();
     for kv in spec.split_whitespace() {
@@ -415,6 +415,7 @@ fn params() -> RaceParams {
             "os_swing" => p.os_swing = x,
             "allowance" => p.one_probe_allowance = x,
             "warmup" => p.warmup = x,
+            "quiet_warmup" => p.quiet_warmup = x,
             "error" => p.error = x,
             "end_error" => p.end_error = x,
             "close" => p.close = x,

@@ -59,6 +59,14 @@ pub struct RaceParams {
     /// by default: the driver reads the counters when it ends, `sched_setaffinity` has moved
     /// the thread before it returns, and caches refill within milliseconds.
     pub warmup: f64,
+    /// The warm-up once a whole probe after a move has shown that moves do not stall the
+    /// program (`Race::stall_deficit`), seconds; 0.01 by default. A warm-up that shows a
+    /// candidate far behind is its whole probe, so each such look (the OS placement's
+    /// collapses beside a busy CPU) costs its length. Not from the start: until then a stall
+    /// as long as the warm-up may be what it reads (in the simulator, with every move
+    /// stalling the program 20 ms, 10 ms warm-ups from the start lost 20% more work and
+    /// made 44% more wrong decisions). Equal to `warmup` to keep that one throughout.
+    pub quiet_warmup: f64,
     /// Base probe length, seconds: every first probe, and every probe of a candidate that is
     /// not a close call.
     pub probe: f64,
@@ -132,6 +140,7 @@ impl Default for RaceParams {
     fn default() -> Self {
         RaceParams {
             warmup: 0.02,
+            quiet_warmup: 0.01,
             probe: 0.2,
             far_probe: 0.1,
             min_probe: 0.1,
@@ -310,6 +319,8 @@ pub struct Race {
     warm_reading: Option<(usize, f64)>,
     /// Each whole probe of a pinning after a move: the share of its rate its warm-up missed.
     warmup_deficits: Vec<f64>,
+    /// The warm-up is `quiet_warmup` now: a whole probe after a move showed no stall.
+    quiet_moves: bool,
 }
 
 /// Fewest candidates, besides the OS placement, that a search scouts (`Race::next_scout`):
@@ -321,6 +332,12 @@ const SCOUT_MIN: usize = 4;
 /// The most autopin's moves of the threads may take of one CPU while the race searches
 /// (see `move_cost`).
 const MOVE_SHARE: f64 = 0.01;
+
+/// A move is quiet when the warm-up after it read at least this share less than the whole
+/// probe that followed: its cost is over by the end of the warm-up (GROMACS's pinnings read
+/// as fast at 20 ms as over their probes), and a shorter warm-up will not catch a stall or
+/// caches still refilling (`RaceParams::quiet_warmup`).
+const QUIET_DEFICIT: f64 = 0.2;
 
 /// Why doubt keeps a pinning over the OS placement beside busy CPUs, for decision reasons.
 const BUSY_NEIGHBOURS: &str = "beside CPUs busy with other work the kernel may yet move the threads onto them, or stack them, as the OS placement's probes may not have seen";
@@ -435,6 +452,7 @@ impl Race {
             level_changed: false,
             warm_reading: None,
             warmup_deficits: Vec::new(),
+            quiet_moves: false,
         }
     }
 
@@ -1811,6 +1829,15 @@ impl Strategy for Race {
             {
                 self.warmup_deficits
                     .push((1.0 - w / outcome.score).clamp(0.0, 1.0));
+                // The first whole probe after a move shows whether moves slow the program
+                // beyond their warm-up; when they do not, later looks cost the shorter one.
+                if !self.quiet_moves
+                    && self.warmup_deficits.len() == 1
+                    && self.warmup_deficits[0] <= QUIET_DEFICIT
+                {
+                    self.quiet_moves = true;
+                    self.p.warmup = self.p.quiet_warmup.min(self.p.warmup);
+                }
             }
         }
         let mut round = self.rounds;
@@ -2847,6 +2874,57 @@ mod lost_work_tests {
             interval_range: Some((0.99 * score, 1.01 * score)),
             intervals,
         }
+    }
+
+    #[test]
+    fn warm_ups_shorten_once_a_move_is_seen_to_cost_no_more_than_its_warm_up() {
+        // Three pinnings 0.7, 1 and 0.8 of the best, every warm-up reading `warm` of its
+        // probe's rate; the warm-up of each probe that moved the threads, in order.
+        let warmups = |warm: f64, p: RaceParams| {
+            let mut r = Race::new(p, 3);
+            let mut seen = Vec::new();
+            for _ in 0..8 {
+                let Plan::Probe {
+                    candidate, warmup, ..
+                } = r.next(0.0)
+                else {
+                    break;
+                };
+                let rate = [70.0, 100.0, 80.0][candidate];
+                let o = quiet_probe(candidate, rate, 0.2, 2);
+                if warmup > 0.0 {
+                    seen.push(warmup);
+                    r.warmed_up(candidate, warm * rate);
+                }
+                r.record(o);
+            }
+            seen
+        };
+        let p = RaceParams::default();
+        // A warm-up that reads the probe's rate: the move cost nothing beyond it, and every
+        // later look costs the quiet warm-up.
+        let quiet = warmups(0.95, p);
+        assert_eq!(quiet[0], p.warmup, "{quiet:?}");
+        assert!(quiet.len() >= 3, "{quiet:?}");
+        assert!(quiet[1..].iter().all(|w| *w == p.quiet_warmup), "{quiet:?}");
+        // One that reads half of it: the move's cost outlasts 20 ms (a stall, caches still
+        // refilling), and a shorter warm-up would show more of it.
+        let slow = warmups(0.5, p);
+        assert!(
+            slow.len() >= 3 && slow.iter().all(|w| *w == p.warmup),
+            "{slow:?}"
+        );
+        // A warm-up asked for (`-w`) is kept throughout.
+        let asked = RaceParams {
+            warmup: 0.05,
+            quiet_warmup: 0.05,
+            ..p
+        };
+        let kept = warmups(0.95, asked);
+        assert!(
+            kept.len() >= 3 && kept.iter().all(|w| *w == 0.05),
+            "{kept:?}"
+        );
     }
 
     #[test]

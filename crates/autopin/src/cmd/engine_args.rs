@@ -99,7 +99,7 @@ pub struct EngineArgs {
     /// from the start for a program started pinned off CPUs busy with other work)
     #[arg(short = 'i', long, value_name = "SEC", value_parser = seconds)]
     pub init: Option<f64>,
-    /// Warm-up after each re-pin, seconds (autopin1 default: t/2; race: 0.02; the counters are read when it ends)
+    /// Warm-up after each re-pin, seconds (autopin1 default: t/2; race: 0.02, then 0.01 once a move is seen not to stall the program; the counters are read when it ends)
     #[arg(short = 'w', long, value_name = "SEC", value_parser = seconds)]
     pub warmup: Option<f64>,
     /// Sample time per probe (autopin1, default 30) and period of the rate output after the
@@ -347,6 +347,8 @@ fn strategy(a: &EngineArgs) -> (StrategyChoice, f64) {
         StrategyName::Race => (
             StrategyChoice::Race(RaceParams {
                 warmup: a.warmup.unwrap_or(RaceParams::default().warmup),
+                // A warm-up asked for is kept throughout.
+                quiet_warmup: a.warmup.unwrap_or(RaceParams::default().quiet_warmup),
                 probe: a.probe,
                 budget: a.budget,
                 ..RaceParams::default()
