@@ -21,6 +21,9 @@ use autopin_engine::stats::Rng;
 use autopin_engine::strategy::{Plan, ProbeOutcome, Race, RaceParams, Strategy};
 
 const TICK: f64 = 0.1;
+/// How often the session looks at a probe the strategy watches, seconds (`LOOK` there).
+#[cfg(not(old_race))]
+const LOOK: f64 = 0.02;
 const HORIZON: f64 = 60.0;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -129,12 +132,23 @@ fn now(c: &SimCandidate, rng: &mut Rng) -> f64 {
         if c.high {
             1.5
         } else {
-            0.5
+            swing_low()
         }
     } else {
         1.0
     };
     c.rate * swing * (c.drift + e).exp()
+}
+
+/// The swinging candidate's slow state, a share of its rate: 0.5 (3× below its fast
+/// state), or `SIM_SWING_LOW` (0.02: the threads stacked beside a spinning barrier, as
+/// GROMACS's OS placement read 1–2% of the leader at its collapses).
+fn swing_low() -> f64 {
+    static LOW: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *LOW.get_or_init(|| match std::env::var_os("SIM_SWING_LOW") {
+        None => 0.5,
+        Some(_) => env_number("SIM_SWING_LOW", 0.001, 1.0),
+    })
 }
 
 struct Outcome {
@@ -183,6 +197,8 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
     let moves =
         |current: Option<usize>, c: usize| current != Some(c) && !(current.is_none() && c == os);
     let stall = env_number("SIM_MOVE_COST", 0.0, f64::INFINITY);
+    #[cfg(not(old_race))]
+    let looks = std::env::var_os("SIM_NO_LOOKS").is_none();
     let wait_chance = env_number("SIM_WAIT", 0.0, 1.0);
     // A neighbour arrives 3 s in and slows every candidate alike (ratios unchanged).
     let load = |t: f64| if case.shift && t >= 3.0 { 0.6 } else { 1.0 };
@@ -272,8 +288,22 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 }
                 let mticks = ((measure / TICK).round() as usize).max(1);
                 let mut xs = Vec::with_capacity(mticks);
+                // How long each reading in `xs` lasted: a tick, or a look that ended the probe.
+                let mut lens = Vec::with_capacity(mticks);
                 for _ in 0..mticks {
-                    xs.push(load(t) * machine_tick(&mut rng) * tick(&mut cands[c], &mut rng));
+                    let x = load(t) * machine_tick(&mut rng) * tick(&mut cands[c], &mut rng);
+                    // A probe the strategy watches is looked at every `LOOK` (the session's
+                    // `look_due`): a tick in a collapsed state shows it at its first look
+                    // (its reading taken as the tick's: a collapse is far below any noise),
+                    // which ends the probe there. SIM_NO_LOOKS=1 leaves looks out.
+                    #[cfg(not(old_race))]
+                    if looks && race.watched(c) && race.collapsed(c, x) {
+                        xs.push(x);
+                        lens.push(LOOK);
+                        break;
+                    }
+                    xs.push(x);
+                    lens.push(TICK);
                     // A probe the strategy has seen enough of ends early (the session asks
                     // after every tick); searches older than that hook never end one.
                     #[cfg(not(old_race))]
@@ -281,15 +311,26 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                         break;
                     }
                 }
-                let mticks = xs.len();
-                let spent = warmup + mticks as f64 * TICK;
+                let measured: f64 = lens.iter().sum();
+                let spent = warmup + measured;
                 lost += loss * spent;
                 t += spent;
                 if std::env::var_os("SIM_TRACE").is_some() {
                     eprintln!("  probe {c} warm {warmup:.2} ticks {xs:.3?}");
                 }
                 let n = xs.len() as f64;
-                let mean = xs.iter().sum::<f64>() / n;
+                // The probe's rate: its work over its time. One that ended at a look that read
+                // a collapse is taken as having run its planned length in that state, as the
+                // session tells the strategy (its state carries on past the look).
+                let planned = (mticks as f64 * TICK).max(measured);
+                let cut_short = lens.last().is_some_and(|l| *l < TICK);
+                let rest = if cut_short { planned - measured } else { 0.0 };
+                let work = xs.iter().zip(&lens).map(|(x, l)| x * l).sum::<f64>();
+                let mean = if cut_short {
+                    (work + xs.last().copied().unwrap_or(0.0) * rest) / (measured + rest)
+                } else {
+                    xs.iter().sum::<f64>() / n
+                };
                 let cv = (xs.len() >= 2).then(|| {
                     let v = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
                     v.sqrt() / mean
@@ -299,7 +340,7 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 race.record(ProbeOutcome {
                     candidate: c,
                     score: mean,
-                    duration: mticks as f64 * TICK,
+                    duration: measured + rest,
                     interval_cv: cv,
                     // (older sessions gave a range only for two ticks or more)
                     interval_range: (cfg!(not(old_race)) || xs.len() >= 2).then_some((lo, hi)),

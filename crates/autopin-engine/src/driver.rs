@@ -409,8 +409,10 @@ impl Driver<'_> {
                 // Detach on time even at the slow pace.
                 tick_at = tick_at.min(t0 + m).max(last_wake + MIN_INTERVAL);
             }
+            // (A warm-up's end, or a look at a watched probe between ticks.)
             let warm_end = session
                 .warmup_ends()
+                .or_else(|| session.look_due())
                 .map(|t| t + t0)
                 .filter(|w| *w < tick_at - MIN_INTERVAL);
             let wake = warm_end.unwrap_or(tick_at);

@@ -236,6 +236,8 @@ pub struct Session {
     progress_source: Option<&'static str>,
     /// The start-up is over but the objective still reads zero, and the user was told.
     said_no_progress: bool,
+    /// When the last reading ended (session time).
+    last_reading: f64,
     /// How coarse the objective is, learned during start-up.
     grain: Granularity,
     /// The program set its own threads' CPUs while autopin ran: autopin stands back.
@@ -280,6 +282,16 @@ const STARTUP_TAIL: f64 = 0.3;
 /// 7 interleaved rounds; docs/search.md.)
 pub(crate) const STARTUP_ENOUGH: f64 = 0.1;
 
+/// How often a watched probe is looked at between its ticks (`Session::look_due`), seconds:
+/// a collapse then costs a look, not the rest of a tick. GROMACS's OS placement beside a
+/// busy CPU read 13 000 OpenMP constructs/s at one tick and 190 at the next, a whole tick
+/// at 1.5% of the leader's rate.
+const LOOK: f64 = 0.02;
+
+/// The looks at a watched probe gather into ticks at least this long, seconds (most of the
+/// driver's 0.1 s tick): the race's tick statistics keep their length.
+const LOOK_TICK: f64 = 0.09;
+
 impl Session {
     pub fn new(
         cfg: SessionConfig,
@@ -323,6 +335,7 @@ impl Session {
             decided_once: false,
             progress_source: None,
             said_no_progress: false,
+            last_reading: 0.0,
             grain: Granularity::default(),
             stood_back: false,
             startup: None,
@@ -439,6 +452,43 @@ impl Session {
             State::Warmup { until, .. } => Some(until),
             _ => None,
         }
+    }
+
+    /// When a look at the probe in progress is due before the next tick (session time):
+    /// `LOOK` after the last reading, for a probe of a candidate the strategy watches
+    /// (`Strategy::watched`) on an objective fine enough that a look that short reads a
+    /// collapse. None otherwise. A driver that reads its counters then and hands the reading
+    /// to `on_interval` lets a collapse end the probe a look after it began.
+    pub fn look_due(&self) -> Option<f64> {
+        match &self.state {
+            State::Measure(acc) if self.looks_at(acc.cand) => Some(self.last_reading + LOOK),
+            _ => None,
+        }
+    }
+
+    /// A reading of a watched probe (a look, or a tick) that shows a collapse: clean, fine
+    /// enough to be a rate, and far below the leader by the strategy's judgement
+    /// (`Strategy::collapsed`). The probe ends there.
+    fn collapsed_at_look(&mut self, iv: &Interval, dt: f64, rate: f64) -> bool {
+        let State::Measure(acc) = &self.state else {
+            return false;
+        };
+        let clean = !iv.disturbed && !iv.phase_changed && iv.phase == acc.phase;
+        let cand = acc.cand;
+        let score = self.score(rate);
+        clean
+            && self.grain.resolves(dt, COLLAPSE)
+            && self.looks_at(cand)
+            && self
+                .strategy
+                .as_mut()
+                .is_some_and(|s| s.collapsed(cand, score))
+    }
+
+    /// Whether probes of `cand` are looked at between ticks now.
+    fn looks_at(&self, cand: usize) -> bool {
+        self.grain.resolves(LOOK, COLLAPSE)
+            && self.strategy.as_ref().is_some_and(|s| s.watched(cand))
     }
 
     /// What moving `threads` threads onto the applied candidate cost autopin (CPU seconds):
@@ -583,6 +633,7 @@ impl Session {
             phase: iv.phase.clone().or_else(|| self.phase.clone()),
         });
         let now = iv.end;
+        self.last_reading = now;
         // A deadline counts as reached at the tick nearest to it: ticks wake a little late
         // or early (sleep jitter), and waiting for the next one would stretch every warm-up
         // and probe by a whole tick.
@@ -614,6 +665,15 @@ impl Session {
                 return out;
             }
         }
+        // A watched probe's readings (looks between its ticks) gather into ticks.
+        let watched = match &self.state {
+            State::Measure(acc) => self.looks_at(acc.cand),
+            _ => false,
+        };
+        if let State::Measure(acc) = &mut self.state {
+            acc.tick = if watched { LOOK_TICK } else { 0.0 };
+        }
+        let collapsed = watched && self.collapsed_at_look(iv, dt, rate);
         match &mut self.state {
             State::Init { until } => {
                 // Nothing to compare while the program reports no progress at all (a
@@ -676,6 +736,13 @@ impl Session {
                         self.state = State::Measure(acc);
                     }
                 }
+            }
+            State::Measure(acc) if collapsed => {
+                // The collapse is a tick of its own, after those of the probe so far.
+                acc.add_alone(iv, dt);
+                acc.ended_collapsed = true;
+                let acc = acc.clone();
+                self.finish_probe(now, acc, &mut out);
             }
             State::Measure(acc) => {
                 acc.add(iv, dt);
@@ -1174,7 +1241,8 @@ impl Session {
 
     /// Puts a probe in the report and before the strategy; `startup`: measured while the
     /// program started, before the search.
-    fn record_probe(&mut self, acc: ProbeAccumulator, startup: bool, out: &mut Vec<Action>) {
+    fn record_probe(&mut self, mut acc: ProbeAccumulator, startup: bool, out: &mut Vec<Action>) {
+        acc.flush();
         // Intervals where threads came or went are left out so that a half-counted thread
         // does not look like a rate change; with continuous churn nothing would be left, so
         // then every interval counts and the probe says so.
@@ -1284,13 +1352,23 @@ impl Session {
                     (lo.min(x), hi.max(x))
                 })
         });
+        // A probe that ended at a look reading a collapse is taken, by the strategy, as
+        // having run its planned length in that state: the state carries on past the look
+        // (GROMACS's stacked threads stayed so for seconds), and a mean over the fast part
+        // and a few ms of the slow one would read the candidate faster than it runs.
+        let rest = match acc.rates.last() {
+            Some(_) if acc.ended_collapsed => (acc.until - acc.start - time).max(0.0),
+            _ => 0.0,
+        };
+        let slow = acc.rates.last().copied().unwrap_or(0.0);
+        let rate = (rate * time + slow * rest) / (time + rest).max(1e-12);
         let score = self.score(rate);
         if let Some(s) = self.strategy.as_mut() {
             if time > 0.0 {
                 s.record(ProbeOutcome {
                     candidate: acc.cand,
                     score,
-                    duration: time,
+                    duration: time + rest,
                     interval_cv: cv,
                     interval_range: range,
                     intervals: acc.rates.len(),
@@ -1787,6 +1865,61 @@ mod plain_words_tests {
             t += 0.1;
         }
         t
+    }
+
+    #[test]
+    fn a_watched_probe_that_collapses_ends_a_look_after() {
+        // The OS placement beside a busy CPU 0 runs at 10 000 units/s until its threads are
+        // stacked at 1.25 s and at 100/s from then on; CPU 1 runs at 12 000/s. Readings come
+        // as the driver takes them: every 0.1 s, at a warm-up's end and, in a watched
+        // probe, at every look.
+        let rate = |applied: Option<usize>, t: f64| match applied {
+            Some(1) => 12_000.0,
+            _ if t < 1.25 => 10_000.0,
+            _ => 100.0,
+        };
+        let collapse_probe = |looks: bool| {
+            let mut s = os_or_cpu1(Some(vec![0]));
+            s.start(0.5);
+            s.begin_if_due(0.5, 1);
+            let mut t = 0.5;
+            let mut grid = t;
+            while t < 10.0 && !s.is_decided() {
+                let early = s
+                    .warmup_ends()
+                    .or_else(|| s.look_due().filter(|_| looks))
+                    .filter(|&w| w > t + 1e-9 && w < grid + 0.1 - 1e-9);
+                let end = early.unwrap_or(grid + 0.1);
+                grid = if early.is_some() { end } else { grid + 0.1 };
+                // The amount over [t, end], the rate changing at 1.25 s.
+                let fast = (end.min(1.25) - t).max(0.0);
+                let amount = rate(s.applied, 0.0) * fast + rate(s.applied, 2.0) * (end - t - fast);
+                s.on_interval(&Interval {
+                    start: t,
+                    end,
+                    amount: amount.round(),
+                    tracked: 1,
+                    ..Interval::default()
+                });
+                t = end;
+            }
+            let d = s.report.decision.clone().expect("decided");
+            assert_eq!(d.cpus, Some(vec![1]), "{}", d.reason);
+            let p = s
+                .report
+                .probes
+                .iter()
+                .find(|p| p.candidate == 0 && p.start < 1.25 && p.start + p.duration > 1.25)
+                .cloned()
+                .expect("a probe of the OS placement across its collapse");
+            (p.start + p.duration, s.report.search_cost)
+        };
+        let (ended, cost) = collapse_probe(true);
+        // It ended at the first look past the collapse, not at the next tick.
+        assert!(ended <= 1.25 + 0.02 + 1e-6, "ended at {ended}");
+        let (ended_ticks, cost_ticks) = collapse_probe(false);
+        assert!(ended_ticks > ended + 0.05, "{ended_ticks} vs {ended}");
+        assert!(cost < cost_ticks, "{cost} vs {cost_ticks}");
     }
 
     #[test]

@@ -25,6 +25,12 @@ pub(super) struct ProbeAccumulator {
     pub(super) off_phase: usize,
     pub(super) phase: Option<String>,
     pub(super) rates: Vec<f64>,
+    /// Readings shorter than `tick` (looks between ticks, `Session::look_due`) gather here
+    /// until they make a tick's worth: a tick's rate keeps one length for the statistics.
+    pub(super) tick: f64,
+    pending: Option<(f64, f64)>,
+    /// The probe ended at a look that read a collapse (its last tick).
+    pub(super) ended_collapsed: bool,
     /// The program's own progress over the accepted intervals that had it, and their time.
     pub(super) progress: Option<(f64, f64, &'static str)>,
     pub(super) per_thread: BTreeMap<u32, (usize, f64, f64)>,
@@ -54,6 +60,9 @@ impl ProbeAccumulator {
             off_phase: 0,
             phase,
             rates: Vec::new(),
+            tick: 0.0,
+            pending: None,
+            ended_collapsed: false,
             progress: None,
             per_thread: BTreeMap::new(),
             per_thread_all: BTreeMap::new(),
@@ -80,7 +89,13 @@ impl ProbeAccumulator {
         }
         self.good_amount += iv.amount;
         self.good_time += dt;
-        self.rates.push(iv.amount / dt);
+        let (a, t) = self.pending.take().unwrap_or((0.0, 0.0));
+        let (a, t) = (a + iv.amount, t + dt);
+        if t >= self.tick {
+            self.rates.push(a / t);
+        } else {
+            self.pending = Some((a, t));
+        }
         if let Some((p, name)) = iv.progress {
             let e = self.progress.get_or_insert((0.0, 0.0, name));
             e.0 += p;
@@ -91,5 +106,20 @@ impl ProbeAccumulator {
             e.1 += a;
             e.2 += dt;
         }
+    }
+
+    /// The readings gathered towards a tick become one, however short.
+    pub(super) fn flush(&mut self) {
+        if let Some((a, t)) = self.pending.take().filter(|p| p.1 > 0.0) {
+            self.rates.push(a / t);
+        }
+    }
+
+    /// Adds `iv` as a tick of its own (a look that ends the probe), after those gathered.
+    pub(super) fn add_alone(&mut self, iv: &Interval, dt: f64) {
+        self.flush();
+        let tick = std::mem::replace(&mut self.tick, 0.0);
+        self.add(iv, dt);
+        self.tick = tick;
     }
 }

@@ -119,6 +119,18 @@ pub trait Strategy {
     fn behind_at_warmup(&self, _candidate: usize, _score: f64) -> bool {
         false
     }
+    /// Whether a probe of `candidate` is looked at between its ticks (`Session::look_due`):
+    /// its rate may fall away within a probe, and each tick of a collapse is work lost.
+    /// Never, by default.
+    fn watched(&self, _candidate: usize) -> bool {
+        false
+    }
+    /// Whether a look at a watched probe of `candidate`, read at `score`, shows a collapse
+    /// that ends the probe there (the strategy then takes the probe's outcome as ending in
+    /// that state). Never, by default.
+    fn collapsed(&mut self, _candidate: usize, _score: f64) -> bool {
+        false
+    }
     /// The score read when the warm-up of a probe of `candidate` ended (the session reads it
     /// when the reading is clean and fine enough to be a rate), before the probe's outcome
     /// is recorded. Ignored by default.

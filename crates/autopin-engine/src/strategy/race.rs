@@ -204,6 +204,8 @@ struct Arm {
     /// The lowest and highest tick of each probe that counts towards `Arm::range` (None:
     /// it counts for none).
     ranges: Vec<Option<(f64, f64)>>,
+    /// Each probe ended at a look that read a collapse (`Strategy::collapsed`).
+    ended_collapsed: Vec<bool>,
 }
 
 impl Arm {
@@ -321,6 +323,8 @@ pub struct Race {
     warmup_deficits: Vec<f64>,
     /// The warm-up is `quiet_warmup` now: a whole probe after a move showed no stall.
     quiet_moves: bool,
+    /// The candidate whose probe in progress ended at a look that read a collapse.
+    look_collapse: Option<usize>,
 }
 
 /// Fewest candidates, besides the OS placement, that a search scouts (`Race::next_scout`):
@@ -434,6 +438,7 @@ impl Race {
                     warmup_cuts: 0,
                     starts: Vec::new(),
                     ranges: Vec::new(),
+                    ended_collapsed: Vec::new(),
                 };
                 candidates
             ],
@@ -453,6 +458,7 @@ impl Race {
             warm_reading: None,
             warmup_deficits: Vec::new(),
             quiet_moves: false,
+            look_collapse: None,
         }
     }
 
@@ -961,24 +967,23 @@ impl Race {
     /// level: its highest tick `c_hi` for the share of its time in its fast state, its
     /// highest slow reading for the rest, the slow share taken at the lowest its probes
     /// allow (`share_at_least`; a probe below half of the leader's mean rate `lm` was in its
-    /// slow state). With no slow probe, `c_hi`. Each slow look it has had lowers the line
+    /// slow state, as was one that ended at a look reading a collapse, `Strategy::collapsed`,
+    /// whose slow reading is that look's). With no slow probe, `c_hi`. Each slow look it has had lowers the line
     /// its fast ticks must stay under: a fast tick a few percent above the leader's mean
     /// (noise of two-tick probes) cannot lift a candidate that stacked its threads at one
     /// look of two above the leader. GROMACS's OS placement, one tick 4.7% above the leader's
     /// mean and then 1% of it at four looks, went by a t-test after five rounds.
     fn swing_reach(&self, c: usize, c_hi: f64, lm: f64) -> f64 {
         let a = &self.arms[c];
-        let searched: Vec<f64> = a
-            .scores
-            .iter()
-            .zip(&a.rounds)
-            .filter(|(_, &r)| r > 0)
-            .map(|(s, _)| *s)
-            .collect();
+        let searched: Vec<usize> = (0..a.scores.len()).filter(|&i| a.rounds[i] > 0).collect();
+        // A probe that ended at a look reading a collapse was left in its slow state: that
+        // look's reading stands for it.
         let slow: Vec<f64> = searched
             .iter()
-            .copied()
-            .filter(|s| *s < HALF_THE_LEADER * lm)
+            .filter_map(|&i| match (a.ended_collapsed[i], a.ranges[i]) {
+                (true, Some((lo, _))) => Some(lo),
+                _ => Some(a.scores[i]).filter(|s| *s < HALF_THE_LEADER * lm),
+            })
             .collect();
         let Some(s_hi) = slow.iter().copied().reduce(f64::max) else {
             return c_hi;
@@ -1349,6 +1354,18 @@ impl Race {
     /// OS placement's as one whole probe beside busy CPUs). GROMACS beside a busy CPU: an
     /// OS placement one probe ahead of the pinning ran its next probe at a tenth of it, 0.2 s
     /// of which 0.18 s was lost.
+    /// The candidate a look at `c` is judged against (`Strategy::collapsed`): the leader,
+    /// or the best other survivor when `c` leads; one with ticks.
+    fn look_reference(&self, c: usize) -> Option<usize> {
+        let est = self.estimates();
+        let r = match self.leader(&est) {
+            Some(l) if l != c => Some(l),
+            Some(_) => best_by_mean(&est, self.survivors().into_iter().filter(|&o| o != c)),
+            None => None,
+        };
+        r.filter(|&r| self.arms[r].range().is_some())
+    }
+
     fn leader_collapsed(&self, est: &[Option<Estimate>], l: usize, hi: f64) -> bool {
         let next = best_by_mean(est, self.survivors().into_iter().filter(|&c| c != l));
         next.and_then(|n| self.arms[n].range())
@@ -1807,6 +1824,27 @@ impl Strategy for Race {
             .is_some_and(|l| self.warmup_below(l, score, WARMUP_CUT))
     }
 
+    /// The OS placement beside CPUs busy with other work: the kernel may stack its threads
+    /// (or put one beside the busy work) at any moment, and a probe that began in its fast
+    /// state would spend its remaining ticks in the slow one (GROMACS: 13 000 constructs/s
+    /// at one tick, 190 at the next, for a whole tick). Once another candidate has ticks
+    /// to tell a collapse by.
+    fn watched(&self, c: usize) -> bool {
+        self.os_placement == Some(c) && self.busy_neighbours && self.look_reference(c).is_some()
+    }
+
+    /// A look below `COLLAPSE` of the lowest tick of the leader, or of the best other
+    /// survivor when `c` leads (as a warm-up's collapse is judged, stalls allowed for).
+    fn collapsed(&mut self, c: usize, score: f64) -> bool {
+        let hit = self
+            .look_reference(c)
+            .is_some_and(|r| self.warmup_below(r, score, COLLAPSE));
+        if hit {
+            self.look_collapse = Some(c);
+        }
+        hit
+    }
+
     fn warmed_up(&mut self, candidate: usize, score: f64) {
         self.warm_reading = Some((candidate, score));
     }
@@ -1840,6 +1878,7 @@ impl Strategy for Race {
                 }
             }
         }
+        let ended_collapsed = self.look_collapse.take() == Some(outcome.candidate);
         let mut round = self.rounds;
         if self.scouting.take() == Some(outcome.candidate) {
             if outcome.intervals <= 1 && warmup_only(outcome.duration, self.p.warmup) {
@@ -1863,6 +1902,7 @@ impl Strategy for Race {
         a.lengths.push(outcome.duration.max(1e-3));
         a.rounds.push(round);
         a.starts.push(self.clock);
+        a.ended_collapsed.push(ended_collapsed);
         a.seen_ticks += outcome.intervals.max(1) as f64;
         if let Some((lo, hi)) = outcome.interval_range.filter(|r| r.0 > 0.0) {
             if outcome.intervals >= 2 {
@@ -1886,7 +1926,10 @@ impl Strategy for Race {
         // tick range, which the half-the-leader rule judges on, takes only a collapse (below
         // `COLLAPSE` of the leader's lowest tick). Otherwise the candidate goes by the
         // evidence of more probes.
-        let short = outcome.intervals == 1 && warmup_only(outcome.duration, self.p.warmup);
+        // (Not a probe that ended at a look: no move came just before it.)
+        let short = !ended_collapsed
+            && outcome.intervals == 1
+            && warmup_only(outcome.duration, self.p.warmup);
         let collapsed = short && self.collapse(outcome.candidate, outcome.score);
         let keep_range = !short || collapsed;
         let a = &mut self.arms[outcome.candidate];
