@@ -35,6 +35,9 @@ W=$(mktemp -d)
 cleanup() { [ -n "${BUSY_PID:-}" ] && kill "$BUSY_PID" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
 export OMP_NUM_THREADS=2
+# GROMACS keeps 99 backups of each output file and then refuses to run: with 20 rounds or
+# more (five runs a round) every later run ended at once.
+export GMX_MAXBACKUP=-1
 gcc -O2 -fopenmp -o "$W/ompwork" "$ROOT/workloads/ompwork.c"
 gcc -O2 -fopenmp -I"$ROOT/include" -o "$W/syncbench" "$ROOT/workloads/syncbench.c"
 sc() { python3 -c "print(int($1 * $SCALE))"; }
