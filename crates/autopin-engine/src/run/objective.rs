@@ -450,8 +450,12 @@ fn wait_for_progress(
             Ok(s) => tracked = s.tracked.len(),
             Err(_) => {}
         }
-        let t = env.clock.now() + 0.02;
-        env.clock.sleep_until(t);
+        // Woken by the program's end where the source can watch for it: a program that
+        // ends while its progress is awaited is followed at once, not up to 20 ms later.
+        if !threads.wait_for_end(0.02) {
+            let t = env.clock.now() + 0.02;
+            env.clock.sleep_until(t);
+        }
         let waited = env.clock.now() - start;
         (seen, enough) = progress(&mut *env.platform, waited, tracked, &*threads);
     }
