@@ -325,8 +325,8 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                 let planned = (mticks as f64 * TICK).max(measured);
                 let cut_short = lens.last().is_some_and(|l| *l < TICK);
                 let rest = if cut_short { planned - measured } else { 0.0 };
-                let work = xs.iter().zip(&lens).map(|(x, l)| x * l).sum::<f64>();
                 let mean = if cut_short {
+                    let work = xs.iter().zip(&lens).map(|(x, l)| x * l).sum::<f64>();
                     (work + xs.last().copied().unwrap_or(0.0) * rest) / (measured + rest)
                 } else {
                     xs.iter().sum::<f64>() / n

@@ -466,9 +466,9 @@ impl Session {
         }
     }
 
-    /// A reading of a watched probe (a look, or a tick) that shows a collapse: clean, fine
-    /// enough to be a rate, and far below the leader by the strategy's judgement
-    /// (`Strategy::collapsed`). The probe ends there.
+    /// A reading of a probe being watched (`looks_at`; a look, or a tick) that shows a
+    /// collapse: clean, fine enough to be a rate, and far below the leader by the strategy's
+    /// judgement (`Strategy::collapsed`). The probe ends there.
     fn collapsed_at_look(&mut self, iv: &Interval, dt: f64, rate: f64) -> bool {
         let State::Measure(acc) = &self.state else {
             return false;
@@ -478,7 +478,6 @@ impl Session {
         let score = self.score(rate);
         clean
             && self.grain.resolves(dt, COLLAPSE)
-            && self.looks_at(cand)
             && self
                 .strategy
                 .as_mut()
@@ -1356,11 +1355,10 @@ impl Session {
         // having run its planned length in that state: the state carries on past the look
         // (GROMACS's stacked threads stayed so for seconds), and a mean over the fast part
         // and a few ms of the slow one would read the candidate faster than it runs.
-        let rest = match acc.rates.last() {
-            Some(_) if acc.ended_collapsed => (acc.until - acc.start - time).max(0.0),
-            _ => 0.0,
+        let (rest, slow) = match acc.rates.last() {
+            Some(&slow) if acc.ended_collapsed => ((acc.until - acc.start - time).max(0.0), slow),
+            _ => (0.0, 0.0),
         };
-        let slow = acc.rates.last().copied().unwrap_or(0.0);
         let rate = (rate * time + slow * rest) / (time + rest).max(1e-12);
         let score = self.score(rate);
         if let Some(s) = self.strategy.as_mut() {

@@ -118,8 +118,7 @@ impl ProbeAccumulator {
     /// Adds `iv` as a tick of its own (a look that ends the probe), after those gathered.
     pub(super) fn add_alone(&mut self, iv: &Interval, dt: f64) {
         self.flush();
-        let tick = std::mem::replace(&mut self.tick, 0.0);
         self.add(iv, dt);
-        self.tick = tick;
+        self.flush();
     }
 }

@@ -59,8 +59,9 @@ pub struct RaceParams {
     /// by default: the driver reads the counters when it ends, `sched_setaffinity` has moved
     /// the thread before it returns, and caches refill within milliseconds.
     pub warmup: f64,
-    /// The warm-up once a whole probe after a move has shown that moves do not stall the
-    /// program (`Race::stall_deficit`), seconds; 0.01 by default. A warm-up that shows a
+    /// The warm-up once the first whole probe after a move has shown that moves do not slow
+    /// the program beyond their warm-up (its warm-up read at most `QUIET_DEFICIT` below it),
+    /// seconds; 0.01 by default. A warm-up that shows a
     /// candidate far behind is its whole probe, so each such look (the OS placement's
     /// collapses beside a busy CPU) costs its length. Not from the start: until then a stall
     /// as long as the warm-up may be what it reads (in the simulator, with every move
@@ -337,8 +338,8 @@ const SCOUT_MIN: usize = 4;
 /// (see `move_cost`).
 const MOVE_SHARE: f64 = 0.01;
 
-/// A move is quiet when the warm-up after it read at least this share less than the whole
-/// probe that followed: its cost is over by the end of the warm-up (GROMACS's pinnings read
+/// A move is quiet when the warm-up after it read at most this share below the whole probe
+/// that followed: its cost is over by the end of the warm-up (GROMACS's pinnings read
 /// as fast at 20 ms as over their probes), and a shorter warm-up will not catch a stall or
 /// caches still refilling (`RaceParams::quiet_warmup`).
 const QUIET_DEFICIT: f64 = 0.2;
@@ -968,10 +969,10 @@ impl Race {
     /// highest slow reading for the rest, the slow share taken at the lowest its probes
     /// allow (`share_at_least`; a probe below half of the leader's mean rate `lm` was in its
     /// slow state, as was one that ended at a look reading a collapse, `Strategy::collapsed`,
-    /// whose slow reading is that look's). With no slow probe, `c_hi`. Each slow look it has had lowers the line
-    /// its fast ticks must stay under: a fast tick a few percent above the leader's mean
-    /// (noise of two-tick probes) cannot lift a candidate that stacked its threads at one
-    /// look of two above the leader. GROMACS's OS placement, one tick 4.7% above the leader's
+    /// whose slow reading is that look's). With no slow probe, `c_hi`. Each slow look it has
+    /// had lowers the line its fast ticks must stay under: a fast tick a few percent above
+    /// the leader's mean (noise of two-tick probes) cannot lift a candidate that stacked its
+    /// threads at one look of two above the leader. GROMACS's OS placement, one tick 4.7% above the leader's
     /// mean and then 1% of it at four looks, went by a t-test after five rounds.
     fn swing_reach(&self, c: usize, c_hi: f64, lm: f64) -> f64 {
         let a = &self.arms[c];
@@ -1348,12 +1349,6 @@ impl Race {
         best_by_mean(est, (0..est.len()).filter(|&c| c != l))
     }
 
-    /// The leader `l`'s probe in progress, its highest tick so far `hi`, has fallen below
-    /// half of every tick of the best other survivor: it is then the worse of the two by
-    /// far, and each further tick of it is lost work. Its probe still counts (a swinging
-    /// OS placement's as one whole probe beside busy CPUs). GROMACS beside a busy CPU: an
-    /// OS placement one probe ahead of the pinning ran its next probe at a tenth of it, 0.2 s
-    /// of which 0.18 s was lost.
     /// The candidate a look at `c` is judged against (`Strategy::collapsed`): the leader,
     /// or the best other survivor when `c` leads; one with ticks.
     fn look_reference(&self, c: usize) -> Option<usize> {
@@ -1366,6 +1361,12 @@ impl Race {
         r.filter(|&r| self.arms[r].range().is_some())
     }
 
+    /// The leader `l`'s probe in progress, its highest tick so far `hi`, has fallen below
+    /// half of every tick of the best other survivor: it is then the worse of the two by
+    /// far, and each further tick of it is lost work. Its probe still counts (a swinging
+    /// OS placement's as one whole probe beside busy CPUs). GROMACS beside a busy CPU: an
+    /// OS placement one probe ahead of the pinning ran its next probe at a tenth of it, 0.2 s
+    /// of which 0.18 s was lost.
     fn leader_collapsed(&self, est: &[Option<Estimate>], l: usize, hi: f64) -> bool {
         let next = best_by_mean(est, self.survivors().into_iter().filter(|&c| c != l));
         next.and_then(|n| self.arms[n].range())
