@@ -506,13 +506,29 @@ impl Platform for LinuxPlatform {
 /// (Subtracting the watched program's time from each CPU's total instead was misled by the
 /// program's own threads moving during the window: a busy loop on CPU 0 was reported on
 /// CPU 1.)
+///
+/// Every thread is read only when other work may have been busy: /proc/stat and the
+/// program's own stat first bound what other work took of the allowed CPUs altogether
+/// ([`autopin_perf::cpustat::other_work_bound`]); at or below the busy share, no CPU can be
+/// busy and nothing more is read. An idle machine is then watched with two small reads a
+/// window instead of a look at every thread of the system (2.5 ms of CPU each on an idle
+/// 2-CPU VM with 90 threads, beside the program's start; far more on a large node). A
+/// window whose start was not read thread by thread (the first, and one after a window
+/// the bound settled) judges a thread older than the window by its share of its whole
+/// life; a thread born in the window counts whole, so work that arrives is counted
+/// exactly, and the look becomes the next window's start.
 pub struct ProcBusyWatch {
     proc_root: std::path::PathBuf,
     allowed: CpuSet,
     last: std::collections::BTreeMap<u32, autopin_perf::cpustat::CpuTimes>,
     since: std::time::Instant,
-    /// CPU ticks of every thread in the system at the last reading.
-    ticks: std::collections::HashMap<u32, u64>,
+    /// Boot time at the last reading, USER_HZ ticks.
+    since_boot: u64,
+    /// CPU ticks of every thread in the system at the last reading, where it read them.
+    ticks: Option<std::collections::HashMap<u32, u64>>,
+    /// The watched program's CPU ticks (its own and its waited-for children's) at the last
+    /// reading, by PID: none before the first, as it was launched as the watch began.
+    program: Option<(i32, u64)>,
 }
 
 impl ProcBusyWatch {
@@ -521,30 +537,22 @@ impl ProcBusyWatch {
     const MIN_WINDOW: Duration = Duration::from_millis(100);
 
     pub fn begin(proc_root: &std::path::Path, allowed: CpuSet) -> Option<Self> {
-        let mut w = ProcBusyWatch {
+        Some(ProcBusyWatch {
             last: autopin_perf::cpustat::read_proc_stat(proc_root).ok()?,
+            since_boot: boot_ticks(proc_root)?,
             proc_root: proc_root.to_path_buf(),
             allowed,
             since: std::time::Instant::now(),
-            ticks: Default::default(),
-        };
-        w.ticks = w
-            .processes()
-            .into_iter()
-            .flat_map(|p| p.threads)
-            .map(|(tid, t, _)| (tid, t))
-            .collect();
-        Some(w)
+            ticks: None,
+            program: None,
+        })
     }
 
-    /// Each live thread of `pid`: (tid, CPU ticks so far, CPU it last ran on).
-    fn threads(&self, pid: i32) -> Vec<(u32, u64, u32)> {
+    /// Each live thread of `pid`, as its stat shows it now: (tid, the thread).
+    fn threads(&self, pid: i32) -> Vec<(u32, autopin_perf::cpustat::ThreadNow)> {
         thread_stats(&self.proc_root, pid)
             .into_iter()
-            .filter_map(|(tid, stat)| {
-                let (ticks, cpu) = autopin_perf::cpustat::parse_thread_cpu(&stat)?;
-                Some((tid, ticks, cpu))
-            })
+            .filter_map(|(tid, stat)| Some((tid, autopin_perf::cpustat::parse_thread_now(&stat)?)))
             .collect()
     }
 
@@ -560,6 +568,88 @@ impl ProcBusyWatch {
             })
             .collect()
     }
+
+    /// The CPU ticks other processes' threads took on each CPU in the window that ends
+    /// `now` (boot ticks), read from every thread; `pid`'s family and autopin's are not
+    /// other work. The threads' ticks now become the next window's start.
+    fn other_work(&mut self, pid: i32, now: u64) -> std::collections::BTreeMap<u32, u64> {
+        let procs = self.processes();
+        // Not other work: the watched program and what it started (a shell's child may be
+        // the process that does the work), and autopin with its own helpers.
+        let ours = families(&procs, &[pid, std::process::id() as i32]);
+        let window = now.saturating_sub(self.since_boot);
+        let mut other = std::collections::BTreeMap::new();
+        for p in procs.iter().filter(|p| !ours.contains(&p.pid)) {
+            for (tid, t) in &p.threads {
+                let taken = match &self.ticks {
+                    // A thread born in the window: all its time is in the window.
+                    Some(start) => t.ticks.saturating_sub(start.get(tid).copied().unwrap_or(0)),
+                    None => autopin_perf::cpustat::ticks_in_window(t, now, window),
+                };
+                *other.entry(t.cpu).or_insert(0) += taken;
+            }
+        }
+        self.ticks = Some(
+            procs
+                .into_iter()
+                .flat_map(|p| p.threads)
+                .map(|(tid, t)| (tid, t.ticks))
+                .collect(),
+        );
+        other
+    }
+}
+
+impl BusyWatch for ProcBusyWatch {
+    fn busy_cpus(&mut self, pid: i32) -> Vec<u32> {
+        use autopin_perf::cpustat;
+        if let Some(rest) = Self::MIN_WINDOW.checked_sub(self.since.elapsed()) {
+            std::thread::sleep(rest);
+        }
+        let program = crate::process::attach_guard::read_stat(&self.proc_root, pid)
+            .map(|s| s.utime + s.stime + s.children);
+        let (Ok(now), Some(now_boot)) = (
+            cpustat::read_proc_stat(&self.proc_root),
+            boot_ticks(&self.proc_root),
+        ) else {
+            return Vec::new();
+        };
+        let before = match self.program {
+            Some((p, ticks)) if p == pid => ticks,
+            _ => 0,
+        };
+        let bound = program.and_then(|t| {
+            cpustat::other_work_bound(
+                &self.last,
+                &now,
+                self.allowed.iter(),
+                t.saturating_sub(before),
+            )
+        });
+        let busy = if bound.is_some_and(|b| b <= BUSY_SHARE) {
+            // Not read thread by thread: the next window judges older threads by their lives.
+            self.ticks = None;
+            Vec::new()
+        } else {
+            let other = self.other_work(pid, now_boot);
+            cpustat::cpus_with_other_work(&self.last, &now, &other, BUSY_SHARE)
+        };
+        self.last = now;
+        self.since = std::time::Instant::now();
+        self.since_boot = now_boot;
+        self.program = program.map(|t| (pid, t));
+        busy.into_iter()
+            .filter(|c| self.allowed.contains(*c))
+            .collect()
+    }
+}
+
+/// The time since boot, USER_HZ ticks, from `<proc>/uptime`.
+fn boot_ticks(proc_root: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(proc_root.join("uptime"))
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|s| (s * USER_HZ) as u64)
 }
 
 /// The PIDs below `proc_root` (empty when it cannot be read).
@@ -591,7 +681,7 @@ fn thread_stats(proc_root: &std::path::Path, pid: i32) -> Vec<(u32, String)> {
 struct Proc {
     pid: i32,
     parent: i32,
-    threads: Vec<(u32, u64, u32)>,
+    threads: Vec<(u32, autopin_perf::cpustat::ThreadNow)>,
 }
 
 /// `roots` and every process descending from them.
@@ -611,41 +701,6 @@ fn families(procs: &[Proc], roots: &[i32]) -> std::collections::HashSet<i32> {
     }
 }
 
-impl BusyWatch for ProcBusyWatch {
-    fn busy_cpus(&mut self, pid: i32) -> Vec<u32> {
-        if let Some(rest) = Self::MIN_WINDOW.checked_sub(self.since.elapsed()) {
-            std::thread::sleep(rest);
-        }
-        let procs = self.processes();
-        let Ok(now) = autopin_perf::cpustat::read_proc_stat(&self.proc_root) else {
-            return Vec::new();
-        };
-        // Not other work: the watched program and what it started (a shell's child may be
-        // the process that does the work), and autopin with its own helpers.
-        let ours = families(&procs, &[pid, std::process::id() as i32]);
-        let mut other = std::collections::BTreeMap::new();
-        for p in procs.iter().filter(|p| !ours.contains(&p.pid)) {
-            for &(tid, ticks, cpu) in &p.threads {
-                // A thread born in the window: all its time is in the window.
-                let before = self.ticks.get(&tid).copied().unwrap_or(0);
-                *other.entry(cpu).or_insert(0) += ticks.saturating_sub(before);
-            }
-        }
-        let busy =
-            autopin_perf::cpustat::cpus_with_other_work(&self.last, &now, &other, BUSY_SHARE);
-        self.last = now;
-        self.since = std::time::Instant::now();
-        self.ticks = procs
-            .into_iter()
-            .flat_map(|p| p.threads)
-            .map(|(t, ticks, _)| (t, ticks))
-            .collect();
-        busy.into_iter()
-            .filter(|c| self.allowed.contains(*c))
-            .collect()
-    }
-}
-
 /// CPUs among `allowed` that other work keeps busy now, from one look at every thread
 /// (`autopin_perf::cpustat::busy_now`). /proc/loadavg says first how many are runnable: on
 /// a machine where nothing but this process runs, nothing else is read, so the look costs
@@ -659,11 +714,7 @@ pub fn busy_now(proc_root: &std::path::Path, allowed: &CpuSet) -> Vec<u32> {
         return Vec::new();
     }
     // Boot time in USER_HZ ticks, the unit of a thread's start and CPU time.
-    let Some(now) = std::fs::read_to_string(proc_root.join("uptime"))
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
-        .map(|s| (s * USER_HZ) as u64)
-    else {
+    let Some(now) = boot_ticks(proc_root) else {
         return Vec::new();
     };
     let own = std::process::id() as i32;
@@ -735,17 +786,38 @@ impl autopin_engine::run::DeviceWatch for FdDeviceWatch {
 mod tests {
     use super::*;
 
-    /// A thread's stat line with `ticks` of user time, last run on `cpu`.
-    fn thread_stat(tid: u32, ticks: u64, cpu: u32) -> String {
+    /// A thread's stat line with `ticks` of user time, last run on `cpu`, started `started`
+    /// ticks after boot.
+    fn thread_stat_started(tid: u32, ticks: u64, cpu: u32, started: u64) -> String {
         format!(
-            "{tid} (t) R 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 100 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 {cpu} 0 0 0 0 0"
+            "{tid} (t) R 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 {started} 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 {cpu} 0 0 0 0 0"
         )
     }
 
     fn write(root: &std::path::Path, pid: u32, tid: u32, ticks: u64, cpu: u32) {
+        write_started(root, pid, tid, ticks, cpu, 100);
+    }
+
+    fn write_started(
+        root: &std::path::Path,
+        pid: u32,
+        tid: u32,
+        ticks: u64,
+        cpu: u32,
+        started: u64,
+    ) {
         let d = root.join(format!("{pid}/task/{tid}"));
         std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("stat"), thread_stat(tid, ticks, cpu)).unwrap();
+        let line = thread_stat_started(tid, ticks, cpu, started);
+        std::fs::write(d.join("stat"), line).unwrap();
+    }
+
+    /// /proc/PID/stat of a process with `ticks` of user time (all its threads') and
+    /// `children` of its waited-for children's.
+    fn write_process(root: &std::path::Path, pid: u32, ticks: u64, children: u64) {
+        std::fs::create_dir_all(root.join(pid.to_string())).unwrap();
+        let line = format!("{pid} (p) R 1 {pid} {pid} 0 -1 0 0 0 0 0 {ticks} 0 {children} 0 20");
+        std::fs::write(root.join(format!("{pid}/stat")), line).unwrap();
     }
 
     #[test]
@@ -778,21 +850,58 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::write(root.join("stat"), "cpu0 0 0 0 0\ncpu1 0 0 0 0\n").unwrap();
-        write(root, 20, 20, 0, 0); // a busy loop on CPU 0
+        std::fs::write(root.join("uptime"), "100.00 150.00\n").unwrap();
         let mut w = ProcBusyWatch::begin(root, CpuSet::from_cpus([0, 1])).unwrap();
-        // 200 ticks later: CPU 0 and CPU 1 both busy. The busy loop ran 150 ticks on CPU 0;
-        // the program's thread (pid 10) ran 180 ticks, on CPU 1, and has just moved to
-        // CPU 0 (subtracting its time from CPU 0 made CPU 1 look busy with other work).
+        // 200 ticks later: CPU 0 and CPU 1 both busy. A busy loop on CPU 0, spinning since
+        // 1 s after boot (9950 ticks of its 10 100); the program's thread (pid 10) ran 180
+        // ticks, on CPU 1, and has just moved to CPU 0 (subtracting its time from CPU 0
+        // made CPU 1 look busy with other work).
         std::fs::write(root.join("stat"), "cpu0 200 0 0 0\ncpu1 190 0 10 0\n").unwrap();
-        write(root, 20, 20, 150, 0);
+        std::fs::write(root.join("uptime"), "102.00 150.00\n").unwrap();
+        write(root, 20, 20, 9950, 0);
         write(root, 10, 10, 180, 0);
         assert_eq!(w.busy_cpus(10), vec![0]);
         // The next window: only a child of the program worked (a shell's child doing the
-        // program's work), on CPU 0: that is the program, not other work.
+        // program's work), on CPU 0: that is the program, not other work. The busy loop
+        // stopped (its ticks are read against the last window's now).
         std::fs::write(root.join("stat"), "cpu0 400 0 0 0\ncpu1 390 0 10 0\n").unwrap();
+        std::fs::write(root.join("uptime"), "104.00 150.00\n").unwrap();
         write(root, 10, 10, 570, 1);
         write(root, 30, 30, 190, 0);
         std::fs::write(root.join("30/stat"), "30 (w) R 10 30 30 0 -1 0").unwrap();
+        assert!(w.busy_cpus(10).is_empty());
+    }
+
+    #[test]
+    fn an_idle_machine_is_watched_without_a_look_at_every_thread_and_arriving_work_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("stat"), "cpu0 0 0 0 0\ncpu1 0 0 0 0\n").unwrap();
+        std::fs::write(root.join("uptime"), "100.00 150.00\n").unwrap();
+        let mut w = ProcBusyWatch::begin(root, CpuSet::from_cpus([0, 1])).unwrap();
+        // 200 ticks later, both CPUs busy: the program took 380 of the 400 ticks (its
+        // threads' 360, a child it waited for 20). The 20 left are a tenth of a CPU: the
+        // threads are not read, so a thread file that would make CPU 0 busy stays unread.
+        std::fs::write(root.join("stat"), "cpu0 200 0 0 0\ncpu1 190 0 10 0\n").unwrap();
+        std::fs::write(root.join("uptime"), "102.00 150.00\n").unwrap();
+        write_process(root, 10, 360, 20);
+        write(root, 10, 10, 360, 0);
+        write_started(root, 20, 20, 190, 0, 10_050);
+        assert!(w.busy_cpus(10).is_empty());
+        // The next window: the program took 200 more ticks, the machine 400. Other work took
+        // half of it: the threads are read. The busy loop was born in this window (boot
+        // tick 10 250; the window started at 10 200): all its 190 ticks are this window's.
+        std::fs::write(root.join("stat"), "cpu0 400 0 0 0\ncpu1 390 0 10 0\n").unwrap();
+        std::fs::write(root.join("uptime"), "104.00 150.00\n").unwrap();
+        write_process(root, 10, 560, 20);
+        write(root, 10, 10, 560, 1);
+        write_started(root, 20, 20, 190, 0, 10_250);
+        assert_eq!(w.busy_cpus(10), vec![0]);
+        // A third window with every thread read at its start: the loop's ticks are exact
+        // (it stopped), whatever its life.
+        std::fs::write(root.join("stat"), "cpu0 600 0 0 0\ncpu1 590 0 10 0\n").unwrap();
+        std::fs::write(root.join("uptime"), "106.00 150.00\n").unwrap();
+        write_process(root, 10, 700, 20);
         assert!(w.busy_cpus(10).is_empty());
     }
 }

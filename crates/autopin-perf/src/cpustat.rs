@@ -154,6 +154,39 @@ pub fn cpus_with_other_work(
         .collect()
 }
 
+/// The largest share of one CPU's time that other work can have taken between two
+/// readings: all the busy time of `cpus`, less `ours` (the ticks the watched program took
+/// meanwhile, all of them on those CPUs), as if it had all been on the CPU that had the
+/// least time. At or below a busy share, no CPU can be busy with other work, and the
+/// threads need not be read. None where a CPU is missing from a reading or had no time.
+pub fn other_work_bound(
+    before: &BTreeMap<u32, CpuTimes>,
+    after: &BTreeMap<u32, CpuTimes>,
+    cpus: impl IntoIterator<Item = u32>,
+    ours: u64,
+) -> Option<f64> {
+    let mut busy = 0u64;
+    let mut least = u64::MAX;
+    for cpu in cpus {
+        let (b, a) = (before.get(&cpu)?, after.get(&cpu)?);
+        let worked = a.busy.saturating_sub(b.busy);
+        busy += worked;
+        least = least.min(worked + a.idle.saturating_sub(b.idle));
+    }
+    (least > 0 && least < u64::MAX).then(|| busy.saturating_sub(ours) as f64 / least as f64)
+}
+
+/// The ticks a thread took in the last `window` ticks before `now` (boot time, USER_HZ
+/// ticks), judged from its whole life when its time at the window's start was not read:
+/// all of them for a thread born in the window, else its average share of its life.
+pub fn ticks_in_window(t: &ThreadNow, now: u64, window: u64) -> u64 {
+    let life = now.saturating_sub(t.started);
+    if life <= window {
+        return t.ticks;
+    }
+    (u128::from(t.ticks) * u128::from(window) / u128::from(life)) as u64
+}
+
 /// Reads `<proc>/stat`: per-CPU times.
 pub fn read_proc_stat(proc_root: &Path) -> std::io::Result<BTreeMap<u32, CpuTimes>> {
     std::fs::read_to_string(proc_root.join("stat")).map(|t| parse_proc_stat(&t))
@@ -284,6 +317,36 @@ cpu1 110 0 55 685 0 0 0 0 0 0\n";
         assert_eq!(busy_now(threads, now, 0.5), vec![1, 5, 7]);
         assert_eq!(running_now("0.50 0.40 0.30 3/187 4242\n"), Some(3));
         assert_eq!(running_now("0.50 0.40"), None);
+    }
+
+    #[test]
+    fn other_work_is_bounded_by_what_the_program_left_of_the_cpus_busy_time() {
+        let (a, b) = (parse_proc_stat(BEFORE), parse_proc_stat(AFTER));
+        // CPU 0: 195 busy of 200; CPU 1: 15 busy of 200. The program took 150 of the 210.
+        assert_eq!(other_work_bound(&a, &b, [0, 1], 150), Some(60.0 / 200.0));
+        // More than the CPUs worked (a reading's rounding): nothing is left for others.
+        assert_eq!(other_work_bound(&a, &b, [0, 1], 500), Some(0.0));
+        // Only CPU 1 is allowed: its 15 ticks, over its 200.
+        assert_eq!(other_work_bound(&a, &b, [1], 0), Some(15.0 / 200.0));
+        // A CPU neither reading has, or no time between them: no bound.
+        assert_eq!(other_work_bound(&a, &b, [0, 7], 0), None);
+        assert_eq!(other_work_bound(&a, &a, [0], 0), None);
+    }
+
+    #[test]
+    fn a_thread_not_read_at_the_windows_start_is_judged_by_its_life() {
+        let t = |ticks, started| ThreadNow {
+            runnable: true,
+            ticks,
+            started,
+            cpu: 0,
+        };
+        // Born 50 ticks ago in a window of 200: all its time is the window's.
+        assert_eq!(ticks_in_window(&t(40, 950), 1000, 200), 40);
+        // Spinning for 800 of its 1000 ticks: 80% of the window.
+        assert_eq!(ticks_in_window(&t(800, 0), 1000, 200), 160);
+        // A daemon that took 10 ticks in 1000: one tick of the window at most.
+        assert!(ticks_in_window(&t(10, 0), 1000, 200) <= 2);
     }
 
     #[test]

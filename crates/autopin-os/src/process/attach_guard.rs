@@ -17,6 +17,9 @@ pub struct ProcStat {
     /// CPU time in user and kernel mode, clock ticks (0 where the line stops short).
     pub utime: u64,
     pub stime: u64,
+    /// CPU time of its children that ended and were waited for (cutime + cstime), clock
+    /// ticks.
+    pub children: u64,
     /// Start time, clock ticks since boot (0 where the line stops short).
     pub start: u64,
 }
@@ -32,6 +35,7 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
         flags: f.get(6)?.parse().ok()?,
         utime: number(14),
         stime: number(15),
+        children: number(16) + number(17),
         start: number(22),
     })
 }
@@ -115,11 +119,12 @@ mod tests {
                 flags: 4194560,
                 utime: 0,
                 stime: 0,
+                children: 0,
                 start: 0,
             }
         );
-        let s = parse_stat("42 (w) R 7 42 42 0 -1 0 0 0 0 0 250 31 0 0 20 0 1 0 9876 0").unwrap();
-        assert_eq!((s.utime, s.stime, s.start), (250, 31, 9876));
+        let s = parse_stat("42 (w) R 7 42 42 0 -1 0 0 0 0 0 250 31 6 2 20 0 1 0 9876 0").unwrap();
+        assert_eq!((s.utime, s.stime, s.children, s.start), (250, 31, 8, 9876));
     }
 
     #[test]
