@@ -1,11 +1,12 @@
 //! The keeper: the process the user's shell waits for under `autopin run`, so that the
 //! program's exit status reaches that shell even when autopin itself is killed.
 //!
-//! `autopin run` starts as the keeper. It makes itself a child subreaper and starts the same
-//! executable with the same arguments as the *engine*, which launches and optimizes the
-//! program as before; the program is the engine's child and the keeper's grandchild. The
-//! engine tells the keeper, on a datagram socket with an abstract name (no file, nothing
-//! inherited by the program), the program's PID once launched and its exit code once reaped;
+//! `autopin run` starts as the keeper. It makes itself a child subreaper and forks the
+//! *engine* (or, in a process with other threads, starts the same executable with the same
+//! arguments as it), which launches and optimizes the program as before; the program is the
+//! engine's child and the keeper's grandchild. The engine tells the keeper, on a datagram
+//! socket with an abstract name (no file, nothing inherited by the program), the program's
+//! PID once launched and its exit code once reaped;
 //! the program tells its PID itself too, between fork and exec, for an engine killed inside
 //! `spawn` (the keeper waits up to 2 s for that word while a child of its own may be it).
 //!
@@ -110,6 +111,18 @@ pub fn role() -> Role {
         // engine then runs on as one process, as autopin did before it had a keeper.)
         return Role::Foreign(v);
     }
+    become_engine(keeper, parent.parse().ok(), name);
+    Role::Engine
+}
+
+/// The engine's side of the keeper: dies with `keeper` (its parent a moment ago), knows
+/// `launch_parent`, and speaks to the keeper's socket `name`.
+fn become_engine(keeper: i32, launch_parent: Option<u32>, name: &str) {
+    let parent_now = || {
+        rustix::process::getppid()
+            .map(Pid::as_raw_nonzero)
+            .map(|p| p.get())
+    };
     // The keeper was the parent a moment ago; should it die before the signal is armed,
     // end as if the signal had come.
     if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).is_ok()
@@ -117,7 +130,7 @@ pub fn role() -> Role {
     {
         std::process::exit(128 + libc::SIGKILL);
     }
-    if let Ok(p) = parent.parse::<u32>() {
+    if let Some(p) = launch_parent {
         let _ = LAUNCH_PARENT.set(p);
     }
     if let Some(sock) = SocketAddr::from_abstract_name(name.as_bytes())
@@ -130,7 +143,6 @@ pub fn role() -> Role {
     {
         *CHANNEL.lock().unwrap_or_else(|p| p.into_inner()) = Some(sock);
     }
-    Role::Engine
 }
 
 fn tell(msg: &str) {
@@ -174,38 +186,79 @@ fn socket_name() -> String {
     format!("autopin-keeper-{}-{nanos:x}", std::process::id())
 }
 
-/// Keeper: starts the engine (this executable, these arguments) and waits; returns the exit
-/// code to end with. Errors only when the engine could not be started (it never ran); the
-/// caller then runs as one process.
-pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<i32> {
+/// What [`keep`] made of this process.
+#[derive(Debug, PartialEq)]
+pub enum Kept {
+    /// The keeper, done: end with this exit code.
+    Exit(i32),
+    /// The engine, forked by the keeper: go on and run the program.
+    Engine,
+}
+
+/// Keeper: starts the engine and waits; returns the exit code to end with. Errors only
+/// when the engine could not be started (it never ran); the caller then runs as one
+/// process.
+///
+/// The engine is this process forked, which returns [`Kept::Engine`] and goes on with the
+/// arguments already parsed: a second start of this executable (loading it, parsing the
+/// command line again) cost 1.3 ms of every run. A process with other threads cannot be
+/// forked safely (a lock one of them holds stays held in the child): it starts the
+/// executable `exe` again with these `args`, the engine then finding its keeper in
+/// [`ENV_VAR`].
+pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<Kept> {
     let name = socket_name();
     let sock = UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
     sock.set_nonblocking(true)?;
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
-    let forwarding = Forwarding::begin()?;
-    let mut engine = Command::new(exe)
-        .args(args)
-        .env(
-            ENV_VAR,
-            format!(
-                "{}:{}:{name}",
-                std::process::id(),
-                std::os::unix::process::parent_id()
-            ),
-        )
-        .spawn()?;
-    forwarding.set_child(engine.id() as i32);
+    let keeper = std::process::id();
+    let launch_parent = std::os::unix::process::parent_id();
+    let engine = if single_threaded() {
+        // The forwarded signals wait until each side has its handlers: the engine starts
+        // with the ones it had, the keeper forwards what came meanwhile to the engine.
+        let held = HeldSignals::hold();
+        let forwarding = Forwarding::begin()?;
+        // SAFETY: this process has one thread, so nothing is locked by another one in the
+        // child; glibc's fork runs its own handlers (malloc's locks).
+        match unsafe { libc::fork() } {
+            -1 => return Err(io::Error::last_os_error()),
+            0 => {
+                drop(forwarding);
+                drop(sock);
+                drop(held);
+                become_engine(keeper as i32, Some(launch_parent), &name);
+                return Ok(Kept::Engine);
+            }
+            pid => {
+                forwarding.set_child(pid);
+                drop(held);
+                (pid, forwarding)
+            }
+        }
+    } else {
+        let forwarding = Forwarding::begin()?;
+        let child = Command::new(exe)
+            .args(args)
+            .env(ENV_VAR, format!("{keeper}:{launch_parent}:{name}"))
+            .spawn()?;
+        let pid = child.id() as i32;
+        forwarding.set_child(pid);
+        // Waited for by its PID below, as a forked engine is (dropping a child neither
+        // waits for it nor ends it).
+        drop(child);
+        (pid, forwarding)
+    };
+    let (engine, forwarding) = engine;
     let status = loop {
-        match engine.wait() {
-            Ok(st) => break st,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+        match rustix::process::waitpid(Pid::from_raw(engine), WaitOptions::empty()) {
+            Ok(Some((_, st))) => break st,
+            Ok(None) | Err(rustix::io::Errno::INTR) => continue,
             // The engine runs and cannot be waited for: never start a second one.
             Err(e) => {
                 let _ = writeln!(
                     io::stderr().lock(),
                     "autopin: error: waiting for the engine: {e}"
                 );
-                return Ok(1);
+                return Ok(Kept::Exit(1));
             }
         }
     };
@@ -218,9 +271,8 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<i3
         }
     };
     drain(&mut heard);
-    use std::os::unix::process::ExitStatusExt;
-    let Some(sig) = status.signal() else {
-        return Ok(status.code().unwrap_or(1));
+    let Some(sig) = status.terminating_signal() else {
+        return Ok(Kept::Exit(status.exit_status().unwrap_or(1)));
     };
     // An engine killed inside `spawn` leaves a child that tells its PID between fork and
     // exec, maybe after the engine's end was seen: while such a child is ours, wait for its
@@ -243,10 +295,10 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<i3
         said(format!(
             "autopin: killed by signal {sig} after the program ended (exit status {code})"
         ));
-        return Ok(code);
+        return Ok(Kept::Exit(code));
     }
     let Some(program) = heard.program else {
-        return Ok(128 + sig);
+        return Ok(Kept::Exit(128 + sig));
     };
     said(format!(
         "autopin: killed by signal {sig}; the program (PID {program}) runs on, its CPUs given back by the guardian, and its exit status will be autopin's"
@@ -254,7 +306,40 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<i3
     forwarding.set_child(program);
     let code = wait_for(program).unwrap_or(128 + sig);
     forwarding.clear_child();
-    Ok(code)
+    Ok(Kept::Exit(code))
+}
+
+/// Whether this process runs one thread only (false where /proc cannot tell).
+fn single_threaded() -> bool {
+    std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
+}
+
+/// The forwarded signals held back (blocked) from now until this is dropped, when the ones
+/// that came meanwhile are delivered.
+struct HeldSignals(libc::sigset_t);
+
+impl HeldSignals {
+    fn hold() -> HeldSignals {
+        // SAFETY: sigset_t is plain data, filled by sigemptyset/sigaddset before use;
+        // sigprocmask writes the previous mask into `old`.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for sig in autopin_launch::signals::FORWARDED {
+                libc::sigaddset(&mut set, sig);
+            }
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
+            HeldSignals(old)
+        }
+    }
+}
+
+impl Drop for HeldSignals {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved by `hold`.
+        unsafe { libc::sigprocmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+    }
 }
 
 /// The keeper's children that may be a program the engine was launching when it died: not

@@ -36,12 +36,13 @@ pub fn run(args: Args) -> CmdResult {
     match autopin_os::keeper::role() {
         autopin_os::keeper::Role::Keeper => {
             let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-            if let Ok(code) = std::env::current_exe()
-                .and_then(|exe| autopin_os::keeper::keep(&exe, &argv))
-            {
-                return Ok(code);
+            match std::env::current_exe().and_then(|exe| autopin_os::keeper::keep(&exe, &argv)) {
+                Ok(autopin_os::keeper::Kept::Exit(code)) => return Ok(code),
+                // This process is the engine now, forked by its keeper.
+                Ok(autopin_os::keeper::Kept::Engine) => {}
+                // No keeper could start (no socket, no executable): run as one process.
+                Err(_) => {}
             }
-            // No keeper could start (no socket, no executable): run as one process.
         }
         autopin_os::keeper::Role::Foreign(v) => say!(
             "autopin: warning: {}={v} in your environment is ignored: autopin sets it for its own processes (AUTOPIN_KEEPER=off runs autopin run as one process)",
