@@ -548,23 +548,26 @@ impl ProcBusyWatch {
         })
     }
 
-    /// Each live thread of `pid`, as its stat shows it now: (tid, the thread).
-    fn threads(&self, pid: i32) -> Vec<(u32, autopin_perf::cpustat::ThreadNow)> {
-        thread_stats(&self.proc_root, pid)
-            .into_iter()
-            .filter_map(|(tid, stat)| Some((tid, autopin_perf::cpustat::parse_thread_now(&stat)?)))
-            .collect()
-    }
-
     /// Every process: its PID, its parent's (0 where unknown) and its threads.
     fn processes(&self) -> Vec<Proc> {
         pids(&self.proc_root)
             .into_iter()
-            .map(|pid| Proc {
-                pid,
-                parent: crate::process::attach_guard::read_stat(&self.proc_root, pid)
-                    .map_or(0, |s| s.ppid),
-                threads: self.threads(pid),
+            .map(|pid| {
+                let stats = thread_stats(&self.proc_root, pid);
+                Proc {
+                    pid,
+                    // Every thread's stat names the process's parent.
+                    parent: stats
+                        .first()
+                        .and_then(|(_, text)| crate::process::attach_guard::parse_stat(text))
+                        .map_or(0, |s| s.ppid),
+                    threads: stats
+                        .iter()
+                        .filter_map(|(tid, text)| {
+                            Some((*tid, autopin_perf::cpustat::parse_thread_now(text)?))
+                        })
+                        .collect(),
+                }
             })
             .collect()
     }
@@ -663,16 +666,30 @@ fn pids(proc_root: &std::path::Path) -> Vec<i32> {
         .collect()
 }
 
-/// Each live thread of `pid` and the text of its stat file, as read now.
+/// Each live thread of `pid` and the text of its stat file, as read now. The main thread's
+/// file comes first and says how many threads the process has: a process with one (most
+/// of a machine's, kernel threads included) is read with that one file, not also a listing
+/// of its task directory.
 fn thread_stats(proc_root: &std::path::Path, pid: i32) -> Vec<(u32, String)> {
-    let Ok(entries) = std::fs::read_dir(proc_root.join(format!("{pid}/task"))) else {
+    let task = proc_root.join(format!("{pid}/task"));
+    let main = std::fs::read_to_string(task.join(format!("{pid}/stat"))).ok();
+    if let Some(text) = &main {
+        if autopin_perf::cpustat::thread_count(text) == Some(1) {
+            return vec![(pid as u32, text.clone())];
+        }
+    }
+    let Ok(entries) = std::fs::read_dir(task) else {
         return Vec::new();
     };
     entries
         .flatten()
         .filter_map(|e| {
-            let tid = e.file_name().to_str()?.parse().ok()?;
-            Some((tid, std::fs::read_to_string(e.path().join("stat")).ok()?))
+            let tid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let text = match &main {
+                Some(text) if tid == pid as u32 => text.clone(),
+                _ => std::fs::read_to_string(e.path().join("stat")).ok()?,
+            };
+            Some((tid, text))
         })
         .collect()
 }
@@ -868,7 +885,8 @@ mod tests {
         std::fs::write(root.join("uptime"), "104.00 150.00\n").unwrap();
         write(root, 10, 10, 570, 1);
         write(root, 30, 30, 190, 0);
-        std::fs::write(root.join("30/stat"), "30 (w) R 10 30 30 0 -1 0").unwrap();
+        let child = thread_stat_started(30, 190, 0, 100).replace(" R 1 ", " R 10 ");
+        std::fs::write(root.join("30/task/30/stat"), child).unwrap();
         assert!(w.busy_cpus(10).is_empty());
     }
 

@@ -99,6 +99,11 @@ pub fn parse_thread_now(stat: &str) -> Option<ThreadNow> {
     })
 }
 
+/// How many threads a thread's process has (field 20 of its stat line).
+pub fn thread_count(stat: &str) -> Option<u64> {
+    ThreadStatFields::of(stat)?.num(17)
+}
+
 /// How many scheduling entities are running or runnable now, from /proc/loadavg's fourth
 /// field (`running/total`); the reader itself is one of them.
 pub fn running_now(loadavg: &str) -> Option<u32> {
@@ -347,6 +352,13 @@ cpu1 110 0 55 685 0 0 0 0 0 0\n";
         assert_eq!(ticks_in_window(&t(800, 0), 1000, 200), 160);
         // A daemon that took 10 ticks in 1000: one tick of the window at most.
         assert!(ticks_in_window(&t(10, 0), 1000, 200) <= 2);
+    }
+
+    #[test]
+    fn a_threads_stat_says_how_many_threads_its_process_has() {
+        let line = "7 (a b) S 1 7 7 0 -1 0 0 0 0 0 5 1 0 0 20 0 3 0 100 0";
+        assert_eq!(thread_count(line), Some(3));
+        assert_eq!(thread_count("7 (short) S 1"), None);
     }
 
     #[test]
