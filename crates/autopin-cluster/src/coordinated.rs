@@ -530,6 +530,7 @@ mod tests {
                         interval_cv: Some(0.001),
                         interval_range: None,
                         intervals: 10,
+                        ended_collapsed: false,
                     });
                 }
                 Plan::Decide(d) => return (probed, d.candidate),

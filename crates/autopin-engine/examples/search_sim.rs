@@ -280,6 +280,7 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                             interval_cv: None,
                             interval_range: Some((reading, reading)),
                             intervals: 1,
+                            ended_collapsed: false,
                         });
                         continue;
                     }
@@ -345,6 +346,8 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                     // (older sessions gave a range only for two ticks or more)
                     interval_range: (cfg!(not(old_race)) || xs.len() >= 2).then_some((lo, hi)),
                     intervals: xs.len(),
+                    #[cfg(not(old_race))]
+                    ended_collapsed: cut_short,
                 });
             }
             Plan::Decide(d) => {

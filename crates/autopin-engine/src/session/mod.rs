@@ -1370,6 +1370,7 @@ impl Session {
                     interval_cv: cv,
                     interval_range: range,
                     intervals: acc.rates.len(),
+                    ended_collapsed: acc.ended_collapsed,
                 });
             }
         }

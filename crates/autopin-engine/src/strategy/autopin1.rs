@@ -117,6 +117,7 @@ mod tests {
                 interval_cv: None,
                 interval_range: None,
                 intervals: 0,
+                ended_collapsed: false,
             });
         }
         match s.next(0.0) {

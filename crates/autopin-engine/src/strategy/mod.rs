@@ -27,6 +27,9 @@ pub struct ProbeOutcome {
     pub interval_range: Option<(f64, f64)>,
     /// Sampling intervals behind `interval_cv` (0 when unknown).
     pub intervals: usize,
+    /// The probe ended at a look that read a collapse ([`Strategy::collapsed`]): `score`
+    /// takes its planned length as spent in that state.
+    pub ended_collapsed: bool,
 }
 
 /// The strategy's next step.

@@ -324,8 +324,6 @@ pub struct Race {
     warmup_deficits: Vec<f64>,
     /// The warm-up is `quiet_warmup` now: a whole probe after a move showed no stall.
     quiet_moves: bool,
-    /// The candidate whose probe in progress ended at a look that read a collapse.
-    look_collapse: Option<usize>,
 }
 
 /// Fewest candidates, besides the OS placement, that a search scouts (`Race::next_scout`):
@@ -459,7 +457,6 @@ impl Race {
             warm_reading: None,
             warmup_deficits: Vec::new(),
             quiet_moves: false,
-            look_collapse: None,
         }
     }
 
@@ -1837,13 +1834,8 @@ impl Strategy for Race {
     /// A look below `COLLAPSE` of the lowest tick of the leader, or of the best other
     /// survivor when `c` leads (as a warm-up's collapse is judged, stalls allowed for).
     fn collapsed(&mut self, c: usize, score: f64) -> bool {
-        let hit = self
-            .look_reference(c)
-            .is_some_and(|r| self.warmup_below(r, score, COLLAPSE));
-        if hit {
-            self.look_collapse = Some(c);
-        }
-        hit
+        self.look_reference(c)
+            .is_some_and(|r| self.warmup_below(r, score, COLLAPSE))
     }
 
     fn warmed_up(&mut self, candidate: usize, score: f64) {
@@ -1879,7 +1871,7 @@ impl Strategy for Race {
                 }
             }
         }
-        let ended_collapsed = self.look_collapse.take() == Some(outcome.candidate);
+        let ended_collapsed = outcome.ended_collapsed;
         let mut round = self.rounds;
         if self.scouting.take() == Some(outcome.candidate) {
             if outcome.intervals <= 1 && warmup_only(outcome.duration, self.p.warmup) {
@@ -2010,6 +2002,7 @@ mod tests {
                 interval_cv: None,
                 interval_range: None,
                 intervals: 0,
+                ended_collapsed: false,
             }
         });
         (d.candidate, t)
@@ -2127,6 +2120,7 @@ mod dominance_tests {
                     interval_cv: None,
                     interval_range: Some(range),
                     intervals: 0,
+                    ended_collapsed: false,
                 }
             });
         assert_eq!(d.candidate, 1);
@@ -2149,6 +2143,7 @@ mod dominance_tests {
                 interval_cv: None,
                 interval_range: Some((67.0, 67.0)),
                 intervals: 1,
+                ended_collapsed: false,
             });
             let (decision, probed, _) = super::tests::drive_race(r, |candidate, _, _| {
                 let score = if candidate == 0 {
@@ -2163,6 +2158,7 @@ mod dominance_tests {
                     interval_cv: Some(0.01),
                     interval_range: Some((0.99 * score, 1.01 * score)),
                     intervals: 2,
+                    ended_collapsed: false,
                 }
             });
             (decision, probed)
@@ -2197,6 +2193,7 @@ mod dominance_tests {
                 interval_cv: None,
                 interval_range: Some(range),
                 intervals: 0,
+                ended_collapsed: false,
             });
         }
         assert!(
@@ -2232,6 +2229,7 @@ mod faster_race_tests {
                 interval_cv: Some(cv),
                 interval_range: None,
                 intervals: 5,
+                ended_collapsed: false,
             }
         })
     }
@@ -2286,6 +2284,7 @@ mod faster_race_tests {
                 interval_cv: Some(0.6),
                 interval_range: None,
                 intervals: 5,
+                ended_collapsed: false,
             });
         }
         assert!(
@@ -2361,6 +2360,7 @@ mod faster_race_tests {
                     interval_cv: Some(0.01),
                     interval_range: None,
                     intervals: 5,
+                    ended_collapsed: false,
                 }
             })
             .0
@@ -2405,6 +2405,7 @@ mod faster_race_tests {
                 interval_cv: Some(0.01),
                 interval_range: Some((0.95 * score, 1.05 * score)),
                 intervals: 2,
+                ended_collapsed: false,
             }
         });
         assert_eq!(d.candidate, 0, "{} {order:?}", d.reason);
@@ -2440,6 +2441,7 @@ mod faster_race_tests {
                     interval_cv: Some(0.01),
                     interval_range: None,
                     intervals: 2,
+                    ended_collapsed: false,
                 }
             })
         };
@@ -2468,6 +2470,7 @@ mod faster_race_tests {
                 interval_cv: Some(0.01),
                 interval_range: None,
                 intervals: 2,
+                ended_collapsed: false,
             })
         };
         // At 97/s today: kept after its one probe, nothing else probed.
@@ -2583,6 +2586,7 @@ mod lost_work_tests {
                 interval_cv: Some(cv),
                 interval_range: range,
                 intervals: ticks,
+                ended_collapsed: false,
             }
         });
         (d, probes)
@@ -2794,6 +2798,7 @@ mod lost_work_tests {
             interval_cv: None,
             interval_range: Some((score, score)),
             intervals: 1,
+            ended_collapsed: false,
         };
         r.record(one_tick(startup.0, startup.1, TICK));
         let mut probes = vec![(startup.0, startup.1, TICK)];
@@ -2830,6 +2835,7 @@ mod lost_work_tests {
                         seen.iter().copied().fold(0.0, f64::max),
                     )),
                     intervals: n,
+                    ended_collapsed: false,
                 }
             };
             probes.push((c, outcome.score, outcome.duration));
@@ -2917,6 +2923,7 @@ mod lost_work_tests {
             interval_cv: (intervals > 1).then_some(0.01),
             interval_range: Some((0.99 * score, 1.01 * score)),
             intervals,
+            ended_collapsed: false,
         }
     }
 
@@ -3029,6 +3036,7 @@ mod lost_work_tests {
                 interval_cv: Some(0.7),
                 interval_range: Some((40.0, 120.0)),
                 intervals: 2,
+                ended_collapsed: false,
             });
             r.record(quiet_probe(1, 100.0, 0.2, 2));
             r
@@ -3223,6 +3231,7 @@ mod lost_work_tests {
                 interval_cv: Some(0.003),
                 interval_range: Some((0.997 * s, 1.003 * s)),
                 intervals: 5,
+                ended_collapsed: false,
             }
         });
         d
@@ -3288,6 +3297,7 @@ mod lost_work_tests {
                     interval_cv: Some(0.01),
                     interval_range: Some((0.99 * s, 1.01 * s)),
                     intervals: 2,
+                    ended_collapsed: false,
                 }
             })
         };
@@ -3325,6 +3335,7 @@ mod lost_work_tests {
                     interval_cv: Some(0.005),
                     interval_range: Some((0.995 * s, 1.005 * s)),
                     intervals: 2,
+                    ended_collapsed: false,
                 }
             });
         assert_eq!(d.candidate, 0, "{} after {order:?}", d.reason);
@@ -3548,6 +3559,7 @@ mod level_change_tests {
                 interval_cv: autopin_stats::cv(&xs),
                 interval_range: Some((lo, hi)),
                 intervals: ticks,
+                ended_collapsed: false,
             }
         });
         d.candidate
