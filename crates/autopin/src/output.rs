@@ -4,7 +4,7 @@
 use crate::error::CliError;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The directory a file is written into: its parent, or the current directory.
 fn dir_of(path: &Path) -> &Path {
@@ -13,25 +13,71 @@ fn dir_of(path: &Path) -> &Path {
         .unwrap_or(Path::new("."))
 }
 
+/// Where a write to a path the user gave goes.
+#[derive(Debug, PartialEq)]
+enum Target {
+    /// A regular file, or none yet: replaced whole by renaming a new file onto this path
+    /// (the path's symbolic links followed, so that a link stays a link). Also a directory,
+    /// which is then refused as one.
+    Replace(PathBuf),
+    /// Anything else: a device (`/dev/null`), a FIFO, a terminal or a descriptor
+    /// (`/dev/stdout`, `/proc/self/fd/3`, also when it is a file the shell opened), a
+    /// dangling link. Opened and written as a shell's `>` would: renaming onto such a path
+    /// would put a regular file in its place (root's `-o /dev/null` replaced the
+    /// system's /dev/null), or write a file no one reads.
+    Direct,
+}
+
+fn target(path: &Path) -> Target {
+    let special = |p: &Path| p.starts_with("/dev") || p.starts_with("/proc");
+    if special(path) {
+        return Target::Direct;
+    }
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Target::Replace(path.to_path_buf()),
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+            Ok(real) if !special(&real) && (real.is_file() || real.is_dir()) => {
+                Target::Replace(real)
+            }
+            _ => Target::Direct,
+        },
+        // (A directory is refused where it is replaced.)
+        Ok(m) if m.is_file() || m.is_dir() => Target::Replace(path.to_path_buf()),
+        Ok(_) => Target::Direct,
+    }
+}
+
 /// Writes `bytes` to a temporary file beside `path` and renames it into place (tempfile's
 /// persist), so a reader never sees half a file and an interrupted write never destroys the
 /// previous one. A new file gets mode 0666 minus the umask (as `>` in a shell would give
-/// it, not tempfile's private 0600); a replaced file keeps its mode.
+/// it, not tempfile's private 0600); a replaced file keeps its mode. A path that is not a
+/// regular file (a device, a FIFO, `/dev/stdout`: see [`Target`]) is written in place.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mode = match std::fs::metadata(path) {
+    let path = match target(path) {
+        Target::Replace(p) => p,
+        Target::Direct => {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)?;
+            return f.write_all(bytes).and_then(|_| f.flush());
+        }
+    };
+    let mode = match std::fs::metadata(&path) {
         Ok(m) => m.permissions().mode() & 0o7777,
         Err(_) => 0o666 & !umask(),
     };
     let mut tmp = tempfile::Builder::new()
         .prefix(".autopin-")
         .suffix(".tmp")
-        .tempfile_in(dir_of(path))?;
+        .tempfile_in(dir_of(&path))?;
     tmp.write_all(bytes)?;
     // fchmod is not filtered by the umask: the mode is exactly the one computed above.
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path).map(|_| ()).map_err(|e| e.error)
+    tmp.persist(&path).map(|_| ()).map_err(|e| e.error)
 }
 
 /// The process's umask, read from /proc/self/status (umask(2) cannot read it without
@@ -76,13 +122,24 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
 /// permissions count), and `path` itself is not a directory. Long runs call this first so a
 /// typo in an output path does not throw the run away at the end.
 pub fn check_writable(path: &Path) -> Result<(), CliError> {
-    let dir = dir_of(path);
     let fail = |why: String| {
         Err(CliError::usage(format!(
             "{}: cannot write: {why}",
             path.display()
         )))
     };
+    let path = match target(path) {
+        Target::Replace(p) => p,
+        // Written in place: it must take writes itself (its directory need not).
+        Target::Direct => {
+            return match rustix::fs::access(path, rustix::fs::Access::WRITE_OK) {
+                Ok(()) => Ok(()),
+                Err(e) => fail(reason(&e.into())),
+            };
+        }
+    };
+    let path = path.as_path();
+    let dir = dir_of(path);
     match std::fs::metadata(dir) {
         Err(e) => return fail(format!("directory {}: {}", dir.display(), reason(&e))),
         Ok(m) if !m.is_dir() => return fail(format!("{} is not a directory", dir.display())),
@@ -159,6 +216,64 @@ mod tests {
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         assert!(write_atomic(&dir.join("missing/x.json"), b"x").is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_fifo_a_device_or_a_descriptor_is_written_in_place_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+        };
+        check_writable(&fifo).unwrap();
+        write_atomic(&fifo, b"report").unwrap();
+        assert_eq!(reader.join().unwrap(), "report");
+        let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(kind.is_fifo(), "the FIFO was replaced: {kind:?}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // Devices and descriptors are never renamed onto (root's `-o /dev/null` once put a
+        // regular file in the place of the system's /dev/null).
+        for p in ["/dev/null", "/dev/stdout", "/proc/self/fd/2"] {
+            assert_eq!(target(Path::new(p)), Target::Direct, "{p}");
+        }
+        check_writable(Path::new("/dev/null")).unwrap();
+        assert_eq!(
+            target(&dir.path().join("new.json")),
+            Target::Replace(dir.path().join("new.json"))
+        );
+    }
+
+    #[test]
+    fn a_link_to_a_file_stays_a_link_and_its_file_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("real.json");
+        let link = dir.path().join("latest.json");
+        std::fs::write(&file, "old").unwrap();
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+        // A link to nothing yet: written through, as `>` would, making its file.
+        let dangling = dir.path().join("next.json");
+        std::os::unix::fs::symlink(dir.path().join("made.json"), &dangling).unwrap();
+        write_atomic(&dangling, b"made").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("made.json")).unwrap(),
+            "made"
+        );
     }
 
     #[test]
