@@ -837,6 +837,18 @@ mod tests {
         std::fs::write(root.join(format!("{pid}/stat")), line).unwrap();
     }
 
+    /// A fake /proc's per-CPU times and uptime (seconds) at the end of a window.
+    fn window_ends(root: &std::path::Path, stat: &str, uptime: &str) {
+        std::fs::write(root.join("stat"), stat).unwrap();
+        std::fs::write(root.join("uptime"), format!("{uptime} 150.00\n")).unwrap();
+    }
+
+    /// A busy watch of CPUs 0 and 1 begun on a fake /proc at 100 s after boot.
+    fn watch_from_100s(root: &std::path::Path) -> ProcBusyWatch {
+        window_ends(root, "cpu0 0 0 0 0\ncpu1 0 0 0 0\n", "100.00");
+        ProcBusyWatch::begin(root, CpuSet::from_cpus([0, 1])).unwrap()
+    }
+
     #[test]
     fn a_look_at_launch_finds_a_busy_loop_and_reads_nothing_more_on_an_idle_machine() {
         let dir = tempfile::tempdir().unwrap();
@@ -866,23 +878,19 @@ mod tests {
     fn other_work_is_found_on_its_cpu_whatever_the_programs_threads_did() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        std::fs::write(root.join("stat"), "cpu0 0 0 0 0\ncpu1 0 0 0 0\n").unwrap();
-        std::fs::write(root.join("uptime"), "100.00 150.00\n").unwrap();
-        let mut w = ProcBusyWatch::begin(root, CpuSet::from_cpus([0, 1])).unwrap();
+        let mut w = watch_from_100s(root);
         // 200 ticks later: CPU 0 and CPU 1 both busy. A busy loop on CPU 0, spinning since
         // 1 s after boot (9950 ticks of its 10 100); the program's thread (pid 10) ran 180
         // ticks, on CPU 1, and has just moved to CPU 0 (subtracting its time from CPU 0
         // made CPU 1 look busy with other work).
-        std::fs::write(root.join("stat"), "cpu0 200 0 0 0\ncpu1 190 0 10 0\n").unwrap();
-        std::fs::write(root.join("uptime"), "102.00 150.00\n").unwrap();
+        window_ends(root, "cpu0 200 0 0 0\ncpu1 190 0 10 0\n", "102.00");
         write(root, 20, 20, 9950, 0);
         write(root, 10, 10, 180, 0);
         assert_eq!(w.busy_cpus(10), vec![0]);
         // The next window: only a child of the program worked (a shell's child doing the
         // program's work), on CPU 0: that is the program, not other work. The busy loop
         // stopped (its ticks are read against the last window's now).
-        std::fs::write(root.join("stat"), "cpu0 400 0 0 0\ncpu1 390 0 10 0\n").unwrap();
-        std::fs::write(root.join("uptime"), "104.00 150.00\n").unwrap();
+        window_ends(root, "cpu0 400 0 0 0\ncpu1 390 0 10 0\n", "104.00");
         write(root, 10, 10, 570, 1);
         write(root, 30, 30, 190, 0);
         let child = thread_stat_started(30, 190, 0, 100).replace(" R 1 ", " R 10 ");
@@ -894,14 +902,11 @@ mod tests {
     fn an_idle_machine_is_watched_without_a_look_at_every_thread_and_arriving_work_is_seen() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        std::fs::write(root.join("stat"), "cpu0 0 0 0 0\ncpu1 0 0 0 0\n").unwrap();
-        std::fs::write(root.join("uptime"), "100.00 150.00\n").unwrap();
-        let mut w = ProcBusyWatch::begin(root, CpuSet::from_cpus([0, 1])).unwrap();
+        let mut w = watch_from_100s(root);
         // 200 ticks later, both CPUs busy: the program took 380 of the 400 ticks (its
         // threads' 360, a child it waited for 20). The 20 left are a tenth of a CPU: the
         // threads are not read, so a thread file that would make CPU 0 busy stays unread.
-        std::fs::write(root.join("stat"), "cpu0 200 0 0 0\ncpu1 190 0 10 0\n").unwrap();
-        std::fs::write(root.join("uptime"), "102.00 150.00\n").unwrap();
+        window_ends(root, "cpu0 200 0 0 0\ncpu1 190 0 10 0\n", "102.00");
         write_process(root, 10, 360, 20);
         write(root, 10, 10, 360, 0);
         write_started(root, 20, 20, 190, 0, 10_050);
@@ -909,16 +914,14 @@ mod tests {
         // The next window: the program took 200 more ticks, the machine 400. Other work took
         // half of it: the threads are read. The busy loop was born in this window (boot
         // tick 10 250; the window started at 10 200): all its 190 ticks are this window's.
-        std::fs::write(root.join("stat"), "cpu0 400 0 0 0\ncpu1 390 0 10 0\n").unwrap();
-        std::fs::write(root.join("uptime"), "104.00 150.00\n").unwrap();
+        window_ends(root, "cpu0 400 0 0 0\ncpu1 390 0 10 0\n", "104.00");
         write_process(root, 10, 560, 20);
         write(root, 10, 10, 560, 1);
         write_started(root, 20, 20, 190, 0, 10_250);
         assert_eq!(w.busy_cpus(10), vec![0]);
         // A third window with every thread read at its start: the loop's ticks are exact
         // (it stopped), whatever its life.
-        std::fs::write(root.join("stat"), "cpu0 600 0 0 0\ncpu1 590 0 10 0\n").unwrap();
-        std::fs::write(root.join("uptime"), "106.00 150.00\n").unwrap();
+        window_ends(root, "cpu0 600 0 0 0\ncpu1 590 0 10 0\n", "106.00");
         write_process(root, 10, 700, 20);
         assert!(w.busy_cpus(10).is_empty());
     }
