@@ -17,12 +17,12 @@ fn dir_of(path: &Path) -> &Path {
 #[derive(Debug, PartialEq)]
 enum Target {
     /// A regular file, or none yet: replaced whole by renaming a new file onto this path
-    /// (the path's symbolic links followed, so that a link stays a link). Also a directory,
-    /// which is then refused as one.
+    /// (the path's symbolic links followed, so that a link stays a link, also one that
+    /// names no file yet). Also a directory, which is then refused as one.
     Replace(PathBuf),
     /// Anything else: a device (`/dev/null`), a FIFO, a terminal or a descriptor
-    /// (`/dev/stdout`, `/proc/self/fd/3`, also when it is a file the shell opened), a
-    /// dangling link. Opened and written as a shell's `>` would: renaming onto such a path
+    /// (`/dev/stdout`, `/proc/self/fd/3`, also when it is a file the shell opened), a link
+    /// whose chain cannot be followed. Opened and written as a shell's `>` would: renaming onto such a path
     /// would put a regular file in its place (root's `-o /dev/null` replaced the
     /// system's /dev/null), or write a file no one reads.
     Direct,
@@ -39,7 +39,14 @@ fn target(path: &Path) -> Target {
             Ok(real) if !special(&real) && (real.is_file() || real.is_dir()) => {
                 Target::Replace(real)
             }
-            _ => Target::Direct,
+            Ok(_) => Target::Direct,
+            // A link to nothing yet: the file it names is made there, the link kept.
+            Err(_) => match std::fs::read_link(path).map(|to| dir_of(path).join(to)) {
+                Ok(to) if !special(&to) && std::fs::symlink_metadata(&to).is_err() => {
+                    Target::Replace(to)
+                }
+                _ => Target::Direct,
+            },
         },
         // (A directory is refused where it is replaced.)
         Ok(m) if m.is_file() || m.is_dir() => Target::Replace(path.to_path_buf()),
@@ -266,10 +273,15 @@ mod tests {
             .file_type()
             .is_symlink());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
-        // A link to nothing yet: written through, as `>` would, making its file.
+        // A link to nothing yet: accepted before the run, its file made, the link kept.
         let dangling = dir.path().join("next.json");
-        std::os::unix::fs::symlink(dir.path().join("made.json"), &dangling).unwrap();
+        std::os::unix::fs::symlink("made.json", &dangling).unwrap();
+        check_writable(&dangling).unwrap();
         write_atomic(&dangling, b"made").unwrap();
+        assert!(std::fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(
             std::fs::read_to_string(dir.path().join("made.json")).unwrap(),
             "made"
