@@ -97,11 +97,6 @@ pub fn role() -> Role {
     let (Some(pid), Some(parent), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
         return Role::Foreign(v);
     };
-    let parent_now = || {
-        rustix::process::getppid()
-            .map(Pid::as_raw_nonzero)
-            .map(|p| p.get())
-    };
     let Some(keeper) = pid.parse::<i32>().ok().filter(|k| *k > 0) else {
         return Role::Foreign(v);
     };
@@ -115,14 +110,16 @@ pub fn role() -> Role {
     Role::Engine
 }
 
+/// This process's parent now (None: its parent is outside its PID namespace).
+fn parent_now() -> Option<i32> {
+    rustix::process::getppid()
+        .map(Pid::as_raw_nonzero)
+        .map(|p| p.get())
+}
+
 /// The engine's side of the keeper: dies with `keeper` (its parent a moment ago), knows
 /// `launch_parent`, and speaks to the keeper's socket `name`.
 fn become_engine(keeper: i32, launch_parent: Option<u32>, name: &str) {
-    let parent_now = || {
-        rustix::process::getppid()
-            .map(Pid::as_raw_nonzero)
-            .map(|p| p.get())
-    };
     // The keeper was the parent a moment ago; should it die before the signal is armed,
     // end as if the signal had come.
     if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).is_ok()
@@ -212,7 +209,7 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<Ke
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
     let keeper = std::process::id();
     let launch_parent = std::os::unix::process::parent_id();
-    let engine = if single_threaded() {
+    let (engine, forwarding) = if single_threaded() {
         // The forwarded signals wait until each side has its handlers: the engine starts
         // with the ones it had, the keeper forwards what came meanwhile to the engine.
         let held = HeldSignals::hold();
@@ -247,7 +244,6 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<Ke
         drop(child);
         (pid, forwarding)
     };
-    let (engine, forwarding) = engine;
     let status = loop {
         match rustix::process::waitpid(Pid::from_raw(engine), WaitOptions::empty()) {
             Ok(Some((_, st))) => break st,
