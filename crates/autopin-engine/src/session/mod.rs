@@ -469,7 +469,7 @@ impl Session {
     /// A reading of a probe being watched (`looks_at`; a look, or a tick) that shows a
     /// collapse: clean, fine enough to be a rate, and far below the leader by the strategy's
     /// judgement (`Strategy::collapsed`). The probe ends there.
-    fn collapsed_at_look(&mut self, iv: &Interval, dt: f64, rate: f64) -> bool {
+    fn collapsed_at_look(&self, iv: &Interval, dt: f64, rate: f64) -> bool {
         let State::Measure(acc) = &self.state else {
             return false;
         };
@@ -480,7 +480,7 @@ impl Session {
             && self.grain.resolves(dt, COLLAPSE)
             && self
                 .strategy
-                .as_mut()
+                .as_ref()
                 .is_some_and(|s| s.collapsed(cand, score))
     }
 

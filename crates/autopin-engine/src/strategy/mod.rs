@@ -131,7 +131,7 @@ pub trait Strategy {
     /// Whether a look at a watched probe of `candidate`, read at `score`, shows a collapse
     /// that ends the probe there (the strategy then takes the probe's outcome as ending in
     /// that state). Never, by default.
-    fn collapsed(&mut self, _candidate: usize, _score: f64) -> bool {
+    fn collapsed(&self, _candidate: usize, _score: f64) -> bool {
         false
     }
     /// The score read when the warm-up of a probe of `candidate` ended (the session reads it

@@ -1833,7 +1833,7 @@ impl Strategy for Race {
 
     /// A look below `COLLAPSE` of the lowest tick of the leader, or of the best other
     /// survivor when `c` leads (as a warm-up's collapse is judged, stalls allowed for).
-    fn collapsed(&mut self, c: usize, score: f64) -> bool {
+    fn collapsed(&self, c: usize, score: f64) -> bool {
         self.look_reference(c)
             .is_some_and(|r| self.warmup_below(r, score, COLLAPSE))
     }
