@@ -346,6 +346,7 @@ mod tests {
                 warmup: 0.0,
                 duration: 1.0,
                 rate: *v,
+                ticks: vec![],
                 per_thread: vec![],
                 intervals: 10,
                 disturbed_intervals: 0,

@@ -58,6 +58,15 @@ impl RunMemory {
             }
         };
         m.path = path.display().to_string();
+        // What the user names is what runs: memory serves the default search.
+        if let Some(named) = a.named_search().filter(|_| !a.recall) {
+            let why = format!(
+                "{named} named on the command line: the search runs as asked, and its outcome is not remembered (--recall applies a remembered decision anyway)"
+            );
+            sink.message(None, &format!("remembered decisions not used: {why}"));
+            m.off = Some(("skipped", why));
+            return m;
+        }
         let key = match key_for(a, plan) {
             Ok(k) => k,
             Err(why) => {

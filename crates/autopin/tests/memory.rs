@@ -28,6 +28,8 @@ fn autopin_run(store: &Path, report: &Path, extra: &[&str], script: &str) -> Out
         .arg(report)
         .args(["--objective", "task-clock", "--no-perturbation-estimate"])
         .args(["-i", "0.05", "-w", "0.02", "--probe", "0.05"])
+        // The search named here (objective, strategy, schedule) would win over memory.
+        .arg("--recall")
         .args(extra)
         .args(["--", "sh", "-c", script])
         .output()
@@ -276,7 +278,8 @@ fn in_own_mounts(prepare: &str, repair: &str) -> Result<MountedRun, String> {
     } else {
         "-rm"
     };
-    let common = "--objective task-clock --no-perturbation-estimate -i 0.05 -w 0.02 --probe 0.05";
+    let common =
+        "--recall --objective task-clock --no-perturbation-estimate -i 0.05 -w 0.02 --probe 0.05";
     let script = format!(
         r#"set -u
 mount -t tmpfs -o size=512k tmpfs "$M" || exit 97
@@ -381,7 +384,13 @@ fn eight_runs_writing_one_store_at_once_lose_nothing() {
         Command::new(assert_cmd::cargo::cargo_bin("autopin"))
             .args(["run", "--memory"])
             .arg(store)
-            .args(["--memory-key", "args", "--objective", "task-clock"])
+            .args([
+                "--memory-key",
+                "args",
+                "--recall",
+                "--objective",
+                "task-clock",
+            ])
             .args([
                 "--no-perturbation-estimate",
                 "--strategy",
@@ -506,6 +515,7 @@ fn each_phase_gets_its_remembered_pinning_without_a_search() {
             .arg("--report")
             .arg(&report)
             .args(["--no-perturbation-estimate", "--probe", "0.2", "-w", "0.05"])
+            .arg("--recall")
             .args(how)
             .arg("--")
             .arg(&exe)
@@ -556,4 +566,81 @@ fn each_phase_gets_its_remembered_pinning_without_a_search() {
         .count();
     assert_eq!(barrier_probes, 0, "{err}");
     assert_eq!(records(&store)[0]["uses"], 2);
+}
+
+/// What the user names wins over a remembered decision (issue #62): with a record for the
+/// program, `--strategy autopin1 --schedule …` still probes every pinning of the schedule,
+/// the report says memory was skipped and why, and the record is left as it was;
+/// `--recall` asks for the record instead.
+#[test]
+fn a_search_named_on_the_command_line_wins_over_a_remembered_decision() {
+    let _serial = one_at_a_time();
+    let (first, last) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("decisions.db");
+    let report = dir.path().join("r.json");
+    let run = |how: &[&str]| {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+            .args(["run", "--memory"])
+            .arg(&store)
+            .arg("--report")
+            .arg(&report)
+            .args(["--no-perturbation-estimate"])
+            .args(how)
+            .args(["--", "sh", "-c", LONG_SCRIPT])
+            .output()
+            .unwrap();
+        assert_untouched(&out);
+        (
+            read_json(&report),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // A record for the default search: `last` alone.
+    let (r, err) = run(&["--recall", "--strategy", "fixed", "--schedule", &last]);
+    assert_eq!(r["memory"]["outcome"], "new", "{}\n{err}", r["memory"]);
+    let before = records(&store);
+    // The paper's algorithm over two pinnings, named: both probed as given.
+    let schedule = format!("{first},{last};{first},{first}");
+    let named = [
+        "--strategy",
+        "autopin1",
+        "--schedule",
+        &schedule,
+        "-i",
+        "0.05",
+        "-w",
+        "0.02",
+        "-t",
+        "0.1",
+    ];
+    let (r, err) = run(&named);
+    assert_eq!(r["memory"]["outcome"], "skipped", "{}\n{err}", r["memory"]);
+    assert_eq!(r["memory"]["hit"], false, "{}", r["memory"]);
+    let why = r["memory"]["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("--strategy autopin1, --schedule named on the command line"),
+        "{why}"
+    );
+    assert!(!err.contains("remembered:"), "{err}");
+    assert!(err.contains("remembered decisions not used"), "{err}");
+    let probed: Vec<&str> = r["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["label"].as_str())
+        .collect();
+    for want in [format!("{first},{last}"), format!("{first},{first}")] {
+        assert!(
+            probed.contains(&want.as_str()),
+            "{want} not probed: {probed:?}\n{err}"
+        );
+    }
+    assert_eq!(records(&store), before, "the record was left as it was");
+    // Asked for, the record applies as it would to the default search.
+    let (r, err) = run(&[&named[..], &["--recall"]].concat());
+    assert_eq!(r["memory"]["hit"], true, "{}\n{err}", r["memory"]);
+    assert!(err.contains("remembered:"), "{err}");
 }

@@ -47,6 +47,11 @@ pub struct ProbeRecord {
     pub duration: f64,
     /// Objective rate over the accepted intervals.
     pub rate: f64,
+    /// The objective's rate in each sampling tick of the probe (about 0.1 s each; a probe
+    /// cut at its warm-up has that one reading): the spread behind every interval the report
+    /// states of a decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ticks: Vec<f64>,
     pub per_thread: Vec<ThreadRate>,
     pub intervals: usize,
     /// Intervals during which threads were born or exited; left out of `rate` unless every
@@ -92,11 +97,14 @@ pub struct DecisionRecord {
     pub rate: Option<f64>,
     pub runner_up: Option<String>,
     pub runner_up_rate: Option<f64>,
-    /// (winner − runner-up) / runner-up, on the objective's better-is-higher scale.
+    /// (winner − runner-up) / runner-up, on the objective's better-is-higher scale: each
+    /// one's rate over its probes of the search (their work ÷ their time), start-up left
+    /// out.
     pub margin: Option<f64>,
-    /// How far the margin's confidence interval reaches above it, as a ratio minus one
-    /// (race: intervals are on the log scale, so the lower end is (1 + margin) / (1 +
-    /// margin_ci) − 1), when computed.
+    /// How far the margin's 95% confidence interval reaches either side, on the log scale,
+    /// as a ratio minus one: the interval is (1 + margin) / (1 + margin_ci) − 1 to
+    /// (1 + margin)(1 + margin_ci) − 1 (Welch's test on the log of the probes' tick rates;
+    /// None with one tick each).
     pub margin_ci: Option<f64>,
     pub reason: String,
     pub strategy: String,
@@ -115,25 +123,56 @@ impl DecisionRecord {
     /// remembered pinning), with no search.
     pub const FROM_MEMORY: &'static str = "memory";
 
-    /// The margin over the runner-up as a person reads it: "+54.7% (at least +12.0%)" when
-    /// the strategy's interval keeps it above zero, "+3.1% (within the noise)" when not.
+    /// The margin over the runner-up as a person reads it, the runner-up named: "12.0%
+    /// faster than 0,1 (95% CI +5.1% to +19.4%)", "cannot be told apart from 0,1 (…)"
+    /// (see [`margin_text`]).
     pub fn margin_text(&self) -> Option<String> {
         let m = self.margin?;
-        Some(match self.margin_ci {
-            Some(ci) if ci.is_finite() => {
-                let low = (1.0 + m) / (1.0 + ci) - 1.0;
-                if low > 0.0 {
-                    format!(
-                        "{} (at least {})",
-                        autopin_human::relative(m),
-                        autopin_human::relative(low)
-                    )
-                } else {
-                    format!("{} (within the noise)", autopin_human::relative(m))
-                }
-            }
-            _ => autopin_human::relative(m),
-        })
+        let other = self.runner_up.as_deref().unwrap_or("the next best");
+        Some(margin_text(m, self.margin_ci, other))
+    }
+}
+
+/// A margin as a person reads it, `other` being the candidate compared with and `half`
+/// how far the 95% interval reaches either side on the log scale (as a ratio minus one):
+/// "12.0% faster than 0,1 (95% CI +6.7% to +17.6%)", "35.7% slower than 0,1 (…)", or
+/// "cannot be told apart from 0,1 (-1.4%, 95% CI -8.0% to +5.6%)" when the interval holds
+/// zero; twice as fast or more, or half or less, as ratios: "2.73× as fast as 0,1 (95% CI
+/// 2.65× to 2.81×)", "0.30× the rate of 0,1 (…)". Without an interval: "12.0% faster than
+/// 0,1 (one sampling tick each: no interval)".
+pub fn margin_text(margin: f64, half: Option<f64>, other: &str) -> String {
+    let r = 1.0 + margin;
+    let far = !(0.5..2.0).contains(&r);
+    let signed = |x: f64| {
+        if far {
+            format!("{:.2}×", 1.0 + x)
+        } else {
+            format!("{:+.1}%", 100.0 * x)
+        }
+    };
+    let what = |faster: bool| match (far, faster) {
+        (true, true) => format!("{r:.2}× as fast as {other}"),
+        (true, false) => format!("{r:.2}× the rate of {other}"),
+        (false, true) => format!("{:.1}% faster than {other}", 100.0 * margin),
+        (false, false) => format!("{:.1}% slower than {other}", -100.0 * margin),
+    };
+    let Some(h) = half.filter(|h| h.is_finite() && *h >= 0.0) else {
+        return format!(
+            "{} (one sampling tick each: no interval)",
+            what(margin >= 0.0)
+        );
+    };
+    let (low, high) = (r / (1.0 + h) - 1.0, r * (1.0 + h) - 1.0);
+    let ci = format!("95% CI {} to {}", signed(low), signed(high));
+    if low > 0.0 {
+        format!("{} ({ci})", what(true))
+    } else if high < 0.0 {
+        format!("{} ({ci})", what(false))
+    } else {
+        format!(
+            "cannot be told apart from {other} ({}, {ci})",
+            signed(margin)
+        )
     }
 }
 
@@ -273,9 +312,11 @@ pub struct MemoryUse {
     pub hit: bool,
     /// The pinnings the check probed (on a hit).
     pub checked: Vec<String>,
-    /// confirmed / overturned / new / disabled / error.
+    /// confirmed / overturned / new / unfinished / unchecked / none; disabled (turned off),
+    /// skipped (the search was named on the command line, which wins over memory) or
+    /// error.
     pub outcome: String,
-    /// Why the store could not be used.
+    /// Why the store was not used (disabled, skipped) or could not be (error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// On a hit: the CPUs other work kept busy when the remembered decision was taken
@@ -359,10 +400,10 @@ impl Report {
                 .rate
                 .map(|v| format!(", {}", autopin_human::quantity(v, &self.objective.unit)))
                 .unwrap_or_default();
-            let vs = match (&d.runner_up, d.margin_text()) {
-                (Some(ru), Some(m)) => format!("; {m} vs {ru}"),
-                _ => String::new(),
-            };
+            let vs = d
+                .margin_text()
+                .map(|m| format!("; {m}"))
+                .unwrap_or_default();
             out.push(format!(
                 "winner{phase}: {}{rate}{vs} ({})",
                 d.candidate, d.reason
@@ -374,19 +415,44 @@ impl Report {
                 c.progress, c.tracking.probes, c.tracking.verdict
             ));
         }
+        let cpus = |d: &DecisionRecord| {
+            d.cpus
+                .as_ref()
+                .map(|c| format!(" (threads → CPUs {})", autopin_placement::cpu_text(c)))
+                .unwrap_or_default()
+        };
+        let phased: Vec<&&DecisionRecord> = last.iter().filter(|d| d.phase.is_some()).collect();
         if let Some(b) = &self.own_binding {
             out.push(format!("final pinning: the program's own binding ({b})"));
+        } else if phased.len() > 1 {
+            // Each phase runs with its own pinning: the one in force at the end is one of
+            // them.
+            let each: Vec<String> = phased
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} {}{}",
+                        d.phase.as_deref().unwrap_or_default(),
+                        d.candidate,
+                        cpus(d)
+                    )
+                })
+                .collect();
+            out.push(format!("final pinning per phase: {}", each.join("; ")));
         } else if let Some(d) = &self.decision {
-            out.push(format!(
-                "final pinning: {}{}",
-                d.candidate,
-                d.cpus
-                    .as_ref()
-                    .map(|c| format!(" (threads → CPUs {})", autopin_placement::cpu_text(c)))
-                    .unwrap_or_default()
-            ));
+            out.push(format!("final pinning: {}{}", d.candidate, cpus(d)));
         } else if let Some(reason) = &self.incomplete_reason {
             out.push(format!("search incomplete: {reason}"));
+        }
+        if let Some(m) = &self.memory {
+            match (m.outcome.as_str(), &m.error) {
+                ("skipped", Some(why)) => out.push(format!("remembered decisions not used: {why}")),
+                ("confirmed" | "overturned" | "unchecked", _) if m.hit => out.push(format!(
+                    "remembered decision applied at birth and checked: {}",
+                    m.outcome
+                )),
+                _ => {}
+            }
         }
         out
     }

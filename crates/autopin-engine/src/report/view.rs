@@ -91,12 +91,8 @@ pub fn summary(r: &Report) -> String {
             "phase {:<10} → {}{}",
             d.phase.clone().unwrap_or_default(),
             d.candidate,
-            d.margin
-                .map(|m| format!(
-                    " ({} over {})",
-                    autopin_human::relative(m),
-                    d.runner_up.clone().unwrap_or_default()
-                ))
+            d.margin_text()
+                .map(|m| format!(" ({m})"))
                 .unwrap_or_default()
         );
     }
@@ -108,11 +104,9 @@ pub fn summary(r: &Report) -> String {
                 d.candidate,
                 d.at,
                 d.reason,
-                match (d.margin_text(), &d.runner_up) {
-                    (Some(m), Some(r)) => format!(", margin {m} over {r}"),
-                    (Some(m), None) => format!(", margin {m}"),
-                    _ => String::new(),
-                }
+                d.margin_text()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
             );
         }
         None => {

@@ -39,9 +39,10 @@ pub enum StartName {
 /// Options shared by `run` and `attach`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct EngineArgs {
-    /// How to search
-    #[arg(long, value_enum, default_value = "race")]
-    pub strategy: StrategyName,
+    /// How to search (default: race). A strategy named here wins over a remembered
+    /// decision (see --recall)
+    #[arg(long, value_enum)]
+    pub strategy: Option<StrategyName>,
     /// Pinning CPU lists in thread order, separated by ';' (repeatable): "0,1;0,0" or
     /// "2-3,6-7". Without it the SCHEDULE variable (paper form: "2367,0145", one digit per
     /// thread) is used; without both, candidates come from the topology.
@@ -78,6 +79,11 @@ pub struct EngineArgs {
     /// Neither use nor keep remembered decisions in this run
     #[arg(long, conflicts_with = "memory_store")]
     pub no_memory: bool,
+    /// Apply a remembered decision even when the search is named on the command line
+    /// (--strategy, --paper, --schedule, --candidates, SCHEDULE, -n/--threads, --objective,
+    /// -e): without it what you name wins, and memory serves the default search only
+    #[arg(long, conflicts_with = "no_memory")]
+    pub recall: bool,
     /// What a remembered decision is kept for: the program (default), or the program with
     /// these exact arguments
     #[arg(long, value_name = "program|args", default_value = "program", value_parser = ["program", "args"])]
@@ -172,6 +178,43 @@ impl EngineArgs {
         r.timeline = name(&self.timeline)?;
         r.no_watch |= node.coordinated();
         Ok(r)
+    }
+
+    /// What names the search on the command line (or in SCHEDULE), which then wins over a
+    /// remembered decision unless `--recall` asks for it; None for the default search.
+    pub fn named_search(&self) -> Option<String> {
+        let mut named: Vec<String> = Vec::new();
+        if let Some(s) = self.strategy {
+            named.push(format!(
+                "--strategy {}",
+                clap::ValueEnum::to_possible_value(&s)
+                    .map(|v| v.get_name().to_string())
+                    .unwrap_or_default()
+            ));
+        }
+        if self.paper {
+            named.push("--paper".into());
+        }
+        if !self.schedule.is_empty() {
+            named.push("--schedule".into());
+        } else if self.candidates.is_none()
+            && std::env::var("SCHEDULE").is_ok_and(|s| !s.trim().is_empty())
+        {
+            named.push("SCHEDULE".into());
+        }
+        if self.candidates.is_some() {
+            named.push("--candidates".into());
+        }
+        if let Some(n) = self.threads {
+            named.push(format!("--threads {n}"));
+        }
+        if let Some(o) = &self.objective {
+            named.push(format!("--objective {o}"));
+        }
+        if let Some(e) = &self.event {
+            named.push(format!("-e {e}"));
+        }
+        (!named.is_empty()).then(|| named.join(", "))
     }
 
     /// The run plan these options describe, on `machine` (the live machine, or this rank's
@@ -333,7 +376,7 @@ fn strategy(a: &EngineArgs) -> (StrategyChoice, f64) {
     match if a.paper {
         StrategyName::Autopin1
     } else {
-        a.strategy
+        a.strategy.unwrap_or(StrategyName::Race)
     } {
         StrategyName::Autopin1 => {
             let p = if a.paper && a.sample.is_none() && a.warmup.is_none() && a.init.is_none() {
