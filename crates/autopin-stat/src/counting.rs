@@ -179,6 +179,7 @@ mod tests {
             counters_missing: None,
             counting_mode: None,
             counting_overhead: None,
+            intervals: None,
         }
     }
 

@@ -12,4 +12,4 @@ pub mod table;
 pub mod verdict;
 
 pub use sample::{CpusSeen, Neighbour, Progress, Snapshot, ThreadSample, Throttling};
-pub use verdict::{analyze, Context, StatReport, Subject, ThreadStat, Verdict};
+pub use verdict::{analyze, Context, IntervalTally, StatReport, Subject, ThreadStat, Verdict};

@@ -82,8 +82,31 @@ pub fn render(r: &StatReport) -> String {
     if let Some(s) = r.throttled_seconds {
         out.push_str(&format!("cgroup throttling: {s:.2} s\n"));
     }
-    if r.verdicts.is_empty() {
+    // What the intervals found that the whole run's figures do not show (a contention in
+    // 7 of 10 seconds may average out below the line over the whole run).
+    let only_in_intervals: Vec<String> = r
+        .intervals
+        .iter()
+        .flat_map(|t| {
+            t.found
+                .iter()
+                .filter(|(k, _)| !r.verdicts.iter().any(|v| v.kind == k.as_str()))
+                .map(move |(k, n)| format!("{k} in {n} of {} intervals", t.intervals))
+        })
+        .collect();
+    if r.verdicts.is_empty() && only_in_intervals.is_empty() {
         out.push_str("verdict: nothing wrong found\n");
+    } else if r.verdicts.is_empty() {
+        out.push_str(&format!(
+            "verdict: nothing wrong found over the whole {:.1} s, but {} (see them above)\n",
+            r.seconds,
+            only_in_intervals.join(", ")
+        ));
+    } else if !only_in_intervals.is_empty() {
+        out.push_str(&format!(
+            "also in the intervals, not over the whole run: {}\n",
+            only_in_intervals.join(", ")
+        ));
     }
     for v in &r.verdicts {
         out.push_str(&format!("verdict {}: {}\n", v.kind, v.text));

@@ -145,6 +145,26 @@ pub struct Verdict {
     pub suggestion: String,
 }
 
+/// With `-I`: how many intervals were judged, and in how many each kind of verdict was
+/// found, so that the whole run's verdicts say where they differ from the intervals'.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct IntervalTally {
+    pub intervals: usize,
+    /// Verdict kind → the intervals it was found in.
+    pub found: BTreeMap<String, usize>,
+}
+
+impl IntervalTally {
+    /// Counts one interval's report.
+    pub fn add(&mut self, r: &StatReport) {
+        self.intervals += 1;
+        let kinds: BTreeSet<&str> = r.verdicts.iter().map(|v| v.kind).collect();
+        for k in kinds {
+            *self.found.entry(k.to_string()).or_default() += 1;
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StatReport {
     /// Seconds between the first and the last sample.
@@ -179,6 +199,9 @@ pub struct StatReport {
     /// switches a second × the measured cost of a counted switch, over the CPUs it used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counting_overhead: Option<f64>,
+    /// With `-I`: what the intervals found (see [`IntervalTally`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<IntervalTally>,
 }
 
 fn pct(x: f64) -> String {
@@ -190,6 +213,36 @@ fn list(cpus: &[u32]) -> String {
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// "CPU 1 is idle", "CPUs 1,3 are idle".
+fn idle_phrase(cpus: &[u32]) -> String {
+    match cpus {
+        [one] => format!("CPU {one} is idle"),
+        _ => format!("CPUs {} are idle", list(cpus)),
+    }
+}
+
+/// Advice that moves `threads` working threads onto the `free` CPUs: a pinning with a CPU
+/// for each when there are enough, never one that stacks them (two threads pinned to one
+/// free CPU wait for each other there, which is what the verdict is about). With fewer free
+/// CPUs than threads, the search (which also weighs the busy CPUs) or fewer threads.
+fn move_to_free(ctx: &Context, threads: usize, free: &[u32]) -> String {
+    if free.len() >= threads {
+        format!(
+            "`{}` moves the threads off the busy CPUs, or `{}` ({})",
+            ctx.optimize(""),
+            ctx.pin(&list(&free[..threads])),
+            idle_phrase(free)
+        )
+    } else {
+        format!(
+            "`{}` finds where they wait least ({}: too few for {threads} working threads, and pinning them all there would stack them; fewer threads, e.g. OMP_NUM_THREADS={}, may run faster there)",
+            ctx.optimize(""),
+            idle_phrase(free),
+            free.len()
+        )
+    }
 }
 
 /// The figures and verdicts between `first` and `last`; `seen` holds the CPUs each thread
@@ -315,9 +368,9 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
                     format!("`{}` finds the placement that suffers least", ctx.optimize(""))
                 } else {
                     format!(
-                        "spread the threads: `{}` (CPUs {} are idle)",
+                        "spread the threads: `{}` ({})",
                         ctx.optimize(""),
-                        list(&free)
+                        idle_phrase(&free)
                     )
                 },
             });
@@ -357,11 +410,7 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
                         ctx.optimize("")
                     )
                 } else {
-                    format!(
-                        "`{}` moves the threads off the busy CPUs, or `{}`",
-                        ctx.optimize(""),
-                        ctx.pin(&list(&free))
-                    )
+                    move_to_free(ctx, working.len(), &free)
                 },
             });
         }
@@ -530,6 +579,7 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
         counters_missing: None,
         counting_mode: None,
         counting_overhead: None,
+        intervals: None,
     }
 }
 
@@ -773,7 +823,7 @@ mod tests {
         assert_eq!(kinds(&r), vec!["contention"]);
         assert!((r.threads[0].run_delay_fraction - 0.5).abs() < 1e-9);
         assert!(
-            r.verdicts[0].suggestion.contains("CPUs 1 are idle"),
+            r.verdicts[0].suggestion.contains("CPU 1 is idle"),
             "{:?}",
             r.verdicts
         );
@@ -836,6 +886,61 @@ mod tests {
             "{}",
             r.verdicts[0].text
         );
+    }
+
+    #[test]
+    fn advice_never_stacks_threads_on_the_free_cpus() {
+        // Two threads squeezed on CPU 0 beside a busy neighbour there, CPU 1 free: pinning
+        // both to CPU 1 would squeeze them again. With two free CPUs, one each.
+        let n = |ms: u64| Neighbour {
+            pid: 77,
+            name: "spin".into(),
+            cpu_ns: ms * 1_000_000,
+            cpus: vec![0],
+        };
+        let mut a = snap(0.0, vec![thread(1, 0, 0, 0), thread(2, 0, 0, 0)]);
+        a.neighbours.push(n(0));
+        let mut b = snap(1.0, vec![thread(1, 0, 300, 700), thread(2, 0, 300, 700)]);
+        b.neighbours.push(n(400));
+        let r = analyze(&a, &b, &looked(&[&a, &b]), &ctx());
+        assert_eq!(kinds(&r), vec!["contention", "busy_neighbour"]);
+        for v in &r.verdicts {
+            assert!(!v.suggestion.contains("pin -c 1 "), "{}", v.suggestion);
+            assert!(v.suggestion.contains("CPU 1 is idle"), "{}", v.suggestion);
+        }
+        assert!(r.verdicts[1].suggestion.contains("OMP_NUM_THREADS=1"));
+        let mut wide = ctx();
+        wide.allowed = vec![0, 1, 2];
+        let r = analyze(&a, &b, &looked(&[&a, &b]), &wide);
+        let s = &r.verdicts[1].suggestion;
+        assert!(s.contains("autopin pin -c 1,2 -- ./prog"), "{s}");
+        assert!(s.contains("CPUs 1,2 are idle"), "{s}");
+    }
+
+    #[test]
+    fn the_whole_run_says_what_its_intervals_found() {
+        let a = snap(0.0, vec![thread(1, 0, 0, 0), thread(2, 1, 0, 0)]);
+        let b = snap(10.0, vec![thread(1, 0, 9900, 2), thread(2, 1, 9900, 3)]);
+        let mut r = analyze(&a, &b, &looked(&[&a, &b]), &ctx());
+        assert!(r.verdicts.is_empty());
+        let mut tally = IntervalTally::default();
+        let squeezed = {
+            let a = snap(0.0, vec![thread(1, 0, 0, 0), thread(2, 0, 0, 0)]);
+            let b = snap(1.0, vec![thread(1, 0, 500, 500), thread(2, 0, 500, 500)]);
+            analyze(&a, &b, &looked(&[&a, &b]), &ctx())
+        };
+        for i in 0..10 {
+            tally.add(if i < 7 { &squeezed } else { &r });
+        }
+        r.intervals = Some(tally);
+        let text = crate::table::render(&r);
+        assert!(
+            text.contains(
+                "verdict: nothing wrong found over the whole 10.0 s, but contention in 7 of 10 intervals"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("verdict: nothing wrong found\n"), "{text}");
     }
 
     #[test]

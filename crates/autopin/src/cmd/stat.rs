@@ -127,6 +127,9 @@ pub fn run(args: Args) -> CmdResult {
     let mut ended: Vec<autopin_stat::ThreadSample> = Vec::new();
     let mut ended_in_interval: Vec<autopin_stat::ThreadSample> = Vec::new();
     let mut status = None;
+    let mut tally = args
+        .interval
+        .map(|_| autopin_stat::IntervalTally::default());
     loop {
         std::thread::sleep(std::time::Duration::from_secs_f64(LOOK));
         if let Some(Ok(Some(code))) = target.child.as_mut().map(|c| c.try_wait()) {
@@ -159,6 +162,9 @@ pub fn run(args: Args) -> CmdResult {
             if let Some(c) = counting.as_mut() {
                 c.fill(&mut report, true);
             }
+            if let Some(t) = tally.as_mut() {
+                t.add(&report);
+            }
             eprint!(
                 "autopin stat: {:.1}–{:.1} s\n{}",
                 interval_from.t,
@@ -184,6 +190,7 @@ pub fn run(args: Args) -> CmdResult {
     if let Some(c) = counting.as_mut() {
         c.fill(&mut report, false);
     }
+    report.intervals = tally.filter(|t| t.intervals > 0);
     eprint!("{}", autopin_stat::table::render(&report));
     if let Some(missing) = &report.counters_missing {
         // Once, after the last table: what was not counted, and why.
