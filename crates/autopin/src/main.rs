@@ -74,7 +74,7 @@ enum Command {
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(mut e) => {
             // A program named without `--` before it (`autopin pin -c 0,1 ./app`): say where
             // it goes, with the user's own words.
             if e.kind() == clap::error::ErrorKind::UnknownArgument {
@@ -83,6 +83,7 @@ fn main() {
                     eprintln!("\n{tip}");
                     std::process::exit(2);
                 }
+                unknown_option_is_not_the_program(&mut e);
             }
             // clap prints help/version with exit 0 and usage errors with exit 2.
             e.exit();
@@ -154,4 +155,46 @@ fn program_without_separator(e: &clap::Error) -> Option<String> {
         "tip: the program goes after '--': autopin {}",
         fixed.join(" ")
     ))
+}
+
+/// A misspelt option of a subcommand that starts a program (`autopin run --budgt 5 -- app`)
+/// or attaches to one. clap's tip "to pass '--budgt' as a value, use '-- --budgt'" would
+/// make it the program itself (or a PID); it is replaced by where the program's own options
+/// go, unless clap names the option that was meant ("a similar argument exists"), which
+/// says enough.
+fn unknown_option_is_not_the_program(e: &mut clap::Error) {
+    use clap::builder::StyledStr;
+    use clap::error::{ContextKind, ContextValue};
+    let Some(sub) = std::env::args().nth(1) else {
+        return;
+    };
+    let place = match sub.as_str() {
+        "run" | "stat" => {
+            "; the program's own options go after its name: autopin SUB [OPTIONS] [--] PROGRAM [ARGS]..."
+        }
+        "pin" | "compare" => {
+            "; the program's own options go after '--' and its name: autopin SUB [OPTIONS] -- PROGRAM [ARGS]..."
+        }
+        "attach" => "",
+        _ => return,
+    };
+    let mut tips: Vec<StyledStr> = match e.get(ContextKind::Suggested) {
+        Some(ContextValue::StyledStrs(v)) => v
+            .iter()
+            .filter(|t| !t.to_string().starts_with("to pass '"))
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    if e.get(ContextKind::SuggestedArg).is_none() && tips.is_empty() {
+        let arg = match e.get(ContextKind::InvalidArg) {
+            Some(ContextValue::String(a)) => a.clone(),
+            _ => String::new(),
+        };
+        tips.push(StyledStr::from(format!(
+            "'{arg}' is not an option of autopin {sub} ('autopin {sub} --help' lists them){}",
+            place.replace("SUB", &sub)
+        )));
+    }
+    e.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
 }

@@ -802,3 +802,160 @@ fn a_listing_piped_into_head_ends_quietly() {
         out.status
     );
 }
+
+/// A directory for the PATH with programs that leave a trace when they run: `mark` writes
+/// its arguments (one a line) to `ran-mark`, and programs named as the typos below
+/// (`--budgt`, `-x`, ...) would write `ran-<name>`: a typo must never run as the program.
+struct Marks {
+    dir: tempfile::TempDir,
+}
+
+impl Marks {
+    const TYPOS: [&'static str; 5] = ["--budgt", "-x", "--duratoin", "--runz", "--cpuss"];
+
+    fn new() -> Marks {
+        let marks = Marks {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        for name in Self::TYPOS.iter().chain(&["mark"]) {
+            marks.add(name);
+        }
+        marks
+    }
+
+    /// A program `name` in the directory that leaves its trace.
+    fn add(&self, name: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let exe = self.dir.path().join(name);
+        let trace = self.dir.path().join(format!("ran-{name}"));
+        std::fs::write(
+            &exe,
+            format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n", trace.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// autopin with this directory first in the PATH.
+    fn autopin(&self) -> Command {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut paths = vec![self.dir.path().to_path_buf()];
+        paths.extend(std::env::split_paths(&path));
+        let mut c = autopin();
+        c.env("PATH", std::env::join_paths(paths).unwrap());
+        c
+    }
+
+    /// What the program `name` was given, if it ran (and removes the trace).
+    fn ran(&self, name: &str) -> Option<String> {
+        let trace = self.dir.path().join(format!("ran-{name}"));
+        let args = std::fs::read_to_string(&trace).ok()?;
+        std::fs::remove_file(trace).unwrap();
+        Some(args)
+    }
+
+    fn nothing_ran(&self) -> bool {
+        Self::TYPOS
+            .iter()
+            .chain(&["mark"])
+            .all(|n| !self.dir.path().join(format!("ran-{n}")).exists())
+    }
+}
+
+/// Everything before the program (or `--`) is autopin's: a misspelt or unknown option of
+/// run, stat, attach, compare or pin is a usage error with clap's suggestion where it has
+/// one, and neither it nor the program is started.
+#[test]
+fn a_typo_before_the_program_is_a_usage_error_and_runs_nothing() {
+    let marks = Marks::new();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id().to_string();
+    let cases: [(&[&str], Option<&str>); 10] = [
+        (&["run", "--budgt", "5", "--", "mark"], Some("--budget")),
+        (&["run", "-q", "--budgt", "5", "mark"], Some("--budget")),
+        (&["run", "-x", "--", "mark"], None),
+        (&["run", "-x"], None),
+        (
+            &["stat", "--duratoin", "1", "--", "mark"],
+            Some("--duration"),
+        ),
+        (&["stat", "-x", "mark"], None),
+        (&["attach", "--duratoin", "1", &pid], Some("--duration")),
+        (&["attach", "-x", &pid], None),
+        (&["compare", "--runz", "2", "--", "mark"], Some("--runs")),
+        (&["pin", "--cpuss", "0", "--", "mark"], Some("--cpus")),
+    ];
+    for (args, similar) in cases {
+        let out = marks.autopin().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("unexpected argument"), "{args:?}: {err}");
+        if let Some(s) = similar {
+            assert!(
+                err.contains(&format!("a similar argument exists: '{s}'")),
+                "{args:?}: {err}"
+            );
+        }
+        // clap's "use '-- --budgt'" would make the typo the program.
+        assert!(!err.contains("as a value, use '--"), "{args:?}: {err}");
+        assert!(marks.nothing_ran(), "{args:?} started a program: {err}");
+    }
+    // Without a suggestion, where the program's own options go is said.
+    let out = marks.autopin().args(["run", "-x"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("'-x' is not an option of autopin run")
+            && err.contains("autopin run [OPTIONS] [--] PROGRAM [ARGS]..."),
+        "{err}"
+    );
+    let out = marks
+        .autopin()
+        .args(["pin", "-c", "0", "-x", "--", "mark"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("go after '--' and its name"), "{err}");
+    assert!(marks.nothing_ran());
+    // The sleeper was never attached to: it still sleeps, unpinned.
+    assert!(sleeper.try_wait().unwrap().is_none());
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}
+
+/// The program's own options follow its name or `--`, and reach it untouched.
+#[test]
+fn the_programs_own_options_follow_its_name_or_the_separator() {
+    let marks = Marks::new();
+    let cases: [&[&str]; 6] = [
+        &["run", "-q", "--budget", "1", "mark", "-x", "--budgt"],
+        &["run", "-q", "--budget", "1", "--", "mark", "-x", "--budgt"],
+        &["stat", "mark", "-x", "--budgt"],
+        &["stat", "--", "mark", "-x", "--budgt"],
+        &["pin", "-c", "0", "--", "mark", "-x", "--budgt"],
+        &[
+            "compare",
+            "-r",
+            "1",
+            "--strategy",
+            "0",
+            "--",
+            "mark",
+            "-x",
+            "--budgt",
+        ],
+    ];
+    for args in cases {
+        let out = marks.autopin().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert_eq!(
+            marks.ran("mark").as_deref(),
+            Some("-x\n--budgt\n"),
+            "{args:?}"
+        );
+        assert!(marks.nothing_ran(), "{args:?}");
+    }
+}

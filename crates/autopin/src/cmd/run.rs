@@ -14,18 +14,15 @@ use autopin_os::LinuxPlatform;
 
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  autopin run -- ./app --size 1000\n  autopin run --schedule '0,1;0,0' --report r.json -- ./omp_app\n  autopin run -n 4 --objective heartbeat --max-candidates 6 -- ./app"
+    after_help = "Examples:\n  autopin run -- ./app --size 1000\n  autopin run --schedule '0,1;0,0' --report r.json -- ./omp_app\n  autopin run -n 4 --objective heartbeat --max-candidates 6 -- ./app\n\n\
+Everything before the program's name (or before `--`) is autopin's: a misspelt option is an \
+error, never a program; what follows the program's name is the program's own."
 )]
 pub struct Args {
     #[command(flatten)]
     pub engine: EngineArgs,
     /// The program and its arguments
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "PROGRAM"
-    )]
+    #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM")]
     pub command: Vec<String>,
 }
 

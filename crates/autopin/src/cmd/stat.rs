@@ -27,7 +27,9 @@ autopin stat -g SW -p 4242 --duration 10\n\n\
 -g counts an event group on every thread with perf_event_open (perf's event names) and \
 adds a table per group: the counts and the metrics derived from them. Events this machine \
 cannot count (no hardware PMU, perf_event_paranoid) are named once, with the reason; the \
-rest is printed in full. The SW group needs no PMU.")]
+rest is printed in full. The SW group needs no PMU.\n\n\
+Everything before the program's name (or before `--`) is autopin's: a misspelt option is \
+an error, never a program.")]
 pub struct Args {
     /// Watch this running process instead of starting one
     #[arg(short = 'p', long, value_name = "PID")]
@@ -52,11 +54,7 @@ pub struct Args {
     #[arg(short = 'g', long = "group", value_name = "GROUP")]
     pub groups: Vec<String>,
     /// The program and its arguments
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "PROGRAM"
-    )]
+    #[arg(trailing_var_arg = true, value_name = "PROGRAM")]
     pub command: Vec<String>,
 }
 
