@@ -13,6 +13,7 @@ mod machine_args;
 mod mem_args;
 mod number_args;
 mod output;
+mod program_arg;
 mod sharing_arg;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -959,3 +959,52 @@ fn the_programs_own_options_follow_its_name_or_the_separator() {
         assert!(marks.nothing_ran(), "{args:?}");
     }
 }
+
+/// A number where the program goes: the PID of a running process gets the form that
+/// watches (stat -p) or optimizes (attach) it; a number that is neither a process nor a
+/// program is explained; a program whose name is a number still runs. All before anything
+/// starts.
+#[test]
+fn a_pid_where_the_program_goes_gets_the_form_that_was_meant() {
+    let marks = Marks::new();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id().to_string();
+    let err = |args: &[&str]| {
+        let out = marks.autopin().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        err
+    };
+    let e = err(&["stat", &pid]);
+    assert!(
+        e.contains(&format!(
+            "{pid} is not a program but the PID of a running process (sleep): did you mean autopin stat -p {pid}?"
+        )),
+        "{e}"
+    );
+    let e = err(&["stat", "--duration", "1", "--", &pid]);
+    assert!(e.contains(&format!("autopin stat -p {pid}?")), "{e}");
+    let e = err(&["run", "-q", &pid]);
+    assert!(
+        e.contains(&format!("did you mean autopin attach {pid}?")),
+        "{e}"
+    );
+    // A PID no process has (above the kernel's largest).
+    let e = err(&["stat", "2147483647"]);
+    assert!(
+        e.contains("2147483647 is neither a program (no executable of that name in the PATH) nor a running process")
+            && e.contains("autopin stat -p PID"),
+        "{e}"
+    );
+    assert!(sleeper.try_wait().unwrap().is_none());
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    // An executable whose name is that number is a program like any other.
+    marks.add(&pid);
+    let out = marks.autopin().args(["stat", &pid, "-x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(marks.ran(&pid).as_deref(), Some("-x\n"));
+}

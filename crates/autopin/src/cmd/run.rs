@@ -16,7 +16,9 @@ use autopin_os::LinuxPlatform;
 #[command(
     after_help = "Examples:\n  autopin run -- ./app --size 1000\n  autopin run --schedule '0,1;0,0' --report r.json -- ./omp_app\n  autopin run -n 4 --objective heartbeat --max-candidates 6 -- ./app\n\n\
 Everything before the program's name (or before `--`) is autopin's: a misspelt option is an \
-error, never a program; what follows the program's name is the program's own."
+error, never a program; what follows the program's name is the program's own. A bare number \
+where the program goes that names no executable is refused (exit 2): `autopin attach PID` \
+optimizes a running process."
 )]
 pub struct Args {
     #[command(flatten)]
@@ -27,6 +29,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
+    if let Some(program) = args.command.first() {
+        crate::program_arg::refuse_a_pid(
+            std::path::Path::new("/proc"),
+            program.as_ref(),
+            std::env::var_os("PATH").as_deref(),
+            |pid| format!("autopin attach {pid}"),
+        )?;
+    }
     // This process becomes the keeper (see `autopin_os::keeper`) unless it is the engine a
     // keeper started, or the keeper is turned off. The arguments were checked above: a
     // usage error never starts an engine.

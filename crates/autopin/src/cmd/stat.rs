@@ -29,7 +29,8 @@ adds a table per group: the counts and the metrics derived from them. Events thi
 cannot count (no hardware PMU, perf_event_paranoid) are named once, with the reason; the \
 rest is printed in full. The SW group needs no PMU.\n\n\
 Everything before the program's name (or before `--`) is autopin's: a misspelt option is \
-an error, never a program.")]
+an error, never a program. A running process is watched with -p PID; a bare number where the \
+program goes that names no executable is refused (exit 2) with the -p form it probably meant.")]
 pub struct Args {
     /// Watch this running process instead of starting one
     #[arg(short = 'p', long, value_name = "PID")]
@@ -71,6 +72,14 @@ pub fn run(args: Args) -> CmdResult {
         return Ok(0);
     }
     let groups = groups::select(&args.groups).map_err(|e| CliError::usage(e.to_string()))?;
+    if let (None, Some(program)) = (args.pid, args.command.first()) {
+        crate::program_arg::refuse_a_pid(
+            std::path::Path::new("/proc"),
+            program.as_ref(),
+            std::env::var_os("PATH").as_deref(),
+            |pid| format!("autopin stat -p {pid}"),
+        )?;
+    }
     for p in [&args.json, &args.csv, &args.svg].into_iter().flatten() {
         crate::output::check_writable(p)?;
     }
