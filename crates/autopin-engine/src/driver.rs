@@ -71,6 +71,9 @@ struct Pinned {
     /// tid → the CPU the kernel ran it on when it last left the OS placement for a pinning:
     /// the OS placement's next probe starts the thread there (see `pin_tracked`).
     os_cpus: HashMap<u32, u32>,
+    /// Whether the thread source was told that autopin sets the masks now
+    /// ([`ThreadSource::moving_threads`]).
+    told_source: bool,
 }
 
 /// Threads whose mask is compared with what autopin set, per periodic look.
@@ -177,6 +180,10 @@ impl Driver<'_> {
         // stride-th from a rotating start.
         let stride = snap.tracked.len().div_ceil(REPIN_CHECKS).max(1);
         let offset = pinned.repins % stride;
+        if !pinned.told_source {
+            self.threads.moving_threads();
+            pinned.told_source = true;
+        }
         let mut moved = false;
         pinned.last_moved = 0;
         for (i, (tid, index)) in snap.tracked.iter().enumerate() {

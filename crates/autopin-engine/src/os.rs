@@ -153,6 +153,12 @@ pub trait ThreadSource {
     fn libraries_loaded(&self) -> Option<bool> {
         None
     }
+    /// autopin is about to set the target's thread masks for the first time: from now on
+    /// they are its to set. Called once, before that first move. (A launched program's
+    /// preload library gives its main thread every CPU of a birth pinning until the
+    /// program's threads begin, then narrows it to the first; told this, it leaves the main
+    /// thread's mask to autopin.)
+    fn moving_threads(&mut self) {}
 }
 
 /// Cumulative objective amounts at one moment.

@@ -233,6 +233,12 @@ impl ThreadSource for ProcThreads {
         Some(r.owner_pid() == Some(self.pid) || r.processes().0.contains(&self.pid))
     }
 
+    fn moving_threads(&mut self) {
+        if let Some(r) = &self.registry {
+            r.set_managed();
+        }
+    }
+
     fn warnings(&self) -> Vec<String> {
         match (&self.offspring, &self.registry) {
             (Some(o), Some(r)) => o.notes(&r.processes().0, r.owner_pid()),

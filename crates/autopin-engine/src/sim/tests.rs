@@ -1221,3 +1221,49 @@ fn a_search_of_many_candidates_scouts_them_and_probes_the_best_scouted_first() {
     let best = cands.iter().map(|c| sim.true_rate(c)).fold(0.0, f64::max);
     assert!(sim.true_rate(&r.chosen) >= 0.99 * best);
 }
+
+/// The simulation's threads, noting how many masks the pinner had set each time the driver
+/// said that it sets them from now on.
+struct ToldOfMoves<'a> {
+    sim: Sim,
+    sets: &'a std::sync::atomic::AtomicUsize,
+    told_after: Vec<usize>,
+}
+
+impl ThreadSource for ToldOfMoves<'_> {
+    fn poll(&mut self) -> Result<ThreadSnapshot, OsError> {
+        self.sim.poll()
+    }
+    fn moving_threads(&mut self) {
+        self.told_after
+            .push(self.sets.load(std::sync::atomic::Ordering::Relaxed));
+    }
+}
+
+/// The thread source hears once, before autopin's first move, that the masks are autopin's
+/// to set (on Linux the preload library then leaves the main thread's mask alone).
+#[test]
+fn the_thread_source_hears_of_the_first_move_before_it_is_made() {
+    let sim = Sim::new(&machine(), Box::new(HpcModel::default()), 4, 0.02, 3, 1e9);
+    let mut session = race_session(&sim);
+    let pinner = CountingPinner {
+        sim: sim.clone(),
+        reads: Default::default(),
+        sets: Default::default(),
+    };
+    let mut threads = ToldOfMoves {
+        sim: sim.clone(),
+        sets: &pinner.sets,
+        told_after: Vec::new(),
+    };
+    drive_with(
+        &sim,
+        &mut session,
+        &mut threads,
+        &mut sim.clone(),
+        &pinner,
+        3.0,
+    );
+    assert_eq!(threads.told_after, vec![0]);
+    assert!(pinner.sets.into_inner() > 0);
+}

@@ -20,7 +20,10 @@
 //!   offset 24 + 16 * capacity: the program's other processes
 //!     +0  u32 forks  atomic; processes that recorded themselves (> FORK_SLOTS: some
 //!                    were not)
-//!     +4  u32 reserved
+//!     +4  u32 managed atomic; 0 until autopin first sets a thread's mask, then 1
+//!                    (release): the library then leaves the main thread's mask, which it
+//!                    would narrow to AUTOPIN_CPUS's first entry when the program's threads
+//!                    begin, to autopin
 //!     +8  i32 pid[FORK_SLOTS]  a process of the launched tree other than the owner
 //!                    (the launched process itself too, before it owns the registry),
 //!                    stored by that process at fork and again at exec; 0 until stored
@@ -239,6 +242,18 @@ impl Registry {
             }
         }
         (out, n > FORK_SLOTS)
+    }
+
+    /// Says that autopin sets the threads' masks from now on (the `managed` word).
+    pub fn set_managed(&self) {
+        let area = HEADER + SLOT * self.capacity as usize;
+        self.u32_at(area + 4).store(1, Ordering::Release);
+    }
+
+    /// Whether [`Registry::set_managed`] was called.
+    pub fn managed(&self) -> bool {
+        let area = HEADER + SLOT * self.capacity as usize;
+        self.u32_at(area + 4).load(Ordering::Acquire) != 0
     }
 
     /// The threads still alive.
