@@ -6,15 +6,16 @@
  * reading them once at load time):
  *
  *   AUTOPIN_CPUS="0,1,0,1"   CPU for each thread in creation order. The main thread is
- *                            thread 0 and is pinned when the library initialises; the
- *                            i-th pinned thread created by pthread_create gets entry i.
- *                            Past the end the list wraps around (entry i % length), like
- *                            likwid-pin's round-robin. Ranges "0-3" are accepted.
+ *                            thread 0; the i-th pinned thread created by pthread_create
+ *                            gets entry i. Past the end the list wraps around (entry
+ *                            i % length), like likwid-pin's round-robin. Ranges "0-3" are
+ *                            accepted. Until the program's threads begin, the main thread
+ *                            may use every CPU of the list (see "The main thread" below).
  *   AUTOPIN_SKIP=0x...       likwid-pin skip mask: bit i set = the i-th thread created by
  *                            pthread_create (0-based, main not counted) is neither pinned
  *                            nor consumes an entry of AUTOPIN_CPUS. Any length of hex.
  *                            A skipped thread gets the affinity the process had before
- *                            we pinned its main thread (it would otherwise inherit the
+ *                            we set its main thread's (it would otherwise inherit the
  *                            creator's single CPU).
  *   AUTOPIN_REGISTRY=/path   file created and sized by the engine; we record every thread.
  *                            When it is set but cannot be mapped (the autopin run ended
@@ -24,8 +25,24 @@
  *                            OMP_FILE_MIN bytes, the library also counts completed OpenMP
  *                            work there (see "OpenMP progress" below).
  *
+ * The main thread: a program sizes itself from its main thread's CPU mask before it
+ * creates threads (sched_getaffinity, nproc, omp_get_num_procs(); libgomp's default team
+ * when OMP_NUM_THREADS is unset), as it would under taskset -c or likwid-pin -c. So at
+ * load the main thread gets the union of the AUTOPIN_CPUS entries within the mask it
+ * started with (when none of them is allowed, it is pinned to entry 0, which fails with a
+ * warning, as before), and it is narrowed to entry 0 when the program's threads begin: at
+ * the process's first pthread_create (from whichever thread) or its first OpenMP parallel
+ * region (GOMP_parallel*, __kmpc_fork_call), whichever comes first; each of those pays one
+ * relaxed load for it. The narrowing is done once, on the main thread's tid (getpid()),
+ * and only while its mask is still the union it got: a mask the program set itself stays,
+ * and so does one autopin's engine set (it says so in the registry's `managed` word before
+ * it first moves a thread); nothing is narrowed once autopin is gone (autopin_gone()).
+ * At a libomp region omp_get_num_procs() is called first, once, so that libomp counts the
+ * CPUs of the union (libgomp counts them when it loads). A forked child whose one thread
+ * still has the union narrows it likewise at its own first thread or region.
+ *
  * Registry layout (little-endian, naturally aligned; mirrored in
- * crates/autopin-engine/src/target/registry.rs):
+ * crates/autopin-os/src/process/registry.rs):
  *   offset 0  u64 magic    = 0x31474552504f5441 ("ATOPREG1")
  *   offset 8  u32 capacity   number of slots after the header
  *   offset 12 u32 count      atomic; slots claimed so far (may exceed capacity: overflow)
@@ -40,7 +57,9 @@
  *   offset 24 + 16 * capacity: the processes of the program's tree (may be absent in a
  *   registry made by an older autopin; the file's size says):
  *     +0  u32 forks   atomic; processes that recorded themselves (may exceed FORK_SLOTS)
- *     +4  u32 reserved
+ *     +4  u32 managed atomic; set (release) by autopin before it first sets a thread's
+ *                     mask: from then on the main thread's mask is autopin's, and the
+ *                     library does not narrow it (see "The main thread")
  *     +8  i32 pid[FORK_SLOTS]  each stored (release) by the process itself: every
  *                     process of the launched tree but the owner, at fork and again when
  *                     it execs a new image that loads this library (the launched process
@@ -136,6 +155,8 @@ static int exit_key_ok;
 static int warned_affinity;
 static cpu_set_t initial_mask; /* affinity before we pinned anything: skipped threads get it */
 static int have_initial_mask;
+static cpu_set_t main_union; /* the main thread's mask from load until its threads begin */
+static int main_wide;        /* 1 until the main thread is narrowed to entry 0 (atomic) */
 
 static void say(const char *fmt, ...)
 {
@@ -419,6 +440,80 @@ static int autopin_gone(void)
     return reg_fd >= 0 && fstat(reg_fd, &st) == 0 && st.st_nlink == 0;
 }
 
+/* ---------------------------------------------------------------- the main thread */
+
+/* Whether autopin's engine has begun to set the threads' masks itself (registry word
+ * `managed`; absent in a registry too small to have it). */
+static int engine_moves_threads(void)
+{
+    if (!reg)
+        return 0;
+    size_t area = REG_HEADER + (size_t)reg_capacity() * REG_SLOT;
+    if (reg_len < area + 8)
+        return 0;
+    return __atomic_load_n(reg_u32(area + 4), __ATOMIC_ACQUIRE) != 0;
+}
+
+/* At load, on the main thread: every CPU of the list that it may use, until its threads
+ * begin. Where none of them may be used, or the kernel refuses the set, entry 0 alone, as
+ * before (with its warning when that fails too). */
+static void widen_main(void)
+{
+    cpu_set_t u;
+    CPU_ZERO(&u);
+    for (unsigned i = 0; i < ncpus; i++)
+        if (cpus[i] < CPU_SETSIZE)
+            CPU_SET(cpus[i], &u);
+    if (have_initial_mask)
+        CPU_AND(&u, &u, &initial_mask);
+    if (CPU_COUNT(&u) == 0 || sched_setaffinity(0, sizeof u, &u) != 0) {
+        pin_self(cpus[0]);
+        return;
+    }
+    /* What the kernel kept (a cpuset may narrow it further): the narrowing compares with it. */
+    if (sched_getaffinity(0, sizeof main_union, &main_union) != 0)
+        return;
+    int only_first = CPU_COUNT(&main_union) == 1 && cpus[0] < CPU_SETSIZE &&
+                     CPU_ISSET(cpus[0], &main_union);
+    if (!only_first)
+        __atomic_store_n(&main_wide, 1, __ATOMIC_RELEASE);
+}
+
+/* The program's threads begin: the main thread goes to entry 0, unless its mask is no
+ * longer the union (the program or autopin's engine set it) or autopin is gone. Once per
+ * process, from whichever thread gets here first. `kmpc`: at a libomp region, which counts
+ * the CPUs when it first needs them: it is asked now, while the union is in force. */
+static __attribute__((noinline)) void narrow_main_slow(int kmpc)
+{
+    if (!__atomic_exchange_n(&main_wide, 0, __ATOMIC_ACQ_REL))
+        return;
+    if (autopin_gone() || engine_moves_threads())
+        return;
+    if (kmpc) {
+        int (*procs)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "omp_get_num_procs");
+        if (procs)
+            (void)procs();
+    }
+    pid_t main_tid = getpid();
+    cpu_set_t now;
+    if (sched_getaffinity(main_tid, sizeof now, &now) != 0 || !CPU_EQUAL(&now, &main_union))
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[0], &one);
+    if (sched_setaffinity(main_tid, sizeof one, &one) != 0 &&
+        !__atomic_exchange_n(&warned_affinity, 1, __ATOMIC_RELAXED))
+        say("cannot pin the main thread to CPU %d: %s; it keeps the list's CPUs", cpus[0],
+            strerror(errno));
+}
+
+/* Hot path (every parallel region): one relaxed load. */
+static inline void narrow_main(int kmpc)
+{
+    if (__builtin_expect(__atomic_load_n(&main_wide, __ATOMIC_RELAXED), 0))
+        narrow_main_slow(kmpc);
+}
+
 static void *start_thread(void *p)
 {
     struct start s = *(struct start *)p;
@@ -449,6 +544,7 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(vo
     }
     if (!active)
         return real_create(thread, attr, fn, arg);
+    narrow_main(0);
     struct start *s = malloc(sizeof *s);
     if (!s)
         return real_create(thread, attr, fn, arg);
@@ -715,6 +811,7 @@ unsigned GOMP_sections_next(void)
 void GOMP_parallel(omp_fn fn, void *data, unsigned nthreads, unsigned flags)
 {
     NEXT(void (*)(omp_fn, void *, unsigned, unsigned), GOMP_parallel);
+    narrow_main(0);
     real(fn, data, nthreads, flags);
     gnu_count(C_REGIONS);
 }
@@ -722,6 +819,7 @@ void GOMP_parallel(omp_fn fn, void *data, unsigned nthreads, unsigned flags)
 unsigned GOMP_parallel_reductions(omp_fn fn, void *data, unsigned nthreads, unsigned flags)
 {
     NEXT(unsigned (*)(omp_fn, void *, unsigned, unsigned), GOMP_parallel_reductions);
+    narrow_main(0);
     unsigned r = real(fn, data, nthreads, flags);
     gnu_count(C_REGIONS);
     return r;
@@ -731,6 +829,7 @@ void GOMP_parallel_sections(omp_fn fn, void *data, unsigned nthreads, unsigned c
                             unsigned flags)
 {
     NEXT(void (*)(omp_fn, void *, unsigned, unsigned, unsigned), GOMP_parallel_sections);
+    narrow_main(0);
     real(fn, data, nthreads, count, flags);
     gnu_count(C_REGIONS);
 }
@@ -740,6 +839,7 @@ void GOMP_parallel_sections(omp_fn fn, void *data, unsigned nthreads, unsigned c
               long chunk, unsigned flags)                                                   \
     {                                                                                       \
         NEXT(void (*)(omp_fn, void *, unsigned, long, long, long, long, unsigned), name);   \
+        narrow_main(0);                                                                     \
         real(fn, data, nthreads, start, end, incr, chunk, flags);                           \
         gnu_count(C_REGIONS);                                                               \
     }
@@ -748,6 +848,7 @@ void GOMP_parallel_sections(omp_fn fn, void *data, unsigned nthreads, unsigned c
               unsigned flags)                                                               \
     {                                                                                       \
         NEXT(void (*)(omp_fn, void *, unsigned, long, long, long, unsigned), name);         \
+        narrow_main(0);                                                                     \
         real(fn, data, nthreads, start, end, incr, flags);                                  \
         gnu_count(C_REGIONS);                                                               \
     }
@@ -841,7 +942,8 @@ KMPC_DISPATCH_NEXT(__kmpc_dispatch_next_8, int64_t, int64_t)
 KMPC_DISPATCH_NEXT(__kmpc_dispatch_next_8u, uint64_t, int64_t)
 
 #if defined(__x86_64__)
-/* Parallel regions, counted when they start. __kmpc_fork_call(loc, argc, microtask, ...)
+/* Parallel regions, counted when they start (and the main thread narrowed at the first).
+ * __kmpc_fork_call(loc, argc, microtask, ...)
  * is variadic, and C cannot forward a variable argument list: a few instructions save the
  * argument registers around the count and jump to libomp's entry point with registers and
  * stack as the caller left them. (Elsewhere libomp regions go uncounted; their barriers,
@@ -849,6 +951,7 @@ KMPC_DISPATCH_NEXT(__kmpc_dispatch_next_8u, uint64_t, int64_t)
 __attribute__((visibility("hidden"), used)) void *autopin_kmpc_fork_prologue(void)
 {
     NEXT(void *, __kmpc_fork_call);
+    narrow_main(1);
     kmpc_count(C_REGIONS);
     return real;
 }
@@ -900,6 +1003,7 @@ static void after_fork_child(void)
      * the program started with instead, and pins none of its own threads. */
     if (reg && reg_mine < 0 && __atomic_load_n(reg_u64(16), __ATOMIC_ACQUIRE) != 0) {
         __atomic_store_n(&ncpus, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&main_wide, 0, __ATOMIC_RELAXED);
         if (have_initial_mask)
             (void)sched_setaffinity(0, sizeof initial_mask, &initial_mask);
     }
@@ -946,7 +1050,8 @@ __attribute__((constructor)) static void autopin_preload_init(void)
     /* The mask the program started with: "unpinned" for skipped threads, and what a
      * forked child of a searched program gets back. */
     have_initial_mask = sched_getaffinity(0, sizeof initial_mask, &initial_mask) == 0;
+    /* The main thread: the list's CPUs until the program's threads begin. */
     if (ncpus && !autopin_gone())
-        pin_self(cpus[0]);
+        widen_main();
     active = 1;
 }

@@ -57,7 +57,7 @@ fn build_c_file(file: &Path, flags: &[&str]) -> Result<PathBuf, String> {
 }
 
 /// Creates THREADS threads one after another; each waits DELAY ms, then prints the CPUs
-/// it may run on. The main thread prints first.
+/// it may run on. The main thread prints first, and again once its threads are done.
 const THREADS_C: &str = r#"
 #include <pthread.h>
 #include <stdio.h>
@@ -89,6 +89,7 @@ int main(int argc, char **argv) {
         if (pthread_create(&t, NULL, body, (void *)i)) return 1;
         pthread_join(t, NULL);
     }
+    show("main-end");
     return 0;
 }
 "#;
@@ -232,7 +233,13 @@ fn pthreads_are_pinned_and_the_skip_mask_skips() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         affinities(&out.stdout),
-        pairs(&[("main", "0"), ("t0", "1"), ("t1", "0"), ("t2", "1")])
+        pairs(&[
+            ("main", "0-1"),
+            ("t0", "1"),
+            ("t1", "0"),
+            ("t2", "1"),
+            ("main-end", "0")
+        ])
     );
 
     // Bit 0: the first created thread runs wherever the process could; the others take
@@ -247,7 +254,13 @@ fn pthreads_are_pinned_and_the_skip_mask_skips() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         affinities(&out.stdout),
-        pairs(&[("main", "1"), ("t0", &all), ("t1", "0"), ("t2", "1")])
+        pairs(&[
+            ("main", "0-1"),
+            ("t0", &all),
+            ("t1", "0"),
+            ("t2", "1"),
+            ("main-end", "1")
+        ])
     );
     // The mask is never silent: stderr spells out which thread it leaves unpinned.
     let err = String::from_utf8_lossy(&out.stderr);
@@ -279,6 +292,7 @@ fn main() {
     for i in 0..3 {
         std::thread::spawn(move || show(&format!("t{i}"))).join().unwrap();
     }
+    show("main-end");
 }
 "#,
     )
@@ -306,7 +320,13 @@ fn main() {
     );
     assert_eq!(
         affinities(&out.stdout),
-        pairs(&[("main", "1"), ("t0", "0"), ("t1", "0"), ("t2", "1")])
+        pairs(&[
+            ("main", "0-1"),
+            ("t0", "0"),
+            ("t1", "0"),
+            ("t2", "1"),
+            ("main-end", "1")
+        ])
     );
 }
 
@@ -332,7 +352,7 @@ fn static_binary_is_pinned_by_polling_with_a_warning() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert_eq!(
         affinities(&out.stdout),
-        pairs(&[("main", "1"), ("t0", "0"), ("t1", "1")])
+        pairs(&[("main", "1"), ("t0", "0"), ("t1", "1"), ("main-end", "1")])
     );
 }
 
@@ -632,4 +652,217 @@ fn a_skip_mask_on_gnu_openmp_warns_that_a_worker_is_left_unpinned() {
             && !err.contains("warning"),
         "{err}"
     );
+}
+
+/// Sizes its OpenMP team as real codes do, with omp_get_num_procs() (argument `procs`, the
+/// default), or with a given count, or leaves it to the runtime (`default`: no CPU count is
+/// asked before the region, and the runtime's is printed after it, `procs-after`), and
+/// prints what it saw: the CPU count, its main thread's CPUs before the region, the team's
+/// size, and each thread's CPUs inside the region. A second argument: seconds each thread
+/// then works in the region.
+const OMP_PROCS_C: &str = r#"
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static void cpus_of_this_thread(char *out, size_t n) {
+    FILE *f = fopen("/proc/thread-self/status", "r");
+    char line[512];
+    snprintf(out, n, "?");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Cpus_allowed_list:", 18)) {
+            char *v = line + 18;
+            v += strspn(v, " \t");
+            v[strcspn(v, "\n")] = 0;
+            snprintf(out, n, "%s", v);
+        }
+    if (f) fclose(f);
+}
+int main(int argc, char **argv) {
+    int runtime = argc > 1 && !strcmp(argv[1], "default");
+    /* Called through a volatile pointer: clang -O2 takes it for a call without side
+     * effects and would call it once, at the start, for both uses. */
+    int (*volatile ask)(void) = omp_get_num_procs;
+    int procs = runtime ? 0 : ask();
+    int want = argc > 1 && strcmp(argv[1], "procs") ? atoi(argv[1]) : procs;
+    double work = argc > 2 ? atof(argv[2]) : 0;
+    char before[256], seen[64][256];
+    int team = 0;
+    cpus_of_this_thread(before, sizeof before);
+    if (!runtime)
+        omp_set_num_threads(want);
+    #pragma omp parallel
+    {
+        int me = omp_get_thread_num();
+        #pragma omp single
+        team = omp_get_num_threads();
+        if (me < 64) cpus_of_this_thread(seen[me], sizeof seen[me]);
+        #pragma omp barrier
+        volatile double x = 0;
+        for (double t0 = omp_get_wtime(); omp_get_wtime() - t0 < work;)
+            x += 1;
+    }
+    if (!runtime)
+        printf("procs\t%d\n", procs);
+    printf("main-before\t%s\nteam\t%d\n", before, team);
+    for (int i = 0; i < team && i < 64; i++) printf("thread %d\t%s\n", i, seen[i]);
+    if (runtime)
+        printf("procs-after\t%d\n", ask());
+    return 0;
+}
+"#;
+
+fn omp_procs() -> PathBuf {
+    build_c("omp_procs", OMP_PROCS_C, &["-fopenmp"]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// What OMP_PROCS_C printed, as (name, value) pairs.
+fn omp_view(out: &std::process::Output) -> Vec<(String, String)> {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    affinities(&out.stdout)
+}
+
+/// What a program sizes itself by before its threads exist is every CPU of the pinning,
+/// as under taskset -c or likwid-pin -c; each thread, the main one included, then ends on
+/// its own CPU of the list. (The main thread was pinned to the first CPU at load: a code
+/// that asked omp_get_num_procs() for its team size ran with one thread.)
+#[test]
+fn a_program_sized_by_its_cpus_sees_the_whole_pinning_and_each_thread_gets_its_cpu() {
+    autopin_testkit::require!(
+        have_cpus_0_and_1(),
+        "needs CPUs 0 and 1 (allowed: {})",
+        allowed_list()
+    );
+    let exe = omp_procs();
+    for (list, main, worker) in [("0,1", "0", "1"), ("1,0", "1", "0")] {
+        let out = autopin()
+            .env_remove("OMP_NUM_THREADS")
+            .args(["pin", "-c", list, "--"])
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert_eq!(
+            omp_view(&out),
+            pairs(&[
+                ("procs", "2"),
+                ("main-before", "0-1"),
+                ("team", "2"),
+                ("thread 0", main),
+                ("thread 1", worker),
+            ]),
+            "pin -c {list}"
+        );
+    }
+    // A team of one creates no thread: the main thread is narrowed when the region begins.
+    let out = autopin()
+        .env_remove("OMP_NUM_THREADS")
+        .args(["pin", "-c", "1,0", "--"])
+        .arg(&exe)
+        .arg("1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        omp_view(&out),
+        pairs(&[
+            ("procs", "2"),
+            ("main-before", "0-1"),
+            ("team", "1"),
+            ("thread 0", "1"),
+        ])
+    );
+}
+
+/// The same at birth on a remembered decision: a first run decides 1,0 (a fixed pinning),
+/// the second starts on it from the store, and the program still sees both CPUs and runs
+/// a team of two, each thread on its own CPU.
+#[test]
+fn a_remembered_pinning_applied_at_birth_shows_the_program_all_its_cpus() {
+    autopin_testkit::require!(
+        have_cpus_0_and_1(),
+        "needs CPUs 0 and 1 (allowed: {})",
+        allowed_list()
+    );
+    let exe = omp_procs();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("decisions.db");
+    let report = dir.path().join("r.json");
+    let run = |extra: &[&str]| {
+        let out = autopin()
+            .env_remove("OMP_NUM_THREADS")
+            .args(["run", "-q", "--memory"])
+            .arg(&store)
+            .arg("--report")
+            .arg(&report)
+            .args(["--objective", "task-clock", "--no-perturbation-estimate"])
+            .args(["-i", "0.05", "-w", "0.02", "--probe", "0.05"])
+            .args(extra)
+            .arg("--")
+            .arg(&exe)
+            .args(["procs", "0.5"])
+            .output()
+            .unwrap();
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        (omp_view(&out), report)
+    };
+    let want = pairs(&[
+        ("procs", "2"),
+        ("main-before", "0-1"),
+        ("team", "2"),
+        ("thread 0", "1"),
+        ("thread 1", "0"),
+    ]);
+    let (first, r) = run(&["--strategy", "fixed", "--schedule", "1,0"]);
+    assert_eq!(r["memory"]["hit"], false, "{}", r["memory"]);
+    assert_eq!(first, want, "the fixed pinning, at birth");
+    let (second, r) = run(&[]);
+    assert_eq!(r["memory"]["hit"], true, "{}", r["memory"]);
+    assert_eq!(r["start"], "pinned_at_birth", "{}", r["start"]);
+    assert_eq!(second, want, "the remembered pinning, at birth");
+}
+
+/// LLVM's libomp counts the CPUs once, when it first needs them (here: at the first
+/// region, the program asks nothing before): the count is the pinning's, and the main
+/// thread runs on its CPU in the region. (The team is OMP_NUM_THREADS's, which pin sets to
+/// the list's length. libomp gives its workers its own CPU mask as they start, over the
+/// one they were born with, so theirs is not checked.)
+#[test]
+fn libomp_counts_the_whole_pinning_at_its_first_region() {
+    autopin_testkit::require!(
+        have_cpus_0_and_1(),
+        "needs CPUs 0 and 1 (allowed: {})",
+        allowed_list()
+    );
+    autopin_testkit::require!(autopin_testkit::have("clang"), "clang is not installed");
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("omp_procs.c");
+    std::fs::write(&src, OMP_PROCS_C).unwrap();
+    let exe = autopin_testkit::ok_or_skip!(autopin_testkit::build_c_file_with(
+        "clang",
+        &src,
+        &["-fopenmp"]
+    ));
+    let out = autopin()
+        .env_remove("OMP_NUM_THREADS")
+        .args(["pin", "-c", "1,0", "--"])
+        .arg(&exe)
+        .arg("default")
+        .output()
+        .unwrap();
+    let view = omp_view(&out);
+    let get = |k: &str| {
+        view.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("no {k} in {view:?}"))
+    };
+    assert_eq!(get("main-before"), "0-1", "{view:?}");
+    assert_eq!(get("procs-after"), "2", "{view:?}");
+    assert_eq!(get("team"), "2", "{view:?}");
+    assert_eq!(get("thread 0"), "1", "{view:?}");
 }

@@ -458,4 +458,100 @@ int main(void) {
         assert_eq!(reg.count(), 1001);
         assert_eq!(reg.threads()[0].tid, owner);
     }
+
+    /// Prints the main thread's CPUs before and after it creates a thread. `self CPU`: it
+    /// sets its own CPUs to CPU first; `fork`: a child forked first does the same, before
+    /// the parent.
+    const MAIN_MASK: &str = r#"
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void show(const char *when) {
+    FILE *f = fopen("/proc/thread-self/status", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Cpus_allowed_list:", 18)) printf("%s%s", when, line + 18);
+    if (f) fclose(f);
+    fflush(stdout);
+}
+static void *body(void *arg) { return arg; }
+static int one_thread(const char *before, const char *after) {
+    pthread_t t;
+    show(before);
+    if (pthread_create(&t, NULL, body, NULL) != 0) return 1;
+    pthread_join(t, NULL);
+    show(after);
+    return 0;
+}
+int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "self")) {
+        cpu_set_t s;
+        CPU_ZERO(&s);
+        CPU_SET(atoi(argv[2]), &s);
+        show("before:");
+        if (sched_setaffinity(0, sizeof s, &s)) return 1;
+        return one_thread("own:", "after:");
+    }
+    if (argc > 1 && !strcmp(argv[1], "fork")) {
+        pid_t child = fork();
+        if (child == 0)
+            return one_thread("child-before:", "child-after:");
+        if (child < 0 || waitpid(child, NULL, 0) != child) return 1;
+    }
+    return one_thread("before:", "after:");
+}
+"#;
+
+    /// Until its first thread the main thread has every CPU of the list, then the first
+    /// one; once autopin says it moves the threads (`managed`), the library leaves the main
+    /// thread's mask alone, as it does a mask the program set itself. A child forked before
+    /// any thread narrows its own main thread at its own first thread.
+    #[test]
+    fn the_main_thread_is_narrowed_at_its_first_thread_unless_autopin_moves_the_threads() {
+        let allowed: Vec<u32> = autopin_topology::affinity::get(0).unwrap().iter().collect();
+        autopin_testkit::require!(allowed.len() >= 2, "needs two CPUs");
+        let (a, b) = (allowed[0], allowed[1]);
+        let dir = tempfile::tempdir().unwrap();
+        let exe = autopin_testkit::build_c("main_mask", MAIN_MASK, &["-pthread"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let lib =
+            autopin_preload::install_into(&dir.path().join("lib"), autopin_preload::PRELOAD_SO)
+                .unwrap();
+        let run = |managed: bool, args: &[&str]| {
+            let reg = Registry::create(8).unwrap();
+            if managed {
+                reg.set_managed();
+            }
+            assert_eq!(reg.managed(), managed);
+            let out = std::process::Command::new(&exe)
+                .args(args)
+                .env("LD_PRELOAD", &lib)
+                .env(REGISTRY_ENV, reg.path())
+                .env("AUTOPIN_CPUS", format!("{b},{a}"))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{args:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let both = if b == a + 1 {
+            format!("{a}-{b}")
+        } else {
+            format!("{a},{b}")
+        };
+        assert_eq!(run(false, &[]), format!("before:\t{both}\nafter:\t{b}\n"));
+        assert_eq!(run(true, &[]), format!("before:\t{both}\nafter:\t{both}\n"));
+        assert_eq!(
+            run(false, &["self", &a.to_string()]),
+            format!("before:\t{both}\nown:\t{a}\nafter:\t{a}\n")
+        );
+        assert_eq!(
+            run(false, &["fork"]),
+            format!("child-before:\t{both}\nchild-after:\t{b}\nbefore:\t{both}\nafter:\t{b}\n")
+        );
+    }
 }

@@ -19,7 +19,10 @@ use std::ffi::OsString;
     after_help = "Examples:\n  autopin pin -c 0,1,0,1 -- ./app\n  autopin pin -c S0:0-3 -s 0x1 -- ./omp_app\n  \
 autopin pin --policy scatter -n 8 -- ./app\n  autopin pin -p\n\n\
 The main thread gets the first CPU, the i-th thread the program creates gets entry i; the list \
-wraps around when more threads are created. OMP_NUM_THREADS is set to the length of the list \
+wraps around when more threads are created. Until the program creates its first thread or \
+enters its first OpenMP region, its main thread may use every CPU of the list, so that what it \
+sizes itself by (nproc, omp_get_num_procs(), OpenMP's default team) is the whole list, as \
+under taskset -c or likwid-pin -c. OMP_NUM_THREADS is set to the length of the list \
 unless it is already set (as likwid-pin does)."
 )]
 pub struct Args {
