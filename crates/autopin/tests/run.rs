@@ -1176,3 +1176,42 @@ fn an_openmp_program_is_searched_once_its_serial_start_up_is_over() {
     assert!(searches[0]["start"].as_f64().unwrap() >= 1.45, "{r}");
     assert!(err.contains("candidates for 2 threads,"), "{err}");
 }
+
+/// Ctrl-C during a run: the program ends by SIGINT, and the report says it was interrupted,
+/// not that it "ended" (issue #62).
+#[test]
+fn an_interrupted_program_is_said_to_be_interrupted() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args([
+            "run",
+            "-q",
+            "--objective",
+            "task-clock",
+            "--no-perturbation-estimate",
+        ])
+        .args(["-i", "30", "--report"])
+        .arg(&report)
+        .args(["--", "sh", "-c", "echo ready; while :; do sleep 0.05; done"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 2));
+    let r = read_json(&report);
+    let why = r["incomplete_reason"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("the program was interrupted (SIGINT, Ctrl-C) after"),
+        "{why}"
+    );
+}
