@@ -19,7 +19,11 @@
 //! | 136 | `u32 omp_slots` | number of per-thread slots |
 //! | 140 | `u32 omp_used` | threads that took a slot (every other slot from 1 on; slot 0 is shared by threads that found none left) |
 //! | 144 | `u32 omp_runtime` | 1 libgomp (`GOMP_*` entry points), 2 libomp/libiomp5 (`__kmpc_*` entry points) |
-//! | 192 | `slot[omp_slots]` | 64 bytes each: `u64 regions, chunks, barriers, tasks, other` |
+//! | 152 | `u32 team_want` | written by the engine: the team size wanted from the next outermost region on (0: the program's own) |
+//! | 156 | `u32 team_applied` | written by the library: the want in force |
+//! | 160 | `u32 team_flags` | written by the library: what it saw of the program ([`TeamFlags`]) |
+//! | 164 | `u32 team_own` | written by the library: the team size the program's regions get on their own |
+//! | 192 | `slot[omp_slots]` | 64 bytes each: `u64 regions, chunks, barriers, tasks, other, team` |
 //!
 //! A file of only 128 bytes (an older engine) still works for heartbeats; the preload
 //! library then counts nothing.
@@ -40,6 +44,10 @@ pub const OMP_MAGIC: u64 = 0x3130_504d_4f50_4f41;
 pub const OFF_OMP: usize = 128;
 pub const OFF_OMP_SLOTS: usize = 192;
 pub const OMP_SLOT_SIZE: usize = 64;
+pub const OFF_TEAM_WANT: usize = 152;
+pub const OFF_TEAM_APPLIED: usize = 156;
+pub const OFF_TEAM_FLAGS: usize = 160;
+pub const OFF_TEAM_OWN: usize = 164;
 /// Per-thread slots that fit in the file.
 pub const OMP_SLOTS: usize = (FILE_SIZE - OFF_OMP_SLOTS) / OMP_SLOT_SIZE;
 /// Size of the C struct (`sizeof(struct autopin_heartbeat)`).
@@ -94,6 +102,9 @@ pub struct OmpCounts {
     pub tasks: u64,
     /// Critical and ordered blocks left, loops ended without a barrier.
     pub other: u64,
+    /// Barriers and construct ends passed by the thread that starts the program's regions:
+    /// once per team, whatever its size.
+    pub team: u64,
 }
 
 impl OmpCounts {
@@ -105,6 +116,75 @@ impl OmpCounts {
             .saturating_add(self.tasks)
             .saturating_add(self.other)
     }
+
+    /// The team-size-free unit, for comparing teams of different sizes: regions, the
+    /// barriers and construct ends a team passes (counted once per team), and tasks
+    /// created. A barrier of two threads is one, as is a barrier of sixteen.
+    pub fn team_total(&self) -> u64 {
+        self.regions
+            .saturating_add(self.team)
+            .saturating_add(self.tasks)
+    }
+}
+
+/// What the preload library saw of the program's use of its team size (the file's
+/// `team_flags`): why a smaller team is, or is not, applied mid-run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TeamFlags(pub u32);
+
+impl TeamFlags {
+    /// The program asked its count or its CPUs outside a region (omp_get_max_threads,
+    /// omp_get_num_procs, omp_get_thread_limit): it may have sized its work by the answer.
+    pub const ASKED: u32 = 1;
+    /// The program set its count itself (omp_set_num_threads).
+    pub const SET: u32 = 2;
+    /// dyn-var was true at a region: the runtime may size every team itself.
+    pub const DYNAMIC: u32 = 4;
+    /// A region with a num_threads clause ran (it keeps its count).
+    pub const CLAUSE: u32 = 8;
+    /// libomp's threadprivate data was used.
+    pub const THREADPRIVATE: u32 = 16;
+    /// A want was not applied.
+    pub const REFUSED: u32 = 32;
+
+    pub fn has(&self, f: u32) -> bool {
+        self.0 & f != 0
+    }
+
+    /// Whether the library may change the team mid-run (its rule, in the preload library).
+    pub fn mid_run_allowed(&self) -> bool {
+        self.has(Self::DYNAMIC) || !self.has(Self::ASKED | Self::SET | Self::THREADPRIVATE)
+    }
+
+    /// Why a team is not changed mid-run, in words (None when it may be).
+    pub fn why_not(&self) -> Option<String> {
+        if self.mid_run_allowed() {
+            return None;
+        }
+        let mut why = Vec::new();
+        if self.has(Self::ASKED) {
+            why.push("the program asked for its thread count or CPUs outside a parallel region (it may size its work by the answer)");
+        }
+        if self.has(Self::SET) {
+            why.push("the program sets its own thread count (omp_set_num_threads)");
+        }
+        if self.has(Self::THREADPRIVATE) {
+            why.push("the program keeps threadprivate data, which persists only while the team keeps its size");
+        }
+        Some(why.join("; "))
+    }
+}
+
+/// The team-size part of the OpenMP header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TeamState {
+    /// The want the engine wrote (0: the program's own count).
+    pub want: u32,
+    /// The want the library applied (equal to `want` once in force).
+    pub applied: u32,
+    pub flags: TeamFlags,
+    /// The program's own team size (0 before its first region).
+    pub own: u32,
 }
 
 /// The OpenMP part of the file, once the program made an OpenMP call.
@@ -114,6 +194,7 @@ pub struct OmpProgress {
     /// Threads that took a slot.
     pub threads: u32,
     pub counts: OmpCounts,
+    pub team: TeamState,
 }
 
 /// What the program reported so far.
@@ -232,6 +313,16 @@ impl HeartbeatChannel {
     pub fn read(&self) -> HeartbeatState {
         read_state(&self.map)
     }
+
+    /// Asks the preload library for teams of `threads` threads from the program's next
+    /// outermost parallel region on (0: the program's own count). The library applies it
+    /// when its rule allows ([`TeamFlags::mid_run_allowed`]); `read().omp.team.applied`
+    /// says when it is in force.
+    pub fn want_team(&self, threads: u32) {
+        self.map
+            .u32_at(OFF_TEAM_WANT)
+            .store(threads, Ordering::Release);
+    }
 }
 
 impl Drop for HeartbeatChannel {
@@ -258,11 +349,19 @@ fn read_omp(m: &Mapping) -> Option<OmpProgress> {
         c.barriers = c.barriers.wrapping_add(f(2));
         c.tasks = c.tasks.wrapping_add(f(3));
         c.other = c.other.wrapping_add(f(4));
+        c.team = c.team.wrapping_add(f(5));
     }
+    let word = |off: usize| m.u32_at(off).load(Ordering::Acquire);
     Some(OmpProgress {
         runtime,
         threads: used,
         counts: c,
+        team: TeamState {
+            want: word(OFF_TEAM_WANT),
+            applied: word(OFF_TEAM_APPLIED),
+            flags: TeamFlags(word(OFF_TEAM_FLAGS)),
+            own: word(OFF_TEAM_OWN),
+        },
     })
 }
 
@@ -469,7 +568,8 @@ mod tests {
                 chunks: 3,
                 barriers: 7,
                 tasks: 2,
-                other: 1
+                other: 1,
+                team: 0
             }
         );
         assert_eq!(omp.counts.total(), 18);

@@ -490,7 +490,8 @@ static __attribute__((noinline)) void narrow_main_slow(int kmpc)
     if (autopin_gone() || engine_moves_threads())
         return;
     if (kmpc) {
-        int (*procs)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "omp_get_num_procs");
+        /* The runtime's own (RTLD_NEXT): ours would take the call for the program's. */
+        int (*procs)(void) = (int (*)(void))dlsym(RTLD_NEXT, "omp_get_num_procs");
         if (procs)
             (void)procs();
     }
@@ -575,7 +576,7 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(vo
 #define RT_GNU 1u
 #define RT_KMPC 2u
 
-enum { C_REGIONS, C_CHUNKS, C_BARRIERS, C_TASKS, C_OTHER };
+enum { C_REGIONS, C_CHUNKS, C_BARRIERS, C_TASKS, C_OTHER, C_TEAM };
 
 struct omp_slot {
     uint64_t c[8];
@@ -677,6 +678,18 @@ static inline void family_count(int what, unsigned family)
 #define gnu_count(what) family_count(what, RT_GNU)
 #define kmpc_count(what) family_count(what, RT_KMPC)
 
+/* The thread that starts the program's parallel regions (the master of every outermost
+ * team): its arrivals at barriers and construct ends count once per team in C_TEAM, a
+ * count that does not grow with the team's size (see "The team's size" below). */
+static __thread int i_start_regions __attribute__((tls_model("initial-exec")));
+
+static inline void barrier_count(int what, unsigned family)
+{
+    family_count(what, family);
+    if (what == C_BARRIERS && __builtin_expect(i_start_regions, 0))
+        family_count(C_TEAM, family);
+}
+
 /* The next definition of an entry point (libgomp's). It exists whenever the program calls
  * it, since the program was linked against it; if not, there is nothing sane to forward
  * to, and we stop the program with a message rather than jump to NULL. */
@@ -705,6 +718,7 @@ static inline void *next_fn(void **cache, const char *name)
     __typeof__(type) real = (__typeof__(type))next_fn(&cache_##name, #name)
 
 typedef void (*omp_fn)(void *);
+typedef struct ident ident_t; /* libomp's source location; passed through untouched */
 typedef _Bool (*next_l)(long *, long *);
 typedef _Bool (*next_ull)(unsigned long long *, unsigned long long *);
 
@@ -760,14 +774,14 @@ LOOP_NEXT_ULL(GOMP_loop_ull_ordered_runtime_next)
     void name(void)                                                                         \
     {                                                                                       \
         NEXT(void (*)(void), name);                                                         \
-        gnu_count(what);                                                                    \
+        barrier_count(what, RT_GNU);                                                        \
         real();                                                                             \
     }
 #define BOOL_ON_ARRIVAL(name, what)                                                         \
     _Bool name(void)                                                                        \
     {                                                                                       \
         NEXT(_Bool (*)(void), name);                                                        \
-        gnu_count(what);                                                                    \
+        barrier_count(what, RT_GNU);                                                        \
         return real();                                                                      \
     }
 
@@ -807,11 +821,181 @@ unsigned GOMP_sections_next(void)
     return real();
 }
 
+/* ---------------------------------------------------------------- the team's size
+ *
+ * autopin may ask for smaller teams in the program's next outermost parallel regions (the
+ * thread count is a dimension of its search). The heartbeat file's OpenMP header holds:
+ *   offset 152 u32 want     written by autopin: the team size wanted from the next
+ *                           outermost region on (0: the program's own)
+ *   offset 156 u32 applied  written here: the want in force (0: the program's own count)
+ *   offset 160 u32 flags    written here (atomic or), what the library saw:
+ *                             1 asked: the program asked omp_get_max_threads,
+ *                               omp_get_num_procs or omp_get_thread_limit outside a
+ *                               parallel region (it may have sized its work by the answer)
+ *                             2 set: the program set its count (omp_set_num_threads)
+ *                             4 dynamic: dyn-var was true at a region (OMP_DYNAMIC,
+ *                               omp_set_dynamic): the runtime may size every team itself
+ *                             8 clause: a region with a num_threads clause ran (it keeps
+ *                               its count)
+ *                            16 threadprivate: libomp's threadprivate cache was used
+ *                            32 refused: a want was not applied (1, 2 or 16 without 4)
+ *   offset 164 u32 own      the team size the program's regions get on their own: what
+ *                           omp_get_max_threads() said at its first region
+ *
+ * The rule (docs/threads.md): a team's size changes mid-run only between outermost
+ * regions, only to fewer threads than the program's own count, and only when no
+ * conforming program can tell: dyn-var true (the runtime may then size any team, so a
+ * conforming program cannot depend on it), or a program that never asked for its count
+ * or its CPUs outside a region, never set its count and uses no libomp threadprivate data.
+ * (autopin also leaves alone a program with thread-local data of its own, which may be
+ * OpenMP threadprivate data that persists only while the team keeps its size: it reads
+ * that from the executable.) The change is omp_set_num_threads() on the thread that starts
+ * the regions, so omp_get_max_threads() agrees from then on; a want of 0 restores the
+ * program's own count. */
+#define TEAM_WANT 152u
+#define TEAM_APPLIED 156u
+#define TEAM_FLAGS 160u
+#define TEAM_OWN 164u
+enum {
+    T_ASKED = 1,
+    T_SET = 2,
+    T_DYNAMIC = 4,
+    T_CLAUSE = 8,
+    T_THREADPRIVATE = 16,
+    T_REFUSED = 32
+};
+
+static uint32_t *team_word(unsigned off)
+{
+    return (uint32_t *)(omp_map_base + OMP_OFF + (off - OMP_OFF));
+}
+
+static void team_flag(uint32_t f)
+{
+    pthread_once(&omp_once, omp_map_file);
+    if (omp_map_base && !(__atomic_load_n(team_word(TEAM_FLAGS), __ATOMIC_RELAXED) & f))
+        __atomic_fetch_or(team_word(TEAM_FLAGS), f, __ATOMIC_RELAXED);
+}
+
+/* The runtime's own functions (not our wrappers of them). */
+static int real_int_call(void **cache, const char *name)
+{
+    int (*f)(void) = (int (*)(void))__atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (!f) {
+        f = (int (*)(void))dlsym(RTLD_NEXT, name);
+        if (!f)
+            return -1;
+        __atomic_store_n(cache, (void *)f, __ATOMIC_RELAXED);
+    }
+    return f();
+}
+static void *cache_level, *cache_max, *cache_dyn, *cache_set;
+static int in_region(void) { return real_int_call(&cache_level, "omp_get_level") > 0; }
+
+/* At the start of an outermost region on the thread that starts it: apply a new want. */
+static __attribute__((noinline)) void team_change(uint32_t want, uint32_t applied)
+{
+    if (in_region())
+        return;
+    uint32_t *own = team_word(TEAM_OWN);
+    if (__atomic_load_n(own, __ATOMIC_RELAXED) == 0) {
+        int n = real_int_call(&cache_max, "omp_get_max_threads");
+        __atomic_store_n(own, n > 0 ? (uint32_t)n : 1u, __ATOMIC_RELAXED);
+    }
+    if (want == applied)
+        return;
+    if (real_int_call(&cache_dyn, "omp_get_dynamic") > 0)
+        team_flag(T_DYNAMIC);
+    uint32_t flags = __atomic_load_n(team_word(TEAM_FLAGS), __ATOMIC_RELAXED);
+    if (!(flags & T_DYNAMIC) && (flags & (T_ASKED | T_SET | T_THREADPRIVATE))) {
+        team_flag(T_REFUSED);
+        return;
+    }
+    void (*set)(int) = (void (*)(int))__atomic_load_n(&cache_set, __ATOMIC_RELAXED);
+    if (!set) {
+        set = (void (*)(int))dlsym(RTLD_NEXT, "omp_set_num_threads");
+        if (!set)
+            return;
+        __atomic_store_n(&cache_set, (void *)set, __ATOMIC_RELAXED);
+    }
+    uint32_t n = __atomic_load_n(own, __ATOMIC_RELAXED);
+    if (want > 0 && want < n)
+        n = want;
+    set((int)n);
+    __atomic_store_n(team_word(TEAM_APPLIED), want, __ATOMIC_RELEASE);
+}
+
+/* Every region start, on the thread that starts it: one load and compare of the shared
+ * words when nothing changes. `nthreads` is the region's num_threads clause (0: none). */
+static inline void team_region(unsigned nthreads)
+{
+    i_start_regions = 1;
+    if (__builtin_expect(omp_map_base == NULL, 0)) {
+        pthread_once(&omp_once, omp_map_file);
+        if (!omp_map_base)
+            return;
+    }
+    if (nthreads)
+        team_flag(T_CLAUSE);
+    uint32_t want = __atomic_load_n(team_word(TEAM_WANT), __ATOMIC_ACQUIRE);
+    uint32_t applied = __atomic_load_n(team_word(TEAM_APPLIED), __ATOMIC_RELAXED);
+    if (__builtin_expect(want != applied, 0) ||
+        __builtin_expect(__atomic_load_n(team_word(TEAM_OWN), __ATOMIC_RELAXED) == 0, 0))
+        team_change(want, applied);
+}
+
+/* What the program asks of its count outside a region, and its own setting of it. */
+#define ASKS(name)                                                                          \
+    int name(void)                                                                          \
+    {                                                                                       \
+        NEXT(int (*)(void), name);                                                          \
+        if (!in_region())                                                                   \
+            team_flag(T_ASKED);                                                             \
+        return real();                                                                      \
+    }
+ASKS(omp_get_max_threads)
+ASKS(omp_get_num_procs)
+ASKS(omp_get_thread_limit)
+ASKS(omp_get_max_threads_)
+ASKS(omp_get_num_procs_)
+ASKS(omp_get_thread_limit_)
+
+void omp_set_num_threads(int n)
+{
+    NEXT(void (*)(int), omp_set_num_threads);
+    team_flag(T_SET);
+    real(n);
+}
+
+void omp_set_num_threads_(int *n)
+{
+    NEXT(void (*)(int *), omp_set_num_threads_);
+    team_flag(T_SET);
+    real(n);
+}
+
+/* A num_threads clause, compiled by clang: the region keeps its count. */
+void __kmpc_push_num_threads(ident_t *loc, int32_t gtid, int32_t n)
+{
+    NEXT(void (*)(ident_t *, int32_t, int32_t), __kmpc_push_num_threads);
+    team_flag(T_CLAUSE);
+    real(loc, gtid, n);
+}
+
+void *__kmpc_threadprivate_cached(ident_t *loc, int32_t gtid, void *data, size_t size,
+                                  void ***cache)
+{
+    NEXT(void *(*)(ident_t *, int32_t, void *, size_t, void ***), __kmpc_threadprivate_cached);
+    team_flag(T_THREADPRIVATE);
+    return real(loc, gtid, data, size, cache);
+}
+
 /* Whole parallel regions: the starting thread counts one when the region is over. */
 void GOMP_parallel(omp_fn fn, void *data, unsigned nthreads, unsigned flags)
 {
     NEXT(void (*)(omp_fn, void *, unsigned, unsigned), GOMP_parallel);
     narrow_main(0);
+    team_region(nthreads);
     real(fn, data, nthreads, flags);
     gnu_count(C_REGIONS);
 }
@@ -820,6 +1004,7 @@ unsigned GOMP_parallel_reductions(omp_fn fn, void *data, unsigned nthreads, unsi
 {
     NEXT(unsigned (*)(omp_fn, void *, unsigned, unsigned), GOMP_parallel_reductions);
     narrow_main(0);
+    team_region(nthreads);
     unsigned r = real(fn, data, nthreads, flags);
     gnu_count(C_REGIONS);
     return r;
@@ -830,6 +1015,7 @@ void GOMP_parallel_sections(omp_fn fn, void *data, unsigned nthreads, unsigned c
 {
     NEXT(void (*)(omp_fn, void *, unsigned, unsigned, unsigned), GOMP_parallel_sections);
     narrow_main(0);
+    team_region(nthreads);
     real(fn, data, nthreads, count, flags);
     gnu_count(C_REGIONS);
 }
@@ -840,6 +1026,7 @@ void GOMP_parallel_sections(omp_fn fn, void *data, unsigned nthreads, unsigned c
     {                                                                                       \
         NEXT(void (*)(omp_fn, void *, unsigned, long, long, long, long, unsigned), name);   \
         narrow_main(0);                                                                     \
+        team_region(nthreads);                                                              \
         real(fn, data, nthreads, start, end, incr, chunk, flags);                           \
         gnu_count(C_REGIONS);                                                               \
     }
@@ -849,6 +1036,7 @@ void GOMP_parallel_sections(omp_fn fn, void *data, unsigned nthreads, unsigned c
     {                                                                                       \
         NEXT(void (*)(omp_fn, void *, unsigned, long, long, long, unsigned), name);         \
         narrow_main(0);                                                                     \
+        team_region(nthreads);                                                              \
         real(fn, data, nthreads, start, end, incr, flags);                                  \
         gnu_count(C_REGIONS);                                                               \
     }
@@ -881,7 +1069,6 @@ void GOMP_task(omp_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_si
  * events, but a runtime with a tool attached keeps its bookkeeping on for every barrier:
  * 9% on a loop of 250 ns barriers, where these wrappers are within the noise.) */
 
-typedef struct ident ident_t; /* libomp's source location; passed through untouched */
 
 /* Barriers, task waits and task group ends, counted on arrival (see VOID_ON_ARRIVAL); so
  * are static loops ending and serialized regions. The implicit barrier that ends a
@@ -890,7 +1077,7 @@ typedef struct ident ident_t; /* libomp's source location; passed through untouc
     ret name(ident_t *loc, int32_t gtid)                                                    \
     {                                                                                       \
         NEXT(ret (*)(ident_t *, int32_t), name);                                            \
-        kmpc_count(what);                                                                   \
+        barrier_count(what, RT_KMPC);                                                       \
         return real(loc, gtid);                                                             \
     }
 KMPC_ON_ARRIVAL(void, __kmpc_barrier, C_BARRIERS)
@@ -952,6 +1139,7 @@ __attribute__((visibility("hidden"), used)) void *autopin_kmpc_fork_prologue(voi
 {
     NEXT(void *, __kmpc_fork_call);
     narrow_main(1);
+    team_region(0);
     kmpc_count(C_REGIONS);
     return real;
 }
