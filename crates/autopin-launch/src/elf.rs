@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 const PT_INTERP: u32 = 3;
+const PT_TLS: u32 = 7;
 
 /// How a program gets loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,18 +109,28 @@ fn linkage_depth(path: &Path, depth: u32) -> io::Result<Linkage> {
             linkage: Box::new(inner),
         });
     }
+    Ok(match program_header_types(&mut f, head)? {
+        None => Linkage::Unknown,
+        Some(types) if types.contains(&PT_INTERP) => Linkage::Dynamic,
+        Some(_) => Linkage::Static,
+    })
+}
+
+/// The `p_type` of every program header of the ELF file `f` whose first bytes are `head`
+/// (None: not an ELF file this reads, or a table cut short).
+fn program_header_types(f: &mut File, head: &[u8]) -> io::Result<Option<Vec<u32>>> {
     if !head.starts_with(b"\x7fELF") || head.len() < 64 {
-        return Ok(Linkage::Unknown);
+        return Ok(None);
     }
     let is64 = match head[4] {
         1 => false,
         2 => true,
-        _ => return Ok(Linkage::Unknown),
+        _ => return Ok(None),
     };
     let le = match head[5] {
         1 => true,
         2 => false,
-        _ => return Ok(Linkage::Unknown),
+        _ => return Ok(None),
     };
     let u16_at = |o: usize| {
         let b = [head[o], head[o + 1]];
@@ -150,21 +161,30 @@ fn linkage_depth(path: &Path, depth: u32) -> io::Result<Linkage> {
         (u64::from(u32_at(head, 28)), u16_at(42), u16_at(44))
     };
     if phentsize < 4 || phnum == 0 {
-        return Ok(Linkage::Static);
+        return Ok(Some(Vec::new()));
     }
     let mut table = vec![0u8; usize::from(phentsize) * usize::from(phnum)];
     f.seek(SeekFrom::Start(phoff))?;
-    if read_up_to(&mut f, &mut table)? < table.len() {
-        return Ok(Linkage::Unknown);
+    if read_up_to(f, &mut table)? < table.len() {
+        return Ok(None);
     }
-    let dynamic = table
-        .chunks_exact(usize::from(phentsize))
-        .any(|ph| u32_at(ph, 0) == PT_INTERP);
-    Ok(if dynamic {
-        Linkage::Dynamic
-    } else {
-        Linkage::Static
-    })
+    Ok(Some(
+        table
+            .chunks_exact(usize::from(phentsize))
+            .map(|ph| u32_at(ph, 0))
+            .collect(),
+    ))
+}
+
+/// Whether the ELF file at `path` has thread-local data of its own (a PT_TLS segment):
+/// `__thread` variables, C++ `thread_local`, or OpenMP threadprivate data as GCC compiles
+/// it, whose values persist between parallel regions only while the team keeps its size.
+/// False for files that are not ELF.
+pub fn has_thread_local_data(path: &Path) -> io::Result<bool> {
+    let mut f = File::open(path)?;
+    let mut head = [0u8; 256];
+    let n = read_up_to(&mut f, &mut head)?;
+    Ok(program_header_types(&mut f, &head[..n])?.is_some_and(|t| t.contains(&PT_TLS)))
 }
 
 /// The libraries an ELF program names in DT_NEEDED (its direct dependencies, e.g.
@@ -302,6 +322,39 @@ mod tests {
         assert_eq!(linkage(&p).unwrap(), Linkage::Dynamic);
         fs::write(&p, b"plain text").unwrap();
         assert_eq!(linkage(&p).unwrap(), Linkage::Unknown);
+    }
+
+    #[test]
+    fn threadprivate_data_is_thread_local_data_of_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let build = |name: &str, src: &str| {
+            let c = dir.path().join(format!("{name}.c"));
+            fs::write(&c, src).unwrap();
+            let exe = dir.path().join(name);
+            let ok = std::process::Command::new("cc")
+                .arg("-fopenmp")
+                .arg("-o")
+                .arg(&exe)
+                .arg(&c)
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            assert!(ok, "cc -fopenmp (gcc with libgomp is a build dependency)");
+            exe
+        };
+        let plain = build(
+            "plain",
+            "int main(void){\n#pragma omp parallel\n{}\nreturn 0;}\n",
+        );
+        let kept = build(
+            "kept",
+            "static int x;\n#pragma omp threadprivate(x)\nint main(void){\n#pragma omp parallel\n{ x++; }\nreturn x;}\n",
+        );
+        assert!(!has_thread_local_data(&plain).unwrap());
+        assert!(has_thread_local_data(&kept).unwrap());
+        let text = dir.path().join("t");
+        fs::write(&text, "not an ELF file").unwrap();
+        assert!(!has_thread_local_data(&text).unwrap());
     }
 
     #[test]
