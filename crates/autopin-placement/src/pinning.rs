@@ -23,6 +23,10 @@ pub struct Pinning {
     pub label: String,
     /// How the threads share the machine (topology candidates), e.g. `Package 2+2, L2 4×1`.
     pub description: String,
+    /// The team size the program's OpenMP regions run with under this pinning (None: the
+    /// program's own count). A candidate with a team puts its first `team` threads on
+    /// `cpus`; the others wait idle in the runtime's pool.
+    pub team: Option<usize>,
 }
 
 /// A pinning as JSON documents (reports, exports) hold it: `cpus` empty and `unpinned` true
@@ -35,6 +39,8 @@ struct PinningDoc {
     label: String,
     #[serde(default)]
     description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    team: Option<usize>,
 }
 
 impl From<Pinning> for PinningDoc {
@@ -48,6 +54,7 @@ impl From<Pinning> for PinningDoc {
             unpinned,
             label: p.label,
             description: p.description,
+            team: p.team,
         }
     }
 }
@@ -62,6 +69,7 @@ impl From<PinningDoc> for Pinning {
             },
             label: d.label,
             description: d.description,
+            team: d.team.filter(|n| *n > 0),
         }
     }
 }
@@ -80,6 +88,7 @@ impl Pinning {
             },
             label: label.into(),
             description: String::new(),
+            team: None,
         }
     }
 
@@ -101,7 +110,21 @@ impl Pinning {
             place: Place::OsDecides,
             label: UNPINNED_LABEL.to_string(),
             description: UNPINNED_LABEL.to_string(),
+            team: None,
         }
+    }
+
+    /// This pinning with teams of `n` threads (n ≥ 1): its label says the count first,
+    /// `1 thread: 1`, `2 threads: 0,2 (Package 2×1)`.
+    pub fn with_team(mut self, n: usize) -> Self {
+        let n = n.max(1);
+        self.label = format!(
+            "{n} thread{}: {}",
+            if n == 1 { "" } else { "s" },
+            self.label
+        );
+        self.team = Some(n);
+        self
     }
 
     pub fn is_unpinned(&self) -> bool {
@@ -135,8 +158,10 @@ impl Pinning {
             .map(|_| (0..n).filter_map(|i| self.cpu_for(i)).collect())
     }
 
-    /// Whether it puts two of `n` threads or more on one CPU (never when unpinned).
+    /// Whether it puts two of `n` threads or more on one CPU (never when unpinned). With a
+    /// team size, only the team's threads work: the others wait idle in the pool.
     pub fn shares_cpus(&self, n: usize) -> bool {
+        let n = self.team.map_or(n, |t| t.min(n));
         self.cpus_for(n).is_some_and(|cpus| {
             let distinct: std::collections::BTreeSet<u32> = cpus.iter().copied().collect();
             distinct.len() < cpus.len()
@@ -174,6 +199,11 @@ mod tests {
         assert!(Pinning::from_cpus(vec![1, 1]).shares_cpus(2));
         assert!(!Pinning::from_cpus(vec![1, 1]).shares_cpus(1));
         assert!(!Pinning::unpinned().shares_cpus(8));
+        // One thread working on CPU 1, the other idle: nothing shared.
+        let one = Pinning::from_cpus(vec![1]).with_team(1);
+        assert_eq!(one.label, "1 thread: 1");
+        assert!(!one.shares_cpus(2));
+        assert!(Pinning::from_cpus(vec![1]).with_team(2).shares_cpus(2));
     }
 
     #[test]
