@@ -395,6 +395,7 @@ fn key_for(a: &EngineArgs, plan: &RunPlan) -> Result<DecisionKey, String> {
         program_identity(&program).map_err(|e| format!("{}: {e}", program.display()))?;
     let threads = a
         .threads
+        .and_then(|t| t.count())
         .map(|n| n.to_string())
         .or_else(|| {
             std::env::var("OMP_NUM_THREADS")

@@ -66,9 +66,58 @@ pub fn count_at_least<const MIN: usize>(text: &str) -> Result<usize, String> {
     }
 }
 
+/// What `run --threads` asks of the program's thread count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadsArg {
+    /// The search may give an OpenMP program's regions fewer threads (the default).
+    Auto,
+    /// Never change the count.
+    Keep,
+    /// Run the program with this many threads (and plan candidates for them).
+    Count(usize),
+}
+
+impl ThreadsArg {
+    /// The count asked for, if one was.
+    pub fn count(&self) -> Option<usize> {
+        match self {
+            ThreadsArg::Count(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+/// The most threads `--threads N` may ask for: far beyond any node's CPUs, short of a count
+/// that is surely a typo (`--threads 100000`).
+pub const MAX_THREADS: usize = 16384;
+
+/// `--threads`: auto, keep, or a count from 1 to [`MAX_THREADS`].
+pub fn threads_arg(text: &str) -> Result<ThreadsArg, String> {
+    let valid = || format!("valid: auto, keep, or a whole number ≥ 1 and at most {MAX_THREADS}");
+    match text.trim() {
+        "auto" => Ok(ThreadsArg::Auto),
+        "keep" => Ok(ThreadsArg::Keep),
+        t => match t.parse::<usize>() {
+            Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(ThreadsArg::Count(n)),
+            _ => Err(valid()),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_take_auto_keep_or_a_sane_count() {
+        assert_eq!(threads_arg("auto"), Ok(ThreadsArg::Auto));
+        assert_eq!(threads_arg("keep"), Ok(ThreadsArg::Keep));
+        assert_eq!(threads_arg("4"), Ok(ThreadsArg::Count(4)));
+        for bad in ["0", "-1", "100000", "x", "", "2.5"] {
+            let e = threads_arg(bad).unwrap_err();
+            assert!(e.contains("≥ 1") && e.contains("auto, keep"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn seconds_reject_nan_infinity_and_negatives() {

@@ -763,7 +763,7 @@ fn objective_help_names_every_named_objective() {
         let help = stdout(&[cmd, "--help"]);
         let line = help
             .lines()
-            .skip_while(|l| !l.contains("--objective"))
+            .skip_while(|l| !l.trim_start().starts_with("--objective"))
             .nth(1)
             .unwrap_or_else(|| panic!("{cmd}: no --objective"));
         for name in ["heartbeat", "openmp", "task-clock", "energy", "power"] {

@@ -89,11 +89,17 @@ pub struct EngineArgs {
     #[arg(long, value_name = "program|args", default_value = "program", value_parser = ["program", "args"])]
     pub memory_key: String,
     /// At most this many topology candidates
-    #[arg(long, value_name = "N", default_value_t = 12, value_parser = count_at_least::<1>)]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 12, value_parser = count_at_least::<1>)]
     pub max_candidates: usize,
-    /// Number of threads to plan topology candidates for (default: threads seen after init)
-    #[arg(short = 'n', long, value_name = "N", value_parser = count_at_least::<1>)]
-    pub threads: Option<usize>,
+    /// The program's thread count: auto (the default) lets the search give an OpenMP
+    /// program's parallel regions fewer threads where fewer run faster (beside CPUs busy
+    /// with other work, one per core on SMT CPUs), mid-run where no conforming program can
+    /// tell and otherwise in the next runs, from memory; keep never changes it; N runs the
+    /// program with N threads (OMP_NUM_THREADS) and plans the candidates for N (without
+    /// it, for the threads seen after the init). A count set in OMP_NUM_THREADS is an upper
+    /// bound. See docs/threads.md
+    #[arg(allow_negative_numbers = true, short = 'n', long, value_name = "auto|keep|N", value_parser = crate::number_args::threads_arg)]
+    pub threads: Option<crate::number_args::ThreadsArg>,
     /// Event whose rate is the objective (default instructions:u)
     #[arg(short = 'e', long, value_name = "EVENT")]
     pub event: Option<String>,
@@ -103,36 +109,36 @@ pub struct EngineArgs {
     pub objective: Option<String>,
     /// Init time before the first probe, seconds (autopin1 default: w; race: 0.5, and 1.5 s
     /// from the start for a program started pinned off CPUs busy with other work)
-    #[arg(short = 'i', long, value_name = "SEC", value_parser = seconds)]
+    #[arg(allow_negative_numbers = true, short = 'i', long, value_name = "SEC", value_parser = seconds)]
     pub init: Option<f64>,
     /// Warm-up after each re-pin, seconds (autopin1 default: t/2; race: 0.02, then 0.01 once a move is seen not to stall the program; the counters are read when it ends)
-    #[arg(short = 'w', long, value_name = "SEC", value_parser = seconds)]
+    #[arg(allow_negative_numbers = true, short = 'w', long, value_name = "SEC", value_parser = seconds)]
     pub warmup: Option<f64>,
     /// Sample time per probe (autopin1, default 30) and period of the rate output after the
     /// decision, seconds
-    #[arg(short = 't', long, value_name = "SEC", value_parser = positive_seconds)]
+    #[arg(allow_negative_numbers = true, short = 't', long, value_name = "SEC", value_parser = positive_seconds)]
     pub sample: Option<f64>,
     /// The paper's parameters: t=30, w=15, i=15 (implies --strategy autopin1)
     #[arg(long)]
     pub paper: bool,
     /// Search time budget for race, seconds
-    #[arg(long, value_name = "SEC", default_value_t = 20.0, value_parser = positive_seconds)]
+    #[arg(allow_negative_numbers = true, long, value_name = "SEC", default_value_t = 20.0, value_parser = positive_seconds)]
     pub budget: f64,
     /// Race: base probe length, seconds (close calls with noisy probes get longer ones;
     /// candidates far behind the leader never do)
-    #[arg(long, value_name = "SEC", default_value_t = RaceParams::default().probe, value_parser = positive_seconds)]
+    #[arg(allow_negative_numbers = true, long, value_name = "SEC", default_value_t = RaceParams::default().probe, value_parser = positive_seconds)]
     pub probe: f64,
     /// Sampling interval, seconds
-    #[arg(long, value_name = "SEC", default_value_t = 0.1, value_parser = positive_seconds)]
+    #[arg(allow_negative_numbers = true, long, value_name = "SEC", default_value_t = 0.1, value_parser = positive_seconds)]
     pub tick: f64,
     /// Disable the phase watch (no re-search after the decision)
     #[arg(long)]
     pub no_watch: bool,
     /// Phase watch: relative drop of the rate that counts (0.2 = 20%)
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.2, value_parser = fraction)]
+    #[arg(allow_negative_numbers = true, long, value_name = "FRACTION", default_value_t = 0.2, value_parser = fraction)]
     pub watch_threshold: f64,
     /// Phase watch: how long the drop must last, seconds
-    #[arg(long, value_name = "SEC", default_value_t = 3.0, value_parser = seconds)]
+    #[arg(allow_negative_numbers = true, long, value_name = "SEC", default_value_t = 3.0, value_parser = seconds)]
     pub watch_duration: f64,
     /// On NUMA machines, migrate the target's pages to the chosen threads' nodes
     #[arg(long)]
@@ -205,7 +211,7 @@ impl EngineArgs {
         if self.candidates.is_some() {
             named.push("--candidates".into());
         }
-        if let Some(n) = self.threads {
+        if let Some(n) = self.threads.and_then(|t| t.count()) {
             named.push(format!("--threads {n}"));
         }
         if let Some(o) = &self.objective {
@@ -236,7 +242,7 @@ impl EngineArgs {
             None => CandidateSource::Topology {
                 max: a.max_candidates,
                 include_unpinned: !a.no_unpinned,
-                threads: a.threads,
+                threads: a.threads.and_then(|t| t.count()),
             },
         };
         let (strategy, init) = strategy(a);

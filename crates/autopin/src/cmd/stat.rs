@@ -36,10 +36,10 @@ pub struct Args {
     #[arg(short = 'p', long, value_name = "PID")]
     pub pid: Option<i32>,
     /// How long to watch (default: until the program ends; 5 s for -p)
-    #[arg(long, value_name = "SEC", value_parser = positive_seconds)]
+    #[arg(allow_negative_numbers = true, long, value_name = "SEC", value_parser = positive_seconds)]
     pub duration: Option<f64>,
     /// Also print a table every SEC seconds (like perf stat -I)
-    #[arg(short = 'I', long, value_name = "SEC", value_parser = positive_seconds)]
+    #[arg(allow_negative_numbers = true, short = 'I', long, value_name = "SEC", value_parser = positive_seconds)]
     pub interval: Option<f64>,
     /// Write the final figures and verdicts as JSON
     #[arg(long, value_name = "FILE")]
