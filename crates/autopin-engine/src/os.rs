@@ -201,6 +201,16 @@ pub trait Meter {
     fn counting(&self) -> Option<(String, String)> {
         None
     }
+    /// Asks the program's OpenMP runtime (through the preload library) for teams of
+    /// `threads` threads from its next outermost parallel region on; 0 for its own count.
+    /// Ignored by a meter without the program's OpenMP channel.
+    fn want_team(&mut self, _threads: u32) {}
+    /// What the preload library says of the program's teams: the want in force, its own
+    /// count, and why a smaller team may not be applied mid-run (None: no OpenMP channel,
+    /// or no OpenMP call seen yet).
+    fn team(&self) -> Option<autopin_perf::heartbeat::TeamState> {
+        None
+    }
 }
 
 #[cfg(test)]

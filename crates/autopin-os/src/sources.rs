@@ -389,8 +389,8 @@ fn own_progress(
     }
 }
 
-/// The previous sample, heartbeats, joules and OpenMP constructs.
-type LastReading = (Sample, Option<u64>, Option<f64>, Option<u64>);
+/// The previous sample, heartbeats, joules and OpenMP constructs (all, and once a team).
+type LastReading = (Sample, Option<u64>, Option<f64>, Option<(u64, u64)>);
 
 /// The objective measured for real.
 pub struct PerfMeter {
@@ -449,6 +449,16 @@ impl PerfMeter {
 }
 
 impl Meter for PerfMeter {
+    fn want_team(&mut self, threads: u32) {
+        if let Some(h) = &self.heartbeat {
+            h.want_team(threads);
+        }
+    }
+
+    fn team(&self) -> Option<autopin_perf::heartbeat::TeamState> {
+        self.heartbeat.as_ref()?.read().omp.map(|o| o.team)
+    }
+
     fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
         if self.paused {
             return Ok(Reading::default());
@@ -499,12 +509,19 @@ impl Meter for PerfMeter {
                 (Some(a), Some(b)) => Some(a.saturating_sub(*b)),
                 _ => None,
             };
-            delta.omp_progress = match (beats.as_ref().and_then(|b| b.omp), prev_omp) {
-                (Some(a), Some(b)) => Some(a.counts.total().saturating_sub(*b)),
+            let omp = match (beats.as_ref().and_then(|b| b.omp), prev_omp) {
+                (Some(a), Some((all, team))) => Some((
+                    a.counts.total().saturating_sub(*all),
+                    a.counts.team_total().saturating_sub(*team),
+                )),
                 // The program made its first OpenMP call during this interval.
-                (Some(a), None) if prev_beats.is_some() => Some(a.counts.total()),
+                (Some(a), None) if prev_beats.is_some() => {
+                    Some((a.counts.total(), a.counts.team_total()))
+                }
                 _ => None,
             };
+            delta.omp_progress = omp.map(|o| o.0);
+            delta.omp_team_progress = omp.map(|o| o.1);
             delta.energy_joules = match (joules, prev_j) {
                 (Some(a), Some(b)) => Some((a - b).max(0.0)),
                 _ => None,
@@ -538,7 +555,10 @@ impl Meter for PerfMeter {
                 self.objective.needs_openmp(),
             )
         });
-        let omp_total = beats.as_ref().and_then(|b| b.omp).map(|o| o.counts.total());
+        let omp_total = beats
+            .as_ref()
+            .and_then(|b| b.omp)
+            .map(|o| (o.counts.total(), o.counts.team_total()));
         self.last = Some((sample, beats.map(|b| b.beats), joules, omp_total));
         Ok(Reading {
             total: Some(self.total),
@@ -679,6 +699,16 @@ fn open_files_allowed() -> usize {
 }
 
 impl Meter for ProcCpuMeter {
+    fn want_team(&mut self, threads: u32) {
+        if let Some(h) = &self.heartbeat {
+            h.want_team(threads);
+        }
+    }
+
+    fn team(&self) -> Option<autopin_perf::heartbeat::TeamState> {
+        self.heartbeat.as_ref()?.read().omp.map(|o| o.team)
+    }
+
     fn whole_program(&mut self, yes: bool) {
         self.whole_program = yes;
     }

@@ -38,6 +38,9 @@ pub struct Delta {
     pub energy_joules: Option<f64>,
     /// Completed OpenMP constructs during the interval, if the preload library counts them.
     pub omp_progress: Option<u64>,
+    /// The same counted once per team whatever its size (regions, the barriers and
+    /// construct ends a team passes, tasks: `OmpCounts::team_total`).
+    pub omp_team_progress: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +52,10 @@ pub enum ObjectiveKind {
     Heartbeat,
     /// Completed OpenMP work (regions, chunks, barriers, tasks) per second.
     OpenMp,
+    /// Completed OpenMP work counted once per team whatever its size, per second: teams of
+    /// different sizes compare on it (a barrier of two threads counts one, as one of
+    /// sixteen does).
+    OpenMpTeam,
     Power,
     Energy,
 }
@@ -59,6 +66,7 @@ enum Expr {
     Event(usize),
     Heartbeat,
     OpenMp,
+    OpenMpTeam,
     Energy,
     Neg(Box<Expr>),
     Bin(char, Box<Expr>, Box<Expr>),
@@ -123,6 +131,7 @@ impl Objective {
         let (kind, expr, events) = match word {
             "heartbeat" => (ObjectiveKind::Heartbeat, Expr::Heartbeat, vec![]),
             "openmp" | "omp" => (ObjectiveKind::OpenMp, Expr::OpenMp, vec![]),
+            "openmp-team" => (ObjectiveKind::OpenMpTeam, Expr::OpenMpTeam, vec![]),
             "power" => (ObjectiveKind::Power, Expr::Energy, vec![]),
             "energy" => (
                 ObjectiveKind::Energy,
@@ -173,6 +182,7 @@ impl Objective {
         let unit = match kind {
             ObjectiveKind::Heartbeat => "beats/s".to_string(),
             ObjectiveKind::OpenMp => "OpenMP constructs/s".to_string(),
+            ObjectiveKind::OpenMpTeam => "OpenMP team constructs/s".to_string(),
             ObjectiveKind::Power => "W".to_string(),
             ObjectiveKind::Energy => "J per 1e9 instructions".to_string(),
             ObjectiveKind::EventRate => {
@@ -223,7 +233,9 @@ impl Objective {
 
     /// True when the objective reads the preload library's OpenMP counts.
     pub fn needs_openmp(&self) -> bool {
-        contains(&self.expr, &|e| matches!(e, Expr::OpenMp))
+        contains(&self.expr, &|e| {
+            matches!(e, Expr::OpenMp | Expr::OpenMpTeam)
+        })
     }
 
     pub fn needs_energy(&self) -> bool {
@@ -276,6 +288,7 @@ impl Objective {
             Expr::Event(i) => *d.events.get(self.events[*i].key())?,
             Expr::Heartbeat => d.heartbeats? as f64,
             Expr::OpenMp => d.omp_progress? as f64,
+            Expr::OpenMpTeam => d.omp_team_progress? as f64,
             Expr::Energy => d.energy_joules?,
             Expr::Neg(a) => -self.eval(a, d)?,
             Expr::Bin(op, a, b) => {
@@ -370,7 +383,7 @@ fn energy_in_numerator(e: &Expr, in_denominator: bool) -> bool {
 fn dimension(e: &Expr) -> Result<i32, (char, String)> {
     Ok(match e {
         Expr::Num(_) => 0,
-        Expr::Event(_) | Expr::Heartbeat | Expr::OpenMp | Expr::Energy => 1,
+        Expr::Event(_) | Expr::Heartbeat | Expr::OpenMp | Expr::OpenMpTeam | Expr::Energy => 1,
         Expr::Neg(a) => dimension(a)?,
         Expr::Bin(op, a, b) => {
             let (da, db) = (dimension(a)?, dimension(b)?);
@@ -584,6 +597,7 @@ mod tests {
             heartbeats: None,
             energy_joules: None,
             omp_progress: None,
+            omp_team_progress: None,
         }
     }
 
@@ -598,6 +612,12 @@ mod tests {
         d.omp_progress = Some(300);
         assert_eq!(o.evaluate(&d), Some(600.0));
         assert_eq!(obj("omp").unwrap().kind(), ObjectiveKind::OpenMp);
+        let team = obj("openmp-team").unwrap();
+        assert_eq!(team.kind(), ObjectiveKind::OpenMpTeam);
+        assert!(team.needs_openmp() && team.higher_is_better());
+        assert_eq!(team.unit(), "OpenMP team constructs/s");
+        d.omp_team_progress = Some(40);
+        assert_eq!(team.evaluate(&d), Some(40.0 / d.elapsed.as_secs_f64()));
         assert!(!obj("heartbeat").unwrap().needs_openmp());
     }
 

@@ -123,6 +123,7 @@ impl SampleDelta {
             heartbeats: None,
             energy_joules: None,
             omp_progress: None,
+            omp_team_progress: None,
         }
     }
 }
