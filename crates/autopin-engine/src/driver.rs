@@ -378,6 +378,8 @@ impl Driver<'_> {
         let mut step = 0u64;
         let mut period = cfg.tick;
         let mut last_wake = ticks_from;
+        // The team size last asked of the program's OpenMP runtime (0: its own count).
+        let mut team_wanted = 0u32;
         loop {
             if let Some(status) = snap.ended {
                 let now = self.clock.now() - t0;
@@ -460,6 +462,16 @@ impl Driver<'_> {
                         applied = true;
                     }
                 }
+            }
+            // A candidate with a team size asks the program's runtime for it; any other
+            // gives the program its own count back.
+            let want = session
+                .applied()
+                .and_then(|p| p.team)
+                .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+            if want != team_wanted {
+                self.meter.want_team(want);
+                team_wanted = want;
             }
             // What a move costs autopin, for the strategy's probe lengths.
             let cpu_before = applied.then(|| self.clock.cpu_seconds()).flatten();

@@ -871,12 +871,98 @@ pub fn candidates_avoiding(
     out
 }
 
+/// Candidates that run the program's parallel regions with fewer than its `n` threads, one
+/// thread per CPU it keeps: where fewer threads run faster than `n` (an OpenMP program's
+/// team size is a dimension of the search).
+///
+/// - Beside CPUs `busy` with other work, one thread per free CPU when the free CPUs are
+///   fewer than `n`: a team whose every thread has a CPU of its own, where `n` threads would
+///   share the free CPUs or sit beside the other work (a barrier code then waits for its
+///   slowest thread). The best-spread and most compact such pinnings are both offered when
+///   they differ.
+/// - One thread per core when `n` exceeds the cores of the free CPUs and some core has
+///   several hardware threads: SMT siblings compete for one core.
+///
+/// Never more threads than `n`, never a count of 0, and nothing when every allowed CPU is
+/// free and `n` fits in the cores (no count change on an idle machine).
+pub fn team_candidates(m: &Machine, n: usize, busy: &[u32]) -> Vec<Pinning> {
+    let allowed = m.allowed_cpuset();
+    let free: Vec<u32> = allowed.iter().filter(|c| !busy.contains(c)).collect();
+    if free.is_empty() || n < 2 {
+        return Vec::new();
+    }
+    let free_set: autopin_topology::CpuSet = free.iter().copied().collect();
+    let on_free = crate::restrict_to(m, &free_set);
+    let mut out: Vec<Pinning> = Vec::new();
+    let mut add = |cpus: Vec<u32>, what: &str| {
+        let k = cpus.len();
+        if k == 0 || k >= n || out.iter().any(|o| o.cpus() == cpus.as_slice()) {
+            return;
+        }
+        out.push(Pinning::described(cpus, what).with_team(k));
+    };
+    if free.len() < n {
+        let k = free.len();
+        for policy in ["scatter", "compact"] {
+            if let Ok(cpus) = crate::policy_pinning(&on_free, policy, k) {
+                add(cpus, "one thread per free CPU");
+            }
+        }
+    }
+    let view = View::new(&on_free);
+    let cores = view
+        .pus
+        .iter()
+        .map(|&p| view.core_of(p))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if cores > 0 && cores < n.min(free.len()) {
+        if let Ok(cpus) = crate::policy_pinning(&on_free, "cores", cores) {
+            add(cpus, "one thread per free core");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod free_cpu_tests {
     use super::*;
 
     fn two_cpus() -> Machine {
         autopin_topology::source::synthetic::parse("package:1 core:2 pu:1").unwrap()
+    }
+
+    #[test]
+    fn fewer_threads_only_where_the_free_cpus_or_cores_are_fewer_than_the_threads() {
+        let m = two_cpus();
+        // CPU 0 busy: one thread on CPU 1.
+        let t = team_candidates(&m, 2, &[0]);
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!((t[0].cpus(), t[0].team), (&[1][..], Some(1)));
+        assert_eq!(t[0].label, "1 thread: 1 (one thread per free CPU)");
+        // Idle, or one thread only: no count change.
+        assert!(team_candidates(&m, 2, &[]).is_empty());
+        assert!(team_candidates(&m, 1, &[0]).is_empty());
+        assert!(team_candidates(&m, 2, &[0, 1]).is_empty());
+        // 2 cores of 2 SMT threads, 4 threads, idle: one per core; one core's CPUs busy:
+        // one per free CPU is 2 threads on one core's siblings, one per free core 1.
+        let smt = autopin_topology::source::synthetic::parse("package:1 core:2 pu:2").unwrap();
+        let t = team_candidates(&smt, 4, &[]);
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!((t[0].team, t[0].cpus().len()), (Some(2), 2));
+        let busy: Vec<u32> = smt
+            .pus()
+            .into_iter()
+            .filter_map(|p| smt.obj(p).os_index)
+            .take(2)
+            .collect();
+        let t = team_candidates(&smt, 4, &busy);
+        let teams: Vec<Option<usize>> = t.iter().map(|p| p.team).collect();
+        assert!(
+            teams.contains(&Some(2)) && teams.contains(&Some(1)),
+            "{t:?}"
+        );
+        assert!(t.iter().all(|p| p.cpus().iter().all(|c| !busy.contains(c))));
     }
 
     #[test]
