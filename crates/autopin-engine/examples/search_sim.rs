@@ -17,7 +17,11 @@
 
 #![allow(unexpected_cfgs)]
 
+// The generator's module was `stats` before it was named for what it is.
+#[cfg(old_race)]
 use autopin_engine::stats::Rng;
+#[cfg(not(old_race))]
+use autopin_engine::rng::Rng;
 use autopin_engine::strategy::{Plan, ProbeOutcome, Race, RaceParams, Strategy};
 
 const TICK: f64 = 0.1;

@@ -12,10 +12,10 @@ pub mod phase;
 pub mod pin_plan;
 pub mod pinner;
 pub mod report;
+pub mod rng;
 pub mod run;
 pub mod session;
 pub mod sim;
-pub mod stats;
 pub mod strategy;
 
 pub use error::{EngineError, ErrorKind, MergeError, PinPlanError};

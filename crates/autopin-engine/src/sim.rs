@@ -6,7 +6,7 @@
 
 use crate::os::{Clock, Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
 use crate::pinner::{PinError, Pinner};
-use crate::stats::Rng;
+use crate::rng::Rng;
 use autopin_placement::Pinning;
 use autopin_topology::{CpuSet, Machine, ObjType};
 use std::collections::{BTreeMap, HashMap};

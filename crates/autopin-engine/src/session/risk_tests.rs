@@ -4,7 +4,7 @@
 
 use super::search_cost_tests::run_threads;
 use super::*;
-use crate::stats::Rng;
+use crate::rng::Rng;
 
 /// Two threads on two CPUs: the spread pinning, both on CPU 0, and the OS placement.
 fn three(_: usize) -> CandidateList {

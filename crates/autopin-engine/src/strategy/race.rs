@@ -1964,7 +1964,7 @@ impl Strategy for Race {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats;
+    use crate::rng::Rng;
 
     #[test]
     fn the_least_share_of_a_state_is_the_clopper_pearson_bound() {
@@ -2019,7 +2019,7 @@ mod tests {
     }
 
     fn run(truth: &[f64], noise: f64, seed: u64, p: RaceParams) -> (usize, f64) {
-        let mut rng = stats::Rng::new(seed);
+        let mut rng = Rng::new(seed);
         let (d, _, t) = drive_race(Race::new(p, truth.len()), |candidate, _, measure| {
             let score = truth[candidate] * (1.0 + noise * rng.normal() / measure.sqrt());
             ProbeOutcome {
@@ -3554,7 +3554,7 @@ mod lost_work_tests {
 #[cfg(test)]
 mod level_change_tests {
     use super::*;
-    use crate::stats::Rng;
+    use crate::rng::Rng;
 
     /// A race over `rates` (true rates, best first, the last the OS placement) whose every
     /// rate drops to `drop` of itself `at` seconds into the search, probed in 0.1 s ticks
