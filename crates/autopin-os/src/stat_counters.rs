@@ -13,7 +13,7 @@ use autopin_stat::groups::Missing;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the machine allows for the events of the chosen groups.
-pub struct Plan {
+pub struct CountingPlan {
     /// The events that can be counted: (perf's name as the catalogue writes it, the event).
     pub countable: Vec<(String, EventSpec)>,
     /// The others, and why.
@@ -38,7 +38,7 @@ fn why(e: &PerfError) -> String {
 
 /// Tries each of `events` on this thread and chooses the counting mode as `run` does for a
 /// program allowed `cpus`; with `measure_cost`, also measures what counting costs a switch.
-pub fn plan(events: &[&str], cpus: &[u32], measure_cost: bool) -> Plan {
+pub fn plan(events: &[&str], cpus: &[u32], measure_cost: bool) -> CountingPlan {
     let avail = autopin_perf::probe();
     let choice = autopin_perf::choose_counting_mode(
         &avail,
@@ -89,7 +89,7 @@ pub fn plan(events: &[&str], cpus: &[u32], measure_cost: bool) -> Plan {
             choice.reason
         ),
     };
-    Plan {
+    CountingPlan {
         countable,
         missing,
         mode,
@@ -130,7 +130,7 @@ pub struct GroupCounters<S: CounterSource> {
 
 impl GroupCounters<PerfCounterSource> {
     /// Real counters for a plan's countable events; None when there are none.
-    pub fn for_plan(plan: &Plan) -> Option<Self> {
+    pub fn for_plan(plan: &CountingPlan) -> Option<Self> {
         let specs: Vec<EventSpec> = plan.countable.iter().map(|(_, s)| s.clone()).collect();
         let names = plan.countable.iter().map(|(n, _)| n.clone()).collect();
         let source = PerfCounterSource::new(specs, CounterOptions::default()).ok()?;

@@ -5,7 +5,7 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::number_args::positive_seconds;
-use autopin_os::stat_counters::{self, GroupCounters, Plan, Reading};
+use autopin_os::stat_counters::{self, CountingPlan, GroupCounters, Reading};
 use autopin_os::stat_source::{
     neighbours, pages_by_node, thread_samples, throttling, ProgressChannel,
 };
@@ -400,7 +400,7 @@ fn finish_without_samples(
 /// `-g`: the groups' counters on the program's threads, and the reading each report
 /// counts from.
 struct Counting {
-    plan: Plan,
+    plan: CountingPlan,
     groups: Vec<&'static Group>,
     counters: Option<GroupCounters<PerfCounterSource>>,
     begun: Instant,
@@ -410,7 +410,12 @@ struct Counting {
 }
 
 impl Counting {
-    fn begin(plan: Plan, groups: Vec<&'static Group>, first: &Snapshot, begun: Instant) -> Self {
+    fn begin(
+        plan: CountingPlan,
+        groups: Vec<&'static Group>,
+        first: &Snapshot,
+        begun: Instant,
+    ) -> Self {
         let mut c = Counting {
             counters: GroupCounters::for_plan(&plan),
             plan,
