@@ -1,5 +1,5 @@
 //! Coordinated probing: a [`Strategy`] wrapper that makes the local ranks of a step search
-//! together. Between probes (when the session asks its strategy for the next plan) every rank
+//! together. Between probes (when the session asks its strategy for the next step) every rank
 //! publishes the score of the probe it just finished and waits for the others — a barrier, so
 //! the next probe starts at the same moment on every rank. The scores of one candidate are
 //! combined (`min`: the slowest rank sets the pace of a bulk-synchronous program; `sum`:
@@ -11,7 +11,7 @@
 //! strategy of every search with it; session and driver are unchanged.
 
 use autopin_engine::run::Coordination;
-use autopin_engine::strategy::{Plan, ProbeOutcome, Strategy};
+use autopin_engine::strategy::{ProbeOutcome, Step, Strategy};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -266,7 +266,7 @@ impl Strategy for Coordinated {
         self.inner.set_shares_cpus(candidate);
     }
 
-    fn next(&mut self, elapsed: f64) -> Plan {
+    fn next(&mut self, elapsed: f64) -> Step {
         let pending = self.pending.take();
         if self.alone {
             if let Some(p) = pending {
@@ -374,11 +374,11 @@ impl Strategy for Coordinated {
             });
         }
         let clock = turns.iter().map(|t| t.elapsed).fold(elapsed, f64::max);
-        let plan = self.inner.next(clock);
-        if let Plan::Probe { measure, .. } = plan {
+        let step = self.inner.next(clock);
+        if let Step::Probe { measure, .. } = step {
             self.planned = Some(measure);
         }
-        plan
+        step
     }
 }
 
@@ -517,7 +517,7 @@ mod tests {
         let mut probed = Vec::new();
         for k in 0..1000 {
             match s.next(elapsed) {
-                Plan::Probe {
+                Step::Probe {
                     candidate, measure, ..
                 } => {
                     probed.push(candidate);
@@ -533,7 +533,7 @@ mod tests {
                         ended_collapsed: false,
                     });
                 }
-                Plan::Decide(d) => return (probed, d.candidate),
+                Step::Decide(d) => return (probed, d.candidate),
             }
         }
         panic!("no decision");

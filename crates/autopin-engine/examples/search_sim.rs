@@ -18,11 +18,16 @@
 #![allow(unexpected_cfgs)]
 
 // The generator's module was `stats` before it was named for what it is.
-#[cfg(old_race)]
-use autopin_engine::stats::Rng;
 #[cfg(not(old_race))]
 use autopin_engine::rng::Rng;
-use autopin_engine::strategy::{Plan, ProbeOutcome, Race, RaceParams, Strategy};
+#[cfg(old_race)]
+use autopin_engine::stats::Rng;
+// The strategy's next step was `Plan` before it was named `Step`.
+#[cfg(old_race)]
+use autopin_engine::strategy::Plan as Step;
+#[cfg(not(old_race))]
+use autopin_engine::strategy::Step;
+use autopin_engine::strategy::{ProbeOutcome, Race, RaceParams, Strategy};
 
 const TICK: f64 = 0.1;
 /// How often the session looks at a probe the strategy watches, seconds (`LOOK` there).
@@ -216,7 +221,7 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
     };
     loop {
         match race.next(t) {
-            Plan::Probe {
+            Step::Probe {
                 candidate,
                 warmup,
                 measure,
@@ -354,7 +359,7 @@ fn simulate(case: &Case, seed: u64, params: RaceParams) -> Outcome {
                     ended_collapsed: cut_short,
                 });
             }
-            Plan::Decide(d) => {
+            Step::Decide(d) => {
                 if std::env::var_os("SIM_TRACE").is_some() {
                     eprintln!("  decide {} at {t:.2}: {}", d.candidate, d.reason);
                 }

@@ -900,7 +900,7 @@ impl crate::strategy::Strategy for Counted {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
-    fn next(&mut self, elapsed: f64) -> crate::strategy::Plan {
+    fn next(&mut self, elapsed: f64) -> crate::strategy::Step {
         self.plans.fetch_add(1, Ordering::Relaxed);
         self.inner.next(elapsed)
     }

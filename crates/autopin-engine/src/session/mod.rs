@@ -3,7 +3,7 @@
 //! It is fed one observation per sampling interval (objective amount, per-thread amounts,
 //! whether threads were born or exited, the heartbeat phase) and answers with actions (apply
 //! candidate k, print a progress line). It owns the timing (init, warm-up, measure), turns
-//! strategy plans into probes, keeps the decision, runs the `PhaseWatch` afterwards and
+//! strategy steps into probes, keeps the decision, runs the `PhaseWatch` afterwards and
 //! records everything for the report. No OS calls, so a simulated 96-CPU machine runs
 //! through it in milliseconds.
 //!
@@ -26,7 +26,7 @@ use crate::report::{
     CandidateRecord, DecisionRecord, ObjectiveCheck, ProbeRecord, Report, SearchRecord, Start,
     ThreadRate, TimelinePoint,
 };
-use crate::strategy::{Plan, ProbeOutcome, Strategy, COLLAPSE, WARMUP_CUT};
+use crate::strategy::{ProbeOutcome, Step, Strategy, COLLAPSE, WARMUP_CUT};
 use autopin_human::{duration, plural, quantity};
 use autopin_placement::Pinning;
 use grain::Granularity;
@@ -975,7 +975,7 @@ impl Session {
                 "phase {phase_name}: resuming search {} ({:.1} s spent so far)",
                 p.search, p.elapsed
             )));
-            self.plan(now, out);
+            self.next_step(now, out);
             return;
         }
         let counted = key.is_some() && !memo.searched;
@@ -1212,15 +1212,16 @@ impl Session {
         if let Some(acc) = self.startup_probe(os) {
             self.record_probe(acc, true, out);
         }
-        self.plan(now, out);
+        self.next_step(now, out);
     }
 
-    fn plan(&mut self, now: f64, out: &mut Vec<Action>) {
+    /// Asks the strategy for its next step and takes it: a probe to set up, or a decision.
+    fn next_step(&mut self, now: f64, out: &mut Vec<Action>) {
         let Some(strategy) = self.strategy.as_mut() else {
             return;
         };
         match strategy.next(self.search_before + now - self.search_start) {
-            Plan::Probe {
+            Step::Probe {
                 candidate,
                 warmup,
                 measure,
@@ -1254,7 +1255,7 @@ impl Session {
                     State::Measure(acc)
                 };
             }
-            Plan::Decide(d) => {
+            Step::Decide(d) => {
                 let idx = d.candidate.min(self.candidates.len().saturating_sub(1));
                 self.decide(now, idx, d, out);
             }
@@ -1368,7 +1369,7 @@ impl Session {
 
     fn finish_probe(&mut self, now: f64, acc: ProbeAccumulator, out: &mut Vec<Action>) {
         self.record_probe(acc, false, out);
-        self.plan(now, out);
+        self.next_step(now, out);
     }
 
     /// Puts a probe in the report and before the strategy; `startup`: measured while the

@@ -2,7 +2,7 @@
 //! each candidate in order: pin it, warm up `w` seconds (the first candidate was pinned at
 //! thread birth, so it needs no warm-up beyond `i`), measure `t` seconds; keep the best.
 
-use super::{decide_by_means, Plan, ProbeOutcome, Strategy};
+use super::{decide_by_means, ProbeOutcome, Step, Strategy};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Autopin1Params {
@@ -61,14 +61,14 @@ impl Strategy for Autopin1 {
             self.params
         )
     }
-    fn next(&mut self, _elapsed: f64) -> Plan {
+    fn next(&mut self, _elapsed: f64) -> Step {
         let n = self.samples.len();
         if self.next_candidate < n {
             let c = self.next_candidate;
             // The first candidate is pinned at thread birth and the session already waited `i`
             // seconds (init), so it needs no extra warm-up.
             let warmup = if c == 0 { 0.0 } else { self.params.warmup };
-            return Plan::Probe {
+            return Step::Probe {
                 candidate: c,
                 warmup,
                 measure: self.params.sample,
@@ -76,8 +76,8 @@ impl Strategy for Autopin1 {
         }
         let alive = vec![true; n];
         match decide_by_means(&self.samples, &alive, "all candidates probed once") {
-            Some(d) => Plan::Decide(d),
-            None => Plan::Decide(super::Decision::unmeasured(
+            Some(d) => Step::Decide(d),
+            None => Step::Decide(super::Decision::unmeasured(
                 0,
                 "no probe produced a rate; keeping the first candidate",
             )),
@@ -102,7 +102,7 @@ mod tests {
         assert_eq!(s.params.init, 1.0);
         for (c, score) in [(0, 5.0), (1, 9.0), (2, 7.0)] {
             match s.next(0.0) {
-                Plan::Probe {
+                Step::Probe {
                     candidate, measure, ..
                 } => {
                     assert_eq!(candidate, c);
@@ -121,7 +121,7 @@ mod tests {
             });
         }
         match s.next(0.0) {
-            Plan::Decide(d) => {
+            Step::Decide(d) => {
                 assert_eq!(d.candidate, 1);
                 assert_eq!(d.runner_up, Some(2));
                 assert!((d.margin.unwrap() - 2.0 / 7.0).abs() < 1e-12);

@@ -1,6 +1,6 @@
 //! `fixed`: pin one candidate and keep it (what `autopin pin` does), no probing.
 
-use super::{Decision, Plan, ProbeOutcome, Strategy};
+use super::{Decision, ProbeOutcome, Step, Strategy};
 
 pub struct Fixed {
     candidate: usize,
@@ -16,8 +16,8 @@ impl Strategy for Fixed {
     fn name(&self) -> &'static str {
         "fixed"
     }
-    fn next(&mut self, _elapsed: f64) -> Plan {
-        Plan::Decide(Decision::unmeasured(
+    fn next(&mut self, _elapsed: f64) -> Step {
+        Step::Decide(Decision::unmeasured(
             self.candidate,
             "fixed strategy: one pinning, nothing probed",
         ))

@@ -1,6 +1,6 @@
 //! Strategies: pure planners that say which candidate to probe next and when to decide.
 //! They see only probe results (a rate per probe) and the search clock; the [`crate::session`]
-//! turns their plans into pin/measure actions.
+//! turns their steps into pin/measure actions.
 
 mod autopin1;
 mod fixed;
@@ -34,7 +34,7 @@ pub struct ProbeOutcome {
 
 /// The strategy's next step.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Plan {
+pub enum Step {
     /// Pin `candidate`, wait `warmup` seconds, then measure for `measure` seconds.
     Probe {
         candidate: usize,
@@ -87,7 +87,7 @@ pub trait Strategy {
     fn settings(&self) -> String {
         self.name().to_string()
     }
-    fn next(&mut self, elapsed: f64) -> Plan;
+    fn next(&mut self, elapsed: f64) -> Step;
     fn record(&mut self, outcome: ProbeOutcome);
     /// Which candidate is the OS's own placement (unpinned), if any: a search whose
     /// candidates cannot be told apart keeps it rather than pin for nothing.

@@ -39,7 +39,7 @@
 //!   first surviving candidate, and the reason says so.
 
 use super::level_change::{self, LevelChange};
-use super::{Decision, Plan, ProbeOutcome, Strategy, COLLAPSE, WARMUP_CUT};
+use super::{Decision, ProbeOutcome, Step, Strategy, COLLAPSE, WARMUP_CUT};
 use statrs::distribution::{Beta, ContinuousCDF, StudentsT};
 
 /// A variance `v` with `df` degrees of freedom, widened towards the variance `swing` of a
@@ -1655,22 +1655,22 @@ impl Strategy for Race {
         )
     }
 
-    fn next(&mut self, elapsed: f64) -> Plan {
+    fn next(&mut self, elapsed: f64) -> Step {
         self.clock = elapsed;
         if self.arms.is_empty() {
-            return Plan::Decide(Decision::unmeasured(0, "no candidates"));
+            return Step::Decide(Decision::unmeasured(0, "no candidates"));
         }
         if self.arms.len() == 1 {
             let est = self.estimates();
-            return Plan::Decide(self.decision(&est, 0, None, "only one candidate"));
+            return Step::Decide(self.decision(&est, 0, None, "only one candidate"));
         }
         if let Some(d) = self.confirmed() {
-            return Plan::Decide(d);
+            return Step::Decide(d);
         }
         if let Some(i) = self.incumbent_again() {
             let measure = self.arms[i].probe_len;
             if elapsed + self.p.warmup + measure <= self.p.budget {
-                return Plan::Probe {
+                return Step::Probe {
                     candidate: i,
                     warmup: self.p.warmup,
                     measure,
@@ -1681,7 +1681,7 @@ impl Strategy for Race {
             let measure = self.arms[c].probe_len;
             if elapsed + self.p.warmup + measure <= self.p.budget {
                 self.scouting = Some(c);
-                return Plan::Probe {
+                return Step::Probe {
                     candidate: c,
                     warmup: self.p.warmup,
                     measure,
@@ -1699,7 +1699,7 @@ impl Strategy for Race {
             self.queue.retain(|&c| arms[c].alive);
             if self.survivors().len() == 1 {
                 if let Some(d) = self.judge(false) {
-                    return Plan::Decide(d);
+                    return Step::Decide(d);
                 }
             }
         }
@@ -1720,7 +1720,7 @@ impl Strategy for Race {
             }
             if self.rounds > 0 {
                 if let Some(d) = self.judge(false) {
-                    return Plan::Decide(d);
+                    return Step::Decide(d);
                 }
                 // Later rounds probe the most promising first, so a search cut short by the
                 // program's end or the budget has measured the leaders most.
@@ -1742,17 +1742,17 @@ impl Strategy for Race {
         let measure = self.arms[c].probe_len;
         if elapsed + self.p.warmup + measure > self.p.budget {
             if let Some(d) = self.judge(true) {
-                return Plan::Decide(d);
+                return Step::Decide(d);
             }
             // Not one usable probe (e.g. the program changes phase faster than a probe):
             // stop anyway rather than search forever, and say so.
-            return Plan::Decide(Decision::unmeasured(
+            return Step::Decide(Decision::unmeasured(
                 0,
                 "no usable measurement within the budget; keeping the first candidate",
             ));
         }
         self.queue.pop();
-        Plan::Probe {
+        Step::Probe {
             candidate: c,
             warmup: self.p.warmup,
             measure,
@@ -1999,7 +1999,7 @@ mod tests {
         let mut order = Vec::new();
         loop {
             match r.next(t) {
-                Plan::Probe {
+                Step::Probe {
                     candidate,
                     warmup,
                     measure,
@@ -2013,7 +2013,7 @@ mod tests {
                     }
                     r.record(o);
                 }
-                Plan::Decide(d) => return (d, order, t),
+                Step::Decide(d) => return (d, order, t),
             }
         }
     }
@@ -2038,8 +2038,8 @@ mod tests {
     #[test]
     fn probes_last_long_enough_that_moves_take_a_small_share_of_a_cpu() {
         let probe = |r: &mut Race| match r.next(0.0) {
-            Plan::Probe { measure, .. } => measure,
-            Plan::Decide(d) => panic!("decided: {d:?}"),
+            Step::Probe { measure, .. } => measure,
+            Step::Decide(d) => panic!("decided: {d:?}"),
         };
         // A move of a few threads costs microseconds: the probes stay as they are.
         let mut r = Race::new(RaceParams::default(), 3);
@@ -2103,10 +2103,10 @@ mod tests {
         let mut t = 0.0;
         for _ in 0..100 {
             match r.next(t) {
-                Plan::Probe {
+                Step::Probe {
                     warmup, measure, ..
                 } => t += warmup + measure, // nothing recorded
-                Plan::Decide(d) => {
+                Step::Decide(d) => {
                     assert!(d.reason.contains("no usable measurement"));
                     assert!(t <= 3.0 + 1e-9);
                     return;
@@ -2209,7 +2209,7 @@ mod dominance_tests {
     fn overlapping_intervals_are_not_dominated() {
         let mut r = Race::new(RaceParams::default(), 2);
         for (c, range) in [(0, (80.0, 120.0)), (1, (90.0, 130.0))] {
-            let Plan::Probe { candidate, .. } = r.next(0.0) else {
+            let Step::Probe { candidate, .. } = r.next(0.0) else {
                 panic!("decided too early")
             };
             let range = if candidate == c { range } else { (85.0, 125.0) };
@@ -2224,7 +2224,7 @@ mod dominance_tests {
             });
         }
         assert!(
-            matches!(r.next(1.0), Plan::Probe { .. }),
+            matches!(r.next(1.0), Step::Probe { .. }),
             "needs more rounds"
         );
     }
@@ -2300,7 +2300,7 @@ mod faster_race_tests {
         // 2× apart but ticks swing ±60%: not beyond doubt after one probe.
         let mut r = Race::new(RaceParams::default(), 2);
         for c in 0..2 {
-            let Plan::Probe { candidate, .. } = r.next(0.0) else {
+            let Step::Probe { candidate, .. } = r.next(0.0) else {
                 panic!("decided before probing")
             };
             assert_eq!(candidate, c);
@@ -2315,7 +2315,7 @@ mod faster_race_tests {
             });
         }
         assert!(
-            matches!(r.next(1.4), Plan::Probe { .. }),
+            matches!(r.next(1.4), Step::Probe { .. }),
             "needs more probes"
         );
     }
@@ -2832,8 +2832,8 @@ mod lost_work_tests {
         let mut t = TICK;
         loop {
             let (c, warmup, measure) = match r.next(t) {
-                Plan::Decide(d) => return (d, probes),
-                Plan::Probe {
+                Step::Decide(d) => return (d, probes),
+                Step::Probe {
                     candidate,
                     warmup,
                     measure,
@@ -2962,7 +2962,7 @@ mod lost_work_tests {
             let mut r = Race::new(p, 3);
             let mut seen = Vec::new();
             for _ in 0..8 {
-                let Plan::Probe {
+                let Step::Probe {
                     candidate, warmup, ..
                 } = r.next(0.0)
                 else {
@@ -3131,7 +3131,7 @@ mod lost_work_tests {
         let (mut t, mut probes) = (0.0, Vec::new());
         loop {
             match r.next(t) {
-                Plan::Probe {
+                Step::Probe {
                     candidate: c,
                     warmup,
                     measure,
@@ -3150,7 +3150,7 @@ mod lost_work_tests {
                         r.record(quiet_probe(c, rate(c), measure, 2));
                     }
                 }
-                Plan::Decide(d) => return (d, probes),
+                Step::Decide(d) => return (d, probes),
             }
         }
     }
