@@ -1,0 +1,135 @@
+//! The race's settings (`RaceParams`) and their defaults: probe lengths, the error levels,
+//! the rules' thresholds. What each is for, and what other values did: docs/search.md.
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RaceParams {
+    /// Warm-up after each re-pin before measuring (cache refill, migration), seconds. 0.02 s
+    /// by default: the driver reads the counters when it ends, `sched_setaffinity` has moved
+    /// the thread before it returns, and caches refill within milliseconds.
+    pub warmup: f64,
+    /// The warm-up once the first whole probe after a move has shown that moves do not slow
+    /// the program beyond their warm-up (its warm-up read at most `QUIET_DEFICIT` below it),
+    /// seconds; 0.01 by default. A warm-up that shows a
+    /// candidate far behind is its whole probe, so each such look (the OS placement's
+    /// collapses beside a busy CPU) costs its length. Not from the start: until then a stall
+    /// as long as the warm-up may be what it reads (in the simulator, with every move
+    /// stalling the program 20 ms, 10 ms warm-ups from the start lost 20% more work and
+    /// made 44% more wrong decisions). Equal to `warmup` to keep that one throughout.
+    pub quiet_warmup: f64,
+    /// Base probe length, seconds: every first probe, and every probe of a candidate that is
+    /// not a close call.
+    pub probe: f64,
+    /// Probe length of a pinning more than `FAR_BEHIND` behind the leader after its first
+    /// round, seconds: one sampling tick shows whether it is still behind, and each further
+    /// one is lost work. The OS placement keeps the base length (its rate may swing).
+    pub far_probe: f64,
+    /// Bounds for the probe length, seconds.
+    pub min_probe: f64,
+    pub max_probe: f64,
+    /// Search time budget (warm-ups included), seconds.
+    pub budget: f64,
+    /// Relative difference below which two candidates count as equally good.
+    pub tolerance: f64,
+    /// Chance of eliminating a candidate that was in fact the best, per look at the data.
+    /// Only the leader eliminates, so the best goes wrongly in one comparison a look, the
+    /// one with the leader: the level is that comparison's, not shared out over all of them.
+    pub error: f64,
+    /// When the budget ends, the leader is kept over the OS placement (or the first
+    /// candidate) only when it is ahead at this one-sided error level.
+    pub end_error: f64,
+    /// Relative per-probe noise above which a close call gets longer probes (when moves
+    /// stall the program, `stall_share`).
+    pub target_cv: f64,
+    /// Rounds every survivor gets before the search may stop as "indistinguishable", and
+    /// before close calls get longer probes.
+    pub min_rounds: usize,
+    /// Smallest relative gap that can end a candidate after one probe.
+    pub decisive_gap: f64,
+    /// Survivors confidently within this relative distance of the leader count as
+    /// indistinguishable (checked from `min_rounds` rounds on).
+    pub indistinct: f64,
+    /// Smallest relative per-probe noise assumed, whatever the probes show: a few quiet probes
+    /// do not prove a machine quiet.
+    pub noise_floor: f64,
+    /// How much more variance one probe has than its ticks say, while a candidate has only
+    /// one probe (slow drift is invisible inside one probe). 4 doubles the standard error.
+    pub one_probe_allowance: f64,
+    /// Challengers within this relative distance of the leader are close calls.
+    pub close: f64,
+    /// The work a move onto a pinning costs the program (its warm-up's measured deficit,
+    /// `Race::moves_stall`), as a share of the base probe, from which close calls' noisy
+    /// probes grow: a longer probe then spreads a move's cost over more work. Below it they
+    /// keep the base length, since more probes tell Welch's test more than fewer long ones.
+    pub stall_share: f64,
+    /// Probes of the OS placement before it can win or lose by anything but the
+    /// half-the-leader rule (its rate may swing from probe to probe).
+    pub os_probes: usize,
+    /// Sampling ticks of the OS placement before it can win or lose by anything but the
+    /// half-the-leader rule: a probe cut after one tick says little about a rate that swings.
+    pub os_ticks: usize,
+    /// Highest ÷ lowest probe, or tick, of the OS placement at which its swing counts as
+    /// seen: from `os_probes` probes on, it is then judged before `os_ticks` ticks (0: never).
+    pub os_swing: f64,
+    /// A probe ends early once every tick so far is below this share of the leader's
+    /// lowest tick (it is far behind; more ticks would only cost).
+    pub cut_below: f64,
+    /// How far above the leader's mean rate a swinging challenger's ticks may rise, less
+    /// what its slow looks take off (`Race::swing_reach`), and still count as never above
+    /// it (`under_ceiling`; 0 turns the rule off).
+    pub ceiling: f64,
+    /// The band, as (lowest, highest) share of an incumbent's expected score, in which its
+    /// first probe confirms it with no probe of another candidate
+    /// ([`Strategy::expect_incumbent`]). Below, something slows it today (a neighbour on its
+    /// CPUs, another build); well above, something changed that may favour another pinning
+    /// too (a neighbour it kept away from has gone): either way the others are probed. The
+    /// top allows for the move stalls its probes had and a pinning applied at birth has not
+    /// (in the simulator a pinning whose probes each began with a stalled tick read 1.16×
+    /// its probes' rate once applied at birth).
+    ///
+    /// [`Strategy::expect_incumbent`]: crate::strategy::Strategy::expect_incumbent
+    pub confirm_band: (f64, f64),
+}
+
+impl Default for RaceParams {
+    fn default() -> Self {
+        RaceParams {
+            warmup: 0.02,
+            quiet_warmup: 0.01,
+            probe: 0.2,
+            far_probe: 0.1,
+            min_probe: 0.1,
+            max_probe: 4.0,
+            budget: 20.0,
+            tolerance: 0.005,
+            error: 0.1,
+            end_error: 0.2,
+            target_cv: 0.02,
+            min_rounds: 2,
+            decisive_gap: 0.15,
+            indistinct: 0.02,
+            noise_floor: 0.01,
+            one_probe_allowance: 4.0,
+            close: 0.05,
+            stall_share: 0.025,
+            os_probes: 3,
+            os_ticks: 12,
+            os_swing: 1.5,
+            cut_below: 0.8,
+            ceiling: 0.03,
+            confirm_band: (0.9, 1.2),
+        }
+    }
+}
+
+impl RaceParams {
+    /// The length of every first probe and of every probe that is not a close call.
+    pub(super) fn base_probe(&self) -> f64 {
+        self.probe.clamp(self.min_probe, self.max_probe)
+    }
+
+    /// The length of a probe of a pinning far behind the leader: `far_probe`, between
+    /// `min_probe` and the base length.
+    pub(super) fn far_probe(&self) -> f64 {
+        self.far_probe.min(self.base_probe()).max(self.min_probe)
+    }
+}

@@ -1,0 +1,265 @@
+//! What to probe next and for how long (`next_step`): the incumbent's second look, the
+//! scouting pass before the first round (`next_scout`, `scouting_order`), rounds with the
+//! most promising first, and probe lengths by what each costs (`plan_lengths`; longer for
+//! close calls when moves stall the program, `moves_stall`).
+
+use super::estimate::Estimate;
+use super::Race;
+use crate::strategy::{Decision, Step};
+
+/// Fewest candidates, besides the OS placement, that a search scouts (`Race::next_scout`):
+/// with three or fewer the first round reaches the leader after one other on average, which
+/// does not pay for a move and 20 ms each (in the simulator scouting two lost more than it
+/// saved).
+const SCOUT_MIN: usize = 4;
+
+/// A pinning behind the leader by more than this is probed for `far_probe` only. Not from a
+/// close call on (5%): whatever slows the first moments after a move (caches, memory
+/// refilled from afar) weighs more in a shorter probe, and a pinning 5–10% behind in one
+/// probe may be the best; probed briefly it reads further behind and stays there (a
+/// memory-bound program on four sockets, in the simulator, kept the spread pinning over its
+/// data's node, 10% faster, after two 0.1 s probes of it read 4% and 28% below the spread
+/// pinning's mean).
+const FAR_BEHIND: f64 = 0.1;
+
+impl Race {
+    /// The strategy's next step (`Strategy::next`): a probe, or the decision.
+    pub(super) fn next_step(&mut self, elapsed: f64) -> Step {
+        self.clock = elapsed;
+        if let Some(step) = self.before_the_rounds(elapsed) {
+            return step;
+        }
+        if let Some(d) = self.prune_round() {
+            return Step::Decide(d);
+        }
+        if self.queue.is_empty() {
+            if let Some(d) = self.begin_round() {
+                return Step::Decide(d);
+            }
+        }
+        self.next_in_round(elapsed)
+    }
+
+    /// What comes before any round: a decision with fewer than two candidates, or on the
+    /// incumbent's probe alone, the incumbent's second probe, a scout.
+    fn before_the_rounds(&mut self, elapsed: f64) -> Option<Step> {
+        if self.arms.is_empty() {
+            return Some(Step::Decide(Decision::unmeasured(0, "no candidates")));
+        }
+        if self.arms.len() == 1 {
+            let est = self.estimates();
+            return Some(Step::Decide(self.decision(
+                &est,
+                0,
+                None,
+                "only one candidate",
+            )));
+        }
+        if let Some(d) = self.confirmed() {
+            return Some(Step::Decide(d));
+        }
+        if let Some(i) = self.incumbent_again() {
+            let measure = self.arms[i].probe_len;
+            if elapsed + self.p.warmup + measure <= self.p.budget {
+                return Some(Step::Probe {
+                    candidate: i,
+                    warmup: self.p.warmup,
+                    measure,
+                });
+            }
+        }
+        if let Some(c) = self.next_scout() {
+            let measure = self.arms[c].probe_len;
+            if elapsed + self.p.warmup + measure <= self.p.budget {
+                self.scouting = Some(c);
+                return Some(Step::Probe {
+                    candidate: c,
+                    warmup: self.p.warmup,
+                    measure,
+                });
+            }
+        }
+        None
+    }
+
+    /// Takes out of the round in progress what its probes so far rule out; the decision
+    /// when one survivor is left.
+    fn prune_round(&mut self) -> Option<Decision> {
+        if !self.queue.is_empty() {
+            // A candidate the probes so far in this round already rule out is not probed
+            // again: its probe would be lost work.
+            let est = self.estimates();
+            if let Some(l) = self.leader(&est) {
+                self.eliminate(&est, l);
+            }
+            let arms = &self.arms;
+            self.queue.retain(|&c| arms[c].alive);
+            if self.survivors().len() == 1 {
+                if let Some(d) = self.judge(false) {
+                    return Some(d);
+                }
+            }
+        }
+        None
+    }
+
+    /// Queues the next round: the first in scouting order, a later one after judging the
+    /// last (the decision, when that ends the race) with the most promising first.
+    fn begin_round(&mut self) -> Option<Decision> {
+        let mut order = self.survivors();
+        if self.rounds == 0 {
+            // A candidate measured before the search (the OS placement while the
+            // program started) has had its first round.
+            let unprobed: Vec<usize> = order
+                .iter()
+                .copied()
+                .filter(|&c| self.arms[c].scores.is_empty())
+                .collect();
+            if !unprobed.is_empty() {
+                order = unprobed;
+            }
+            order = self.scouting_order(order);
+        }
+        if self.rounds > 0 {
+            if let Some(d) = self.judge(false) {
+                return Some(d);
+            }
+            // Later rounds probe the most promising first, so a search cut short by the
+            // program's end or the budget has measured the leaders most.
+            let est = self.estimates();
+            let l = self.leader(&est);
+            self.plan_lengths(&est, l);
+            order = self.survivors();
+            order.sort_by(|a, b| {
+                est[*b]
+                    .map_or(f64::NEG_INFINITY, |e| e.mean)
+                    .total_cmp(&est[*a].map_or(f64::NEG_INFINITY, |e| e.mean))
+            });
+        }
+        self.queue = order;
+        self.queue.reverse();
+        self.rounds += 1;
+        None
+    }
+
+    /// The next probe of the round, or the decision when it would not fit in the budget.
+    fn next_in_round(&mut self, elapsed: f64) -> Step {
+        let c = *self.queue.last().expect("queue filled above");
+        let measure = self.arms[c].probe_len;
+        if elapsed + self.p.warmup + measure > self.p.budget {
+            if let Some(d) = self.judge(true) {
+                return Step::Decide(d);
+            }
+            // Not one usable probe (e.g. the program changes phase faster than a probe):
+            // stop anyway rather than search forever, and say so.
+            return Step::Decide(Decision::unmeasured(
+                0,
+                "no usable measurement within the budget; keeping the first candidate",
+            ));
+        }
+        self.queue.pop();
+        Step::Probe {
+            candidate: c,
+            warmup: self.p.warmup,
+            measure,
+        }
+    }
+
+    /// The next candidate to scout. Once, before the first round, every candidate not yet
+    /// probed is read for its warm-up alone (20 ms) when there are `SCOUT_MIN` or more of
+    /// them and no pinning in force is being checked. The first round then probes the best
+    /// scouted first: the leader is found early, and the probes after it are cut short
+    /// against it (`seen_enough`, `behind_at_warmup`). In a random order, half the
+    /// candidates before the best were probed whole, each 0.2 s of its gap lost; that was
+    /// half of what the search lost in the simulator. Not the OS placement, whose threads
+    /// need no move and whose warm-up reads where the last pinning left them.
+    fn next_scout(&mut self) -> Option<usize> {
+        if !self.scouted && self.rounds == 0 {
+            self.scouted = true;
+            let fresh: Vec<usize> = self
+                .survivors()
+                .into_iter()
+                .filter(|&c| self.arms[c].scores.is_empty() && self.os_placement != Some(c))
+                .collect();
+            if fresh.len() >= SCOUT_MIN && self.incumbent.is_none() {
+                self.scout_queue = fresh.into_iter().rev().collect();
+            }
+        }
+        self.scout_queue.pop()
+    }
+
+    /// The first round's order after scouting: the best scouted candidate, then those not
+    /// scouted (the OS placement: probed once a leader can cut its probe short, and before
+    /// the other pinnings, as it is what a tie keeps), then the rest by their scouting
+    /// readings, best first. Unchanged when nothing was scouted.
+    fn scouting_order(&self, order: Vec<usize>) -> Vec<usize> {
+        let (mut scouted, unscouted): (Vec<usize>, Vec<usize>) = order
+            .into_iter()
+            .partition(|&c| self.arms[c].scout.is_some());
+        let reading = |c: usize| self.arms[c].scout.map_or(0.0, |s| s.0);
+        scouted.sort_by(|a, b| reading(*b).total_cmp(&reading(*a)));
+        let rest = scouted.split_off(scouted.len().min(1));
+        scouted.into_iter().chain(unscouted).chain(rest).collect()
+    }
+
+    /// Whether a move onto a pinning costs the program `stall_share` of a base probe or
+    /// more: the median deficit of the warm-ups before whole probes of pinnings, times the
+    /// warm-up's length, from two such probes on. The OS placement's warm-ups say nothing of
+    /// it: its rate changes as the kernel moves its threads, before and after its warm-up.
+    /// The warm-up is where a move's cost shows (threads that wait for their new CPU, caches
+    /// and memory refilled from afar; 16 spinning threads on a 16-CPU virtual machine
+    /// stalled for milliseconds), and a cost beyond the warm-up shows there as a deficit
+    /// near 1.
+    fn moves_stall(&self) -> bool {
+        self.stall_deficit(2).is_some()
+    }
+
+    /// The median share of a pinning's rate its warm-up misses, from `least` whole probes
+    /// after a move on, when it makes a move cost `stall_share` of a base probe or more.
+    pub(super) fn stall_deficit(&self, least: usize) -> Option<f64> {
+        if self.warmup_deficits.len() < least {
+            return None;
+        }
+        autopin_stats::median(&self.warmup_deficits)
+            .filter(|d| d * self.p.warmup >= self.p.stall_share * self.p.base_probe())
+    }
+
+    /// Probe lengths for the next round: close calls with noisy probes get longer ones when
+    /// moves stall the program (`moves_stall`), a pinning far behind the leader the short
+    /// `far_probe`, every other survivor the base length.
+    fn plan_lengths(&mut self, est: &[Option<Estimate>], l: Option<usize>) {
+        let base = self.p.base_probe();
+        let floor = (self.p.warmup * 2.0)
+            .max(self.p.min_probe)
+            .min(self.p.max_probe);
+        let Some(le) = l.and_then(|l| est[l]) else {
+            return;
+        };
+        // How far behind the leader a candidate is, on the log scale (None: not measured).
+        let behind = |c: usize| est[c].map(|e| le.mean - e.mean);
+        let close = |c: usize| behind(c).is_some_and(|g| g <= (1.0 + self.p.close).ln());
+        let any_close_challenger = self
+            .survivors()
+            .into_iter()
+            .any(|c| Some(c) != l && close(c));
+        let stall = self.moves_stall();
+        for c in self.survivors() {
+            let noisy = est[c].is_some_and(|e| (e.var * e.n as f64).sqrt() > self.p.target_cv);
+            let grow = stall
+                && self.rounds >= self.p.min_rounds
+                && any_close_challenger
+                && close(c)
+                && noisy;
+            let far = self.os_placement != Some(c)
+                && behind(c).is_some_and(|g| g > (1.0 + FAR_BEHIND).ln());
+            let a = &mut self.arms[c];
+            a.probe_len = if grow {
+                (a.probe_len * 1.5).clamp(floor, self.p.max_probe)
+            } else if far {
+                self.p.far_probe()
+            } else {
+                base
+            };
+        }
+    }
+}
