@@ -1,5 +1,10 @@
-//! What the session remembers per program phase: its decision, its parked search.
+//! Program phases: what the session remembers of each (its decision, its parked search), and
+//! what it does when the program enters one (`switch_phase`, `enter_phase`): the phase's
+//! decided pinning back, its parked search resumed, a pinning remembered from an earlier run
+//! applied (`decide_from_memory`), or a new search.
 
+use super::{Action, Session, State};
+use crate::report::DecisionRecord;
 use crate::strategy::Strategy;
 
 /// What the session remembers about one program phase.
@@ -19,4 +24,141 @@ pub(super) struct Parked {
     pub(super) strategy: Box<dyn Strategy>,
     pub(super) search: usize,
     pub(super) elapsed: f64,
+}
+
+impl Session {
+    /// The program entered phase `to` at `now` (the interval that spans the change is not
+    /// used). An unfinished search is parked and resumed when its phase returns; the new
+    /// phase gets its decided pinning back, its parked search resumed, or a new search.
+    pub(super) fn switch_phase(&mut self, now: f64, to: Option<String>, out: &mut Vec<Action>) {
+        let from = std::mem::replace(&mut self.phase, to.clone());
+        let name = |p: &Option<String>| p.clone().unwrap_or_else(|| "(none)".into());
+        match &self.state {
+            State::Init { .. } => return,
+            State::Warmup { .. } | State::Measure(_) => {
+                if let Some(strategy) = self.strategy.take() {
+                    // Searches begun before the program named any phase measured a mix;
+                    // they are dropped rather than resumed.
+                    if from.is_some() {
+                        let elapsed = self.search_before + (now - self.search_start);
+                        self.count_search_time(now);
+                        self.phases.entry(from.clone()).or_default().parked = Some(Parked {
+                            strategy,
+                            search: self.search,
+                            elapsed,
+                        });
+                    } else {
+                        self.count_search_time(now);
+                    }
+                }
+                out.push(Action::Message(format!(
+                    "t={now:.1}s phase {} → {} during the search: current probe dropped",
+                    name(&from),
+                    name(&to)
+                )));
+            }
+            State::Decided { .. } => {
+                out.push(Action::Message(format!(
+                    "t={now:.1}s phase {} → {}",
+                    name(&from),
+                    name(&to)
+                )));
+            }
+        }
+        self.enter_phase(now, out);
+    }
+
+    /// Continues in the (new) current phase: its decision, its parked search, or a new one.
+    pub(super) fn enter_phase(&mut self, now: f64, out: &mut Vec<Action>) {
+        let key = self.phase.clone();
+        let phase_name = key.clone().unwrap_or_else(|| "(none)".into());
+        let memo = self.phases.entry(key.clone()).or_default();
+        if let Some((label, score)) = memo.decided.clone() {
+            let remembered = memo.remembered;
+            if self.candidates.is_empty() {
+                self.load_candidates(out);
+            }
+            let found = self.candidates.iter().position(|c| c.label == label);
+            // A phase's pinning remembered from an earlier run is applied without a search,
+            // which the rule for risky decisions never allows a stacked pinning: such a
+            // phase is searched.
+            let threads = self.tracked.max(1);
+            if let Some(idx) =
+                found.filter(|&i| remembered && self.candidates[i].shares_cpus(threads))
+            {
+                out.push(Action::Message(format!(
+                    "phase {phase_name}: the pinning remembered for it, {}, stacks the program's threads: the phase is searched rather than applied unchecked",
+                    self.candidates[idx].label
+                )));
+                let memo = self.phases.entry(key.clone()).or_default();
+                memo.decided = None;
+                memo.remembered = false;
+                memo.searched = false;
+            } else if let Some(idx) = found {
+                if self.applied != Some(idx) {
+                    self.applied = Some(idx);
+                    out.push(Action::Apply(idx));
+                }
+                if remembered {
+                    self.decide_from_memory(now, idx, score);
+                    out.push(Action::Message(format!(
+                        "phase {phase_name}: applying the pinning remembered for it, {label} (no search; the phase watch holds it to its rate then)"
+                    )));
+                } else {
+                    out.push(Action::Message(format!(
+                        "phase {phase_name}: applying its decided pinning {label}"
+                    )));
+                }
+                if let Some(w) = self.watch.as_mut() {
+                    w.decided(now, score, key);
+                }
+                self.state = State::Decided {
+                    since_report: 0.0,
+                    amount: 0.0,
+                };
+                return;
+            }
+        }
+        let memo = self.phases.entry(key.clone()).or_default();
+        if let Some(p) = memo.parked.take() {
+            self.strategy = Some(p.strategy);
+            self.search = p.search;
+            self.search_before = p.elapsed;
+            self.search_start = now;
+            out.push(Action::Message(format!(
+                "phase {phase_name}: resuming search {} ({:.1} s spent so far)",
+                p.search, p.elapsed
+            )));
+            self.next_step(now, out);
+            return;
+        }
+        let counted = key.is_some() && !memo.searched;
+        if counted && self.phase_searches >= self.cfg.max_phase_searches {
+            out.push(Action::Message(format!(
+                "phase {phase_name}: new phase not searched ({} phases searched already); keeping the current pinning",
+                self.phase_searches
+            )));
+            if let Some(w) = self.watch.as_mut() {
+                w.decided(now, None, key);
+            }
+            self.state = State::Decided {
+                since_report: 0.0,
+                amount: 0.0,
+            };
+            return;
+        }
+        self.begin_search(now, format!("new phase {phase_name}"), out);
+    }
+
+    /// Records the decision of a phase remembered from an earlier run, applied now on
+    /// candidate `idx` (its `score` then on the higher-is-better scale).
+    fn decide_from_memory(&mut self, now: f64, idx: usize, score: Option<f64>) {
+        let phase = self.phase.clone().unwrap_or_default();
+        let reason = format!("remembered for phase {phase} from an earlier run");
+        let rec = self.decision_on(now, idx, score, &reason, DecisionRecord::FROM_MEMORY);
+        if let Some(m) = self.phases.get_mut(&self.phase) {
+            m.remembered = false;
+        }
+        self.keep_decision(rec);
+    }
 }

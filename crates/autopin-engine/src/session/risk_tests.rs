@@ -2,6 +2,7 @@
 //! a stacked pinning stays only on a significant win over every pinning with a CPU per
 //! thread and the OS placement.
 
+use super::margin::Evidence;
 use super::search_cost_tests::run_threads;
 use super::*;
 use crate::rng::Rng;
