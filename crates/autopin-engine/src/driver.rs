@@ -337,6 +337,9 @@ impl Driver<'_> {
         pinned.set.clear();
     }
 
+    // Over 100 lines on purpose: the driver's one loop. The pace, the grid of readings, the
+    // last reading and whether it still counts are its locals, carried from tick to tick; in
+    // pieces they would become a struct every piece reads and writes.
     /// Runs until the target ends (or `max_time`, or `keep_going` says stop).
     pub fn run(
         &mut self,

@@ -176,6 +176,8 @@ impl JobReport {
         }
     }
 
+    // Over 100 lines on purpose: one drawing, top to bottom; the scales and positions set at
+    // the top are used by every part after them (axes, bars, legend).
     /// Grouped bars: for every candidate index, one bar per rank (its mean probed rate).
     pub fn svg(&self) -> String {
         let cands: Vec<usize> = {

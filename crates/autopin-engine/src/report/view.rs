@@ -5,6 +5,9 @@ use super::{DecisionRecord, Report, Start};
 use autopin_topology::view::svg::esc;
 use std::fmt::Write;
 
+// Over 100 lines on purpose: the summary is written in the order a person reads it, one
+// short section after another on the same text; cut into functions, the order would be
+// spread over them.
 /// The report for a person: command, objective, every candidate's probes (a mean per
 /// program phase), the decisions, re-searches, costs and notes.
 pub fn summary(r: &Report) -> String {
@@ -159,6 +162,8 @@ const COLOURS: [&str; 10] = [
     "#bcbd22", "#17becf",
 ];
 
+// Over 100 lines on purpose: one drawing, top to bottom; the scales and positions set at
+// the top are used by every part after them (axes, bars, phases, legend).
 /// Rate over time as bars coloured by the applied candidate, with a legend.
 pub fn svg(r: &Report) -> String {
     let (w, h, left, top, bottom) = (900.0, 430.0, 70.0, 40.0, 60.0);

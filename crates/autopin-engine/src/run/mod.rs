@@ -767,6 +767,9 @@ impl Surroundings {
     }
 }
 
+// Over 100 lines on purpose: one match over where a search's candidates come from (a
+// remembered list, the user's, the topology's), inside the closure the session calls; each
+// arm is short and reads beside the others.
 /// The candidates of each search: the explicit list, or topology candidates for the
 /// threads seen (or the planned thread count), kept off the CPUs busy with other work when
 /// the search starts and near the GPUs the program has open. A remembered decision's list
