@@ -339,6 +339,7 @@ mod tests {
                     format!("{} (1 thread)", rank % 2)
                 },
                 cpus: None,
+                team: None,
             });
             r.probes.push(ProbeRecord {
                 search: 0,
@@ -373,6 +374,7 @@ mod tests {
             reason: "test".into(),
             strategy: "race".into(),
             phase: None,
+            team: None,
             search_cost: None,
         });
         r

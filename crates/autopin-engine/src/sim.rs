@@ -228,6 +228,46 @@ impl RateModel for HpcModel {
     }
 }
 
+/// A barrier-synchronised OpenMP program beside CPUs busy with other work: every thread
+/// waits for the slowest at each barrier, so the program goes at the pace of its thread
+/// with the least CPU share (1 ÷ the threads on its CPU, the other work counted), and two of
+/// its threads spinning on one CPU wait for each other there (`stacked`, e.g. 0.05). The
+/// rates are the team's progress shared out over its threads: their sum does not grow with
+/// the team's size, as the team-free objective (`openmp-team`) counts.
+#[derive(Debug, Clone)]
+pub struct BarrierModel {
+    /// Progress of a team whose every thread has a CPU of its own, units/s.
+    pub base: f64,
+    /// CPUs other work keeps busy.
+    pub busy: Vec<u32>,
+    /// The pace left when two of its threads share a CPU.
+    pub stacked: f64,
+}
+
+impl RateModel for BarrierModel {
+    fn rates(&self, topo: &SimTopo, placement: &[Option<u32>]) -> Vec<f64> {
+        let n = placement.len();
+        if n == 0 {
+            return Vec::new();
+        }
+        let placed: Vec<u32> = placement
+            .iter()
+            .enumerate()
+            .map(|(i, p)| p.unwrap_or_else(|| topo.os_cpu(i)))
+            .collect();
+        let mut per_pu: HashMap<u32, usize> = HashMap::new();
+        for c in &placed {
+            *per_pu.entry(*c).or_default() += 1;
+        }
+        let share = |c: &u32| 1.0 / (per_pu[c] + usize::from(self.busy.contains(c))) as f64;
+        let mut pace = placed.iter().map(share).fold(1.0, f64::min);
+        if per_pu.values().any(|k| *k > 1) {
+            pace *= self.stacked;
+        }
+        vec![self.base * pace / n as f64; n]
+    }
+}
+
 /// Candidates with different sharing structure for `n` threads on a multi-package machine:
 /// k packages used (1, 2, 4, ...), pairs kept together or split, with or without SMT
 /// siblings, plus unpinned. Stands in for `autopin_placement::candidates` in simulations.
@@ -302,6 +342,8 @@ struct SimState {
     workers_at: f64,
     /// The dynamic loader maps the program's libraries until this time (None: not known).
     loaded_at: Option<f64>,
+    /// An OpenMP program whose team size the preload library controls (None: not one).
+    team: Option<autopin_perf::heartbeat::TeamState>,
 }
 
 impl SimState {
@@ -345,7 +387,10 @@ impl SimState {
         let dt = self.now - self.last_read;
         if dt > 0.0 {
             let order: Vec<u32> = self.placement.keys().copied().collect();
-            let placement: Vec<Option<u32>> = self.placement.values().map(|v| v.1).collect();
+            // A smaller team in force: the threads past it wait idle in the pool.
+            let working = self.working();
+            let placement: Vec<Option<u32>> =
+                self.placement.values().take(working).map(|v| v.1).collect();
             // The interval split where the program changes phase, each part at its rates.
             let mut per_thread = vec![0.0; order.len()];
             for (seg, phase) in self.segments(self.last_read, self.now) {
@@ -370,6 +415,29 @@ impl SimState {
             }
         }
         self.last_read = self.now;
+    }
+
+    /// The threads that work: the team in force, else all (the first in creation order).
+    fn working(&self) -> usize {
+        let all = self.placement.len();
+        match self.team {
+            Some(t) if t.applied > 0 => (t.applied as usize).min(all),
+            _ => all,
+        }
+    }
+
+    /// A want of the engine for the program's teams, applied as the preload library does:
+    /// only where its rule allows.
+    fn want_team(&mut self, want: u32) {
+        self.advance();
+        if let Some(t) = self.team.as_mut() {
+            t.want = want;
+            if t.flags.mid_run_allowed() {
+                t.applied = want.min(t.own);
+            } else if want != t.applied {
+                t.flags.0 |= autopin_perf::heartbeat::TeamFlags::REFUSED;
+            }
+        }
     }
 
     /// Moves every page that is on none of `to` there, round-robin over `to`, the way
@@ -491,6 +559,7 @@ impl Sim {
                 unborn: BTreeMap::new(),
                 workers_at: 0.0,
                 loaded_at: None,
+                team: None,
             })),
             threads,
             ends_at,
@@ -556,6 +625,25 @@ impl Sim {
             s.workers_at = at;
         }
         self
+    }
+
+    /// An OpenMP program whose preload library reports `flags` (`TeamFlags`): its teams
+    /// shrink to what the engine wants from then on where the library's rule allows.
+    pub fn with_team(self, flags: u32) -> Self {
+        {
+            let mut s = self.lock();
+            s.team = Some(autopin_perf::heartbeat::TeamState {
+                own: self.threads as u32,
+                flags: autopin_perf::heartbeat::TeamFlags(flags),
+                ..Default::default()
+            });
+        }
+        self
+    }
+
+    /// The program's team state now (None: not an OpenMP program with a team control).
+    pub fn team(&self) -> Option<autopin_perf::heartbeat::TeamState> {
+        self.lock().team
     }
 
     /// The dynamic loader maps the program's libraries until `at` (a cold start reading
@@ -818,6 +906,8 @@ pub struct SimPlatform {
     pub env: Vec<(String, String)>,
     /// Bus ids of the GPUs the program has open.
     pub opened_gpus: Vec<String>,
+    /// The executable has thread-local data of its own (`Started::thread_local_data`).
+    pub thread_local_data: bool,
 }
 
 impl SimPlatform {
@@ -841,6 +931,7 @@ impl SimPlatform {
             migrated: Vec::new(),
             env: Vec::new(),
             opened_gpus: Vec::new(),
+            thread_local_data: false,
         }
     }
 }
@@ -900,6 +991,7 @@ impl crate::run::Platform for SimPlatform {
             warnings: Vec::new(),
             openmp_runtime: self.openmp_runtime.clone(),
             preload_active: self.preload_active && !attached,
+            thread_local_data: self.thread_local_data,
         })
     }
 
@@ -1005,6 +1097,12 @@ struct SimMeter {
 impl Meter for SimMeter {
     fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
         self.sim.read(threads)
+    }
+    fn want_team(&mut self, threads: u32) {
+        self.sim.lock().want_team(threads);
+    }
+    fn team(&self) -> Option<autopin_perf::heartbeat::TeamState> {
+        self.sim.team()
     }
     fn counting(&self) -> Option<(String, String)> {
         self.counting.clone()

@@ -106,17 +106,28 @@ impl LinuxPlatform {
         // Which OpenMP runtime the program links, and whether the preload library can sit
         // in it (a dynamic executable): then it counts the program's OpenMP work.
         let path_var = std::env::var_os("PATH");
-        let (openmp_runtime, preload_reaches) =
+        let (openmp_runtime, preload_reaches, thread_local_data) =
             match process::elf::resolve_program(argv[0].as_ref(), path_var.as_deref()) {
                 Ok(p) => (
                     process::elf::needed_libraries(&p)
                         .ok()
                         .and_then(|n| autopin_perf::openmp_runtime(&n)),
                     process::elf::linkage(&p).is_ok_and(|l| l.preload_works()),
+                    process::elf::has_thread_local_data(&p).unwrap_or(true),
                 ),
-                Err(_) => (None, false),
+                Err(_) => (None, false, true),
             };
         spec.mem_policy = opts.mem_policy.clone();
+        // A team size to start with: OMP_NUM_THREADS, never above a count the user set.
+        if let Some(n) = opts.team_at_birth {
+            let own = std::env::var("OMP_NUM_THREADS")
+                .ok()
+                .and_then(|v| v.split(',').next()?.trim().parse::<usize>().ok())
+                .filter(|&v| v > 0);
+            let n = own.map_or(n, |o| o.min(n)).max(1);
+            spec.env
+                .push(("OMP_NUM_THREADS".into(), n.to_string().into()));
+        }
         let pin_at_birth = opts.pin_at_birth.is_some();
         if let Some(cpus) = &opts.pin_at_birth {
             let plan = PinPlan::new(cpus.clone(), opts.skip.clone())
@@ -213,6 +224,7 @@ impl LinuxPlatform {
             warnings,
             openmp_runtime,
             preload_active,
+            thread_local_data,
         })
     }
 
@@ -326,6 +338,8 @@ impl LinuxPlatform {
                 .ok()
                 .and_then(|m| openmp_runtime_in_maps(&m)),
             preload_active: false,
+            // Not read: an attached program's teams are never changed.
+            thread_local_data: true,
         })
     }
 }

@@ -358,6 +358,7 @@ mod tests {
                 index: 0,
                 label: "0,1".into(),
                 cpus: Some(vec![0, 1]),
+                team: None,
             }],
             ..Default::default()
         };

@@ -92,7 +92,8 @@ pub struct DecisionRecord {
     /// The chosen candidate's text (a CPU list in thread order, or "unpinned (OS decides)").
     pub candidate: String,
     pub candidate_index: usize,
-    /// The chosen CPU of each tracked thread in creation order (null when unpinned).
+    /// The chosen CPU of each tracked thread in creation order (null when unpinned); with a
+    /// team size, of the team's threads (the others wait idle in the runtime's pool).
     pub cpus: Option<Vec<u32>>,
     pub rate: Option<f64>,
     pub runner_up: Option<String>,
@@ -111,6 +112,10 @@ pub struct DecisionRecord {
     /// The program phase this decision is for (None: no phases announced).
     #[serde(default)]
     pub phase: Option<String>,
+    /// The team size the decided candidate runs the program's OpenMP regions with (None:
+    /// the program's own count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<usize>,
     /// What the search cost: seconds of the decided pinning's work lost while other
     /// candidates were probed (warm-ups included), probe by probe, against the decided
     /// pinning's rate over its own probes. None when the decided pinning was never probed.
@@ -255,6 +260,10 @@ pub struct Report {
     /// What the run did with remembered decisions (None: memory was not asked about).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryUse>,
+    /// What the run did with the program's thread count (None: not planned, e.g. a report
+    /// written before it was recorded, or a run that stood back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<ThreadCount>,
     /// The CPUs other work kept busy (more than 30% of their time) when the last search
     /// began, or when a remembered decision's check began (None: not watched: an attached
     /// program, or candidates the user named).
@@ -326,11 +335,14 @@ pub struct MemoryUse {
     pub busy_then: Option<Vec<u32>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CandidateRecord {
     pub index: usize,
     pub label: String,
     pub cpus: Option<Vec<u32>>,
+    /// The team size the program's OpenMP regions run with under it (None: its own count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<usize>,
 }
 
 impl CandidateRecord {
@@ -339,8 +351,26 @@ impl CandidateRecord {
             index,
             label: c.label.clone(),
             cpus: c.cpu_list().map(<[u32]>::to_vec),
+            team: c.team,
         }
     }
+}
+
+/// What the run did with the program's thread count (`--threads`, docs/threads.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadCount {
+    /// The team size the program's OpenMP regions get on their own, when seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own: Option<usize>,
+    /// How fewer threads were searched: `mid-run` (team candidates in the search),
+    /// `across runs` (the program may notice a smaller team: the next run starts with
+    /// `trial`), or `no`.
+    pub searched: String,
+    /// Why, in words.
+    pub why: String,
+    /// The team candidate the next run starts with to try, from memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<CandidateRecord>,
 }
 
 impl Report {

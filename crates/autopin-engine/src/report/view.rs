@@ -389,6 +389,7 @@ mod tests {
                 index: 0,
                 label: "0,1".into(),
                 cpus: Some(vec![0, 1]),
+                team: None,
             }],
             timeline: [grey.then(|| point(0.1, None)), Some(point(0.2, Some(0)))]
                 .into_iter()

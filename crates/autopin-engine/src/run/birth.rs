@@ -49,7 +49,14 @@ pub(super) struct Birth {
 /// until the first probe can cost more than the whole search: 16 OpenMP threads with
 /// spinning barriers beside one busy CPU ran at 1% of their pinned speed there, 0.26 s of
 /// a 1.2 s program.
-pub(super) fn birth(plan: &RunPlan, env: &mut RunEnv, explicit: Option<&[Pinning]>) -> Birth {
+/// `busy`: the CPUs busy with other work at launch when the run already looked (else it
+/// looks when it needs to).
+pub(super) fn birth(
+    plan: &RunPlan,
+    env: &mut RunEnv,
+    explicit: Option<&[Pinning]>,
+    busy: Option<&[u32]>,
+) -> Birth {
     if let Some(cpus) = pinned_at_birth(plan, explicit) {
         return Birth {
             cpus: Some(cpus),
@@ -84,7 +91,10 @@ pub(super) fn birth(plan: &RunPlan, env: &mut RunEnv, explicit: Option<&[Pinning
         return Birth::default();
     }
     let allowed = plan.machine.allowed_cpuset();
-    let busy = env.platform.busy_at_launch(&allowed);
+    let busy = match busy {
+        Some(b) => b.to_vec(),
+        None => env.platform.busy_at_launch(&allowed),
+    };
     if busy.is_empty() || allowed.iter().all(|c| busy.contains(&c)) {
         return Birth::default();
     }

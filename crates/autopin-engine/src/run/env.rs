@@ -35,6 +35,9 @@ pub struct LaunchOptions {
     /// Remove these variables from a launched program's environment (OpenMP's binding,
     /// with `--override-binding`).
     pub unset: Vec<String>,
+    /// Start an OpenMP program with this many threads (OMP_NUM_THREADS; a smaller count the
+    /// user set stays): a remembered team size, or `--threads N`.
+    pub team_at_birth: Option<usize>,
 }
 
 /// A started (or attached) target.
@@ -55,6 +58,10 @@ pub struct Started {
     /// The preload library sits in the program (launched dynamic executable), so it counts
     /// the program's OpenMP work.
     pub preload_active: bool,
+    /// The executable has thread-local data of its own (a PT_TLS segment), which may be
+    /// OpenMP threadprivate data that persists between regions only while the team keeps
+    /// its size: its teams are not changed mid-run.
+    pub thread_local_data: bool,
 }
 
 /// Which CPUs other work keeps busy, measured while the target runs.

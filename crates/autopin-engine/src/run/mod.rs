@@ -17,6 +17,7 @@ pub mod env;
 pub mod memory;
 mod objective;
 pub mod plan;
+mod team;
 
 pub use env::{
     BusyWatch, CountingCheck, DeviceWatch, LaunchOptions, Platform, RunEnv, RunSink, Started,
@@ -24,7 +25,7 @@ pub use env::{
 pub use memory::describe_single_node;
 pub use plan::{
     CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, Remembered,
-    RememberedPhase, RunPlan, SearchParams, StrategyChoice, TargetSpec, BORN_WAIT,
+    RememberedPhase, RunPlan, SearchParams, StrategyChoice, TargetSpec, ThreadsChoice, BORN_WAIT,
 };
 
 use crate::driver::{Driver, DriverConfig, Outcome};
@@ -47,7 +48,11 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     plan.validate()?;
     let counting = check_counting(plan, env)?;
     let explicit = explicit_candidates(plan);
-    let birth = birth(plan, env, explicit.as_deref());
+    // CPUs busy with other work at launch, looked at once for where the program starts and
+    // whether fewer threads could run faster (`team`).
+    let busy_at_launch = (!plan.target.is_attach() && plan.threads == ThreadsChoice::Auto)
+        .then(|| env.platform.busy_at_launch(&plan.machine.allowed_cpuset()));
+    let birth = birth(plan, env, explicit.as_deref(), busy_at_launch.as_deref());
     let (started, machine, mut busy_watch) = start(plan, env, explicit.as_deref(), &birth)?;
     let Started {
         pid,
@@ -56,6 +61,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         mask,
         openmp_runtime,
         preload_active,
+        thread_local_data,
         ..
     } = started;
     let birth = birth.launched(preload_active, env.sink);
@@ -66,13 +72,27 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         warn_binding_overridden(env.sink, &binding);
     }
     let allowed = mask.clone().unwrap_or_else(|| machine.allowed_cpuset());
+    // libgomp and libomp start as many threads as the program may use CPUs, unless
+    // OMP_NUM_THREADS says otherwise.
+    let openmp_threads = birth::openmp_threads(&target_env).unwrap_or(allowed.len());
+    let team = team::TeamSearch::plan(
+        plan,
+        &machine,
+        &team::Facts {
+            launched: !plan.target.is_attach(),
+            openmp_runtime: openmp_runtime.as_deref(),
+            preload_active,
+            thread_local_data,
+            threads: openmp_threads,
+            busy: busy_at_launch.as_deref().unwrap_or_default(),
+        },
+    );
     let target = TargetFacts {
         pid,
         openmp_runtime: openmp_runtime.as_deref(),
         preload_active,
-        // libgomp and libomp start as many threads as the program may use CPUs, unless
-        // OMP_NUM_THREADS says otherwise.
-        openmp_threads: birth::openmp_threads(&target_env).unwrap_or(allowed.len()),
+        openmp_threads,
+        team_units: team.enabled(),
     };
     let (choice, mut init) = objective_step(plan, &counting, &target, env, threads.as_mut())?;
     let check = busy_check(plan, busy_watch.as_mut(), pid, env, &mut init);
@@ -83,6 +103,15 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         .platform
         .open_meter(choice.source, &choice.objective, &allowed)
         .inspect_err(|_| threads.terminate())?;
+    // Team candidates compare only on the team-free objective.
+    if choice.objective.kind() == autopin_perf::ObjectiveKind::OpenMpTeam {
+        meter = team.meter(meter);
+    } else {
+        team.disable(format!(
+            "the objective ({}) is not counted per team, so teams of different sizes cannot be compared",
+            choice.info.unit
+        ));
+    }
     let around = Surroundings {
         busy: busy_watch,
         // Only a machine that lists GPUs has a GPU to be near.
@@ -97,7 +126,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         &choice,
         (explicit, &check, &birth),
         &machine,
-        around,
+        (around, team.clone()),
         init,
         counted,
     );
@@ -118,6 +147,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         meter.as_mut(),
         place,
     )?;
+    session.report.threads = Some(team.record());
     let ran = Ran {
         report: session.report.clone(),
         outcome,
@@ -264,7 +294,7 @@ fn open_session(
     choice: &ObjectiveChoice,
     (explicit, busy, birth): (Option<Vec<Pinning>>, &BusyCheck, &Birth),
     machine: &Machine,
-    around: Surroundings,
+    (around, team): (Surroundings, team::TeamSearch),
     (init, init_waited): (f64, f64),
     counting: Option<(String, String)>,
 ) -> Session {
@@ -318,6 +348,7 @@ fn open_session(
             busy.changed.then(|| busy.now.clone()).flatten(),
             machine.clone(),
             around,
+            team,
         ),
         strategy_factory(search_strategy(plan, busy.changed), plan.launch.as_ref()),
     );
@@ -625,6 +656,10 @@ fn start(
     birth: &Birth,
 ) -> Result<(Started, Machine, Option<Watch>), EngineError> {
     let launch = LaunchOptions {
+        team_at_birth: plan
+            .threads
+            .count()
+            .or(plan.remembered.as_ref().and_then(|r| r.pinning.team)),
         pin_at_birth: birth.cpus.clone(),
         skip: plan.skip.clone(),
         mem_policy: plan.mem_policy.clone(),
@@ -781,6 +816,7 @@ fn candidate_factory(
     moved: Option<Vec<u32>>,
     machine: Machine,
     mut around: Surroundings,
+    team: team::TeamSearch,
 ) -> CandidateFactory {
     let source = plan.candidates.clone();
     let given = plan.remembered.is_none();
@@ -853,6 +889,14 @@ fn candidate_factory(
             }
             let n = threads.unwrap_or(n);
             let mut pinnings = topology_candidates(&machine, n, *max, *include_unpinned, busy);
+            // Fewer threads (docs/threads.md): probed after the OS placement, before the
+            // topology's own, as they are where the gain is largest when they are offered.
+            let (teams, team_note) = team.candidates(&machine, n, busy);
+            notes.extend(team_note);
+            for (at, t) in teams.into_iter().enumerate() {
+                let first = usize::from(pinnings.first().is_some_and(|p| p.is_unpinned()));
+                pinnings.insert((first + at).min(pinnings.len()), t);
+            }
             let opened = around
                 .devices
                 .as_mut()
@@ -959,5 +1003,7 @@ fn plain_strategy_factory(choice: StrategyChoice) -> StrategyFactory {
     }
 }
 
+#[cfg(test)]
+mod team_tests;
 #[cfg(test)]
 mod tests;

@@ -33,6 +33,9 @@ pub(super) struct TargetFacts<'a> {
     /// The OpenMP threads the program will start (OMP_NUM_THREADS, else the CPUs it may
     /// use).
     pub(super) openmp_threads: usize,
+    /// Teams of different sizes may be compared (`team`): OpenMP progress is then counted
+    /// once per team (`openmp-team`).
+    pub(super) team_units: bool,
 }
 
 /// Walks the plan's fallback chain and takes the first source that can be measured.
@@ -392,6 +395,8 @@ fn fallback(
         ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress => {
             let text = if source == ObjectiveSource::Heartbeat {
                 "heartbeat"
+            } else if target.team_units {
+                "openmp-team"
             } else {
                 "openmp"
             };

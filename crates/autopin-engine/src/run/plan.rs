@@ -213,6 +213,23 @@ pub struct RunPlan {
     /// A decision remembered from an earlier run of this program here: applied at birth
     /// and checked, instead of a search from scratch.
     pub remembered: Option<Remembered>,
+    /// What the run may do with the program's thread count (`--threads`).
+    pub threads: ThreadsChoice,
+}
+
+/// What a run may do with the program's thread count (`run --threads`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ThreadsChoice {
+    /// An OpenMP program's parallel regions may get fewer threads where fewer run faster:
+    /// mid-run where no conforming program can tell (docs/threads.md), else in the next runs
+    /// from memory.
+    #[default]
+    Auto,
+    /// Never change the count.
+    Keep,
+    /// Start the program with this many threads (OMP_NUM_THREADS, never above a count it
+    /// was given) and plan the candidates for them.
+    Count(usize),
 }
 
 /// A remembered decision to check: its pinning is in force from the program's first
@@ -244,6 +261,16 @@ pub struct Remembered {
     /// busy now mean the check is a search of its own: the remembered pinning was chosen
     /// around neighbours that have moved, so matching its old rate proves nothing.
     pub busy: Option<Vec<u32>>,
+}
+
+impl ThreadsChoice {
+    /// The count asked for, if one was.
+    pub fn count(&self) -> Option<usize> {
+        match self {
+            ThreadsChoice::Count(n) => Some(*n),
+            _ => None,
+        }
+    }
 }
 
 /// One phase's remembered decision.

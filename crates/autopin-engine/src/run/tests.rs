@@ -20,11 +20,12 @@ fn openmp_without_pmu(sim: Sim) -> SimPlatform {
     p
 }
 
-fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan {
+pub(super) fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan {
     RunPlan {
         override_binding: false,
         start_off_busy: true,
         remembered: None,
+        threads: ThreadsChoice::Auto,
         machine: m.clone(),
         target,
         skip: SkipMask::none(),
@@ -49,11 +50,11 @@ fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource) -> RunPlan
     }
 }
 
-fn launch() -> TargetSpec {
+pub(super) fn launch() -> TargetSpec {
     TargetSpec::Launch(vec!["./prog".into()])
 }
 
-fn topology() -> CandidateSource {
+pub(super) fn topology() -> CandidateSource {
     CandidateSource::Topology {
         max: 12,
         include_unpinned: true,
@@ -61,7 +62,10 @@ fn topology() -> CandidateSource {
     }
 }
 
-fn go(plan: &RunPlan, platform: &mut SimPlatform) -> (Result<Report, EngineError>, SimSink) {
+pub(super) fn go(
+    plan: &RunPlan,
+    platform: &mut SimPlatform,
+) -> (Result<Report, EngineError>, SimSink) {
     let mut clock = platform.sim.clone();
     let pinner = platform.sim.clone();
     let mut sink = SimSink::default();

@@ -141,7 +141,11 @@ impl Session {
             at: now,
             candidate: cand.label.clone(),
             candidate_index: self.report_id(idx).unwrap_or(idx),
-            cpus: cand.cpus_for(self.tracked.max(1)),
+            // The threads that work: with a team size, the team's (the others wait idle).
+            cpus: cand.cpus_for(
+                cand.team
+                    .map_or(self.tracked.max(1), |t| t.min(self.tracked.max(1))),
+            ),
             rate: score.map(|v| on_scale(self.cfg.higher_is_better, v)),
             runner_up: None,
             runner_up_rate: None,
@@ -150,6 +154,7 @@ impl Session {
             reason: reason.to_string(),
             strategy: strategy.to_string(),
             phase: self.phase.clone(),
+            team: cand.team,
             search_cost: None,
         }
     }

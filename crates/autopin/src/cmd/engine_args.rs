@@ -10,7 +10,7 @@ use autopin_engine::phase::WatchParams;
 use autopin_engine::pin_plan::SkipMask;
 use autopin_engine::run::{
     CandidateSource, LaunchPlan, ObjectivePlan, RunPlan, SearchParams, StrategyChoice, TargetSpec,
-    BORN_WAIT,
+    ThreadsChoice, BORN_WAIT,
 };
 use autopin_engine::strategy::{Autopin1Params, RaceParams};
 use autopin_perf::{Objective, Sysfs};
@@ -273,6 +273,11 @@ impl EngineArgs {
             override_binding: a.override_binding,
             start_off_busy: a.start == StartName::Auto,
             remembered: None,
+            threads: match a.threads {
+                Some(crate::number_args::ThreadsArg::Keep) => ThreadsChoice::Keep,
+                Some(crate::number_args::ThreadsArg::Count(n)) => ThreadsChoice::Count(n),
+                Some(crate::number_args::ThreadsArg::Auto) | None => ThreadsChoice::Auto,
+            },
         })
     }
 }

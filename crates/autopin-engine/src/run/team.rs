@@ -1,0 +1,237 @@
+//! The program's thread count in a run (`--threads`, docs/threads.md): whether the search
+//! may give an OpenMP program's parallel regions fewer threads, the candidates that do, and
+//! what the report says of it.
+//!
+//! Team candidates join a search only when everything holds: `--threads auto`, a launched
+//! OpenMP program the preload library sits in, fewer threads plausible here at launch (CPUs
+//! busy with other work leave fewer free CPUs than threads, or SMT siblings would share
+//! cores), and so the team-free objective (`openmp-team`, OpenMP work counted once per team)
+//! measures the run. At each search the preload library's view decides: a program that may
+//! notice a smaller team (it asked for its count outside a region, set it, keeps
+//! threadprivate data) keeps its count in this run, and the team candidate is left to the
+//! next run's start, from memory.
+
+use super::{CandidateSource, RunPlan, ThreadsChoice};
+use crate::os::{Meter, OsError, Reading};
+use crate::report::{CandidateRecord, ThreadCount};
+use autopin_perf::heartbeat::TeamState;
+use autopin_placement::Pinning;
+use autopin_topology::Machine;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The count's part in a run, shared by the meter (which reads the library's view), the
+/// candidate factory (which offers team candidates) and the report.
+#[derive(Clone, Default)]
+pub(super) struct TeamSearch(Rc<RefCell<Shared>>);
+
+#[derive(Default)]
+struct Shared {
+    /// Team candidates may join the searches.
+    enabled: bool,
+    /// Why the count is not searched in this run at all (None while it may be).
+    off: Option<String>,
+    /// The executable has thread-local data of its own.
+    thread_local_data: bool,
+    /// The preload library's latest view of the program's teams.
+    state: Option<TeamState>,
+    /// Team candidates offered to a search.
+    offered: Vec<Pinning>,
+    /// The team candidate a search could not offer (the program may notice a smaller
+    /// team), left to the next run's start; and why.
+    trial: Option<(Pinning, String)>,
+}
+
+/// What the run knows of the program when it plans the count.
+pub(super) struct Facts<'a> {
+    pub(super) launched: bool,
+    pub(super) openmp_runtime: Option<&'a str>,
+    pub(super) preload_active: bool,
+    pub(super) thread_local_data: bool,
+    /// The threads the program will start (OMP_NUM_THREADS, else the CPUs it may use).
+    pub(super) threads: usize,
+    /// CPUs busy with other work at launch.
+    pub(super) busy: &'a [u32],
+}
+
+impl TeamSearch {
+    /// Plans the count for `plan` on `machine` (the CPUs the program may use).
+    pub(super) fn plan(plan: &RunPlan, machine: &Machine, f: &Facts) -> TeamSearch {
+        let off = match plan.threads {
+            ThreadsChoice::Keep => Some("--threads keep".to_string()),
+            ThreadsChoice::Count(n) => Some(format!("--threads {n}: the program runs {n}")),
+            ThreadsChoice::Auto if !f.launched => {
+                Some("an attached program keeps its count (no preload library in it)".into())
+            }
+            ThreadsChoice::Auto if f.openmp_runtime.is_none() => Some(
+                "not an OpenMP program: its threads are its own (pthreads, MPI, TBB, Java keep their count)"
+                    .into(),
+            ),
+            ThreadsChoice::Auto if !f.preload_active => Some(
+                "the preload library is not in the program (a static executable): its teams cannot be changed"
+                    .into(),
+            ),
+            ThreadsChoice::Auto if !matches!(plan.candidates, CandidateSource::Topology { .. }) => {
+                Some("the candidates were named: their thread count is the program's".into())
+            }
+            ThreadsChoice::Auto
+                if autopin_placement::team_candidates(machine, f.threads, f.busy).is_empty() =>
+            {
+                Some(if f.threads == 1 {
+                    "the program starts one thread".to_string()
+                } else {
+                    format!(
+                        "each of the {} threads the program starts has a CPU of its own at launch: fewer would not run faster",
+                        f.threads
+                    )
+                })
+            }
+            ThreadsChoice::Auto => None,
+        };
+        TeamSearch(Rc::new(RefCell::new(Shared {
+            enabled: off.is_none(),
+            off,
+            thread_local_data: f.thread_local_data,
+            ..Shared::default()
+        })))
+    }
+
+    /// Team candidates do not join this run's searches, for `why` (kept when the count was
+    /// already not searched).
+    pub(super) fn disable(&self, why: String) {
+        let mut s = self.0.borrow_mut();
+        if s.enabled {
+            s.enabled = false;
+            s.off = Some(why);
+        }
+    }
+
+    /// Whether team candidates may join the searches (and the team-free objective measures).
+    pub(super) fn enabled(&self) -> bool {
+        self.0.borrow().enabled
+    }
+
+    /// `inner`, reading the preload library's view of the teams at every reading.
+    pub(super) fn meter(&self, inner: Box<dyn Meter>) -> Box<dyn Meter> {
+        if !self.enabled() {
+            return inner;
+        }
+        Box::new(TeamMeter {
+            inner,
+            shared: self.0.clone(),
+        })
+    }
+
+    /// The team candidates for a search of `n` threads beside the `busy` CPUs, and a line
+    /// for the report; none when the count is not searched, or the program may notice a
+    /// smaller team mid-run (its candidate is then kept for the next run's start).
+    pub(super) fn candidates(
+        &self,
+        machine: &Machine,
+        n: usize,
+        busy: &[u32],
+    ) -> (Vec<Pinning>, Option<String>) {
+        let mut s = self.0.borrow_mut();
+        if !s.enabled {
+            return (Vec::new(), None);
+        }
+        let Some(state) = s.state else {
+            return (Vec::new(), None);
+        };
+        let n = if state.own > 0 { state.own as usize } else { n };
+        let teams = autopin_placement::team_candidates(machine, n, busy);
+        let Some(first) = teams.first().cloned() else {
+            return (Vec::new(), None);
+        };
+        let why_not = state.flags.why_not().or_else(|| {
+            s.thread_local_data.then(|| {
+                "the program keeps thread-local data of its own (maybe OpenMP threadprivate data, which persists only while the team keeps its size)".to_string()
+            })
+        });
+        if let Some(why) = why_not {
+            let note = format!(
+                "thread count: {} may run faster, but {why}: its count stays in this run, and the next run starts with them to try (from memory)",
+                first.label
+            );
+            s.trial = Some((first, why));
+            return (Vec::new(), Some(note));
+        }
+        let note = format!(
+            "thread count: {} join the search (the program's parallel regions get fewer threads from the next region on; it never asked for its count)",
+            teams
+                .iter()
+                .map(|t| t.label.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for t in &teams {
+            if !s.offered.iter().any(|o| o.label == t.label) {
+                s.offered.push(t.clone());
+            }
+        }
+        (teams, Some(note))
+    }
+
+    /// What the report says of the count.
+    pub(super) fn record(&self) -> ThreadCount {
+        let s = self.0.borrow();
+        let own = s.state.map(|t| t.own as usize).filter(|n| *n > 0);
+        let (searched, why) = if let Some(off) = &s.off {
+            ("no", off.clone())
+        } else if !s.offered.is_empty() {
+            (
+                "mid-run",
+                "the program's parallel regions can run fewer threads without it noticing"
+                    .to_string(),
+            )
+        } else if let Some((_, why)) = &s.trial {
+            ("across runs", why.clone())
+        } else {
+            (
+                "no",
+                "no search offered fewer threads (no OpenMP region seen, or every thread had a CPU of its own)"
+                    .to_string(),
+            )
+        };
+        ThreadCount {
+            own,
+            searched: searched.into(),
+            why,
+            trial: s.trial.as_ref().map(|(p, _)| CandidateRecord::from(0, p)),
+        }
+    }
+}
+
+/// A meter that keeps the preload library's view of the program's teams for the search.
+struct TeamMeter {
+    inner: Box<dyn Meter>,
+    shared: Rc<RefCell<Shared>>,
+}
+
+impl Meter for TeamMeter {
+    fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
+        let r = self.inner.read(threads);
+        if let Some(t) = self.inner.team() {
+            self.shared.borrow_mut().state = Some(t);
+        }
+        r
+    }
+    fn pause(&mut self) {
+        self.inner.pause();
+    }
+    fn whole_program(&mut self, yes: bool) {
+        self.inner.whole_program(yes);
+    }
+    fn notes(&self) -> Vec<String> {
+        self.inner.notes()
+    }
+    fn counting(&self) -> Option<(String, String)> {
+        self.inner.counting()
+    }
+    fn want_team(&mut self, threads: u32) {
+        self.inner.want_team(threads);
+    }
+    fn team(&self) -> Option<TeamState> {
+        self.inner.team()
+    }
+}

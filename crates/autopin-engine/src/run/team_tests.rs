@@ -1,0 +1,138 @@
+//! The thread count in a run, end to end on the simulated machine: a barrier-synchronised
+//! OpenMP program of two threads beside a busy CPU runs twice as fast as one thread on the
+//! free CPU. Where the program cannot notice a smaller team, the search finds it mid-run;
+//! where it may (it asked for its count outside a region), its count stays and the next
+//! run is told to try; on an idle machine, and with `--threads keep`, nothing changes.
+
+use super::tests::{go, launch, plan, topology};
+use super::*;
+use crate::os::OsError;
+use crate::sim::{BarrierModel, Sim, SimPlatform};
+use autopin_perf::heartbeat::TeamFlags;
+
+fn two_cpus() -> Machine {
+    autopin_topology::source::synthetic::parse("package:1 core:2 pu:1").unwrap()
+}
+
+/// The program on two CPUs, CPU 0 busy when `busy`, its preload library reporting `flags`.
+fn platform(busy: bool, flags: u32) -> SimPlatform {
+    let m = two_cpus();
+    let busy_cpus = if busy { vec![0] } else { vec![] };
+    let model = BarrierModel {
+        base: 10_000.0,
+        busy: busy_cpus.clone(),
+        stacked: 0.05,
+    };
+    let sim = Sim::new(&m, Box::new(model), 2, 0.02, 3, 12.0).with_team(flags);
+    let mut p = SimPlatform::new(sim);
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
+    p.openmp_runtime = Some("libgomp.so.1".into());
+    p.busy = busy_cpus;
+    p
+}
+
+#[test]
+fn beside_a_busy_cpu_one_thread_on_the_free_cpu_is_found_mid_run() {
+    let m = two_cpus();
+    let mut p = platform(true, 0);
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(
+        r.objective.unit, "OpenMP team constructs/s",
+        "{:?}",
+        r.objective
+    );
+    let d = r.decision.clone().expect("decided");
+    assert_eq!(d.team, Some(1), "{d:?}\n{:?}", sink.messages);
+    assert_eq!(d.cpus, Some(vec![1]), "{d:?}");
+    assert!(d.candidate.starts_with("1 thread: 1"), "{d:?}");
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!((t.searched.as_str(), t.own), ("mid-run", Some(2)), "{t:?}");
+    assert!(r.candidates.iter().any(|c| c.team == Some(1)));
+    // The team is in force at the end: the program runs one thread.
+    assert_eq!(p.sim.team().map(|t| t.applied), Some(1));
+    assert!(
+        sink.said("thread count: 1 thread: 1"),
+        "{:?}",
+        sink.messages
+    );
+}
+
+#[test]
+fn a_program_that_asked_for_its_count_keeps_it_and_the_next_run_is_told_to_try() {
+    let m = two_cpus();
+    let mut p = platform(true, TeamFlags::ASKED);
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    let d = r.decision.clone().expect("decided");
+    assert_eq!(d.team, None, "{d:?}");
+    assert_ne!(p.sim.team().map(|t| t.applied), Some(1));
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "across runs", "{t:?}");
+    assert!(t.why.contains("asked for its thread count"), "{t:?}");
+    assert_eq!(t.trial.as_ref().and_then(|c| c.team), Some(1), "{t:?}");
+    assert!(
+        sink.said("the next run starts with them to try"),
+        "{:?}",
+        sink.messages
+    );
+}
+
+#[test]
+fn thread_local_data_keeps_the_count_too() {
+    let m = two_cpus();
+    let mut p = platform(true, 0);
+    p.thread_local_data = true;
+    let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "across runs", "{t:?}");
+    assert!(t.why.contains("thread-local data"), "{t:?}");
+}
+
+#[test]
+fn an_idle_machine_and_keep_change_nothing() {
+    let m = two_cpus();
+    let mut p = platform(false, 0);
+    let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
+    assert_eq!(r.objective.unit, "OpenMP constructs/s");
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "no", "{t:?}");
+    assert!(r.candidates.iter().all(|c| c.team.is_none()));
+    let mut p = platform(true, 0);
+    let mut pl = plan(&m, launch(), topology());
+    pl.threads = ThreadsChoice::Keep;
+    let r = go(&pl, &mut p).0.unwrap();
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(
+        (t.searched.as_str(), t.why.as_str()),
+        ("no", "--threads keep")
+    );
+    assert!(r.candidates.iter().all(|c| c.team.is_none()));
+}
+
+#[test]
+fn a_count_asked_for_or_remembered_is_the_programs_from_its_start() {
+    let m = two_cpus();
+    let mut p = platform(true, 0);
+    let mut pl = plan(&m, launch(), topology());
+    pl.threads = ThreadsChoice::Count(1);
+    go(&pl, &mut p).0.unwrap();
+    assert_eq!(
+        p.launched_with.as_ref().and_then(|l| l.team_at_birth),
+        Some(1)
+    );
+    let mut p = platform(true, 0);
+    let mut pl = plan(&m, launch(), topology());
+    pl.remembered = Some(Remembered {
+        pinning: Pinning::from_cpus(vec![1]).with_team(1),
+        runner_up: None,
+        settled: true,
+        rate: None,
+        phases: Vec::new(),
+        objective: None,
+        busy: Some(vec![0]),
+    });
+    go(&pl, &mut p).0.unwrap();
+    let l = p.launched_with.clone().expect("launched");
+    assert_eq!((l.team_at_birth, l.pin_at_birth), (Some(1), Some(vec![1])));
+}
