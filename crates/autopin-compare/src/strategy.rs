@@ -264,7 +264,10 @@ impl PlacementCheck for MachineCheck<'_> {
     }
 
     fn expression(&self, expr: &str) -> Result<Vec<u32>, String> {
-        autopin_placement::pin_expression(self.machine, expr).map_err(|e| e.to_string())
+        // `COUNT:EXPR` (a thread count in front, `1:1`) is what `autopin pin -c` takes too.
+        autopin_placement::team_expression(self.machine, expr)
+            .map(|(_, cpus)| cpus)
+            .map_err(|e| e.to_string())
     }
 
     fn allowed_cpus(&self) -> Vec<u32> {

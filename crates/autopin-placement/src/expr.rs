@@ -40,6 +40,43 @@ struct Field<'a> {
     pos: usize,
 }
 
+/// A pin expression with a thread count in front, `COUNT:EXPR`: `1:1` is one thread on
+/// CPU 1, `2:S0:0-1` two threads on the first two CPUs of socket 0 (a number followed by a
+/// colon is never a likwid-pin expression of its own, whose domains are letters). Returns
+/// the count (None without one) and the CPUs in thread order. The count must be at least
+/// 1; a count above the CPUs named wraps them as the list does.
+pub fn team_expression(
+    m: &Machine,
+    expr: &str,
+) -> Result<(Option<usize>, Vec<u32>), PlacementError> {
+    let body = expr.trim_start();
+    let lead = expr.len() - body.len();
+    let digits = body.chars().take_while(|c| c.is_ascii_digit()).count();
+    if digits > 0 && body[digits..].starts_with(':') {
+        let rest = &body[digits + 1..];
+        let n: usize = body[..digits].parse().unwrap_or(0);
+        if n == 0 {
+            return Err(PlacementError::expr(
+                expr,
+                lead,
+                "a thread count of 0",
+                "COUNT:EXPR with a count of 1 or more, e.g. 1:1 for one thread on CPU 1",
+            ));
+        }
+        let cpus = pin_expression(m, rest).map_err(|e| match e {
+            PlacementError::Expr {
+                position,
+                message,
+                valid,
+                ..
+            } => PlacementError::expr(expr, position + lead + digits + 1, message, valid),
+            other => other,
+        })?;
+        return Ok((Some(n), cpus));
+    }
+    Ok((None, pin_expression(m, expr)?))
+}
+
 pub fn pin_expression(m: &Machine, expr: &str) -> Result<Vec<u32>, PlacementError> {
     let view = View::new(m);
     let ds = domains_of(&view);
@@ -479,4 +516,28 @@ pub(crate) fn even_quotas(n: usize, caps: &[usize]) -> Vec<usize> {
         }
     }
     q
+}
+
+#[cfg(test)]
+mod team_tests {
+    use super::*;
+
+    #[test]
+    fn a_count_in_front_sets_the_threads_and_keeps_the_expression() {
+        let m = autopin_topology::source::synthetic::parse("package:2 core:2 pu:1").unwrap();
+        assert_eq!(team_expression(&m, "1:1").unwrap(), (Some(1), vec![1]));
+        assert_eq!(
+            team_expression(&m, "2:S1:0-1").unwrap(),
+            (Some(2), vec![2, 3])
+        );
+        assert_eq!(team_expression(&m, "0,1").unwrap(), (None, vec![0, 1]));
+        assert_eq!(team_expression(&m, "S0:0").unwrap(), (None, vec![0]));
+        let e = team_expression(&m, "0:1").unwrap_err().to_string();
+        assert!(e.contains("thread count of 0"), "{e}");
+        // An error in the expression points into the whole text.
+        match team_expression(&m, "2:S9:0").unwrap_err() {
+            PlacementError::Expr { position, .. } => assert!(position >= 2, "{position}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

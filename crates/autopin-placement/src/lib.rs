@@ -34,7 +34,7 @@ pub use candidates::{
 pub use cpulist::CpuList;
 pub use domains::{device_domains_listing, domains, domains_listing, Domain};
 pub use error::PlacementError;
-pub use expr::pin_expression;
+pub use expr::{pin_expression, team_expression};
 pub use mempolicy::{mem_policy, node_list, MemPolicy, MemPolicyMode};
 pub use pinning::{cpu_text, Pinning, Place, UNPINNED_LABEL};
 pub use policy::{policy_pinning, POLICY_NAMES};

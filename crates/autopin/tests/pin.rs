@@ -215,6 +215,41 @@ fn omp_num_threads_defaults_to_the_list_length() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "7\n");
 }
 
+/// `-c COUNT:EXPR` sets the OpenMP thread count too (issue #61): `1:0` runs one thread on
+/// CPU 0, and a count the user set is an upper bound; a count of 0 is a usage error that
+/// names the position.
+#[test]
+fn a_count_in_front_of_the_expression_is_the_thread_count() {
+    let echo = |count: Option<&str>, expr: &str| {
+        let mut c = autopin();
+        match count {
+            Some(v) => c.env("OMP_NUM_THREADS", v),
+            None => c.env_remove("OMP_NUM_THREADS"),
+        };
+        let out = c
+            .args(["pin", "-c", expr, "--", "sh", "-c", "echo $OMP_NUM_THREADS"])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(echo(None, "1:0").1, "1\n");
+    assert_eq!(echo(None, "3:0").1, "3\n");
+    assert_eq!(
+        echo(Some("2"), "3:0").1,
+        "2\n",
+        "the user's count bounds it"
+    );
+    let (code, _, err) = echo(None, "0:0");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("thread count of 0"), "{err}");
+    let p = autopin().args(["pin", "-c", "1:0", "-p"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&p.stdout), "0\n");
+}
+
 #[test]
 fn pthreads_are_pinned_and_the_skip_mask_skips() {
     autopin_testkit::require!(

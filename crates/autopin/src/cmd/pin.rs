@@ -26,7 +26,7 @@ under taskset -c or likwid-pin -c. OMP_NUM_THREADS is set to the length of the l
 unless it is already set (as likwid-pin does)."
 )]
 pub struct Args {
-    /// CPUs in thread order: a list (0,1,0,1 or 0-3) or a likwid-pin expression (S0:0-3, E:N:8, M:scatter)
+    /// CPUs in thread order: a list (0,1,0,1 or 0-3) or a likwid-pin expression (S0:0-3, E:N:8, M:scatter); COUNT:EXPR also sets the OpenMP thread count (1:1 is one thread on CPU 1)
     #[arg(short = 'c', long = "cpus", value_name = "EXPR", conflicts_with_all = ["policy", "sharing"])]
     pub cpus: Option<String>,
     /// Place threads with a named policy (compact, scatter, balanced, ...)
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> CmdResult {
         let mem = args.memory.resolve(&machine)?;
         return launch_unpinned(&args, mem);
     }
-    let cpus = select_cpus(&args, &machine)?.ok_or_else(|| {
+    let (team, cpus) = select_cpus(&args, &machine)?.ok_or_else(|| {
         CliError::usage("say where to pin: -c EXPR, --policy P [-n N] or --sharing STRATEGY:FILE")
     })?;
     let skip = match &args.skip {
@@ -90,27 +90,38 @@ pub fn run(args: Args) -> CmdResult {
     check_allowed(&cpus, &allowed)?;
     let plan = PinPlan::new(cpus, skip)?;
     let mem = args.memory.resolve(&machine)?;
-    launch(&args, program, prog_args, &plan, allowed, &pinner, mem)
+    launch(
+        &args,
+        program,
+        prog_args,
+        (&plan, team),
+        allowed,
+        &pinner,
+        mem,
+    )
 }
 
-/// The CPU list for -c / --policy / --sharing, or None when none of them was given.
-fn select_cpus(args: &Args, m: &Machine) -> Result<Option<Vec<u32>>, CliError> {
+/// The thread count a `-c COUNT:EXPR` names (None without one) and the CPUs in thread order.
+type Selection = (Option<usize>, Vec<u32>);
+
+/// The selection of -c / --policy / --sharing, or None when none of them was given.
+fn select_cpus(args: &Args, m: &Machine) -> Result<Option<Selection>, CliError> {
     let usage = |e: autopin_placement::PlacementError| CliError::usage(e.to_string());
     if let Some(expr) = &args.cpus {
-        return autopin_placement::pin_expression(m, expr)
+        return autopin_placement::team_expression(m, expr)
             .map(Some)
             .map_err(usage);
     }
     if let Some(spec) = &args.sharing {
         let (strategy, file) = crate::sharing_arg::parse(spec, args.policy.as_deref())?;
         return autopin_placement::sharing_pinning(m, &strategy, &file)
-            .map(Some)
+            .map(|c| Some((None, c)))
             .map_err(usage);
     }
     if let Some(policy) = &args.policy {
         let n = args.threads.unwrap_or_else(|| m.allowed_cpuset().len());
         return autopin_placement::policy_pinning(m, policy, n)
-            .map(Some)
+            .map(|c| Some((None, c)))
             .map_err(usage);
     }
     Ok(None)
@@ -124,7 +135,7 @@ fn print(args: &Args, m: &Machine) -> CmdResult {
         ));
     }
     match select_cpus(args, m)? {
-        Some(cpus) => {
+        Some((_, cpus)) => {
             let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
             println!("{}", list.join(","));
         }
@@ -173,7 +184,7 @@ fn launch(
     args: &Args,
     program: &OsString,
     prog_args: &[OsString],
-    plan: &PinPlan,
+    (plan, team): (&PinPlan, Option<usize>),
     allowed: CpuSet,
     pinner: &dyn Pinner,
     mem: Option<autopin_placement::MemPolicy>,
@@ -183,9 +194,21 @@ fn launch(
     spec.mem_policy = mem;
     spec.forward_signals = true;
     spec.env = plan.env();
-    if std::env::var_os("OMP_NUM_THREADS").is_none() {
+    // The OpenMP thread count: COUNT of `-c COUNT:EXPR`, never above a count the user set;
+    // without a count, the list's length unless the user set one (as likwid-pin does).
+    let set = std::env::var("OMP_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.split(',').next()?.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0);
+    let count = match (team, set) {
+        (Some(n), Some(s)) => Some(n.min(s)),
+        (Some(n), None) => Some(n),
+        (None, None) => Some(plan.cpus.len()),
+        (None, Some(_)) => None,
+    };
+    if let Some(n) = count {
         spec.env
-            .push(("OMP_NUM_THREADS".into(), plan.cpus.len().to_string().into()));
+            .push(("OMP_NUM_THREADS".into(), n.to_string().into()));
     }
     // Decide how to reach the threads before starting: LD_PRELOAD, or /proc polling.
     let path_var = std::env::var_os("PATH");
