@@ -356,6 +356,24 @@ impl CandidateRecord {
     }
 }
 
+impl ThreadCount {
+    /// One line for the run's summary.
+    pub fn summary(&self) -> String {
+        let own = self
+            .own
+            .map(|n| format!(" (the program's own count: {n})"))
+            .unwrap_or_default();
+        match (self.searched.as_str(), &self.trial) {
+            ("mid-run", _) => format!("thread count: searched mid-run{own}; {}", self.why),
+            ("across runs", Some(t)) => format!(
+                "thread count: kept in this run{own}: {}; the next run starts with {} to try",
+                self.why, t.label
+            ),
+            _ => format!("thread count: not searched{own}: {}", self.why),
+        }
+    }
+}
+
 /// What the run did with the program's thread count (`--threads`, docs/threads.md).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThreadCount {
@@ -445,6 +463,19 @@ impl Report {
                 c.progress, c.tracking.probes, c.tracking.verdict
             ));
         }
+        if let Some(t) = &self.threads {
+            out.push(t.summary());
+        }
+        if let Some(m) = &self.memory {
+            match (m.outcome.as_str(), &m.error) {
+                ("skipped", Some(why)) => out.push(format!("remembered decisions not used: {why}")),
+                ("confirmed" | "overturned" | "unchecked", _) if m.hit => out.push(format!(
+                    "remembered decision applied at birth and checked: {}",
+                    m.outcome
+                )),
+                _ => {}
+            }
+        }
         let cpus = |d: &DecisionRecord| {
             d.cpus
                 .as_ref()
@@ -473,16 +504,6 @@ impl Report {
             out.push(format!("final pinning: {}{}", d.candidate, cpus(d)));
         } else if let Some(reason) = &self.incomplete_reason {
             out.push(format!("search incomplete: {reason}"));
-        }
-        if let Some(m) = &self.memory {
-            match (m.outcome.as_str(), &m.error) {
-                ("skipped", Some(why)) => out.push(format!("remembered decisions not used: {why}")),
-                ("confirmed" | "overturned" | "unchecked", _) if m.hit => out.push(format!(
-                    "remembered decision applied at birth and checked: {}",
-                    m.outcome
-                )),
-                _ => {}
-            }
         }
         out
     }
