@@ -22,15 +22,18 @@ enum Target {
     Replace(PathBuf),
     /// Anything else: a device (`/dev/null`), a FIFO, a terminal or a descriptor
     /// (`/dev/stdout`, `/proc/self/fd/3`, also when it is a file the shell opened), a link
-    /// whose chain cannot be followed. Opened and written as a shell's `>` would: renaming onto such a path
-    /// would put a regular file in its place (root's `-o /dev/null` replaced the
-    /// system's /dev/null), or write a file no one reads.
+    /// whose chain cannot be followed, and the file that is this process's (and so the
+    /// program's) standard output or error, by whatever name. Opened as a shell's `>>`
+    /// would and written at its end, never truncated: renaming onto such a path would put a
+    /// regular file in its place (root's `-o /dev/null` replaced the system's /dev/null),
+    /// or write a file no one reads, and truncating it would destroy what the program wrote
+    /// there (`--report /dev/stdout -- prog > out.txt` left only the report in out.txt).
     Direct,
 }
 
 fn target(path: &Path) -> Target {
     let special = |p: &Path| p.starts_with("/dev") || p.starts_with("/proc");
-    if special(path) {
+    if special(path) || is_own_output(path) {
         return Target::Direct;
     }
     match std::fs::symlink_metadata(path) {
@@ -54,19 +57,39 @@ fn target(path: &Path) -> Target {
     }
 }
 
+/// Whether `path` (its links followed) is the file this process's standard output or
+/// standard error writes to, which the program autopin runs inherits.
+fn is_own_output(path: &Path) -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::metadata(path) else {
+        return false;
+    };
+    let same = |fd: std::os::fd::BorrowedFd<'_>| {
+        rustix::fs::fstat(fd).is_ok_and(|st| st.st_dev == m.dev() && st.st_ino == m.ino())
+    };
+    same(std::io::stdout().as_fd()) || same(std::io::stderr().as_fd())
+}
+
+/// Whether a write to `path` goes in place, at the end of what is there ([`Target::Direct`]):
+/// such a path is written once, with the final text, never with checkpoints.
+pub fn is_in_place(path: &Path) -> bool {
+    target(path) == Target::Direct
+}
+
 /// Writes `bytes` to a temporary file beside `path` and renames it into place (tempfile's
 /// persist), so a reader never sees half a file and an interrupted write never destroys the
 /// previous one. A new file gets mode 0666 minus the umask (as `>` in a shell would give
 /// it, not tempfile's private 0600); a replaced file keeps its mode. A path that is not a
-/// regular file (a device, a FIFO, `/dev/stdout`: see [`Target`]) is written in place.
+/// regular file (a device, a FIFO, `/dev/stdout`), and the program's own output by any
+/// name, is written in place at its end, never truncated (see [`Target`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let path = match target(path) {
         Target::Replace(p) => p,
         Target::Direct => {
             let mut f = std::fs::OpenOptions::new()
-                .write(true)
+                .append(true)
                 .create(true)
-                .truncate(true)
                 .open(path)?;
             return f.write_all(bytes).and_then(|_| f.flush());
         }

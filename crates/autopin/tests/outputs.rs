@@ -151,3 +151,60 @@ fn run_report_is_readable_by_others_under_umask_022() {
         0o644
     );
 }
+
+/// Runs `autopin ARGS` under `sh`, its standard output redirected to `out` with `redirect`
+/// (`>` or `>>`); returns the exit status and stderr.
+fn run_redirected(args: &str, redirect: &str, out: &Path) -> (Option<i32>, String) {
+    let bin = assert_cmd::cargo::cargo_bin("autopin");
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("\"$0\" {args} {redirect} \"$1\""))
+        .arg(&bin)
+        .arg(out)
+        .output()
+        .unwrap();
+    (o.status.code(), stderr(&o))
+}
+
+#[test]
+fn a_report_to_the_programs_own_stdout_is_added_after_what_the_program_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.txt");
+    let program = "-- sh -c 'echo LINE; exit 5'";
+    let fast = FAST.join(" ");
+    // `>`, `>>` and the file's own name: the program's line stays, the report follows it.
+    for (report, redirect, before) in [
+        ("/dev/stdout".to_string(), ">", ""),
+        ("/dev/stdout".to_string(), ">>", "BEFORE\n"),
+        ("/proc/self/fd/1".to_string(), ">", ""),
+        (format!("'{}'", out.display()), ">", ""),
+    ] {
+        std::fs::write(&out, before).unwrap();
+        let (code, err) = run_redirected(
+            &format!("run --schedule 0 {fast} --report {report} {program}"),
+            redirect,
+            &out,
+        );
+        assert_eq!(code, Some(5), "{report} {redirect}: {err}");
+        let text = std::fs::read_to_string(&out).unwrap();
+        let expected = format!("{before}LINE\n");
+        assert!(
+            text.starts_with(&expected),
+            "{report} {redirect}: the program's output was lost: {text:.200}"
+        );
+        let report: serde_json::Value = serde_json::from_str(&text[expected.len()..])
+            .unwrap_or_else(|e| panic!("{report} {redirect}: not one report after it: {e}"));
+        assert_eq!(report["exit_status"], 5, "{report}");
+    }
+    // `stat --json` as well.
+    std::fs::write(&out, "").unwrap();
+    let (code, err) = run_redirected(
+        "stat --json /dev/stdout -- sh -c 'echo LINE; exit 3'",
+        ">",
+        &out,
+    );
+    assert_eq!(code, Some(3), "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("LINE\n"), "stat: {text:.200}");
+    serde_json::from_str::<serde_json::Value>(&text[5..]).expect("stat's JSON after the line");
+}

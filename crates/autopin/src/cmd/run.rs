@@ -77,8 +77,12 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
         args: a,
         messages: Messages::stderr(a.quiet).for_rank(node.launch.rank, node.launch.size),
         // A file that is already there (an earlier report) is replaced only by a finished
-        // report: checkpoints never overwrite it.
-        existed: [&a.report, &a.timeline].map(|p| p.as_ref().is_some_and(|p| p.exists())),
+        // report: checkpoints never overwrite it. Nor are they written to a path written in
+        // place (the program's stdout, a FIFO), where each would be added to the last.
+        existed: [&a.report, &a.timeline].map(|p| {
+            p.as_ref()
+                .is_some_and(|p| p.exists() || crate::output::is_in_place(p))
+        }),
     };
     if a.cluster.verbose {
         for l in &node.lines {
