@@ -38,6 +38,10 @@ pub enum MemoryError {
     Corrupt { path: String, detail: String },
     #[error("{path}: written by a newer autopin (schema {found}, this one knows up to {SCHEMA_VERSION})")]
     NewerSchema { path: String, found: i64 },
+    /// A path the kernel's protected_symlinks or protected_regular rules would refuse
+    /// (whatever the sysctls say): another user's link or file in a sticky directory.
+    #[error("{path}: refused: {detail}")]
+    Refused { path: String, detail: String },
     #[error("{path}: {detail}")]
     Other { path: String, detail: String },
 }
@@ -51,6 +55,7 @@ impl MemoryError {
             MemoryError::Full { .. } => "full",
             MemoryError::Corrupt { .. } => "corrupt",
             MemoryError::NewerSchema { .. } => "newer schema",
+            MemoryError::Refused { .. } => "refused",
             MemoryError::Other { .. } => "error",
         }
     }
@@ -90,6 +95,12 @@ impl Store {
             path: shown.clone(),
             detail,
         };
+        // The store and its journal, WAL and lock files are written: another user's link or
+        // file in a sticky directory is refused (root's import once turned a root-owned
+        // file, reached through such a link, into a database). SQLite is given the resolved
+        // path, so the journal lies beside the file that was checked.
+        let resolved = resolve_store_path(path, &shown)?;
+        let path = resolved.as_path();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.exists() {
                 use std::os::unix::fs::DirBuilderExt;
@@ -105,7 +116,8 @@ impl Store {
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
         )
         .map_err(|e| classify(&shown, e))
         .and_then(|conn| {
@@ -313,6 +325,24 @@ impl Store {
         tx.commit().map_err(|e| classify(&path, e))?;
         Ok(records.len())
     }
+}
+
+/// `path` resolved by [`autopin_files::resolve_for_write`], and the names SQLite makes beside
+/// it checked by the same rules.
+fn resolve_store_path(path: &Path, shown: &str) -> Result<PathBuf, MemoryError> {
+    let refused = |e: autopin_files::Refused| MemoryError::Refused {
+        path: shown.to_string(),
+        detail: e.to_string(),
+    };
+    let resolved = autopin_files::resolve_for_write(path)
+        .map_err(refused)?
+        .path;
+    for suffix in ["-journal", "-wal", "-shm"] {
+        let mut beside = resolved.clone().into_os_string();
+        beside.push(suffix);
+        autopin_files::check_may_write(Path::new(&beside)).map_err(refused)?;
+    }
+    Ok(resolved)
 }
 
 /// A file system under `path` that cannot take a write: mounted read-only, or without a

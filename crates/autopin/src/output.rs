@@ -13,48 +13,48 @@ fn dir_of(path: &Path) -> &Path {
         .unwrap_or(Path::new("."))
 }
 
-/// Where a write to a path the user gave goes.
+/// Where a write to a path the user gave goes, the path's links resolved by
+/// [`autopin_files::resolve_for_write`] (which refuses what the kernel's protected_symlinks
+/// and protected_regular rules refuse, whatever the sysctls say).
 #[derive(Debug, PartialEq)]
 enum Target {
-    /// A regular file, or none yet: replaced whole by renaming a new file onto this path
-    /// (the path's symbolic links followed, so that a link stays a link, also one that
-    /// names no file yet). Also a directory, which is then refused as one.
+    /// A regular file, or none yet: replaced whole by renaming a new file onto the resolved
+    /// path, so that a link stays a link, also one that names no file yet. Also a
+    /// directory, which is then refused as one.
     Replace(PathBuf),
     /// Anything else: a device (`/dev/null`), a FIFO, a terminal or a descriptor
-    /// (`/dev/stdout`, `/proc/self/fd/3`, also when it is a file the shell opened), a link
-    /// whose chain cannot be followed, and the file that is this process's (and so the
-    /// program's) standard output or error, by whatever name. Opened as a shell's `>>`
-    /// would and written at its end, never truncated: renaming onto such a path would put a
-    /// regular file in its place (root's `-o /dev/null` replaced the system's /dev/null),
-    /// or write a file no one reads, and truncating it would destroy what the program wrote
-    /// there (`--report /dev/stdout -- prog > out.txt` left only the report in out.txt).
-    Direct,
+    /// (`/dev/stdout`, `/proc/self/fd/3`, also when it is a file the shell opened), and the
+    /// file that is this process's (and so the program's) standard output or error, by
+    /// whatever name. Opened as a shell's `>>` would and written at its end, never
+    /// truncated: renaming onto such a path would put a regular file in its place (root's
+    /// `-o /dev/null` replaced the system's /dev/null), or write a file no one reads, and
+    /// truncating it would destroy what the program wrote there (`--report /dev/stdout --
+    /// prog > out.txt` left only the report in out.txt). `through_proc`: the path goes
+    /// through a descriptor's link, which only the kernel can follow.
+    Direct { path: PathBuf, through_proc: bool },
 }
 
-fn target(path: &Path) -> Target {
+fn target(path: &Path) -> std::io::Result<Target> {
     let special = |p: &Path| p.starts_with("/dev") || p.starts_with("/proc");
-    if special(path) || is_own_output(path) {
-        return Target::Direct;
+    let r = autopin_files::resolve_for_write(path)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()))?;
+    let direct = |r: autopin_files::Resolved| Target::Direct {
+        path: r.path,
+        through_proc: r.through_proc,
+    };
+    if r.through_proc || special(&r.path) || is_own_output(&r.path) {
+        return Ok(direct(r));
     }
-    match std::fs::symlink_metadata(path) {
-        Err(_) => Target::Replace(path.to_path_buf()),
-        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
-            Ok(real) if !special(&real) && (real.is_file() || real.is_dir()) => {
-                Target::Replace(real)
-            }
-            Ok(_) => Target::Direct,
-            // A link to nothing yet: the file it names is made there, the link kept.
-            Err(_) => match std::fs::read_link(path).map(|to| dir_of(path).join(to)) {
-                Ok(to) if !special(&to) && std::fs::symlink_metadata(&to).is_err() => {
-                    Target::Replace(to)
-                }
-                _ => Target::Direct,
-            },
-        },
+    Ok(match std::fs::symlink_metadata(&r.path) {
         // (A directory is refused where it is replaced.)
-        Ok(m) if m.is_file() || m.is_dir() => Target::Replace(path.to_path_buf()),
-        Ok(_) => Target::Direct,
-    }
+        Ok(m) if !(m.is_file() || m.is_dir()) => direct(r),
+        _ => Target::Replace(r.path),
+    })
+}
+
+/// O_NOFOLLOW, for [`std::os::unix::fs::OpenOptionsExt::custom_flags`].
+fn libc_o_nofollow() -> i32 {
+    rustix::fs::OFlags::NOFOLLOW.bits() as i32
 }
 
 /// Whether `path` (its links followed) is the file this process's standard output or
@@ -74,7 +74,7 @@ fn is_own_output(path: &Path) -> bool {
 /// Whether a write to `path` goes in place, at the end of what is there ([`Target::Direct`]):
 /// such a path is written once, with the final text, never with checkpoints.
 pub fn is_in_place(path: &Path) -> bool {
-    target(path) == Target::Direct
+    matches!(target(path), Ok(Target::Direct { .. }))
 }
 
 /// Writes `bytes` to a temporary file beside `path` and renames it into place (tempfile's
@@ -84,12 +84,16 @@ pub fn is_in_place(path: &Path) -> bool {
 /// regular file (a device, a FIFO, `/dev/stdout`), and the program's own output by any
 /// name, is written in place at its end, never truncated (see [`Target`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let path = match target(path) {
+    let path = match target(path)? {
         Target::Replace(p) => p,
-        Target::Direct => {
+        Target::Direct { path, through_proc } => {
+            use std::os::unix::fs::OpenOptionsExt;
+            // The resolved path has no link left: one there now was put there meanwhile.
+            let nofollow = if through_proc { 0 } else { libc_o_nofollow() };
             let mut f = std::fs::OpenOptions::new()
                 .append(true)
                 .create(true)
+                .custom_flags(nofollow)
                 .open(path)?;
             return f.write_all(bytes).and_then(|_| f.flush());
         }
@@ -159,9 +163,10 @@ pub fn check_writable(path: &Path) -> Result<(), CliError> {
         )))
     };
     let path = match target(path) {
-        Target::Replace(p) => p,
+        Ok(Target::Replace(p)) => p,
+        Err(e) => return fail(reason(&e)),
         // Written in place: it must take writes itself (its directory need not).
-        Target::Direct => {
+        Ok(Target::Direct { path, .. }) => {
             return match rustix::fs::access(path, rustix::fs::Access::WRITE_OK) {
                 Ok(()) => Ok(()),
                 Err(e) => fail(reason(&e.into())),
@@ -274,11 +279,14 @@ mod tests {
         // Devices and descriptors are never renamed onto (root's `-o /dev/null` once put a
         // regular file in the place of the system's /dev/null).
         for p in ["/dev/null", "/dev/stdout", "/proc/self/fd/2"] {
-            assert_eq!(target(Path::new(p)), Target::Direct, "{p}");
+            assert!(
+                matches!(target(Path::new(p)), Ok(Target::Direct { .. })),
+                "{p}"
+            );
         }
         check_writable(Path::new("/dev/null")).unwrap();
         assert_eq!(
-            target(&dir.path().join("new.json")),
+            target(&dir.path().join("new.json")).unwrap(),
             Target::Replace(dir.path().join("new.json"))
         );
     }

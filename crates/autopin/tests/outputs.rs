@@ -208,3 +208,141 @@ fn a_report_to_the_programs_own_stdout_is_added_after_what_the_program_wrote() {
     assert!(text.starts_with("LINE\n"), "stat: {text:.200}");
     serde_json::from_str::<serde_json::Value>(&text[5..]).expect("stat's JSON after the line");
 }
+
+/// A sticky directory anyone may write to, of root's (as /tmp is), holding `root.txt`
+/// (root's, mode 0600) and, of uid 65534: a link `link.json` to root's file, and a file
+/// `theirs.json`.
+fn shared_dir_with_a_strangers_link_and_file() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let root = d.path().join("root.txt");
+    std::fs::write(&root, "root's own\n").unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for name in ["link.json", "link2.json", "link.db"] {
+        std::os::unix::fs::symlink(&root, d.path().join(name)).unwrap();
+        std::os::unix::fs::lchown(d.path().join(name), Some(65534), Some(65534)).unwrap();
+    }
+    std::fs::write(d.path().join("theirs.json"), "theirs\n").unwrap();
+    std::os::unix::fs::lchown(d.path().join("theirs.json"), Some(65534), Some(65534)).unwrap();
+    d
+}
+
+#[test]
+fn root_refuses_another_users_link_or_file_in_a_sticky_directory() {
+    if !rustix::process::geteuid().is_root() {
+        autopin_testkit::skip!("needs root: the stranger's link and file are made with lchown");
+    }
+    let d = shared_dir_with_a_strangers_link_and_file();
+    let p = |n: &str| d.path().join(n).display().to_string();
+    let marker = d.path().join("started");
+    let store = d.path().join("own.db").display().to_string();
+    let import = d.path().join("import.json");
+    std::fs::write(&import, "[]").unwrap();
+    /// Arguments, environment, the name the error must give.
+    type Case<'a> = (Vec<String>, Vec<(&'a str, String)>, &'a str);
+    let cases: Vec<Case> = vec![
+        (
+            vec![
+                "run",
+                "--schedule",
+                "0",
+                "--objective",
+                "task-clock",
+                "-q",
+                "--report",
+                &p("link.json"),
+                "--timeline",
+                &p("link2.json"),
+                "--",
+                "touch",
+                &marker.display().to_string(),
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            vec![],
+            "link.json",
+        ),
+        (
+            vec![
+                "run",
+                "--schedule",
+                "0",
+                "--objective",
+                "task-clock",
+                "-q",
+                "--report",
+                &p("theirs.json"),
+                "--",
+                "touch",
+                &marker.display().to_string(),
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            vec![],
+            "theirs.json",
+        ),
+        (
+            vec!["memory".to_string(), "export".into(), p("link.json")],
+            vec![("AUTOPIN_MEMORY", store.clone())],
+            "link.json",
+        ),
+        (
+            vec![
+                "memory".to_string(),
+                "import".into(),
+                import.display().to_string(),
+            ],
+            vec![("AUTOPIN_MEMORY", p("link.db"))],
+            "link.db",
+        ),
+        (
+            vec![
+                "topology".to_string(),
+                "--synthetic".into(),
+                "core:2 pu:1".into(),
+                "-o".into(),
+                p("theirs.json"),
+            ],
+            vec![],
+            "theirs.json",
+        ),
+    ];
+    for (args, env, named) in cases {
+        let out = autopin().args(&args).envs(env).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(&p(named)), "{args:?}: {err}");
+        assert!(
+            err.contains("protected_symlinks") || err.contains("protected_regular"),
+            "{args:?}: {err}"
+        );
+        assert!(!marker.exists(), "{args:?}: the program started");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("root.txt")).unwrap(),
+            "root's own\n",
+            "{args:?}: root's file was written through the link"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("theirs.json")).unwrap(),
+            "theirs\n",
+            "{args:?}"
+        );
+    }
+    // The rules are about strangers: root's own link in the same place is followed.
+    let own = d.path().join("own.json");
+    std::os::unix::fs::symlink(d.path().join("root.txt"), &own).unwrap();
+    autopin()
+        .args(["topology", "--synthetic", "core:2 pu:1", "-o"])
+        .arg(&own)
+        .assert()
+        .success();
+    assert!(std::fs::symlink_metadata(&own)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(d.path().join("root.txt"))
+        .unwrap()
+        .contains("Machine"));
+}
