@@ -283,7 +283,17 @@ pub fn detect(env: &Env) -> Launch {
 /// Detects from this process's environment, filling in the host name when the launcher
 /// names no node.
 pub fn from_process() -> Launch {
-    let env: Env = std::env::vars().collect();
+    // Not `std::env::vars()`, which panics on a variable that is not UTF-8 (`env
+    // FOO=$'\xff' autopin run …` exited 101 before the program started): such a value is
+    // read with U+FFFD in place of its stray bytes, and then refused where it matters.
+    let env: Env = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
     let mut l = detect(&env);
     if l.node.is_none() && l.kind != LauncherKind::Plain {
         l.node = std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -101,9 +101,18 @@ impl Clock for SystemClock {
     fn sleep_until(&mut self, t: f64) {
         let d = t - self.now();
         if d > 0.0 {
-            std::thread::sleep(std::time::Duration::from_secs_f64(d));
+            std::thread::sleep(duration_of(d));
         }
     }
+}
+
+/// `seconds` as a `Duration`, which cannot panic: NaN and negative times are none, and one
+/// too long for a `Duration` is the longest there is.
+pub fn duration_of(seconds: f64) -> std::time::Duration {
+    if seconds.is_nan() || seconds <= 0.0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::try_from_secs_f64(seconds).unwrap_or(std::time::Duration::MAX)
 }
 
 /// The target's threads at one moment.
@@ -217,6 +226,18 @@ pub trait Meter {
 mod tests {
     use super::OsError;
     use std::io::{Error, ErrorKind};
+    use std::time::Duration;
+
+    #[test]
+    fn any_number_of_seconds_is_a_duration_without_a_panic() {
+        assert_eq!(super::duration_of(1.5), Duration::from_millis(1500));
+        for none in [0.0, -1.0, f64::NAN, f64::NEG_INFINITY, -1e300] {
+            assert_eq!(super::duration_of(none), Duration::ZERO, "{none}");
+        }
+        for long in [1e300, f64::INFINITY, f64::MAX] {
+            assert_eq!(super::duration_of(long), Duration::MAX, "{long}");
+        }
+    }
 
     #[test]
     fn io_errors_are_classified_by_kind_and_keep_their_message() {

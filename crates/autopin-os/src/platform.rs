@@ -217,7 +217,8 @@ impl LinuxPlatform {
         Ok(Started {
             pid,
             threads: Box::new(threads),
-            env: std::env::vars()
+            env: environment()
+                .into_iter()
                 .filter(|(k, _)| !opts.unset.contains(k))
                 .collect(),
             mask: None,
@@ -448,7 +449,7 @@ impl Platform for LinuxPlatform {
     }
 
     fn launch_env(&self) -> Vec<(String, String)> {
-        std::env::vars().collect()
+        environment()
     }
 
     fn busy_watch(&mut self, allowed: &CpuSet) -> Option<Box<dyn BusyWatch>> {
@@ -811,6 +812,20 @@ impl autopin_engine::run::DeviceWatch for FdDeviceWatch {
     fn opened_gpus(&mut self, pid: i32) -> Vec<String> {
         crate::opened_gpus::opened_gpus(pid)
     }
+}
+
+/// This process's environment (which the program inherits), as text: a name or value that
+/// is not UTF-8 is read with U+FFFD in place of its stray bytes. (`std::env::vars()` panics
+/// on one: `env FOO=$'\xff' autopin run …` exited 101 before the program started.)
+fn environment() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -207,7 +207,7 @@ impl ThreadSource for ProcThreads {
     fn wait_for_end(&mut self, seconds: f64) -> bool {
         match &self.exit_watch {
             Some(w) => {
-                w.wait(std::time::Duration::from_secs_f64(seconds));
+                w.wait(autopin_engine::os::duration_of(seconds));
                 true
             }
             None => false,

@@ -143,7 +143,11 @@ fn program_without_separator(e: &clap::Error) -> Option<String> {
     if arg.starts_with('-') {
         return None;
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // (`std::env::args()` panics on an argument that is not UTF-8.)
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let at = args.iter().position(|a| a == arg)?;
     let sub = args.first()?;
     if !["pin", "run", "compare", "stat"].contains(&sub.as_str()) {

@@ -10,6 +10,15 @@ fn float(text: &str, valid: &str) -> Result<f64, String> {
     }
 }
 
+/// The longest time any option takes: a year. Longer ones are typos or tests of autopin
+/// (`--tick 1e300` panicked when it became a `Duration`; `--duration 1e308min` was
+/// infinite).
+pub const MAX_SECONDS: f64 = 365.0 * 86400.0;
+
+/// The shortest time an option where zero means nothing takes: a millisecond. Autopin's
+/// clock and /proc's counters are no finer, and a shorter tick or probe only spins.
+pub const MIN_SECONDS: f64 = 1e-3;
+
 /// Seconds, also written with a unit as people do (`5s`, `500ms`, `2min`).
 fn duration(text: &str, valid: &str) -> Result<f64, String> {
     let t = text.trim();
@@ -30,20 +39,21 @@ fn duration(text: &str, valid: &str) -> Result<f64, String> {
     )
 }
 
-/// Seconds where zero is meaningful (an init or warm-up time, a timeout): finite and ≥ 0.
+/// Seconds where zero is meaningful (an init or warm-up time, a timeout): from 0 to a year.
 pub fn seconds(text: &str) -> Result<f64, String> {
-    const VALID: &str = "valid: a number of seconds ≥ 0";
+    const VALID: &str = "valid: a number of seconds from 0 to 31536000 (365 days)";
     match duration(text, VALID)? {
-        x if x >= 0.0 => Ok(x),
+        x if (0.0..=MAX_SECONDS).contains(&x) => Ok(x),
         _ => Err(VALID.into()),
     }
 }
 
-/// Seconds where zero means nothing (a probe, a budget, a sampling period): finite and > 0.
+/// Seconds where zero means nothing (a probe, a budget, a sampling period): from a
+/// millisecond to a year.
 pub fn positive_seconds(text: &str) -> Result<f64, String> {
-    const VALID: &str = "valid: a number of seconds > 0";
+    const VALID: &str = "valid: a number of seconds from 0.001 to 31536000 (365 days)";
     match duration(text, VALID)? {
-        x if x > 0.0 => Ok(x),
+        x if (MIN_SECONDS..=MAX_SECONDS).contains(&x) => Ok(x),
         _ => Err(VALID.into()),
     }
 }
@@ -127,8 +137,33 @@ mod tests {
         }
         assert_eq!(seconds("0"), Ok(0.0));
         assert_eq!(seconds("0.25"), Ok(0.25));
-        assert!(positive_seconds("0").unwrap_err().contains("> 0"));
+        assert!(positive_seconds("0").unwrap_err().contains("from 0.001"));
         assert_eq!(positive_seconds("1e-3"), Ok(0.001));
+    }
+
+    #[test]
+    fn seconds_are_at_most_a_year_and_positive_ones_at_least_a_millisecond() {
+        for bad in [
+            "1e300",
+            "1e308min",
+            "1e308",
+            "31536001",
+            "525601min",
+            "1e20ms",
+        ] {
+            let e = seconds(bad).unwrap_err();
+            assert!(e.contains("31536000 (365 days)"), "{bad}: {e}");
+            assert!(positive_seconds(bad).is_err(), "{bad}");
+        }
+        assert_eq!(seconds("525600min"), Ok(MAX_SECONDS));
+        assert_eq!(positive_seconds("31536000"), Ok(MAX_SECONDS));
+        for bad in ["1e-300", "0.0009", "0.5ms", "1e-4s"] {
+            assert!(
+                positive_seconds(bad).unwrap_err().contains("from 0.001"),
+                "{bad}"
+            );
+        }
+        assert_eq!(seconds("1e-300"), Ok(1e-300));
     }
 
     #[test]

@@ -28,17 +28,17 @@ fn rejected(args: &[&str], option: &str, valid: &str) {
 #[test]
 fn run_rejects_bad_seconds() {
     for probe in ["-1", "0", "nan", "inf"] {
-        rejected(&["run", "--probe", probe], "--probe", "seconds > 0");
+        rejected(&["run", "--probe", probe], "--probe", "seconds from 0.001");
     }
-    rejected(&["run", "--budget", "0"], "--budget", "seconds > 0");
-    rejected(&["run", "--tick", "-0.1"], "--tick", "seconds > 0");
-    rejected(&["run", "-t", "0"], "--sample", "seconds > 0");
-    rejected(&["run", "-w", "-3"], "--warmup", "seconds ≥ 0");
-    rejected(&["run", "-i", "NaN"], "--init", "seconds ≥ 0");
+    rejected(&["run", "--budget", "0"], "--budget", "seconds from 0.001");
+    rejected(&["run", "--tick", "-0.1"], "--tick", "seconds from 0.001");
+    rejected(&["run", "-t", "0"], "--sample", "seconds from 0.001");
+    rejected(&["run", "-w", "-3"], "--warmup", "seconds from 0 to");
+    rejected(&["run", "-i", "NaN"], "--init", "seconds from 0 to");
     rejected(
         &["run", "--watch-duration", "-1"],
         "--watch-duration",
-        "≥ 0",
+        "from 0 to",
     );
     rejected(
         &["run", "--watch-threshold", "1"],
@@ -48,7 +48,7 @@ fn run_rejects_bad_seconds() {
     rejected(
         &["run", "--rendezvous-timeout", "inf"],
         "--rendezvous-timeout",
-        "seconds ≥ 0",
+        "seconds from 0 to",
     );
 }
 
@@ -70,7 +70,7 @@ fn other_commands_reject_bad_numbers() {
         (
             &["attach", "--duration", "0", "1"],
             "--duration",
-            "seconds > 0",
+            "seconds from 0.001",
         ),
         (&["candidates", "-n", "0"], "--threads", "≥ 1"),
         (

@@ -23,7 +23,7 @@ impl ExitWatch {
     pub fn wait(&self, timeout: Duration) -> bool {
         let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
         let ts = Timespec {
-            tv_sec: timeout.as_secs() as i64,
+            tv_sec: timeout.as_secs().min(i64::MAX as u64) as i64,
             tv_nsec: timeout.subsec_nanos() as _,
         };
         matches!(poll(&mut fds, Some(&ts)), Ok(n) if n > 0)
@@ -53,5 +53,22 @@ mod tests {
         let waited = t.elapsed();
         assert!(waited < Duration::from_secs(5), "{waited:?}");
         assert!(child.try_wait().unwrap().is_some(), "it had ended");
+    }
+
+    #[test]
+    fn the_longest_wait_there_is_still_wakes_when_the_process_ends() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.2")
+            .spawn()
+            .unwrap();
+        let Some(w) = ExitWatch::open(child.id() as i32) else {
+            child.wait().unwrap();
+            return;
+        };
+        // Its seconds do not fit poll's timeout: they used to wrap to a negative one.
+        let t = Instant::now();
+        assert!(w.wait(Duration::MAX), "woke when it ended");
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        child.wait().unwrap();
     }
 }

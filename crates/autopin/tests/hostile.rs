@@ -1,0 +1,96 @@
+//! Hostile input (issue #55): what a user, a shell or a batch system can hand autopin that
+//! it must survive without a panic, without losing the program's exit status, and with an
+//! error that says what was wrong and what is valid.
+
+use assert_cmd::Command;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+fn autopin() -> Command {
+    Command::cargo_bin("autopin").unwrap()
+}
+
+const FAST: &[&str] = &[
+    "--objective",
+    "task-clock",
+    "--no-perturbation-estimate",
+    "-q",
+];
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A value that is not UTF-8.
+fn not_utf8() -> &'static OsStr {
+    OsStr::from_bytes(b"x\xffy")
+}
+
+#[test]
+fn a_variable_that_is_not_utf8_neither_panics_nor_loses_the_exit_status() {
+    for var in ["FOO", "OMP_PROC_BIND", "OMP_NUM_THREADS", "SLURM_PROCID"] {
+        let out = autopin()
+            .args(["run", "--schedule", "0"])
+            .args(FAST)
+            .args(["--", "sh", "-c", "exit 4"])
+            .env(var, not_utf8())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(4), "{var}: {err}");
+        assert!(!err.contains("panicked"), "{var}: {err}");
+    }
+    // attach, to a process of its own.
+    let mut child = std::process::Command::new("sleep")
+        .arg("5")
+        .spawn()
+        .unwrap();
+    let out = autopin()
+        .args(["attach", "--duration", "0.3"])
+        .args(FAST)
+        .arg(child.id().to_string())
+        .env("FOO", not_utf8())
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "attach: {err}");
+    assert_ne!(out.status.code(), Some(101), "attach: {err}");
+}
+
+#[test]
+fn every_duration_is_bounded_and_a_long_tick_keeps_the_exit_status() {
+    for (sub, option, value) in [
+        ("run", "--tick", "1e300"),
+        ("run", "--budget", "1e308min"),
+        ("run", "--init", "1e20"),
+        ("run", "--tick", "1e-300"),
+        ("stat", "--duration", "1e308min"),
+        ("stat", "--interval", "1e300"),
+        ("attach", "--duration", "1e308min"),
+    ] {
+        let mut cmd = autopin();
+        cmd.args([sub, option, value]);
+        if sub == "attach" {
+            cmd.arg(std::process::id().to_string());
+        } else {
+            cmd.args(["--", "sh", "-c", "exit 4"]);
+        }
+        let out = cmd.output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{sub} {option} {value}: {err}");
+        assert!(err.contains(option), "{err}");
+        assert!(err.contains("365 days"), "{err}");
+    }
+    // The longest tick there is: the program's status comes back when it ends.
+    let begun = std::time::Instant::now();
+    let out = autopin()
+        .args(["run", "--tick", "31536000"])
+        .args(FAST)
+        .args(["--", "sh", "-c", "exit 6"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(begun.elapsed().as_secs() < 30, "{:?}", begun.elapsed());
+}
