@@ -68,12 +68,26 @@ struct Pinned {
     /// The thread the next periodic look at those masks starts from (they are looked at a
     /// few at a time, in tid order, so thousands of threads cost a few system calls a second).
     check_from: u32,
+    /// The applied count under which the kernel last refused a thread's mask, and how many
+    /// threads it refused then.
+    refused: (u64, usize),
     /// tid → the CPU the kernel ran it on when it last left the OS placement for a pinning:
     /// the OS placement's next probe starts the thread there (see `pin_tracked`).
     os_cpus: HashMap<u32, u32>,
     /// Whether the thread source was told that autopin sets the masks now
     /// ([`ThreadSource::moving_threads`]).
     told_source: bool,
+}
+
+impl Pinned {
+    /// Threads the kernel refused under the candidate applied last.
+    fn refused_last(&self) -> usize {
+        if self.refused.0 == self.applied {
+            self.refused.1
+        } else {
+            0
+        }
+    }
 }
 
 /// Threads whose mask is compared with what autopin set, per periodic look.
@@ -101,6 +115,9 @@ pub struct Outcome {
     pub elapsed: f64,
     /// Pinning failures that were not fatal (thread gone).
     pub pin_warnings: Vec<String>,
+    /// Threads whose mask the kernel refused under the candidate applied last (the
+    /// decision, when there is one): they do not run where the report's pinning says.
+    pub refused_last: usize,
     /// The target's context switches per second while it was watched (when its thread
     /// source reports them), for the perturbation estimate.
     pub switch_rate: Option<f64>,
@@ -137,23 +154,23 @@ fn target_cpus(c: &Pinning, index: usize, unpinned: &CpuSet) -> CpuSet {
 }
 
 impl Driver<'_> {
-    /// Sets `tid`'s CPUs; whether they were set (a thread gone, or CPUs the kernel
-    /// refused with a warning, are not).
+    /// Sets `tid`'s CPUs: whether they were set (Some(true)), the thread is gone
+    /// (Some(false)), or the kernel refused them (None; with a warning).
     fn pin(
         &self,
         tid: u32,
         cpus: &CpuSet,
         warnings: &mut Vec<String>,
-    ) -> Result<bool, EngineError> {
+    ) -> Result<Option<bool>, EngineError> {
         match self.pinner.set_affinity(tid as i32, cpus) {
-            Ok(()) => Ok(true),
-            Err(PinError::Gone(_)) => Ok(false),
+            Ok(()) => Ok(Some(true)),
+            Err(PinError::Gone(_)) => Ok(Some(false)),
             Err(e @ PinError::Permission { .. }) => Err(EngineError::Permission(e.to_string())),
             Err(e) => {
                 if warnings.len() < 20 {
                     warnings.push(e.to_string());
                 }
-                Ok(false)
+                Ok(None)
             }
         }
     }
@@ -221,7 +238,16 @@ impl Driver<'_> {
             if snap.tracked.len() <= OS_RESUME_MAX {
                 self.resume_os(*tid, before, cpu, unpinned, &mut pinned.os_cpus, warnings)?;
             }
-            let set = self.pin(*tid, &target, warnings)?;
+            let set = match self.pin(*tid, &target, warnings)? {
+                Some(set) => set,
+                None => {
+                    if pinned.refused.0 != pinned.applied {
+                        pinned.refused = (pinned.applied, 0);
+                    }
+                    pinned.refused.1 += 1;
+                    false
+                }
+            };
             pinned.with.insert(*tid, placed);
             if cfg.respect_own_binding && set {
                 // Inside the allowed CPUs the kernel keeps exactly what was asked.
@@ -289,7 +315,7 @@ impl Driver<'_> {
                 let at = os_cpus.get(&tid).copied();
                 if let (Some(at), Some(from)) = (at, before.and_then(|p| p.cpu)) {
                     if at != from && unpinned.contains(at) {
-                        self.pin(tid, &CpuSet::from_cpus([at]), warnings)?;
+                        let _ = self.pin(tid, &CpuSet::from_cpus([at]), warnings)?;
                     }
                 }
             }
@@ -393,6 +419,7 @@ impl Driver<'_> {
                     ended: true,
                     elapsed: now,
                     pin_warnings: warnings,
+                    refused_last: pinned.refused_last(),
                     switch_rate: self.threads.switch_rate(),
                     restored: 0,
                 });
@@ -511,6 +538,7 @@ impl Driver<'_> {
                     ended: false,
                     elapsed: now,
                     pin_warnings: warnings,
+                    refused_last: pinned.refused_last(),
                     switch_rate: self.threads.switch_rate(),
                     restored,
                 });

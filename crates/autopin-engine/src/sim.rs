@@ -337,6 +337,8 @@ struct SimState {
     pages: Vec<BTreeMap<u32, u64>>,
     /// The program binds its first thread itself at this time, to this mask.
     binds_itself: Option<(f64, CpuSet)>,
+    /// From this time on the kernel refuses masks of these CPUs only (a cpuset that shrank).
+    refusing: Option<(f64, CpuSet)>,
     /// Threads not created yet (a serial start-up) and when they are: tid → (index, cpu).
     unborn: BTreeMap<u32, (usize, Option<u32>)>,
     workers_at: f64,
@@ -556,6 +558,7 @@ impl Sim {
                 memory: SimMemory::default(),
                 pages: Vec::new(),
                 binds_itself: None,
+                refusing: None,
                 unborn: BTreeMap::new(),
                 workers_at: 0.0,
                 loaded_at: None,
@@ -694,6 +697,13 @@ impl Sim {
         self
     }
 
+    /// From `at` seconds on, a mask of none but `cpus` is refused (EINVAL), as when a cpuset
+    /// no longer holds them.
+    pub fn refusing_from(self, at: f64, cpus: &CpuSet) -> Self {
+        self.lock().refusing = Some((at, cpus.clone()));
+        self
+    }
+
     /// Each thread's current CPU mask, by tid.
     pub fn masks(&self) -> BTreeMap<u32, CpuSet> {
         let s = self.lock();
@@ -817,6 +827,15 @@ impl Pinner for Sim {
         let mut s = self.lock();
         let now = s.now;
         let all = s.allowed_all;
+        if let Some((at, refused)) = &s.refusing {
+            if now >= *at && cpus.is_subset(refused) {
+                return Err(PinError::Refused {
+                    tid,
+                    cpus: cpus.clone(),
+                    source: std::io::Error::from_raw_os_error(22),
+                });
+            }
+        }
         let Some(e) = s.placement.get_mut(&(tid as u32)) else {
             return Err(PinError::Gone(tid));
         };

@@ -83,3 +83,219 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy: Option<Vec<u32>>,
 }
+
+/// The most CPUs a record may name (a CPU id is below this): Linux's largest configurable
+/// `NR_CPUS` is 8192; this leaves room and keeps a CPU set's bitmap small (an imported CPU
+/// 4294967295 once made a run take 1 GB for its bitmap).
+pub const MAX_CPU_ID: u32 = 1 << 16;
+/// The most entries a pinning may list (one per thread).
+pub const MAX_THREADS: usize = 1 << 16;
+/// The most phases a record may keep.
+pub const MAX_PHASES: usize = 256;
+/// The longest text field (a label lists every thread's CPU; a program path, an argument).
+pub const MAX_TEXT: usize = 1 << 20;
+
+/// A CPU list (`0-3,8,10-11`) as ranges, not expanded (so a huge one costs nothing);
+/// every id below [`MAX_CPU_ID`].
+pub fn parse_cpu_ranges(text: &str) -> Result<Vec<(u32, u32)>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let num = |s: &str| {
+            s.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n < MAX_CPU_ID)
+                .ok_or_else(|| {
+                    format!("{s:?} in the CPU list {text:?} is not a CPU id below {MAX_CPU_ID}")
+                })
+        };
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => (num(part)?, num(part)?),
+        };
+        if lo > hi {
+            return Err(format!("{part:?} in the CPU list {text:?} runs backwards"));
+        }
+        out.push((lo, hi));
+    }
+    if out.is_empty() {
+        return Err(format!("the CPU list {text:?} names no CPU"));
+    }
+    Ok(out)
+}
+
+impl Record {
+    /// Checks that the record could have been written by autopin: every CPU it names lies
+    /// in the record's own CPU set (`key.cpus`), lists and texts are of sizes a run makes,
+    /// and numbers are finite. A store's import refuses a record that is not; a lookup
+    /// passes over one (a store edited by hand).
+    pub fn check(&self) -> Result<(), String> {
+        let cpus = parse_cpu_ranges(&self.key.cpus).map_err(|e| format!("key.cpus: {e}"))?;
+        let inside = |cpu: u32| cpus.iter().any(|&(lo, hi)| (lo..=hi).contains(&cpu));
+        let check_cpus = |what: &str, list: &[u32]| -> Result<(), String> {
+            if list.len() > MAX_THREADS {
+                return Err(format!(
+                    "{what} lists {} CPUs; at most {MAX_THREADS} (one per thread)",
+                    list.len()
+                ));
+            }
+            match list.iter().find(|c| !inside(**c)) {
+                Some(c) => Err(format!(
+                    "{what} uses CPU {c}, outside the record's CPU set {}",
+                    self.key.cpus
+                )),
+                None => Ok(()),
+            }
+        };
+        let check_pinning = |what: &str, p: &RememberedPinning| -> Result<(), String> {
+            check_text(&format!("{what}.label"), &p.label)?;
+            match &p.cpus {
+                Some(list) if list.is_empty() => Err(format!("{what} lists no CPU")),
+                Some(list) => check_cpus(what, list),
+                None => Ok(()),
+            }
+        };
+        check_pinning("pinning", &self.pinning)?;
+        if let Some(r) = &self.runner_up {
+            check_pinning("runner_up", r)?;
+        }
+        if self.phases.len() > MAX_PHASES {
+            return Err(format!(
+                "{} phases; at most {MAX_PHASES}",
+                self.phases.len()
+            ));
+        }
+        for p in &self.phases {
+            check_text("phases.phase", &p.phase)?;
+            check_pinning(&format!("phase {:?}", p.phase), &p.pinning)?;
+            check_number("phases.rate", p.rate)?;
+        }
+        if let Some(busy) = &self.busy {
+            check_cpus("busy", busy)?;
+        }
+        check_number("rate", self.rate)?;
+        check_number("created", Some(self.created))?;
+        check_number("updated", Some(self.updated))?;
+        let k = &self.key;
+        for (what, text) in [
+            ("key.program", &k.program),
+            ("key.program_id", &k.program_id),
+            ("key.machine", &k.machine),
+            ("key.threads", &k.threads),
+            ("key.objective", &k.objective),
+            ("unit", &self.unit),
+        ] {
+            check_text(what, text)?;
+        }
+        if let Some(args) = &k.args {
+            let total: usize = args.iter().map(String::len).sum();
+            if args.len() > MAX_THREADS || total > MAX_TEXT {
+                return Err(format!(
+                    "key.args: {} arguments of {total} bytes; at most {MAX_THREADS} and {MAX_TEXT}",
+                    args.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_text(what: &str, text: &str) -> Result<(), String> {
+    if text.len() > MAX_TEXT {
+        return Err(format!(
+            "{what} is {} bytes long; at most {MAX_TEXT}",
+            text.len()
+        ));
+    }
+    Ok(())
+}
+
+fn check_number(what: &str, x: Option<f64>) -> Result<(), String> {
+    match x {
+        Some(v) if !v.is_finite() => Err(format!("{what} is {v}; a finite number is valid")),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(cpus: &str, pinning: &[u32]) -> Record {
+        let key = DecisionKey {
+            program: "/bin/p".into(),
+            program_id: "x".into(),
+            args: None,
+            machine: "m".into(),
+            cpus: cpus.into(),
+            threads: "2".into(),
+            objective: "default".into(),
+            share: None,
+        };
+        Record {
+            id: key.id(),
+            key,
+            pinning: RememberedPinning {
+                label: "p".into(),
+                cpus: Some(pinning.to_vec()),
+            },
+            runner_up: None,
+            rate: Some(1.0),
+            unit: "u/s".into(),
+            outcome: Outcome::New,
+            uses: 1,
+            created: 0.0,
+            updated: 0.0,
+            phases: Vec::new(),
+            source: None,
+            busy: None,
+        }
+    }
+
+    #[test]
+    fn cpu_lists_are_ranges_with_bounded_ids() {
+        assert_eq!(parse_cpu_ranges("0-3,8"), Ok(vec![(0, 3), (8, 8)]));
+        for bad in ["", "x", "3-1", "4294967295", "0-65536", "-1"] {
+            assert!(parse_cpu_ranges(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_record_names_only_cpus_of_its_own_cpu_set() {
+        record("0-1", &[1, 0]).check().unwrap();
+        let e = record("0", &[1, 1]).check().unwrap_err();
+        assert!(e.contains("CPU 1, outside the record's CPU set 0"), "{e}");
+        let e = record("0-1", &[4294967295]).check().unwrap_err();
+        assert!(e.contains("CPU 4294967295"), "{e}");
+        assert!(record("0-1", &[]).check().is_err());
+        assert!(record("0-1", &vec![0; MAX_THREADS + 1]).check().is_err());
+        let mut r = record("0-1", &[0]);
+        r.busy = Some(vec![7]);
+        assert!(r.check().unwrap_err().contains("busy uses CPU 7"));
+        let mut r = record("0-1", &[0]);
+        r.runner_up = Some(RememberedPinning {
+            label: "x".into(),
+            cpus: Some(vec![2]),
+        });
+        assert!(r.check().unwrap_err().contains("runner_up"));
+        let mut r = record("0-1", &[0]);
+        r.phases = vec![
+            PhaseDecision {
+                phase: "a".into(),
+                pinning: RememberedPinning {
+                    label: "x".into(),
+                    cpus: Some(vec![0]),
+                },
+                rate: None,
+            };
+            MAX_PHASES + 1
+        ];
+        assert!(r.check().unwrap_err().contains("phases"));
+        let mut r = record("0-1", &[0]);
+        r.pinning.label = "x".repeat(MAX_TEXT + 1);
+        assert!(r.check().unwrap_err().contains("pinning.label"));
+        let mut r = record("0-1", &[0]);
+        r.created = f64::NAN;
+        assert!(r.check().unwrap_err().contains("created"));
+    }
+}

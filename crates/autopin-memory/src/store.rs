@@ -38,6 +38,9 @@ pub enum MemoryError {
     Corrupt { path: String, detail: String },
     #[error("{path}: written by a newer autopin (schema {found}, this one knows up to {SCHEMA_VERSION})")]
     NewerSchema { path: String, found: i64 },
+    /// A record to keep that autopin could not have written ([`Record::check`]).
+    #[error("{path}: not kept: {detail}")]
+    Invalid { path: String, detail: String },
     /// A path the kernel's protected_symlinks or protected_regular rules would refuse
     /// (whatever the sysctls say): another user's link or file in a sticky directory.
     #[error("{path}: refused: {detail}")]
@@ -56,6 +59,7 @@ impl MemoryError {
             MemoryError::Corrupt { .. } => "corrupt",
             MemoryError::NewerSchema { .. } => "newer schema",
             MemoryError::Refused { .. } => "refused",
+            MemoryError::Invalid { .. } => "invalid",
             MemoryError::Other { .. } => "error",
         }
     }
@@ -234,7 +238,8 @@ impl Store {
         self.conn.execute_batch("COMMIT")
     }
 
-    /// The record for `key`, if one is kept.
+    /// The record for `key`, if one is kept. (Not checked: see [`Record::check`], which a
+    /// user of the record calls to say why one written by hand is not used.)
     pub fn lookup(&self, key: &DecisionKey) -> Result<Option<Record>, MemoryError> {
         let text: Option<String> = self
             .conn
@@ -308,9 +313,16 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Keeps each of `records` (an export from another store), in one transaction.
+    /// Keeps each of `records` (an export from another store), in one transaction; none
+    /// when one of them fails [`Record::check`].
     pub fn import(&mut self, records: &[Record]) -> Result<usize, MemoryError> {
         self.writes_refused()?;
+        for (i, r) in records.iter().enumerate() {
+            r.check().map_err(|why| MemoryError::Invalid {
+                path: self.path.clone(),
+                detail: format!("record {} (key {}): {why}", i + 1, r.key.id()),
+            })?;
+        }
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(|e| classify(&path, e))?;
         for r in records {

@@ -77,7 +77,7 @@ impl RunMemory {
         match Store::open(&path).and_then(|s| s.lookup(&key).map(|r| (s, r))) {
             Ok((store, found)) => {
                 m.store = Some(store);
-                m.found = found;
+                m.found = found.filter(|r| fits(r, plan, sink));
             }
             Err(e) => m.fail(e, sink),
         }
@@ -359,6 +359,37 @@ fn same_phases(a: &[PhaseDecision], b: &[PhaseDecision]) -> bool {
             b.iter()
                 .any(|y| y.phase == x.phase && y.pinning.cpus == x.pinning.cpus)
         })
+}
+
+/// Whether the record is one autopin could have written and every CPU it names is one this
+/// run may use; says why not. (A record of
+/// this key was decided on these CPUs, but an imported or edited one may name any: one
+/// with `1,1` under `taskset -c 0` moved the threads to CPU 1.)
+fn fits(r: &Record, plan: &RunPlan, sink: &mut dyn RunSink) -> bool {
+    if let Err(why) = r.check() {
+        sink.message(
+            None,
+            &format!("warning: the remembered decision is not one autopin writes ({why}): it is not applied, and this run searches afresh"),
+        );
+        return false;
+    }
+    let allowed = plan.machine.allowed_cpuset();
+    let pinnings = std::iter::once(&r.pinning)
+        .chain(r.runner_up.as_ref())
+        .chain(r.phases.iter().map(|p| &p.pinning));
+    for p in pinnings {
+        if let Some(cpu) = p.cpus.iter().flatten().find(|c| !allowed.contains(**c)) {
+            sink.message(
+                None,
+                &format!(
+                    "warning: the remembered pinning {} uses CPU {cpu}, which this run may not use (allowed: {allowed}): it is not applied, and this run searches afresh",
+                    p.label
+                ),
+            );
+            return false;
+        }
+    }
+    true
 }
 
 fn to_pinning(p: &RememberedPinning) -> Pinning {

@@ -644,3 +644,80 @@ fn a_search_named_on_the_command_line_wins_over_a_remembered_decision() {
     assert_eq!(r["memory"]["hit"], true, "{}\n{err}", r["memory"]);
     assert!(err.contains("remembered:"), "{err}");
 }
+
+/// `autopin ARGS` confined to `cpus` by taskset.
+fn autopin_under_taskset(cpus: &str, args: &[&str]) -> Output {
+    Command::new("taskset")
+        .args(["-c", cpus])
+        .arg(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_remembered_pinning_outside_the_programs_cpus_is_never_applied_nor_imported() {
+    let _serial = one_at_a_time();
+    let (first, last) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "needs taskset");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.db");
+    let s = store.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--memory", s, "--recall", "--objective", "task-clock"];
+        args.extend(["--no-perturbation-estimate", "-i", "0.05", "-w", "0.02"]);
+        args.extend(extra);
+        args.extend(["--", "sh", "-c", SCRIPT]);
+        autopin_under_taskset(&first, &args)
+    };
+    // A decision made under `taskset -c FIRST`: its key's CPU set is FIRST.
+    let out = run(&["--strategy", "fixed", "--schedule", &first]);
+    assert_untouched(&out);
+    let export = dir.path().join("e.json");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["memory", "--memory", s, "export"])
+        .arg(&export)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let mut records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    assert_eq!(records[0]["key"]["cpus"], first.as_str());
+    // An export edited to pin outside the record's CPU set is refused whole.
+    for bad in [last.parse::<u64>().unwrap(), 4294967295] {
+        records[0]["pinning"]["cpus"] = serde_json::json!([bad]);
+        let edited = dir.path().join("edited.json");
+        std::fs::write(&edited, records.to_string()).unwrap();
+        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+            .args(["memory", "--memory", s, "import"])
+            .arg(&edited)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains(edited.to_str().unwrap()), "{err}");
+        assert!(
+            err.contains(&format!("CPU {bad}, outside the record's CPU set {first}")),
+            "{err}"
+        );
+    }
+    // The same record written into the store behind autopin's back: not applied.
+    records[0]["pinning"]["cpus"] = serde_json::json!([last.parse::<u64>().unwrap()]);
+    records[0]["outcome"] = "confirmed".into();
+    let db = rusqlite::Connection::open(&store).unwrap();
+    db.execute("UPDATE decisions SET record = ?1", [records[0].to_string()])
+        .unwrap();
+    drop(db);
+    let out = run(&[]);
+    assert_untouched(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().next().unwrap().split_whitespace().nth(1),
+        Some(first.as_str()),
+        "the program was moved off the CPUs it was given: {stdout}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("it is not applied"), "{err}");
+}

@@ -257,6 +257,10 @@ pub struct Report {
     /// force: autopin stood back and this is the pinning the program ran with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_binding: Option<String>,
+    /// Why the decided pinning is not what the program's threads ran on: the kernel refused
+    /// their masks (CPUs a cpuset no longer holds). None: it was applied to every thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_applied: Option<String>,
     /// What the run did with remembered decisions (None: memory was not asked about).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryUse>,
@@ -501,7 +505,15 @@ impl Report {
                 .collect();
             out.push(format!("final pinning per phase: {}", each.join("; ")));
         } else if let Some(d) = &self.decision {
-            out.push(format!("final pinning: {}{}", d.candidate, cpus(d)));
+            out.push(format!(
+                "final pinning: {}{}{}",
+                d.candidate,
+                cpus(d),
+                self.not_applied
+                    .as_ref()
+                    .map(|why| format!(", not in force: {why}"))
+                    .unwrap_or_default()
+            ));
         } else if let Some(reason) = &self.incomplete_reason {
             out.push(format!("search incomplete: {reason}"));
         }

@@ -400,6 +400,17 @@ fn finish(
     for w in &outcome.pin_warnings {
         report.notes.push(format!("pinning: {w}"));
     }
+    // The report says what was applied: a decision the kernel refused for some threads is
+    // not the pinning they ran on.
+    if outcome.refused_last > 0 && report.decision.is_some() {
+        let why = format!(
+            "the kernel refused it for {} thread(s), which run on the CPUs they had (see the notes)",
+            outcome.refused_last
+        );
+        env.sink
+            .message(None, &format!("warning: the decided pinning is {why}"));
+        report.not_applied = Some(why);
+    }
     report.notes.extend(meter.notes());
     report.notes.extend(threads.notes());
     for w in threads.warnings() {

@@ -469,15 +469,29 @@ impl RunPlan {
         }
     }
 
-    /// Explicit candidates: at least one, each on CPUs this process may use.
+    /// Explicit candidates: at least one, each on CPUs this process may use; so is every
+    /// pinning of a remembered decision (the caller drops one that is not, with a word).
     fn check_candidates(&self) -> Result<(), EngineError> {
+        let allowed = self.machine.allowed_cpuset();
+        if let Some(r) = &self.remembered {
+            let all = std::iter::once(&r.pinning)
+                .chain(r.runner_up.as_ref())
+                .chain(r.phases.iter().map(|p| &p.pinning));
+            for c in all {
+                if let Some(cpu) = c.cpus().iter().find(|cpu| !allowed.contains(**cpu)) {
+                    return Err(EngineError::usage(format!(
+                        "the remembered pinning {} uses CPU {cpu}, which is not allowed here (allowed: {allowed})",
+                        c.label
+                    )));
+                }
+            }
+        }
         let CandidateSource::Explicit(list) = &self.candidates else {
             return Ok(());
         };
         if list.is_empty() {
             return Err(EngineError::usage("no candidate pinnings given"));
         }
-        let allowed = self.machine.allowed_cpuset();
         for c in list {
             if let Some(cpu) = c.cpus().iter().find(|cpu| !allowed.contains(**cpu)) {
                 return Err(EngineError::usage(format!(

@@ -1605,3 +1605,54 @@ fn the_birth_guess_counts_openmp_threads_and_leaves_a_binding_of_the_programs_ow
     go(&over, &mut p).0.unwrap();
     assert_eq!(p.launched_with.unwrap().pin_at_birth, Some(first(2)));
 }
+
+#[test]
+fn a_decision_the_kernel_refuses_is_not_reported_as_in_force() {
+    let m = small();
+    // The cpuset no longer holds CPU 1: thread 1's mask of CPU 1 alone is refused.
+    let mut p = SimPlatform::new(sim(&m, 2, 5.0).refusing_from(0.0, &CpuSet::from_cpus([1])));
+    let mut pl = plan(
+        &m,
+        launch(),
+        CandidateSource::Explicit(vec![Pinning::from_cpus(vec![0, 1])]),
+    );
+    pl.search.strategy = StrategyChoice::Fixed;
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    assert!(r.decision.is_some());
+    let why = r.not_applied.clone().expect("the refusal is reported");
+    assert!(why.contains("refused it for 1 thread"), "{why}");
+    let line = r
+        .summary_lines()
+        .into_iter()
+        .find(|l| l.starts_with("final pinning: "))
+        .unwrap();
+    assert!(line.contains("not in force"), "{line}");
+    assert!(
+        sink.said("decided pinning is the kernel refused"),
+        "{:?}",
+        sink.messages
+    );
+    // Applied in full, nothing of the kind is said.
+    let mut p = SimPlatform::new(sim(&m, 2, 5.0));
+    let (r, _) = go(&pl, &mut p);
+    let r = r.unwrap();
+    assert_eq!(r.not_applied, None);
+}
+
+#[test]
+fn a_remembered_pinning_outside_the_allowed_cpus_is_refused() {
+    let m = small();
+    let mut pl = plan(&m, launch(), topology());
+    pl.remembered = Some(Remembered {
+        pinning: Pinning::from_cpus(vec![1, 4294967295]),
+        runner_up: None,
+        settled: true,
+        rate: None,
+        phases: Vec::new(),
+        objective: None,
+        busy: None,
+    });
+    let e = pl.validate().unwrap_err().to_string();
+    assert!(e.contains("uses CPU 4294967295"), "{e}");
+}

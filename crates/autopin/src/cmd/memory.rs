@@ -117,6 +117,18 @@ pub fn run(args: Args) -> CmdResult {
                     file.display()
                 ))
             })?;
+            // Every record is one autopin could have written, or none is kept: a CPU outside
+            // the record's own CPU set would pin a program where it may not run.
+            for (i, r) in records.iter().enumerate() {
+                r.check().map_err(|why| {
+                    CliError::usage(format!(
+                        "{}: record {} (program {}): {why}; nothing was imported",
+                        file.display(),
+                        i + 1,
+                        r.key.program
+                    ))
+                })?;
+            }
             let n = store.import(&records).map_err(store_error)?;
             eprintln!("autopin: imported {n} decision(s) into {}", path.display());
         }
