@@ -13,5 +13,5 @@ pub mod record;
 pub mod store;
 
 pub use key::{fingerprint, program_identity, DecisionKey};
-pub use record::{Outcome, PhaseDecision, Record, RememberedPinning};
+pub use record::{Outcome, PhaseDecision, Record, RememberedPinning, Selector};
 pub use store::{default_path, MemoryError, Store, SCHEMA_VERSION};

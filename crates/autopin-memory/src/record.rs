@@ -84,6 +84,60 @@ pub struct Record {
     pub busy: Option<Vec<u32>>,
 }
 
+/// How `memory show` and `memory forget` name records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selector {
+    /// A key id, a program's path, or a program's file name, exactly (`%` and `_` are
+    /// themselves: `forget %` once forgot every program).
+    Exact(String),
+    /// A shell-style pattern (`*` any text, `?` one character, nothing else special) for
+    /// the key id, the program's path or its file name, whole.
+    Pattern(String),
+}
+
+impl Record {
+    /// Whether `sel` names this record.
+    pub fn selected_by(&self, sel: &Selector) -> bool {
+        let file_name = self.key.program.rsplit('/').next().unwrap_or("");
+        let names = [self.id.as_str(), self.key.program.as_str(), file_name];
+        match sel {
+            Selector::Exact(what) => names.contains(&what.as_str()),
+            Selector::Pattern(p) => names.iter().any(|n| glob_matches(p, n)),
+        }
+    }
+}
+
+/// Whether `text` is matched whole by `pattern` (`*`: any characters, `?`: one).
+pub fn glob_matches(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    // The classic greedy match with one backtrack point (the last `*`): linear in practice,
+    // never exponential.
+    let (mut i, mut j) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while j < t.len() {
+        match p.get(i) {
+            Some('*') => {
+                star = Some((i, j));
+                i += 1;
+            }
+            Some(c) if *c == '?' || *c == t[j] => {
+                i += 1;
+                j += 1;
+            }
+            _ => match star {
+                Some((si, sj)) => {
+                    i = si + 1;
+                    j = sj + 1;
+                    star = Some((si, sj + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
+}
+
 /// The most CPUs a record may name (a CPU id is below this): Linux's largest configurable
 /// `NR_CPUS` is 8192; this leaves room and keeps a CPU set's bitmap small (an imported CPU
 /// 4294967295 once made a run take 1 GB for its bitmap).
@@ -250,6 +304,27 @@ mod tests {
             source: None,
             busy: None,
         }
+    }
+
+    #[test]
+    fn records_are_named_exactly_unless_a_pattern_is_asked_for() {
+        let mut r = record("0", &[0]);
+        r.key.program = "/opt/a/solver".into();
+        let exact = |w: &str| r.selected_by(&Selector::Exact(w.into()));
+        let pattern = |w: &str| r.selected_by(&Selector::Pattern(w.into()));
+        assert!(exact("solver") && exact("/opt/a/solver") && exact(&r.id.clone()));
+        for not in ["%", "sol_er", "Solver", "solve", "/opt/a", "*", ""] {
+            assert!(!exact(not), "{not}");
+        }
+        assert!(pattern("*") && pattern("sol*") && pattern("s?lver") && pattern("/opt/*"));
+        for not in ["Sol*", "sol_er", "%", "solver?", "/opt/b/*"] {
+            assert!(!pattern(not), "{not}");
+        }
+        assert!(glob_matches("a*b*c", "axxbyyc"));
+        assert!(!glob_matches("a*b*c", "axxbyy"));
+        assert!(glob_matches("**", ""));
+        // No blow-up on many stars.
+        assert!(!glob_matches(&"*a".repeat(50), &"a".repeat(40)));
     }
 
     #[test]

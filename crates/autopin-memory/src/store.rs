@@ -292,17 +292,20 @@ impl Store {
         Ok(out)
     }
 
-    /// Forgets the records whose id or program path is `what` (a program may also be named
-    /// by its file name alone); returns how many.
-    pub fn forget(&self, what: &str) -> Result<usize, MemoryError> {
+    /// Forgets the records of these key ids (which [`Record::selected_by`] chose from
+    /// [`Store::list`]), in one transaction; returns how many.
+    pub fn forget_ids(&mut self, ids: &[String]) -> Result<usize, MemoryError> {
         self.writes_refused()?;
-        let suffix = format!("%/{what}");
-        self.conn
-            .execute(
-                "DELETE FROM decisions WHERE id = ?1 OR program = ?1 OR program LIKE ?2",
-                params![what, suffix],
-            )
-            .map_err(|e| self.err(e))
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| classify(&path, e))?;
+        let mut n = 0;
+        for id in ids {
+            n += tx
+                .execute("DELETE FROM decisions WHERE id = ?1", params![id])
+                .map_err(|e| classify(&path, e))?;
+        }
+        tx.commit().map_err(|e| classify(&path, e))?;
+        Ok(n)
     }
 
     /// Forgets every record; returns how many.
@@ -326,6 +329,11 @@ impl Store {
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(|e| classify(&path, e))?;
         for r in records {
+            // The record's id is its key's (an export edited by hand may say otherwise).
+            let r = &Record {
+                id: r.key.id(),
+                ..r.clone()
+            };
             let text = serde_json::to_string(r).unwrap_or_default();
             tx.execute(
                 "INSERT INTO decisions (id, program, record, updated) VALUES (?1, ?2, ?3, ?4)
@@ -479,7 +487,11 @@ mod tests {
         let all = s.list().unwrap();
         assert_eq!(all.len(), 2);
         assert_eq!(all[0], again, "most recent first");
-        assert_eq!(s.forget("solver").unwrap(), 2);
+        let mut s = s;
+        let ids: Vec<String> = all.iter().map(|r| r.id.clone()).collect();
+        assert_eq!(s.forget_ids(&ids[..1]).unwrap(), 1);
+        assert_eq!(s.list().unwrap().len(), 1);
+        assert_eq!(s.forget_ids(&ids).unwrap(), 1);
         assert!(s.list().unwrap().is_empty());
     }
 

@@ -721,3 +721,117 @@ fn a_remembered_pinning_outside_the_programs_cpus_is_never_applied_nor_imported(
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("it is not applied"), "{err}");
 }
+
+/// `autopin memory --memory STORE ARGS`: (exit code, stdout, stderr).
+fn memory_cmd(store: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args(["memory", "--memory"])
+        .arg(store)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The programs of the store's records, sorted.
+fn programs(store: &Path) -> Vec<String> {
+    let mut p: Vec<String> = records(store)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"]["program"].as_str().unwrap().to_string())
+        .collect();
+    p.sort();
+    p
+}
+
+#[test]
+fn forget_and_show_name_records_exactly_and_patterns_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.db");
+    let all = [
+        "/opt/a/solver",
+        "/opt/b/Solver",
+        "/opt/c/sol_er",
+        "/opt/d/solxer",
+        "/opt/e/other",
+    ];
+    let records: Vec<serde_json::Value> = all
+        .iter()
+        .map(|program| {
+            serde_json::json!({
+                "id": "x",
+                "key": {"program": program, "program_id": "p", "machine": "m", "cpus": "0-1",
+                        "threads": "2", "objective": "default"},
+                "pinning": {"label": "0,1", "cpus": [0, 1]},
+                "runner_up": null, "rate": 1.0, "unit": "u/s", "outcome": "new", "uses": 1,
+                "created": 1.0, "updated": 1.0
+            })
+        })
+        .collect();
+    let export = dir.path().join("five.json");
+    std::fs::write(&export, serde_json::to_string(&records).unwrap()).unwrap();
+    let (code, _, err) = memory_cmd(&store, &["import", export.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(programs(&store).len(), 5);
+    // SQL's LIKE characters are themselves, and case counts.
+    for (what, left) in [("%", 5), ("sol_er", 4), ("solver", 3)] {
+        let (code, _, err) = memory_cmd(&store, &["forget", what]);
+        assert_eq!(programs(&store).len(), left, "forget {what}: {err}");
+        if left == 5 {
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("names are exact"), "{err}");
+        } else {
+            assert_eq!(code, Some(0), "{err}");
+            assert!(err.contains("forgot 1 decision(s)"), "{err}");
+        }
+    }
+    assert_eq!(
+        programs(&store),
+        ["/opt/b/Solver", "/opt/d/solxer", "/opt/e/other"]
+    );
+    // show matches as forget does.
+    let (code, _, _) = memory_cmd(&store, &["show", "sol%"]);
+    assert_eq!(code, Some(2));
+    let (code, out, _) = memory_cmd(&store, &["show", "Solver"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("/opt/b/Solver") && !out.contains("solxer"),
+        "{out}"
+    );
+    let (code, out, _) = memory_cmd(&store, &["show", "--pattern", "sol*"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("/opt/d/solxer") && !out.contains("Solver"),
+        "{out}"
+    );
+    // A pattern, tried first: named, nothing forgotten; then forgotten, each named.
+    let (code, _, err) = memory_cmd(&store, &["forget", "--pattern", "/opt/*r", "--dry-run"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("would forget") && err.contains("/opt/b/Solver"),
+        "{err}"
+    );
+    assert!(
+        err.contains("/opt/d/solxer") && err.contains("/opt/e/other"),
+        "{err}"
+    );
+    assert_eq!(programs(&store).len(), 3);
+    let (code, _, err) = memory_cmd(&store, &["forget", "--pattern", "/opt/[bd]/*"]);
+    assert_eq!(
+        code,
+        Some(2),
+        "no such pattern syntax, nothing matches: {err}"
+    );
+    let (code, _, err) = memory_cmd(&store, &["forget", "--pattern", "s*r"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("forgetting") && err.contains("/opt/d/solxer"),
+        "{err}"
+    );
+    assert_eq!(programs(&store), ["/opt/b/Solver", "/opt/e/other"]);
+}

@@ -2,7 +2,7 @@
 //! `attach` use; see crates/autopin-memory).
 
 use crate::error::{CliError, CmdResult};
-use autopin_memory::{MemoryError, Record, Store};
+use autopin_memory::{MemoryError, Record, Selector, Store};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -10,6 +10,7 @@ use std::path::PathBuf;
 autopin memory list\n  \
 autopin memory show ./solver\n  \
 autopin memory forget solver\n  \
+autopin memory forget --pattern '/opt/old/*' --dry-run\n  \
 autopin memory export decisions.json && autopin memory --memory /shared/d.db import decisions.json")]
 pub struct Args {
     /// The store (default: $AUTOPIN_MEMORY, else $XDG_STATE_HOME/autopin/decisions.db)
@@ -27,18 +28,30 @@ pub enum Action {
         #[arg(long)]
         json: bool,
     },
-    /// Every field of the decisions of one program (path or file name) or one key id
+    /// Every field of the decisions of one program (path or file name, exactly) or one key id
     Show {
         #[arg(value_name = "KEY|PROGRAM")]
         what: String,
+        /// WHAT is a pattern (`*` any text, `?` one character) for the key id, the
+        /// program's path or its file name
+        #[arg(long)]
+        pattern: bool,
     },
-    /// Forget the decisions of one program (path or file name) or one key id
+    /// Forget the decisions of one program (path or file name, exactly) or one key id;
+    /// each is named as it goes
     Forget {
         #[arg(value_name = "PROGRAM|KEY", required_unless_present = "all")]
         what: Option<String>,
         /// Forget every decision
         #[arg(long, conflicts_with = "what")]
         all: bool,
+        /// WHAT is a pattern (`*` any text, `?` one character) for the key id, the
+        /// program's path or its file name; try it with --dry-run first
+        #[arg(long, conflicts_with = "all")]
+        pattern: bool,
+        /// Name the decisions that would be forgotten, and forget none
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Write every decision to FILE as JSON (for identical nodes elsewhere)
     Export {
@@ -75,26 +88,54 @@ pub fn run(args: Args) -> CmdResult {
                 print!("{}", table(&all));
             }
         }
-        Action::Show { what } => {
-            let found: Vec<Record> = store
-                .list()
-                .map_err(store_error)?
-                .into_iter()
-                .filter(|r| matches(r, &what))
-                .collect();
+        Action::Show { what, pattern } => {
+            let found = selected(&store, &what, pattern)?;
             if found.is_empty() {
-                return Err(CliError::usage(format!(
-                    "no remembered decision for {what:?} in {} (`autopin memory list` shows them)",
-                    path.display()
-                )));
+                return Err(none_found(&what, pattern, &path));
             }
             println!("{}", to_json(&found)?);
         }
-        Action::Forget { what, all } => {
-            let n = match (what, all) {
-                (_, true) => store.forget_all(),
-                (Some(w), false) => store.forget(&w),
-                (None, false) => unreachable!("clap requires one"),
+        Action::Forget {
+            what,
+            all,
+            pattern,
+            dry_run,
+        } => {
+            let found = match &what {
+                Some(w) if !all => selected(&store, w, pattern)?,
+                _ => store.list().map_err(store_error)?,
+            };
+            if found.is_empty() && !all {
+                return Err(none_found(what.as_deref().unwrap_or(""), pattern, &path));
+            }
+            let verb = if dry_run {
+                "would forget"
+            } else {
+                "forgetting"
+            };
+            for r in &found {
+                eprintln!(
+                    "autopin: {verb} {} {} ({})",
+                    r.id, r.key.program, r.pinning.label
+                );
+            }
+            if dry_run {
+                eprintln!(
+                    "autopin: --dry-run: {} decision(s) named, none forgotten",
+                    found.len()
+                );
+                return Ok(0);
+            }
+            let n = if all {
+                // (Also the records this build cannot read, which `list` skips.)
+                store.forget_all()
+            } else {
+                // (Its id, and its key's, should an older import have kept another.)
+                let ids: Vec<String> = found
+                    .iter()
+                    .flat_map(|r| [r.id.clone(), r.key.id()])
+                    .collect();
+                store.forget_ids(&ids)
             }
             .map_err(store_error)?;
             eprintln!("autopin: forgot {n} decision(s)");
@@ -153,14 +194,38 @@ fn to_json(records: &[Record]) -> Result<String, CliError> {
     serde_json::to_string_pretty(records).map_err(|e| CliError::internal(e.to_string()))
 }
 
-/// A record named by its key id, its program's path or the program's file name.
-fn matches(r: &Record, what: &str) -> bool {
-    r.id == what
-        || r.key.program == what
-        || std::path::Path::new(&r.key.program)
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy() == what)
-        || std::fs::canonicalize(what).is_ok_and(|p| p.display().to_string() == r.key.program)
+/// The records `what` names, the same way for `show` and `forget`: exactly (a key id, a
+/// program's path or file name, or a path that resolves to the program), or with
+/// `pattern` as a pattern ([`Selector::Pattern`]).
+fn selected(store: &Store, what: &str, pattern: bool) -> Result<Vec<Record>, CliError> {
+    let sel = if pattern {
+        Selector::Pattern(what.to_string())
+    } else {
+        Selector::Exact(what.to_string())
+    };
+    // A path given as the user typed it (`./solver`) names the program it resolves to.
+    let resolved = (!pattern)
+        .then(|| std::fs::canonicalize(what).ok())
+        .flatten()
+        .map(|p| p.display().to_string());
+    Ok(store
+        .list()
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|r| r.selected_by(&sel) || resolved.as_deref() == Some(r.key.program.as_str()))
+        .collect())
+}
+
+fn none_found(what: &str, pattern: bool, path: &std::path::Path) -> CliError {
+    let hint = if pattern {
+        "patterns: `*` any text, `?` one character, matched against the whole key id, program path or file name"
+    } else {
+        "names are exact: a key id, a program's path or file name; --pattern 'sol*' matches by pattern"
+    };
+    CliError::usage(format!(
+        "no remembered decision for {what:?} in {} ({hint}; `autopin memory list` shows them)",
+        path.display()
+    ))
 }
 
 fn table(records: &[Record]) -> String {
