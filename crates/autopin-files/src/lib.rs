@@ -222,10 +222,76 @@ fn resolve_as(path: &Path, me: u32) -> Result<Resolved, Refused> {
     })
 }
 
+/// The most bytes autopin reads from a file a user names (a topology, a latency matrix, a
+/// report, an export, a sharing matrix): 64 MiB, far above any real one. `topology --load
+/// /dev/zero` grew to 3.6 GB in 5 s before there was a bound.
+pub const MAX_INPUT: u64 = 64 << 20;
+
+/// Reads at most `max` bytes of `path`; a longer file is an error that says so (kind
+/// `InvalidData`), read no further. Opened without blocking, so that a FIFO nobody writes
+/// to is an empty file rather than a hang; then read as usual.
+pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    rustix::fs::fcntl_setfl(&f, rustix::fs::OFlags::empty())?;
+    let mut out = Vec::new();
+    f.take(max.saturating_add(1)).read_to_end(&mut out)?;
+    if out.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {} MiB, the most autopin reads from such a file",
+                max >> 20
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// [`read_bounded`] as UTF-8 text.
+pub fn read_to_string_bounded(path: &Path, max: u64) -> std::io::Result<String> {
+    String::from_utf8(read_bounded(path, max)?).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::{symlink, PermissionsExt};
+
+    #[test]
+    fn reads_are_bounded_and_a_fifo_without_a_writer_does_not_block() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("small");
+        std::fs::write(&f, "12345").unwrap();
+        assert_eq!(read_to_string_bounded(&f, 5).unwrap(), "12345");
+        let e = read_bounded(&f, 4).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        let e = read_bounded(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("larger than 1 MiB"), "{e}");
+        std::fs::write(&f, b"\xff").unwrap();
+        assert!(read_to_string_bounded(&f, 5).is_err());
+        let fifo = d.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let t = std::time::Instant::now();
+        assert_eq!(read_bounded(&fifo, 10).unwrap(), b"");
+        assert!(t.elapsed() < std::time::Duration::from_secs(2));
+    }
 
     #[test]
     fn the_rule_of_both_sysctls() {

@@ -123,11 +123,14 @@ impl SharingMatrix {
     }
 
     pub fn read(path: &Path) -> Result<SharingMatrix, PlacementError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PlacementError::Matrix {
-            path: PathBuf::from(path),
-            line: 0,
-            message: e.to_string(),
-        })?;
+        let text =
+            autopin_files::read_to_string_bounded(path, autopin_files::MAX_INPUT).map_err(|e| {
+                PlacementError::Matrix {
+                    path: PathBuf::from(path),
+                    line: 0,
+                    message: e.to_string(),
+                }
+            })?;
         Self::parse(&text, path)
     }
 }

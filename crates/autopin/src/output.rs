@@ -52,9 +52,99 @@ fn target(path: &Path) -> std::io::Result<Target> {
     })
 }
 
-/// O_NOFOLLOW, for [`std::os::unix::fs::OpenOptionsExt::custom_flags`].
-fn libc_o_nofollow() -> i32 {
-    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+/// How long an output written in place may take to open: a FIFO opens only once something
+/// reads it, and `--report fifo` with no reader used to block forever after the program
+/// ended (`stat` even ignored SIGTERM meanwhile).
+const OPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+/// How long a write in place may make no progress (a reader that stopped reading).
+const STALL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Opens `path` to write at its end without blocking, trying again for up to `wait` while it
+/// is a FIFO nothing reads; an error that says so after that. The resolved path has no link
+/// left (unless it goes through /proc): one there now was put there meanwhile, and is not
+/// followed.
+fn open_in_place(
+    path: &Path,
+    through_proc: bool,
+    wait: std::time::Duration,
+) -> std::io::Result<std::fs::File> {
+    use rustix::fs::OFlags;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut flags = OFlags::NONBLOCK;
+    if !through_proc {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let until = std::time::Instant::now() + wait;
+    loop {
+        match std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .custom_flags(flags.bits() as i32)
+            .open(path)
+        {
+            Ok(f) => return Ok(f),
+            // ENXIO: a FIFO without a reader (or a device without its hardware).
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) => {
+                use std::os::unix::fs::FileTypeExt;
+                let fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+                if !fifo {
+                    return Err(e);
+                }
+                if std::time::Instant::now() >= until {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "it is a FIFO and nothing read from it for {} s; start its reader first, or write to a file",
+                            wait.as_secs()
+                        ),
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes all of `bytes` to `f` (opened non-blocking), waiting for room while the reader
+/// takes what was written; gives up when no byte could be written for `stall`.
+fn write_within(
+    f: &std::fs::File,
+    bytes: &[u8],
+    stall: std::time::Duration,
+) -> std::io::Result<()> {
+    use rustix::event::{poll, PollFd, PollFlags};
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match rustix::io::write(f, rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => {
+                let mut fds = [PollFd::new(f, PollFlags::OUT)];
+                let ts = rustix::time::Timespec {
+                    tv_sec: stall.as_secs() as i64,
+                    tv_nsec: 0,
+                };
+                match poll(&mut fds, Some(&ts)) {
+                    Ok(0) => {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!(
+                                "its reader took nothing for {} s ({} of {} bytes written)",
+                                stall.as_secs(),
+                                bytes.len() - rest.len(),
+                                bytes.len()
+                            ),
+                        ))
+                    }
+                    Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Whether `path` (its links followed) is the file this process's standard output or
@@ -87,15 +177,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let path = match target(path)? {
         Target::Replace(p) => p,
         Target::Direct { path, through_proc } => {
-            use std::os::unix::fs::OpenOptionsExt;
-            // The resolved path has no link left: one there now was put there meanwhile.
-            let nofollow = if through_proc { 0 } else { libc_o_nofollow() };
-            let mut f = std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .custom_flags(nofollow)
-                .open(path)?;
-            return f.write_all(bytes).and_then(|_| f.flush());
+            let f = open_in_place(&path, through_proc, OPEN_WAIT)?;
+            return write_within(&f, bytes, STALL_WAIT);
         }
     };
     let mode = match std::fs::metadata(&path) {

@@ -94,3 +94,114 @@ fn every_duration_is_bounded_and_a_long_tick_keeps_the_exit_status() {
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
     assert!(begun.elapsed().as_secs() < 30, "{:?}", begun.elapsed());
 }
+
+fn mkfifo(path: &std::path::Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+#[test]
+fn an_output_fifo_nobody_reads_is_given_up_on_and_the_exit_status_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let f = fifo.to_str().unwrap().to_string();
+    let store = dir.path().join("d.db").to_str().unwrap().to_string();
+    let cases: Vec<(Vec<String>, i32)> = vec![
+        (
+            [
+                &["run", "--schedule", "0"],
+                FAST,
+                &["--report", &f, "--", "sh", "-c", "exit 5"],
+            ]
+            .concat()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            5,
+        ),
+        (
+            ["stat", "--json", &f, "--", "sh", "-c", "exit 3"]
+                .map(String::from)
+                .to_vec(),
+            3,
+        ),
+        (
+            ["topology", "--synthetic", "core:2 pu:1", "-o", &f]
+                .map(String::from)
+                .to_vec(),
+            2,
+        ),
+        (
+            ["memory", "--memory", &store, "export", &f]
+                .map(String::from)
+                .to_vec(),
+            2,
+        ),
+    ];
+    // Side by side: each waits its few seconds for a reader.
+    let begun = std::time::Instant::now();
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = cases
+            .iter()
+            .map(|(args, _)| s.spawn(move || autopin().args(args).output().unwrap()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        begun.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        begun.elapsed()
+    );
+    for ((args, code), out) in cases.iter().zip(results) {
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{f}: cannot write: it is a FIFO and nothing read from it"
+            )),
+            "{args:?}: {err}"
+        );
+    }
+    // With a reader, the FIFO gets the whole text.
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let out = autopin()
+        .args(["topology", "--synthetic", "core:2 pu:1", "-o", &f])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(reader.join().unwrap().contains("Machine"));
+}
+
+#[test]
+fn inputs_are_bounded_and_a_fifo_without_a_writer_does_not_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let store = dir.path().join("d.db");
+    for input in [std::path::Path::new("/dev/zero"), &fifo] {
+        for args in [
+            vec!["topology", "--load"],
+            vec!["topology", "--from-latency"],
+            vec!["report"],
+            vec!["memory", "--memory", store.to_str().unwrap(), "import"],
+        ] {
+            let begun = std::time::Instant::now();
+            let out = autopin().args(&args).arg(input).output().unwrap();
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?} {input:?}: {err}");
+            assert!(err.contains(input.to_str().unwrap()), "{args:?}: {err}");
+            if input.ends_with("zero") {
+                assert!(err.contains("larger than 64 MiB"), "{args:?}: {err}");
+            }
+            assert!(begun.elapsed().as_secs() < 10, "{args:?} {input:?}");
+        }
+    }
+}

@@ -15,8 +15,8 @@ pub enum LatencyFile {
 
 /// Reads a file, telling the format apart by its content: MCTOP files start with `#`.
 pub fn read_file(path: &Path) -> Result<LatencyFile> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| LatencyError::file(path, e.to_string()))?;
+    let text = autopin_files::read_to_string_bounded(path, autopin_files::MAX_INPUT)
+        .map_err(|e| LatencyError::file(path, e.to_string()))?;
     let name = path.display().to_string();
     let first = text.lines().map(str::trim).find(|l| !l.is_empty());
     match first {

@@ -24,8 +24,8 @@ pub fn to_document(m: &Machine) -> Document {
 }
 
 pub fn load(path: &Path) -> Result<Machine> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| TopologyError::file(path, e.to_string()))?;
+    let text = autopin_files::read_to_string_bounded(path, autopin_files::MAX_INPUT)
+        .map_err(|e| TopologyError::file(path, e.to_string()))?;
     from_str(&text).map_err(|e| TopologyError::file(path, e.to_string()))
 }
 

@@ -12,8 +12,8 @@ use std::path::Path;
 
 /// Loads a machine from a file, JSON or hwloc XML, told apart by the first non-blank byte.
 pub fn load_file(path: &Path) -> Result<Machine> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| TopologyError::file(path, e.to_string()))?;
+    let text = autopin_files::read_to_string_bounded(path, autopin_files::MAX_INPUT)
+        .map_err(|e| TopologyError::file(path, e.to_string()))?;
     match text.trim_start().as_bytes().first() {
         Some(b'{') => json::from_str(&text).map_err(|e| TopologyError::file(path, e.to_string())),
         Some(b'<') => hwloc_xml::from_str(&text).map_err(|source| TopologyError::HwlocXml {

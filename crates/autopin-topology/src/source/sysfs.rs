@@ -1140,18 +1140,19 @@ fn clip(t: &str) -> String {
 /// size of 4096 anyway, and skipping the stat saves a system call per file (thousands on a
 /// big machine). Reads stop at 1 MiB: no sysfs attribute is that long, and a huge file
 /// (or an endless one in a broken dump) must not stall the reader.
+/// Opened without blocking (no system call more): a tree given with --sysfs-root may hold a
+/// FIFO where a one-line file belongs, which then reads as empty (or fails) instead of
+/// waiting for a writer.
 fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
     let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 || out.len() >= 1 << 20 {
-            return Ok(out);
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
+    f.take(1 << 20).read_to_end(&mut out)?;
+    Ok(out)
 }
 
 /// Cache sizes in sysfs: `32K`, `1024K`, `16M`, or plain bytes.

@@ -150,7 +150,7 @@ pub fn run(args: Args) -> CmdResult {
             );
         }
         Action::Import { file } => {
-            let text = std::fs::read_to_string(&file)
+            let text = autopin_files::read_to_string_bounded(&file, autopin_files::MAX_INPUT)
                 .map_err(|e| CliError::usage(format!("{}: {e}", file.display())))?;
             let records: Vec<Record> = serde_json::from_str(&text).map_err(|e| {
                 CliError::usage(format!(

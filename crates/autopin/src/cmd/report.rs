@@ -36,7 +36,7 @@ pub fn run(args: Args) -> CmdResult {
         ..args
     };
     let file = &file;
-    let text = std::fs::read_to_string(file)
+    let text = autopin_files::read_to_string_bounded(file, autopin_files::MAX_INPUT)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", file.display())))?;
     // A job report (`--merge -o job.json`) is shown as the merge showed it.
     if let Ok(job) = serde_json::from_str::<autopin_engine::job_report::JobReport>(&text) {

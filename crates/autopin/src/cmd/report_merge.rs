@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 pub fn run(files: &[PathBuf], out: Option<&Path>, svg: Option<&Path>) -> CmdResult {
     let mut inputs = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(f)
+        let text = autopin_files::read_to_string_bounded(f, autopin_files::MAX_INPUT)
             .map_err(|e| CliError::usage(format!("cannot read {}: {e}", f.display())))?;
         let r = Report::from_json(&text).map_err(|e| {
             CliError::usage(format!(

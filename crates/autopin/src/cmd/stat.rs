@@ -209,15 +209,21 @@ pub fn run(args: Args) -> CmdResult {
             100.0 * o
         );
     }
-    write_outputs(&args, &report, &samples, &ctx)?;
-    match (status, target.child.as_mut()) {
-        (Some(code), _) => Ok(code),
+    let written = write_outputs(&args, &report, &samples, &ctx);
+    let code = match (status, target.child.as_mut()) {
+        (Some(code), _) => code,
         // Watched for --duration (or its threads are gone): the program goes on to its
         // end, and its status is the result.
-        (None, Some(c)) => c.wait().map_err(|e| CliError::internal(e.to_string())),
-        // A watched process is not ours.
-        (None, None) => Ok(0),
+        (None, Some(c)) => c.wait().map_err(|e| CliError::internal(e.to_string()))?,
+        // A watched process is not ours: a file that could not be written is the result.
+        (None, None) => return written.map(|()| 0),
+    };
+    // A program stat started ran: its exit status is the result even when a file could
+    // not be written (which is said).
+    if let Err(e) = written {
+        say!("autopin: error: {e}");
     }
+    Ok(code)
 }
 
 /// What `stat` watches: a process, the program when autopin started it, and its name.
