@@ -22,13 +22,15 @@ const MIGRATIONS: [&str; 1] = ["CREATE TABLE decisions (
      );
      CREATE INDEX decisions_program ON decisions(program);"];
 
-/// How long a locked database is waited for before autopin goes on without it.
-const BUSY_WAIT: Duration = Duration::from_millis(1500);
+/// How long `autopin memory` waits for a database another process holds locked. A run
+/// waits far less ([`Store::open_with_wait`], [`Store::set_busy_wait`]): its program must
+/// not wait for the store.
+pub const BUSY_WAIT: Duration = Duration::from_millis(1500);
 
 /// Why the store cannot be used (the run goes on without it).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum MemoryError {
-    #[error("{path}: locked by another process for more than {secs:.1} s", secs = BUSY_WAIT.as_secs_f64())]
+    #[error("{path}: locked by another process (a writer that holds it)")]
     Busy { path: String },
     #[error("{path}: read-only")]
     ReadOnly { path: String },
@@ -38,6 +40,10 @@ pub enum MemoryError {
     Corrupt { path: String, detail: String },
     #[error("{path}: written by a newer autopin (schema {found}, this one knows up to {SCHEMA_VERSION})")]
     NewerSchema { path: String, found: i64 },
+    /// A path that cannot hold a store: a device (`/dev/null`, which SQLite would give a
+    /// `/dev/null-journal`), a FIFO, a socket, a descriptor, a directory.
+    #[error("{path}: {what}, not a file for the decision store: memory is off")]
+    NotAFile { path: String, what: String },
     /// A record to keep that autopin could not have written ([`Record::check`]).
     #[error("{path}: not kept: {detail}")]
     Invalid { path: String, detail: String },
@@ -60,6 +66,7 @@ impl MemoryError {
             MemoryError::NewerSchema { .. } => "newer schema",
             MemoryError::Refused { .. } => "refused",
             MemoryError::Invalid { .. } => "invalid",
+            MemoryError::NotAFile { .. } => "off",
             MemoryError::Other { .. } => "error",
         }
     }
@@ -92,8 +99,15 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating when missing) the store at `path`, migrating an older schema.
+    /// Opens (creating when missing) the store at `path`, migrating an older schema; a
+    /// lock another process holds is waited for up to [`BUSY_WAIT`].
     pub fn open(path: &Path) -> Result<Store, MemoryError> {
+        Store::open_with_wait(path, BUSY_WAIT)
+    }
+
+    /// [`Store::open`], waiting up to `wait` for a lock another process holds, here and in
+    /// every later call until [`Store::set_busy_wait`].
+    pub fn open_with_wait(path: &Path, wait: Duration) -> Result<Store, MemoryError> {
         let shown = path.display().to_string();
         let other = |detail: String| MemoryError::Other {
             path: shown.clone(),
@@ -105,6 +119,9 @@ impl Store {
         // path, so the journal lies beside the file that was checked.
         let resolved = resolve_store_path(path, &shown)?;
         let path = resolved.as_path();
+        if let Some(what) = not_a_file(path) {
+            return Err(MemoryError::NotAFile { path: shown, what });
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.exists() {
                 use std::os::unix::fs::DirBuilderExt;
@@ -116,6 +133,8 @@ impl Store {
             }
         }
         let existed = path.exists();
+        // A new store, or an empty file made for it (`touch`), is made private.
+        let new = std::fs::metadata(path).map_or(true, |m| m.len() == 0);
         let writable = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -125,12 +144,11 @@ impl Store {
         )
         .map_err(|e| classify(&shown, e))
         .and_then(|conn| {
-            if !existed {
+            if new {
                 use std::os::unix::fs::PermissionsExt;
                 let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
             }
-            conn.busy_timeout(BUSY_WAIT)
-                .map_err(|e| classify(&shown, e))?;
+            conn.busy_timeout(wait).map_err(|e| classify(&shown, e))?;
             let store = Store {
                 conn,
                 path: shown.clone(),
@@ -155,12 +173,7 @@ impl Store {
     /// that `fault` says cannot be written; of this build's schema only.
     fn immutable(path: &Path, shown: &str, fault: MemoryError) -> Result<Store, MemoryError> {
         let mut uri = String::from("file:");
-        for b in path.as_os_str().as_encoded_bytes() {
-            match *b {
-                b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
-                _ => uri.push(char::from(*b)),
-            }
-        }
+        uri.push_str(&uri_path(path));
         uri.push_str("?immutable=1");
         let conn = Connection::open_with_flags(
             &uri,
@@ -180,6 +193,11 @@ impl Store {
             path: shown.to_string(),
             read_only: Some(fault),
         })
+    }
+
+    /// How long later calls wait for a lock another process holds.
+    pub fn set_busy_wait(&self, wait: Duration) -> Result<(), MemoryError> {
+        self.conn.busy_timeout(wait).map_err(|e| self.err(e))
     }
 
     /// Why nothing can be written where the store lies, when that is the case.
@@ -365,6 +383,89 @@ fn resolve_store_path(path: &Path, shown: &str) -> Result<PathBuf, MemoryError> 
     Ok(resolved)
 }
 
+/// `path` as the path of a `file:` URI: every byte but unreserved ASCII and `/`
+/// percent-encoded. (Bytes used to be pushed as Latin-1 characters, so a path with `é`
+/// named another file, and a store on a read-only file system could not be read.)
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for b in path.as_os_str().as_encoded_bytes() {
+        match *b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(char::from(*b))
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// What `path` (resolved) is, when it is there and not a regular file.
+fn not_a_file(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    // (`/dev/stdout` resolves to /proc/self/fd/1: whatever file that is, it is not one to
+    // keep a database in.)
+    if path.starts_with("/proc") {
+        return Some("a process's descriptor or a file of /proc".into());
+    }
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    let what = if kind.is_file() {
+        return None;
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Some(what.into())
+}
+
+/// The real cause of an error SQLite words vaguely ("unable to open database file",
+/// "disk I/O error"), when one can be found at `path`.
+fn cause(path: &Path) -> Option<MemoryError> {
+    let shown = path.display().to_string();
+    if let Some(what) = not_a_file(path) {
+        return Some(MemoryError::NotAFile { path: shown, what });
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Some(MemoryError::Other {
+            path: shown,
+            detail: format!("its directory {} does not exist", dir.display()),
+        });
+    }
+    if let Some(fault) = file_system_fault(path, &shown) {
+        return Some(fault);
+    }
+    let access = |p: &Path, a| rustix::fs::access(p, a).err();
+    let denied = if path.exists() {
+        access(
+            path,
+            rustix::fs::Access::READ_OK | rustix::fs::Access::WRITE_OK,
+        )
+        .map(|e| format!("no permission to read and write it ({e})"))
+    } else {
+        access(
+            dir,
+            rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+        )
+        .map(|e| format!("no permission to make a file in {} ({e})", dir.display()))
+    };
+    denied.map(|detail| MemoryError::Other {
+        path: shown,
+        detail,
+    })
+}
+
 /// A file system under `path` that cannot take a write: mounted read-only, or without a
 /// free block.
 fn file_system_fault(path: &Path, shown: &str) -> Option<MemoryError> {
@@ -381,6 +482,14 @@ fn file_system_fault(path: &Path, shown: &str) -> Option<MemoryError> {
 }
 
 fn classify(path: &str, e: rusqlite::Error) -> MemoryError {
+    if matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::CannotOpen | ErrorCode::SystemIoFailure | ErrorCode::DiskFull)
+    ) {
+        if let Some(real) = cause(Path::new(path)) {
+            return real;
+        }
+    }
     let path = path.to_string();
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => MemoryError::Busy { path },
@@ -493,6 +602,45 @@ mod tests {
         assert_eq!(s.list().unwrap().len(), 1);
         assert_eq!(s.forget_ids(&ids).unwrap(), 1);
         assert!(s.list().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_empty_file_made_for_the_store_becomes_private_and_a_device_is_no_store() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("touched.db");
+        std::fs::write(&p, "").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        Store::open(&p).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // A store someone shared on purpose keeps its mode.
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        Store::open(&p).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        for (path, what) in [
+            ("/dev/null", "a character device"),
+            ("/dev/stdout", "descriptor"),
+        ] {
+            let e = Store::open(Path::new(path)).err().unwrap();
+            assert!(matches!(e, MemoryError::NotAFile { .. }), "{e}");
+            assert!(e.to_string().contains(what), "{e}");
+        }
+        let e = Store::open(dir.path()).err().unwrap();
+        assert!(e.to_string().contains("a directory, not a file"), "{e}");
+    }
+
+    #[test]
+    fn a_path_becomes_a_uri_byte_for_byte() {
+        assert_eq!(uri_path(Path::new("/a/b-c_d.db")), "/a/b-c_d.db");
+        assert_eq!(
+            uri_path(Path::new("/t/dé #1?%.db")),
+            "/t/d%C3%A9%20%231%3F%25.db"
+        );
+        use std::os::unix::ffi::OsStrExt;
+        let raw = std::ffi::OsStr::from_bytes(b"/t/\xff.db");
+        assert_eq!(uri_path(Path::new(raw)), "/t/%FF.db");
     }
 
     #[test]

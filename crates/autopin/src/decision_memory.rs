@@ -16,6 +16,14 @@ use autopin_memory::{
 use autopin_placement::Pinning;
 use std::path::PathBuf;
 
+/// How long a run waits for a store another process holds locked, before the program
+/// starts and after it ended: long enough for the ranks of a node writing their decisions
+/// at once (milliseconds each), too short for anyone to notice. A writer that holds the
+/// lock longer (another process's open transaction) is said, and the run goes on without
+/// the store; the program never waits for it.
+const LOOKUP_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+const WRITE_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+
 pub struct RunMemory {
     store: Option<Store>,
     path: String,
@@ -74,7 +82,8 @@ impl RunMemory {
                 return m;
             }
         };
-        match Store::open(&path).and_then(|s| s.lookup(&key).map(|r| (s, r))) {
+        match Store::open_with_wait(&path, LOOKUP_WAIT).and_then(|s| s.lookup(&key).map(|r| (s, r)))
+        {
             Ok((store, found)) => {
                 m.store = Some(store);
                 m.found = found.filter(|r| fits(r, plan, sink));
@@ -258,7 +267,10 @@ impl RunMemory {
         }
         use_.outcome = outcome.as_str().into();
         if let Some(store) = &self.store {
-            if let Err(e) = store.put(&record) {
+            if let Err(e) = store
+                .set_busy_wait(WRITE_WAIT)
+                .and_then(|()| store.put(&record))
+            {
                 self.fail(e, sink);
                 use_.outcome = "error".into();
                 use_.error = self.off.as_ref().map(|(_, w)| w.clone());

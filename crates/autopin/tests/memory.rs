@@ -266,6 +266,11 @@ struct MountedRun {
 /// lists the store's records. Both runs keep a fixed pinning (decided at once, so each has
 /// a decision to write back).
 fn in_own_mounts(prepare: &str, repair: &str) -> Result<MountedRun, String> {
+    in_own_mounts_as("d.db", prepare, repair)
+}
+
+/// [`in_own_mounts`] with the store named `store` in `$M`.
+fn in_own_mounts_as(store: &str, prepare: &str, repair: &str) -> Result<MountedRun, String> {
     if !autopin_testkit::have("unshare") {
         return Err("unshare is not installed".into());
     }
@@ -283,14 +288,14 @@ fn in_own_mounts(prepare: &str, repair: &str) -> Result<MountedRun, String> {
     let script = format!(
         r#"set -u
 mount -t tmpfs -o size=512k tmpfs "$M" || exit 97
-"$AP" run --memory "$M/d.db" --report "$D/r0.json" {common} --strategy fixed --schedule 0 -- sh -c "$PROG" >/dev/null 2>&1
+"$AP" run --memory "$M/$STORE" --report "$D/r0.json" {common} --strategy fixed --schedule 0 -- sh -c "$PROG" >/dev/null 2>&1
 {prepare}
-"$AP" run --memory "$M/d.db" --report "$D/r.json" {common} --strategy fixed --schedule 0 -- sh -c "$PROG" >"$D/out" 2>"$D/err"
+"$AP" run --memory "$M/$STORE" --report "$D/r.json" {common} --strategy fixed --schedule 0 -- sh -c "$PROG" >"$D/out" 2>"$D/err"
 echo $? >"$D/rc"
-"$AP" memory --memory "$M/d.db" forget --all 2>"$D/forget"
+"$AP" memory --memory "$M/$STORE" forget --all 2>"$D/forget"
 echo $? >>"$D/forget"
 {repair}
-"$AP" memory --memory "$M/d.db" list --json >"$D/list"
+"$AP" memory --memory "$M/$STORE" list --json >"$D/list"
 "#
     );
     let ran = Command::new("unshare")
@@ -300,6 +305,7 @@ echo $? >>"$D/forget"
         .env("M", d.join("m"))
         .env("D", d)
         .env("PROG", SCRIPT)
+        .env("STORE", store)
         .output()
         .unwrap();
     if !d.join("rc").exists() {
@@ -834,4 +840,156 @@ fn forget_and_show_name_records_exactly_and_patterns_only_when_asked() {
         "{err}"
     );
     assert_eq!(programs(&store), ["/opt/b/Solver", "/opt/e/other"]);
+}
+
+#[test]
+fn a_store_with_a_name_that_is_not_ascii_is_read_on_a_read_only_file_system() {
+    let _serial = one_at_a_time();
+    let run = autopin_testkit::ok_or_skip!(in_own_mounts_as(
+        "décisions #1?.db",
+        r#"mount -o remount,ro "$M""#,
+        r#"mount -o remount,rw "$M""#
+    ));
+    assert_ran_without_losing(&run, "read-only");
+}
+
+/// Runs `program` (a shell command printing its start and end times) under autopin with
+/// `store`, another process holding the store's write lock if `held`; returns the seconds
+/// from autopin's start to the program's, from the program's end to autopin's, and stderr.
+fn delays(store: &Path, program: &str, held: bool) -> (f64, f64, String) {
+    let holder = held.then(|| {
+        let c = rusqlite::Connection::open(store).unwrap();
+        c.execute_batch(
+            "BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS held (x); INSERT INTO held VALUES (1);",
+        )
+        .unwrap();
+        c
+    });
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let t0 = now();
+    let fixed = ["--strategy", "fixed", "--schedule", "0"];
+    let out = autopin_run(store, &store.with_extension("json"), &fixed, program);
+    let t1 = now();
+    if let Some(h) = holder {
+        h.execute_batch("ROLLBACK;").unwrap();
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let times: Vec<f64> = stdout
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(times.len(), 2, "{stdout}");
+    (
+        times[0] - t0,
+        t1 - times[1],
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_store_another_process_holds_locked_delays_neither_the_start_nor_the_exit() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let program = "date +%s.%N; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; date +%s.%N";
+    // A store autopin made (WAL: the lookup reads, the write-back would wait), and a new
+    // file another program holds (the store's creation would wait). Each against the same
+    // run without the lock, so autopin's own start-up on a busy machine does not count.
+    let made = dir.path().join("made.db");
+    assert_untouched(&autopin_run(
+        &made,
+        &dir.path().join("r0.json"),
+        &[],
+        SCRIPT,
+    ));
+    let fresh = dir.path().join("fresh.db");
+    let fresh0 = dir.path().join("fresh0.db");
+    for (store, unlocked) in [(made.clone(), made), (fresh, fresh0)] {
+        let (start0, exit0, _) = delays(&unlocked, program, false);
+        let (start, exit, err) = delays(&store, program, true);
+        assert!(err.contains("locked by another process"), "{err}");
+        let shown = store.display();
+        assert!(
+            start - start0 < 0.75,
+            "{shown}: the program started {start:.2} s after autopin, {start0:.2} s unlocked"
+        );
+        assert!(
+            exit - exit0 < 0.75,
+            "{shown}: autopin exited {exit:.2} s after the program, {exit0:.2} s unlocked"
+        );
+    }
+}
+
+#[test]
+fn a_device_as_the_store_turns_memory_off_and_leaves_nothing_beside_it() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    for dev in ["/dev/null", "/dev/full"] {
+        let journal = format!("{dev}-journal");
+        let before = Path::new(&journal).exists();
+        let out = autopin_run(
+            Path::new(dev),
+            &dir.path().join("r.json"),
+            &["--strategy", "fixed", "--schedule", "0"],
+            SCRIPT,
+        );
+        assert_untouched(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "{dev}: a character device, not a file for the decision store: memory is off"
+            )),
+            "{err}"
+        );
+        if !before {
+            assert!(!Path::new(&journal).exists(), "{journal} was made");
+        }
+        let (code, _, err) = memory_cmd(Path::new(dev), &["list"]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("a character device"), "{err}");
+    }
+    // A directory is named as one (SQLite said "unable to open database file").
+    let (code, _, err) = memory_cmd(dir.path(), &["list"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("a directory, not a file"), "{err}");
+}
+
+#[test]
+fn a_new_store_on_a_full_file_system_says_so() {
+    let _serial = one_at_a_time();
+    autopin_testkit::require!(autopin_testkit::have("unshare"), "needs unshare");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("m")).unwrap();
+    std::fs::write(d.join("empty.json"), "[]").unwrap();
+    let ns = if rustix::process::geteuid().is_root() {
+        "-m"
+    } else {
+        "-rm"
+    };
+    let out = Command::new("unshare")
+        .arg(ns)
+        .args([
+            "sh",
+            "-c",
+            r#"mount -t tmpfs -o size=512k tmpfs "$M" || exit 97
+dd if=/dev/zero of="$M/fill" bs=4096 2>/dev/null
+"$AP" memory --memory "$M/new.db" import "$D/empty.json""#,
+        ])
+        .env("AP", assert_cmd::cargo::cargo_bin("autopin"))
+        .env("M", d.join("m"))
+        .env("D", d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(97) {
+        autopin_testkit::skip!("no mount namespace with a tmpfs here: {err}");
+    }
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("the file system is full"), "{err}");
+    assert!(!err.contains("disk I/O error"), "{err}");
 }
