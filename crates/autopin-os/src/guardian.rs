@@ -90,6 +90,9 @@ impl Guardian {
             });
         }
         let mut child = cmd.spawn()?;
+        // The keeper (under `run`) learns who guards the program: should the guardian be
+        // gone when the engine dies, the keeper does its work itself.
+        crate::keeper::tell_guardian(child.id());
         let mut g = Guardian {
             pipe: child.stdin.take(),
             unconfirmed: child.stdout.take(),
@@ -155,11 +158,13 @@ impl Guardian {
     /// is gone, costs nothing).
     pub fn file(&mut self, path: &Path) {
         self.send(&format!("file {}", path.display()));
+        crate::keeper::tell_file(path);
     }
 
     /// A directory of autopin's, told before it is made; removed once empty.
     pub fn dir(&mut self, path: &Path) {
         self.send(&format!("dir {}", path.display()));
+        crate::keeper::tell_dir(path);
     }
 
     /// A lock file of autopin's, taken after the guardian started.
@@ -279,6 +284,36 @@ pub fn serve(
         let _ = std::fs::remove_dir(d);
     }
     0
+}
+
+/// Gives every thread of `pid` the CPUs `mask` (twice: a thread being born during the first
+/// pass may take its probe CPU a moment later); how many threads there were, and the
+/// errors of those that could not be given them.
+pub(crate) fn give_back(pid: i32, mask: &CpuSet) -> (usize, Vec<String>) {
+    let proc = crate::process::ProcFs::default();
+    let mut failed = HashMap::new();
+    let mut seen = 0;
+    for pass in 0..2 {
+        if pass > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let tids: Vec<i32> = proc
+            .threads(pid)
+            .map(|ts| ts.iter().map(|t| t.tid).collect())
+            .unwrap_or_default();
+        seen = seen.max(tids.len());
+        for tid in tids {
+            match autopin_topology::affinity::set(tid, mask) {
+                Ok(()) => {
+                    failed.remove(&tid);
+                }
+                Err(e) => {
+                    failed.insert(tid, format!("thread {tid}: {e}"));
+                }
+            }
+        }
+    }
+    (seen, failed.into_values().collect())
 }
 
 /// Removes lock file `path` if nobody holds its lock: taken here first, so an autopin that

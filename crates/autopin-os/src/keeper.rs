@@ -16,7 +16,10 @@
 //!   CPUs back (see [`crate::guardian`]); the program, orphaned, becomes the keeper's child
 //!   (it is the nearest subreaper), and the keeper waits for it, forwards signals to it, and
 //!   exits with its status (128+N for a signal N), or with the code the engine had already
-//!   reaped.
+//!   reaped. The engine also tells the keeper the guardian's PID, the mask the program
+//!   started with, its temporary files and whether a decision is in force: a guardian that
+//!   is gone too (killed first) leaves that work to the keeper, which does it and says so,
+//!   or says that it could not.
 //! - The keeper dies: the engine gets SIGKILL (its parent-death signal), and the guardian
 //!   restores the program as above; the shell sees the signal that killed what it waited for.
 //!
@@ -55,15 +58,30 @@ pub fn launch_parent() -> Option<u32> {
 struct Heard {
     program: Option<i32>,
     exit_code: Option<i32>,
+    /// The guardian's PID.
+    guardian: Option<i32>,
+    /// The CPU list the program started with (what its threads get back).
+    mask: Option<String>,
+    /// A decided pinning is in force (it stays, as the guardian would leave it).
+    decided: bool,
+    /// autopin's temporary files and directories (what the guardian would remove).
+    files: Vec<std::path::PathBuf>,
+    dirs: Vec<std::path::PathBuf>,
 }
 
 impl Heard {
     fn take(&mut self, msg: &str) {
-        let mut words = msg.split_whitespace();
-        let value = |w: Option<&str>| w.and_then(|v| v.parse::<i32>().ok());
-        match words.next() {
-            Some("program") => self.program = value(words.next()).filter(|p| *p > 0),
-            Some("exit") => self.exit_code = value(words.next()),
+        let (word, rest) = msg.split_once(' ').unwrap_or((msg, ""));
+        let value = || rest.trim().parse::<i32>().ok();
+        match word {
+            "program" => self.program = value().filter(|p| *p > 0),
+            "exit" => self.exit_code = value(),
+            "guardian" => self.guardian = value().filter(|p| *p > 0),
+            "mask" if !rest.trim().is_empty() => self.mask = Some(rest.trim().to_string()),
+            "decided" => self.decided = true,
+            "searching" => self.decided = false,
+            "file" if !rest.is_empty() => self.files.push(rest.into()),
+            "dir" if !rest.is_empty() => self.dirs.push(rest.into()),
             _ => {}
         }
     }
@@ -142,7 +160,7 @@ fn become_engine(keeper: i32, launch_parent: Option<u32>, name: &str) {
     }
 }
 
-fn tell(msg: &str) {
+pub(crate) fn tell(msg: &str) {
     if let Some(s) = CHANNEL.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
         // A keeper that is gone cannot be told; the engine goes on.
         let _ = s.send(msg.as_bytes());
@@ -173,6 +191,36 @@ pub fn tell_launched(pid: i32) {
 /// Engine: the program ended, and this is its exit code (as a shell gives it).
 pub fn tell_exit(code: i32) {
     tell(&format!("exit {code}"));
+}
+
+/// Engine: the guardian started, with this PID.
+pub(crate) fn tell_guardian(pid: u32) {
+    tell(&format!("guardian {pid}"));
+}
+
+/// Engine: the CPUs the program starts with.
+pub(crate) fn tell_mask(mask: &autopin_topology::CpuSet) {
+    tell(&format!("mask {mask}"));
+}
+
+/// Engine: whether a decided pinning is in force (told when it changes).
+pub(crate) fn tell_decided(yes: bool) {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static TOLD: AtomicU8 = AtomicU8::new(0);
+    let now = if yes { 2 } else { 1 };
+    if TOLD.swap(now, Ordering::Relaxed) != now {
+        tell(if yes { "decided" } else { "searching" });
+    }
+}
+
+/// Engine: a temporary file of autopin's, told before it is made.
+pub(crate) fn tell_file(path: &std::path::Path) {
+    tell(&format!("file {}", path.display()));
+}
+
+/// Engine: a temporary directory of autopin's, told before it is made.
+pub(crate) fn tell_dir(path: &std::path::Path) {
+    tell(&format!("dir {}", path.display()));
 }
 
 /// A name no other keeper has: this PID and the clock's nanoseconds.
@@ -244,6 +292,35 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<Ke
         drop(child);
         (pid, forwarding)
     };
+    let mut heard = Heard::default();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut drain = |heard: &mut Heard| {
+        while let Ok(n) = sock.recv(&mut buf) {
+            heard.take(&String::from_utf8_lossy(&buf[..n]));
+        }
+    };
+    // What the engine says is read while it runs (so its messages never fill the socket,
+    // which would block the engine), until it ends.
+    let engine_fd = Pid::from_raw(engine)
+        .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
+    if let Some(fd) = &engine_fd {
+        use rustix::event::{poll, PollFd, PollFlags};
+        loop {
+            let mut fds = [
+                PollFd::new(fd, PollFlags::IN),
+                PollFd::new(&sock, PollFlags::IN),
+            ];
+            let ended = match poll(&mut fds, None) {
+                Ok(_) => fds[0].revents().contains(PollFlags::IN),
+                Err(rustix::io::Errno::INTR) => false,
+                Err(_) => true,
+            };
+            drain(&mut heard);
+            if ended {
+                break;
+            }
+        }
+    }
     let status = loop {
         match rustix::process::waitpid(Pid::from_raw(engine), WaitOptions::empty()) {
             Ok(Some((_, st))) => break st,
@@ -259,13 +336,6 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<Ke
         }
     };
     forwarding.clear_child();
-    let mut heard = Heard::default();
-    let mut buf = [0u8; 128];
-    let mut drain = |heard: &mut Heard| {
-        while let Ok(n) = sock.recv(&mut buf) {
-            heard.take(&String::from_utf8_lossy(&buf[..n]));
-        }
-    };
     drain(&mut heard);
     let Some(sig) = status.terminating_signal() else {
         return Ok(Kept::Exit(status.exit_status().unwrap_or(1)));
@@ -296,13 +366,70 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<Ke
     let Some(program) = heard.program else {
         return Ok(Kept::Exit(128 + sig));
     };
+    let cpus = restore_unguarded(&heard, program);
     said(format!(
-        "autopin: killed by signal {sig}; the program (PID {program}) runs on, its CPUs given back by the guardian, and its exit status will be autopin's"
+        "autopin: killed by signal {sig}; the program (PID {program}) runs on, {cpus}, and its exit status will be autopin's"
     ));
     forwarding.set_child(program);
     let code = wait_for(program).unwrap_or(128 + sig);
     forwarding.clear_child();
     Ok(Kept::Exit(code))
+}
+
+/// What became of the program's CPUs after the engine died, in words: the guardian gave
+/// them back; or, the guardian being gone (or never started), the keeper does its work
+/// (autopin's files removed, then every thread given the mask the program started with)
+/// and says what it did, or why it could not. A decided pinning stays, as the guardian
+/// leaves it.
+fn restore_unguarded(heard: &Heard, program: i32) -> String {
+    if heard.decided {
+        return "with the decided pinning in force".into();
+    }
+    if heard.guardian.is_some_and(guardian_alive) {
+        return "its CPUs given back by the guardian".into();
+    }
+    let who = if heard.guardian.is_some() {
+        "the guardian was gone, so the keeper"
+    } else {
+        "no guardian ran, so the keeper"
+    };
+    let Some(mask) = heard
+        .mask
+        .as_deref()
+        .and_then(|m| autopin_topology::CpuSet::parse_list(m).ok())
+    else {
+        return format!(
+            "{} but could not give its threads their CPUs back (the CPUs it started with were never told): they keep the ones autopin last set",
+            who.replace(", so the keeper", ",")
+        );
+    };
+    // The thread registry's unlinking tells the preload library to pin no thread born from
+    // now on: files first, as the guardian does.
+    for f in &heard.files {
+        let _ = std::fs::remove_file(f);
+    }
+    let (threads, failed) = crate::guardian::give_back(program, &mask);
+    for d in &heard.dirs {
+        let _ = std::fs::remove_dir(d);
+    }
+    match failed.first() {
+        None => format!("{who} gave its {threads} thread(s) their CPUs back ({mask})"),
+        Some(e) => format!(
+            "{who} could not give {} of its {threads} thread(s) their CPUs back ({mask}; {e})",
+            failed.len()
+        ),
+    }
+}
+
+/// Whether the guardian `pid` still runs: not a zombie, and still `autopin guard` (its PID
+/// cannot be taken by another process while it is ours, a zombie or alive, but it could
+/// have been reaped by the engine).
+fn guardian_alive(pid: i32) -> bool {
+    let proc = std::path::Path::new("/proc");
+    let args = std::fs::read(proc.join(pid.to_string()).join("cmdline")).unwrap_or_default();
+    let second = args.split(|b| *b == 0).nth(1);
+    second == Some(crate::guardian::SUBCOMMAND.as_bytes())
+        && !crate::process::attach_guard::is_zombie(proc, pid)
 }
 
 /// Whether this process runs one thread only (false where /proc cannot tell).
@@ -391,13 +518,25 @@ mod tests {
         let mut h = Heard::default();
         h.take("program 1234");
         h.take("exit 7");
+        h.take("guardian 99");
+        h.take("mask 0-3,8");
+        h.take("file /tmp/a b");
+        h.take("dir /tmp/d");
+        h.take("decided");
         assert_eq!(
             h,
             Heard {
                 program: Some(1234),
-                exit_code: Some(7)
+                exit_code: Some(7),
+                guardian: Some(99),
+                mask: Some("0-3,8".into()),
+                decided: true,
+                files: vec!["/tmp/a b".into()],
+                dirs: vec!["/tmp/d".into()],
             }
         );
+        h.take("searching");
+        assert!(!h.decided);
         let mut h = Heard::default();
         h.take("program -3");
         h.take("exit x");

@@ -91,6 +91,9 @@ impl LinuxPlatform {
         // The mask the program starts with (it inherits ours) is what it gets back should
         // autopin die mid-search.
         let start_mask = autopin_topology::affinity::get(0).ok();
+        if let Some(m) = &start_mask {
+            crate::keeper::tell_mask(m);
+        }
         // The guardian first, before autopin has a file to leave behind: every file is told
         // to it before it is made, and the program's PID once it exists.
         self.guard(None, start_mask.as_ref(), &mut warnings);
@@ -485,6 +488,7 @@ impl Platform for LinuxPlatform {
     }
 
     fn decision_in_force(&mut self, yes: bool) {
+        crate::keeper::tell_decided(yes);
         if let Some(g) = self.guardian.as_mut() {
             g.decided(yes);
         }

@@ -1215,3 +1215,95 @@ fn an_interrupted_program_is_said_to_be_interrupted() {
         "{why}"
     );
 }
+
+/// The children of `pid` (its main thread's), as /proc lists them.
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_keeper_whose_guardian_was_killed_first_gives_the_cpus_back_itself() {
+    let _turn = CPU_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let mine = autopin_testkit::own_cpu_list();
+    autopin_testkit::require!(mine.contains('-') || mine.contains(','), "one CPU allowed");
+    let spin = autopin_testkit::spin_program();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let first = mine.split([',', '-']).next().unwrap().to_string();
+    let all_on_first = [first.as_str(); 3].join(",");
+    let keeper = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .args([
+            "run",
+            "--no-perturbation-estimate",
+            "--objective",
+            "task-clock",
+        ])
+        .args(["-i", "0.1", "-w", "0.1", "--probe", "5", "--budget", "30"])
+        .arg("--schedule")
+        .arg(format!("{all_on_first};{mine}"))
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo $$ > '{}'; exec '{}' 20 2",
+            pidfile.display(),
+            spin.display()
+        ))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let pid: u32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            let masks = autopin_testkit::thread_cpu_lists(p);
+            if masks.len() >= 2 && masks.iter().all(|(_, m)| *m == first) {
+                break p;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "never saw the probe");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let engine = children_of(keeper.id())[0];
+    let guardian = children_of(engine)
+        .into_iter()
+        .find(|c| {
+            std::fs::read(format!("/proc/{c}/cmdline"))
+                .unwrap_or_default()
+                .split(|b| *b == 0)
+                .nth(1)
+                == Some(b"guard".as_slice())
+        })
+        .expect("a guardian runs");
+    let kill = |p: u32| {
+        std::process::Command::new("kill")
+            .args(["-KILL", &p.to_string()])
+            .status()
+            .unwrap()
+    };
+    kill(guardian);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    kill(engine);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let masks = autopin_testkit::thread_cpu_lists(pid);
+    let _ = std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status();
+    let out = keeper.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!masks.is_empty(), "the program was stopped");
+    assert!(
+        masks.iter().all(|(_, m)| *m == mine),
+        "{masks:?}, started with {mine}: {err}"
+    );
+    assert!(
+        err.contains("the guardian was gone, so the keeper gave its"),
+        "{err}"
+    );
+    assert!(!err.contains("given back by the guardian"), "{err}");
+    assert_eq!(out.status.code(), Some(143), "{err}");
+}
