@@ -21,6 +21,58 @@ pub fn thread_samples(pid: i32) -> std::io::Result<Vec<ThreadSample>> {
     Ok(out)
 }
 
+/// The most processes [`process_tree`] follows.
+const MAX_TREE: usize = 4096;
+
+/// `pid` and every process it started that still runs, their children too (up to 4096),
+/// `pid` first: what `stat` watches of a program that forks its work
+/// (`sh -c 'solver; exit 3'`).
+pub fn process_tree(pid: i32) -> Vec<i32> {
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() && out.len() < MAX_TREE {
+        let p = out[i];
+        i += 1;
+        let tasks = std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten();
+        for t in tasks.flatten() {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            for c in children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<i32>().ok())
+            {
+                if !out.contains(&c) && out.len() < MAX_TREE {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every thread of `pid` and of the processes it started ([`process_tree`]) now; an error
+/// when `pid` is gone.
+pub fn tree_samples(pid: i32) -> std::io::Result<Vec<ThreadSample>> {
+    let mut out = thread_samples(pid)?;
+    for child in process_tree(pid).into_iter().skip(1) {
+        out.extend(thread_samples(child).unwrap_or_default());
+    }
+    out.sort_by_key(|t| t.tid);
+    out.dedup_by_key(|t| t.tid);
+    Ok(out)
+}
+
+/// The process (thread group) `tid` belongs to: itself for a process, its process for a
+/// thread (`stat -p TID`); None when it is gone.
+pub fn process_of(tid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 fn thread_sample(dir: &Path, tid: i32) -> Option<ThreadSample> {
     let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
     let (name, fields) = split_stat(&stat)?;

@@ -205,3 +205,105 @@ fn inputs_are_bounded_and_a_fifo_without_a_writer_does_not_hang() {
         }
     }
 }
+
+#[test]
+fn stat_watches_the_processes_the_program_starts() {
+    let spin = autopin_testkit::spin_program();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stat.json");
+    let out = autopin()
+        .args(["stat", "--json"])
+        .arg(&json)
+        .args(["--", "sh", "-c"])
+        .arg(format!("'{}' 1 1 >/dev/null; exit 3", spin.display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let spin_share: f64 = r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == "spin")
+        .map(|t| t["cpu_share"].as_f64().unwrap())
+        .sum();
+    // One spinning thread for a second: most of a CPU, wherever the machine is busy.
+    assert!(spin_share > 0.2, "the child's threads: {}", r["threads"]);
+}
+
+#[test]
+fn stat_of_a_thread_does_not_list_its_own_process_as_a_neighbour() {
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "needs taskset");
+    let spin = autopin_testkit::spin_program();
+    // Its threads on one CPU: the process's own main thread is on the CPU its watched
+    // thread uses, where a neighbour is looked for.
+    let cpu = autopin_testkit::own_cpu_list()
+        .split([',', '-'])
+        .next()
+        .unwrap()
+        .to_string();
+    let mut child = std::process::Command::new("taskset")
+        .args(["-c", &cpu])
+        .arg(&spin)
+        .args(["3", "2"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let tid = loop {
+        let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        tids.sort();
+        if tids.len() >= 2 {
+            break tids[1];
+        }
+        assert!(std::time::Instant::now() < deadline, "no second thread");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stat.json");
+    let out = autopin()
+        .args(["stat", "--duration", "1", "-p", &tid.to_string(), "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let own = r["neighbours"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n[0] == pid);
+    assert!(
+        !own,
+        "its own process {pid} is a neighbour: {}",
+        r["neighbours"]
+    );
+}
+
+#[test]
+fn a_latency_too_large_names_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("lat.csv");
+    std::fs::write(&csv, ",0,1\n0,0,1e308\n1,1e308,0\n").unwrap();
+    let out = autopin()
+        .args(["topology", "--from-latency"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{}:2:", csv.display())), "{err}");
+    assert!(
+        err.contains("1e308") && err.contains("from 0 to 1e9"),
+        "{err}"
+    );
+}

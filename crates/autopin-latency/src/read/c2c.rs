@@ -110,12 +110,12 @@ pub fn parse(text: &str, file: &str) -> Result<LatencyMatrix> {
                     ),
                 )
             })?;
-            if !v.is_finite() || v < 0.0 {
+            if !(0.0..=super::MAX_VALUE).contains(&v) {
                 return Err(LatencyError::parse(
                     file,
                     *lineno,
                     format!(
-                        "column {}: latency {f} must be a finite number ≥ 0",
+                        "column {}: latency {f} must be a number of nanoseconds from 0 to 1e9",
                         col + 1 + shift
                     ),
                 ));
@@ -254,6 +254,16 @@ mod tests {
         let e = parse(",,\n-1,,\n20,21,\n", "t.csv")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("must be a finite number"), "{e}");
+        assert!(
+            e.contains(
+                "t.csv:2: column 1: latency -1 must be a number of nanoseconds from 0 to 1e9"
+            ),
+            "{e}"
+        );
+        // A finite number whose sum overflows (1e308) is refused where it is written.
+        let e = parse("0,1e308\n1e308,0\n", "t.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t.csv:1: column 2: latency 1e308"), "{e}");
     }
 }

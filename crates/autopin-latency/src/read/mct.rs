@@ -221,8 +221,8 @@ fn triple(line: &str) -> std::result::Result<(usize, usize, f64), String> {
     let x = t[0].parse().map_err(|_| bad())?;
     let y = t[1].parse().map_err(|_| bad())?;
     let v: f64 = t[2].parse().map_err(|_| bad())?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("value {} must be a finite number ≥ 0", t[2]));
+    if !(0.0..=super::MAX_VALUE).contains(&v) {
+        return Err(format!("value {} must be a number from 0 to 1e9", t[2]));
     }
     Ok((x, y, v))
 }

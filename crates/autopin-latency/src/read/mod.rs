@@ -13,6 +13,11 @@ pub enum LatencyFile {
     Mct(mct::MctFile),
 }
 
+/// The largest value a latency file may hold: 1e9 (a second in nanoseconds; core-to-core
+/// latencies are tens to thousands). Beyond it the arithmetic on the matrix overflows
+/// (1e308 became "latency … is inf", named neither file nor line).
+pub const MAX_VALUE: f64 = 1e9;
+
 /// Reads a file, telling the format apart by its content: MCTOP files start with `#`.
 pub fn read_file(path: &Path) -> Result<LatencyFile> {
     let text = autopin_files::read_to_string_bounded(path, autopin_files::MAX_INPUT)

@@ -7,7 +7,7 @@ use crate::error::{CliError, CmdResult};
 use crate::number_args::positive_seconds;
 use autopin_os::stat_counters::{self, CountingPlan, GroupCounters, Reading};
 use autopin_os::stat_source::{
-    neighbours, pages_by_node, thread_samples, throttling, ProgressChannel,
+    neighbours, pages_by_node, process_of, process_tree, throttling, tree_samples, ProgressChannel,
 };
 use autopin_perf::PerfCounterSource;
 use autopin_stat::groups::{self, Group};
@@ -100,14 +100,22 @@ pub fn run(args: Args) -> CmdResult {
     // Where the pages live is read only where there is more than one node to be on.
     let multi_node = ctx.multi_node();
     let me = std::process::id() as i32;
+    // Not neighbours: autopin, the process watched (also when -p names one of its threads)
+    // and every process it started, whose threads are watched with its own.
+    let ours = || {
+        let mut v = process_tree(pid);
+        v.push(me);
+        v.extend(process_of(pid));
+        v
+    };
     let begun = Instant::now();
     let look = |with_neighbours: bool| -> Option<Snapshot> {
-        let threads = thread_samples(pid).ok().filter(|t| !t.is_empty())?;
+        let threads = tree_samples(pid).ok().filter(|t| !t.is_empty())?;
         Some(Snapshot {
             t: begun.elapsed().as_secs_f64(),
             threads,
             neighbours: if with_neighbours {
-                neighbours(&[pid, me])
+                neighbours(&ours())
             } else {
                 Vec::new()
             },
@@ -150,7 +158,7 @@ pub fn run(args: Args) -> CmdResult {
         let ending = duration.is_some_and(|d| elapsed >= d);
         let Some(mut s) = look(false) else { break };
         if due || ending {
-            s.neighbours = neighbours(&[pid, me]);
+            s.neighbours = neighbours(&ours());
             if multi_node {
                 s.pages = pages_by_node(pid);
             }
@@ -188,7 +196,7 @@ pub fn run(args: Args) -> CmdResult {
     if last.neighbours.is_empty() && last.t > first.t {
         // The program ended between looks: the neighbours are taken now (up to one look
         // later than the threads, so their share is overstated by at most that much).
-        last.neighbours = neighbours(&[pid, me]);
+        last.neighbours = neighbours(&ours());
         if multi_node {
             last.pages = pages_by_node(pid);
         }
