@@ -24,9 +24,9 @@ pub fn expand(pattern: &str, l: &Launch) -> Result<String, PatternError> {
             continue;
         }
         match chars.next() {
-            Some((_, 'j')) => out.push_str(l.job.as_deref().unwrap_or("none")),
-            Some((_, 's')) => out.push_str(l.step.as_deref().unwrap_or("none")),
-            Some((_, 'n')) => out.push_str(l.node.as_deref().unwrap_or("localhost")),
+            Some((_, 'j')) => out.push_str(&one_name(l.job.as_deref().unwrap_or("none"))),
+            Some((_, 's')) => out.push_str(&one_name(l.step.as_deref().unwrap_or("none"))),
+            Some((_, 'n')) => out.push_str(&one_name(l.node.as_deref().unwrap_or("localhost"))),
             Some((_, 'r')) => out.push_str(&l.rank.to_string()),
             Some((_, 'l')) => out.push_str(&l.local_rank.to_string()),
             Some((_, '%')) => out.push('%'),
@@ -41,6 +41,20 @@ pub fn expand(pattern: &str, l: &Launch) -> Result<String, PatternError> {
         }
     }
     Ok(out)
+}
+
+/// A value from the launcher's environment as one file name component: `/`, NUL and other
+/// control characters become `_`, and `.` or `..` alone become `_` too, so a node name
+/// such as `../..` cannot put a rank's report in another directory.
+fn one_name(v: &str) -> String {
+    let s: String = v
+        .chars()
+        .map(|c| if c == '/' || c.is_control() { '_' } else { c })
+        .collect();
+    match s.as_str() {
+        "" | "." | ".." => "_".into(),
+        _ => s,
+    }
 }
 
 /// True when the pattern names the rank, so ranks do not overwrite each other's files.
@@ -76,6 +90,18 @@ mod tests {
             expand("%j-%s-%n", &Launch::plain()).unwrap(),
             "none-none-localhost"
         );
+        // The launcher's words stay inside one file name.
+        let odd = Launch {
+            node: Some("../..".into()),
+            job: Some("a/b\0c".into()),
+            ..l.clone()
+        };
+        assert_eq!(expand("r-%n-%j.json", &odd).unwrap(), "r-.._..-a_b_c.json");
+        let dots = Launch {
+            node: Some("..".into()),
+            ..l.clone()
+        };
+        assert_eq!(expand("%n/r.json", &dots).unwrap(), "_/r.json");
         let e = expand("a-%x.json", &l).unwrap_err().to_string();
         assert!(e.contains("%x at position 3"), "{e}");
         assert!(expand("a%", &l)
