@@ -267,6 +267,72 @@ macro_rules! ok_or_skip {
     };
 }
 
+/// Words that break parsers, for the fuzz tests: numbers out of every range, signs,
+/// separators, markup, text that is not ASCII, control characters.
+pub const HOSTILE_WORDS: &[&str] = &[
+    "1e308",
+    "-1e308",
+    "1e-308",
+    "-1",
+    "-0",
+    "0",
+    "4294967295",
+    "4294967296",
+    "18446744073709551616",
+    "99999999999999999999999",
+    "nan",
+    "inf",
+    "0x10",
+    "1.5",
+    "",
+    " ",
+    "\n",
+    "\t",
+    ",",
+    ";",
+    ":",
+    "-",
+    "--",
+    "0-4294967295",
+    "7-3",
+    "%",
+    "*",
+    "?",
+    "<",
+    ">",
+    "</",
+    "\"",
+    "{",
+    "}",
+    "[",
+    "]",
+    "é",
+    "\u{fffd}",
+    "\u{0}",
+    "S0:0-3",
+    "N:0-1",
+];
+
+/// Applies `edits` to `text`, for the fuzz tests: each `(at, len, with)` replaces `len`
+/// bytes at `at` thousandths of the text's length (moved to a character boundary) by
+/// `with`. Deletions, insertions and replacements in one form.
+pub fn mutate(text: &str, edits: &[(u16, u16, String)]) -> String {
+    let mut s = text.to_string();
+    for (at, len, with) in edits {
+        let n = s.len();
+        let mut i = (usize::from(*at).min(1000) * n) / 1000;
+        while !s.is_char_boundary(i) {
+            i -= 1;
+        }
+        let mut j = (i + usize::from(*len)).min(n);
+        while !s.is_char_boundary(j) {
+            j += 1;
+        }
+        s.replace_range(i..j, with);
+    }
+    s
+}
+
 /// A per-user cache directory for extracted and built test inputs, kept across runs.
 fn cache_dir(kind: &str) -> PathBuf {
     let base = std::env::var_os("AUTOPIN_TESTKIT_CACHE")

@@ -203,3 +203,93 @@ fn unknown_option_is_not_the_program(e: &mut clap::Error) {
     }
     e.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
 }
+
+#[cfg(test)]
+mod tests {
+    //! Property test of the command line: any argv, for every subcommand (nested ones too),
+    //! built from the options clap knows and values that break parsers, parses or is
+    //! refused; never a panic. (Running them: tests/fuzz.rs.)
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Each subcommand's path (`["memory", "forget"]`) and the spellings of its options.
+    fn commands() -> &'static [(Vec<String>, Vec<String>)] {
+        static ALL: std::sync::OnceLock<Vec<(Vec<String>, Vec<String>)>> =
+            std::sync::OnceLock::new();
+        ALL.get_or_init(|| {
+            fn walk(
+                c: &clap::Command,
+                path: Vec<String>,
+                out: &mut Vec<(Vec<String>, Vec<String>)>,
+            ) {
+                let mut opts = Vec::new();
+                for a in c.get_arguments() {
+                    if let Some(l) = a.get_long() {
+                        opts.push(format!("--{l}"));
+                    }
+                    if let Some(s) = a.get_short() {
+                        opts.push(format!("-{s}"));
+                    }
+                }
+                out.push((path.clone(), opts));
+                for s in c.get_subcommands() {
+                    let mut p = path.clone();
+                    p.push(s.get_name().to_string());
+                    walk(s, p, out);
+                }
+            }
+            let mut out = Vec::new();
+            walk(&Cli::command(), Vec::new(), &mut out);
+            out
+        })
+    }
+
+    fn word() -> impl Strategy<Value = String> {
+        prop_oneof![
+            proptest::sample::select(autopin_testkit::HOSTILE_WORDS).prop_map(String::from),
+            "[0-9]{1,25}",
+            "-?[0-9]{0,4}\\.?[0-9]{0,4}(e[+-]?[0-9]{1,4})?(ms|s|min)?",
+            "[a-zA-Z0-9:,;@%./_-]{0,12}",
+            "\\PC{0,6}",
+        ]
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn any_argv_of_any_subcommand_parses_or_is_refused(
+            which in any::<proptest::sample::Index>(),
+            picks in proptest::collection::vec((any::<proptest::sample::Index>(), word(), any::<bool>()), 0..6),
+            positional in proptest::collection::vec(word(), 0..3),
+            program in any::<bool>(),
+        ) {
+            let all = commands();
+            let (path, opts) = &all[which.index(all.len())];
+            let mut argv = vec!["autopin".to_string()];
+            argv.extend(path.iter().cloned());
+            for (i, value, with_value) in picks {
+                if !opts.is_empty() {
+                    argv.push(opts[i.index(opts.len())].clone());
+                }
+                if with_value {
+                    argv.push(value);
+                }
+            }
+            argv.extend(positional);
+            if program {
+                argv.extend(["--".to_string(), "true".to_string()]);
+            }
+            let _ = Cli::try_parse_from(&argv);
+        }
+    }
+}
