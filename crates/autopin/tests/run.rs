@@ -1236,12 +1236,7 @@ fn a_keeper_whose_guardian_was_killed_first_gives_the_cpus_back_itself() {
     let first = mine.split([',', '-']).next().unwrap().to_string();
     let all_on_first = [first.as_str(); 3].join(",");
     let keeper = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
-        .args([
-            "run",
-            "--no-perturbation-estimate",
-            "--objective",
-            "task-clock",
-        ])
+        .args(["run", "--no-perturbation-estimate"])
         .args(["-i", "0.1", "-w", "0.1", "--probe", "5", "--budget", "30"])
         .arg("--schedule")
         .arg(format!("{all_on_first};{mine}"))
