@@ -672,7 +672,14 @@ fn a_remembered_pinning_outside_the_programs_cpus_is_never_applied_nor_imported(
     let store = dir.path().join("d.db");
     let s = store.to_str().unwrap();
     let run = |extra: &[&str]| {
-        let mut args = vec!["run", "--memory", s, "--recall", "--objective", "task-clock"];
+        let mut args = vec![
+            "run",
+            "--memory",
+            s,
+            "--recall",
+            "--objective",
+            "task-clock",
+        ];
         args.extend(["--no-perturbation-estimate", "-i", "0.05", "-w", "0.02"]);
         args.extend(extra);
         args.extend(["--", "sh", "-c", SCRIPT]);

@@ -835,6 +835,8 @@ fn a_remembered_pinning_applied_at_birth_shows_the_program_all_its_cpus() {
             .arg(&report)
             .args(["--objective", "task-clock", "--no-perturbation-estimate"])
             .args(["-i", "0.05", "-w", "0.02", "--probe", "0.05"])
+            // The objective and the first run's pinning are named: memory only on request.
+            .arg("--recall")
             .args(extra)
             .arg("--")
             .arg(&exe)
