@@ -13,5 +13,7 @@ pub mod record;
 pub mod store;
 
 pub use key::{fingerprint, program_identity, DecisionKey};
-pub use record::{Outcome, PhaseDecision, Record, RememberedPinning, Selector};
+pub use record::{
+    Outcome, PhaseDecision, Record, RememberedPinning, Selector, TeamTrial, TrialState,
+};
 pub use store::{default_path, MemoryError, Store, SCHEMA_VERSION};

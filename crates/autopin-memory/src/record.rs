@@ -9,6 +9,34 @@ use serde::{Deserialize, Serialize};
 pub struct RememberedPinning {
     pub label: String,
     pub cpus: Option<Vec<u32>>,
+    /// The team size the program's OpenMP regions run with (None: the program's own count):
+    /// applied at a run's start (OMP_NUM_THREADS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<usize>,
+}
+
+/// Fewer threads to try at a run's start, for a program whose count could not change
+/// mid-run (it may notice a smaller team): the pinning with its team size, and what became
+/// of it. One run tries it; it is kept when it ran faster than the record's rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamTrial {
+    pub pinning: RememberedPinning,
+    pub state: TrialState,
+    /// The rate the trial ran at, in the record's unit (None before it was tried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+}
+
+/// Where a [`TeamTrial`] stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrialState {
+    /// The next run starts with it.
+    Pending,
+    /// It ran faster: the record's pinning is now it.
+    Kept,
+    /// It did not: the record keeps the program's own count, and it is not tried again.
+    Dropped,
 }
 
 /// The pinning decided for one phase of a program that names its phases (heartbeat
@@ -82,6 +110,9 @@ pub struct Record {
     /// candidates the user named, attached programs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy: Option<Vec<u32>>,
+    /// Fewer threads to try at a run's start (see [`TeamTrial`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_trial: Option<TeamTrial>,
 }
 
 /// How `memory show` and `memory forget` name records.
@@ -203,6 +234,12 @@ impl Record {
         };
         let check_pinning = |what: &str, p: &RememberedPinning| -> Result<(), String> {
             check_text(&format!("{what}.label"), &p.label)?;
+            if p.team.is_some_and(|t| t == 0 || t > MAX_THREADS) {
+                return Err(format!(
+                    "{what} has a team of {} threads; from 1 to {MAX_THREADS}",
+                    p.team.unwrap_or(0)
+                ));
+            }
             match &p.cpus {
                 Some(list) if list.is_empty() => Err(format!("{what} lists no CPU")),
                 Some(list) => check_cpus(what, list),
@@ -212,6 +249,10 @@ impl Record {
         check_pinning("pinning", &self.pinning)?;
         if let Some(r) = &self.runner_up {
             check_pinning("runner_up", r)?;
+        }
+        if let Some(t) = &self.team_trial {
+            check_pinning("team_trial", &t.pinning)?;
+            check_number("team_trial.rate", t.rate)?;
         }
         if self.phases.len() > MAX_PHASES {
             return Err(format!(
@@ -292,6 +333,7 @@ mod tests {
             pinning: RememberedPinning {
                 label: "p".into(),
                 cpus: Some(pinning.to_vec()),
+                team: None,
             },
             runner_up: None,
             rate: Some(1.0),
@@ -303,6 +345,7 @@ mod tests {
             phases: Vec::new(),
             source: None,
             busy: None,
+            team_trial: None,
         }
     }
 
@@ -351,6 +394,7 @@ mod tests {
         r.runner_up = Some(RememberedPinning {
             label: "x".into(),
             cpus: Some(vec![2]),
+            team: None,
         });
         assert!(r.check().unwrap_err().contains("runner_up"));
         let mut r = record("0-1", &[0]);
@@ -360,6 +404,7 @@ mod tests {
                 pinning: RememberedPinning {
                     label: "x".into(),
                     cpus: Some(vec![0]),
+                    team: None,
                 },
                 rate: None,
             };

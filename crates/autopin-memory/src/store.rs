@@ -532,10 +532,12 @@ mod tests {
             pinning: RememberedPinning {
                 label: "0,1".into(),
                 cpus: Some(vec![0, 1]),
+                team: None,
             },
             runner_up: Some(RememberedPinning {
                 label: "unpinned (OS decides)".into(),
                 cpus: None,
+                team: None,
             }),
             rate: Some(2.0e9),
             unit: "instructions/s".into(),
@@ -546,6 +548,7 @@ mod tests {
             phases: Vec::new(),
             source: Some("openmp".into()),
             busy: Some(vec![0]),
+            team_trial: None,
         }
     }
 

@@ -11,7 +11,7 @@ use autopin_engine::run::{
 };
 use autopin_memory::{
     fingerprint, program_identity, DecisionKey, MemoryError, Outcome, PhaseDecision, Record,
-    RememberedPinning, Store,
+    RememberedPinning, Store, TeamTrial, TrialState,
 };
 use autopin_placement::Pinning;
 use std::path::PathBuf;
@@ -31,6 +31,8 @@ pub struct RunMemory {
     found: Option<Record>,
     /// Why memory is not used: ("disabled", reason) or ("error", the fault).
     off: Option<(&'static str, String)>,
+    /// This run tries the record's pending team trial (fewer threads from its start).
+    trying: bool,
 }
 
 /// The store's file for these options: `--memory`, else the default (None: turned off by
@@ -57,6 +59,7 @@ impl RunMemory {
             key: None,
             found: None,
             off: None,
+            trying: false,
         };
         let path = match store_path(a) {
             Ok(p) => p,
@@ -87,6 +90,11 @@ impl RunMemory {
             Ok((store, found)) => {
                 m.store = Some(store);
                 m.found = found.filter(|r| fits(r, plan, sink));
+                m.trying = m.found.as_ref().is_some_and(|r| {
+                    r.team_trial
+                        .as_ref()
+                        .is_some_and(|t| t.state == TrialState::Pending)
+                }) && plan.threads == autopin_engine::run::ThreadsChoice::Auto;
             }
             Err(e) => m.fail(e, sink),
         }
@@ -108,6 +116,30 @@ impl RunMemory {
     /// A remembered decision becomes the plan's check.
     pub fn apply(&self, plan: &mut RunPlan, sink: &mut dyn RunSink) {
         let Some(r) = &self.found else { return };
+        if let Some(t) = r.team_trial.as_ref().filter(|_| self.trying) {
+            // Fewer threads, tried from the start: the program cannot be shown a smaller
+            // team mid-run (docs/threads.md). It is judged as any start is, not checked
+            // against the record's rate, which the program's own count ran at.
+            sink.message(
+                None,
+                &format!(
+                    "remembered: {} with the program's own count (decided {} time(s) before); this run tries {} from its start, as the last run could not change the count mid-run",
+                    r.pinning.label, r.uses, t.pinning.label
+                ),
+            );
+            plan.remembered = Some(Remembered {
+                pinning: to_pinning(&t.pinning),
+                runner_up: None,
+                settled: false,
+                // Not a check's reference (an unsettled start is not checked): its unit
+                // keeps the run on the team-free objective the record was measured with.
+                rate: r.rate.map(|v| (v, r.unit.clone())),
+                phases: Vec::new(),
+                objective: r.source.as_deref().and_then(ObjectiveSource::from_name),
+                busy: r.busy.clone(),
+            });
+            return;
+        }
         sink.message(
             None,
             &format!(
@@ -233,7 +265,7 @@ impl RunMemory {
                 .filter(|_| outcome == Outcome::Confirmed)
                 .and_then(|r| r.busy.clone())
         });
-        let record = Record {
+        let mut record = Record {
             id: key.id(),
             key,
             pinning,
@@ -247,6 +279,14 @@ impl RunMemory {
             phases,
             source: Some(report.objective.source.clone()).filter(|s| !s.is_empty()),
             busy,
+            team_trial: self.found.as_ref().and_then(|r| r.team_trial.clone()),
+        };
+        use_.team_trial = if self.trying {
+            self.found
+                .as_ref()
+                .map(|found| settle_trial(found, &mut record, report))
+        } else {
+            offer_trial(&mut record, report)
         };
         if let Some(d) = report.decision.as_mut() {
             match outcome {
@@ -325,16 +365,86 @@ fn best_so_far(report: &Report) -> Option<(String, Option<String>, f64)> {
     Some((best, it.next().map(|(l, _)| l), rate))
 }
 
-/// The report's candidate `label` as the store keeps it, with its CPUs.
+/// The report's candidate `label` as the store keeps it, with its CPUs and team size.
 fn remembered(report: &Report, label: String) -> RememberedPinning {
+    let c = report.candidates.iter().find(|c| c.label == label);
     RememberedPinning {
-        cpus: report
-            .candidates
-            .iter()
-            .find(|c| c.label == label)
-            .and_then(|c| c.cpus.clone()),
+        cpus: c.and_then(|c| c.cpus.clone()),
+        team: c.and_then(|c| c.team),
         label,
     }
+}
+
+/// The least margin a team trial must run above the record's rate (the program's own count)
+/// to be kept: a count change stays for every later run, and two runs' rates differ by
+/// more than one run's probes do.
+const TRIAL_MARGIN: f64 = 0.05;
+
+/// A run that tried fewer threads from its start: kept when its decided rate beat the
+/// record's (the program's own count, the same team-free unit) by `TRIAL_MARGIN`, else
+/// dropped and the record's pinning and rate stay. Returns the report's words for it.
+fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String {
+    let Some(mut trial) = found.team_trial.clone() else {
+        return String::new();
+    };
+    let team = trial.pinning.team;
+    let ran = report.decision.as_ref().and_then(|d| d.rate);
+    let comparable = found.unit == report.objective.unit;
+    let ratio = match (ran, found.rate) {
+        (Some(a), Some(b)) if comparable && b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    trial.rate = ran;
+    let words = match ratio {
+        Some(r) if r >= 1.0 + TRIAL_MARGIN => {
+            trial.state = TrialState::Kept;
+            // The whole run ran the trial's count: whatever it decided runs with it.
+            record.pinning.team = team;
+            format!(
+                "tried {} from the start: {r:.2}× the rate of the program's own count; kept (later runs start with it)",
+                trial.pinning.label
+            )
+        }
+        _ => {
+            trial.state = TrialState::Dropped;
+            record.pinning = found.pinning.clone();
+            record.runner_up = found.runner_up.clone();
+            record.rate = found.rate;
+            record.outcome = Outcome::Confirmed;
+            match ratio {
+                Some(r) => format!(
+                    "tried {} from the start: {r:.2}× the rate of the program's own count; dropped (later runs keep their count)",
+                    trial.pinning.label
+                ),
+                None => format!(
+                    "tried {} from the start, but its rate cannot be compared with the record's ({} against {}); dropped",
+                    trial.pinning.label, report.objective.unit, found.unit
+                ),
+            }
+        }
+    };
+    record.team_trial = Some(trial);
+    words
+}
+
+/// A run whose count could not change mid-run, where fewer threads might run faster:
+/// the next run tries them from its start (once; a trial already tried stays as it was).
+fn offer_trial(record: &mut Record, report: &Report) -> Option<String> {
+    let t = report.threads.as_ref()?;
+    let trial = t.trial.as_ref().filter(|_| t.searched == "across runs")?;
+    if record.team_trial.is_some() {
+        return None;
+    }
+    record.team_trial = Some(TeamTrial {
+        pinning: RememberedPinning {
+            label: trial.label.clone(),
+            cpus: trial.cpus.clone(),
+            team: trial.team,
+        },
+        state: TrialState::Pending,
+        rate: None,
+    });
+    Some(format!("the next run tries {} from its start", trial.label))
 }
 
 /// Each named phase's last decision in this run; a phase this run did not reach keeps what
@@ -405,10 +515,12 @@ fn fits(r: &Record, plan: &RunPlan, sink: &mut dyn RunSink) -> bool {
 }
 
 fn to_pinning(p: &RememberedPinning) -> Pinning {
-    match &p.cpus {
+    let mut pinning = match &p.cpus {
         Some(cpus) => Pinning::pinned(p.label.clone(), cpus.clone()),
         None => Pinning::unpinned(),
-    }
+    };
+    pinning.team = p.team;
+    pinning
 }
 
 /// The key of this run: what makes a decision valid for it.
@@ -477,6 +589,7 @@ mod tests {
         RememberedPinning {
             label: format!("{cpus:?}"),
             cpus: Some(cpus.to_vec()),
+            team: None,
         }
     }
 
@@ -504,7 +617,108 @@ mod tests {
             phases: Vec::new(),
             source: None,
             busy: None,
+            team_trial: None,
         }
+    }
+
+    /// A report of a run that decided `label` (team `team`) at `rate`, in `unit`, whose
+    /// count could not change mid-run when `trial` is given.
+    fn report(
+        label: &str,
+        team: Option<usize>,
+        rate: f64,
+        unit: &str,
+        trial: Option<autopin_engine::report::CandidateRecord>,
+    ) -> Report {
+        use autopin_engine::report::{CandidateRecord, ThreadCount};
+        let mut r = Report::default();
+        r.objective.unit = unit.into();
+        r.candidates.push(CandidateRecord {
+            index: 0,
+            label: label.into(),
+            cpus: Some(vec![1]),
+            team,
+        });
+        r.decision = Some(DecisionRecord {
+            search: 0,
+            at: 1.0,
+            candidate: label.into(),
+            candidate_index: 0,
+            cpus: Some(vec![1]),
+            rate: Some(rate),
+            runner_up: None,
+            runner_up_rate: None,
+            margin: None,
+            margin_ci: None,
+            reason: String::new(),
+            strategy: "race".into(),
+            phase: None,
+            team,
+            search_cost: None,
+        });
+        r.threads = Some(ThreadCount {
+            own: Some(2),
+            searched: if trial.is_some() { "across runs" } else { "no" }.into(),
+            why: String::new(),
+            trial,
+        });
+        r
+    }
+
+    fn trial_candidate() -> autopin_engine::report::CandidateRecord {
+        autopin_engine::report::CandidateRecord {
+            index: 0,
+            label: "1 thread: 1".into(),
+            cpus: Some(vec![1]),
+            team: Some(1),
+        }
+    }
+
+    #[test]
+    fn fewer_threads_are_offered_once_tried_once_and_kept_only_when_faster() {
+        const UNIT: &str = "OpenMP team constructs/s";
+        // A run that could not change the count mid-run offers the trial to the next.
+        let mut rec = record(&[1, 0], Outcome::New);
+        let r = report("1,0", None, 100.0, UNIT, Some(trial_candidate()));
+        let said = offer_trial(&mut rec, &r).expect("offered");
+        assert!(said.contains("the next run tries 1 thread: 1"), "{said}");
+        let t = rec.team_trial.clone().expect("a trial");
+        assert_eq!((t.state, t.pinning.team), (TrialState::Pending, Some(1)));
+        // Offered once: a record that has one keeps it.
+        assert_eq!(offer_trial(&mut rec, &r), None);
+        // The trial run ran 4× the record's rate: kept, with its count.
+        let mut found = rec.clone();
+        found.rate = Some(100.0);
+        found.unit = UNIT.into();
+        let mut next = found.clone();
+        let r = report("1 thread: 1", Some(1), 400.0, UNIT, None);
+        next.pinning = remembered(&r, "1 thread: 1".into());
+        let said = settle_trial(&found, &mut next, &r);
+        assert!(said.contains("4.00×") && said.contains("kept"), "{said}");
+        assert_eq!(next.pinning.team, Some(1));
+        assert_eq!(
+            next.team_trial.as_ref().map(|t| t.state),
+            Some(TrialState::Kept)
+        );
+        // At 1.02×: dropped, and the record keeps its pinning, its rate and its count.
+        let mut next = found.clone();
+        let r = report("1 thread: 1", Some(1), 102.0, UNIT, None);
+        next.pinning = remembered(&r, "1 thread: 1".into());
+        next.rate = Some(102.0);
+        let said = settle_trial(&found, &mut next, &r);
+        assert!(said.contains("dropped"), "{said}");
+        assert_eq!(
+            (next.pinning.clone(), next.rate),
+            (found.pinning.clone(), Some(100.0))
+        );
+        assert_eq!(
+            next.team_trial.as_ref().map(|t| t.state),
+            Some(TrialState::Dropped)
+        );
+        // Rates in other units cannot be compared: dropped, and said so.
+        let mut next = found.clone();
+        let r = report("1 thread: 1", Some(1), 400.0, "OpenMP constructs/s", None);
+        assert!(settle_trial(&found, &mut next, &r).contains("cannot be compared"));
     }
 
     #[test]

@@ -1000,3 +1000,113 @@ dd if=/dev/zero of="$M/fill" bs=4096 2>/dev/null
     assert!(err.contains("the file system is full"), "{err}");
     assert!(!err.contains("disk I/O error"), "{err}");
 }
+
+/// An OpenMP program that sizes a per-thread array by `omp_get_max_threads()` before its
+/// first region (so its count may not change mid-run), prints that count, checks its own
+/// result, and runs `regions` short regions.
+const SIZES_ITSELF_C: &str = r#"
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    int regions = argc > 1 ? atoi(argv[1]) : 2000;
+    int n = omp_get_max_threads();
+    long *part = calloc(n, sizeof *part);
+    long total = 0;
+    for (int r = 0; r < regions; r++) {
+#pragma omp parallel
+        {
+            int t = omp_get_thread_num();
+            long s = 0;
+            for (int i = t; i < 20000; i += n) s += i % 7;
+            part[t] = s;
+        }
+        for (int t = 0; t < n; t++) total += part[t];
+    }
+    long want = 0;
+    for (int i = 0; i < 20000; i++) want += i % 7;
+    printf("threads %d %s\n", n, total == want * regions ? "ok" : "WRONG");
+    return total == want * regions ? 0 : 1;
+}
+"#;
+
+/// Fewer threads tried across runs (#61): a record whose pending team trial says "1 thread"
+/// starts the next run with one thread (OMP_NUM_THREADS), judged on the team-free objective
+/// against the record's rate; kept when faster, the run after starts with one thread too.
+/// The program checks its own result in every run.
+#[test]
+fn fewer_threads_tried_from_the_start_are_kept_when_faster() {
+    let _serial = one_at_a_time();
+    let (_, last) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
+    let exe = autopin_testkit::build_c("sizes_itself", SIZES_ITSELF_C, &["-fopenmp", "-O1"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.db");
+    let report = dir.path().join("r.json");
+    let run = || {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+            .env("OMP_NUM_THREADS", "2")
+            .args(["run", "--memory"])
+            .arg(&store)
+            .arg("--report")
+            .arg(&report)
+            .args(["--no-perturbation-estimate", "--"])
+            .arg(&exe)
+            // About 1.5 s with two threads here: long enough for a search and a check.
+            .arg("150000")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
+        (stdout, read_json(&report), err)
+    };
+    // A first run makes the record (decided, or its best so far).
+    let (stdout, r, err) = run();
+    assert_eq!(stdout, "threads 2 ok\n", "{err}");
+    assert_eq!(r["memory"]["hit"], false, "{}\n{err}", r["memory"]);
+    // As if that run could not change the count mid-run beside a busy CPU: a pending
+    // trial of one thread on the last CPU, and a rate in the team-free unit far below
+    // anything the program runs at.
+    let export = dir.path().join("e.json");
+    let ok = |args: &[&str]| {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+            .arg("memory")
+            .arg("--memory")
+            .arg(&store)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    };
+    ok(&["export", export.to_str().unwrap()]);
+    let mut records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    let cpu: u64 = last.parse().unwrap();
+    records[0]["unit"] = "OpenMP team constructs/s".into();
+    records[0]["rate"] = serde_json::json!(0.001);
+    records[0]["team_trial"] = serde_json::json!({
+        "pinning": {"label": format!("1 thread: {cpu}"), "cpus": [cpu], "team": 1},
+        "state": "pending"
+    });
+    std::fs::write(&export, records.to_string()).unwrap();
+    ok(&["forget", "--all"]);
+    ok(&["import", export.to_str().unwrap()]);
+    // The trial: one thread from the start, its result right, kept.
+    let (stdout, r, err) = run();
+    assert_eq!(stdout, "threads 1 ok\n", "{err}");
+    assert_eq!(
+        r["objective"]["unit"], "OpenMP team constructs/s",
+        "{}",
+        r["objective"]
+    );
+    let said = r["memory"]["team_trial"].as_str().unwrap_or_default();
+    assert!(said.contains("kept"), "{}\n{err}", r["memory"]);
+    assert!(err.contains("this run tries 1 thread"), "{err}");
+    // Kept: the next run starts with one thread again.
+    let (stdout, _, err) = run();
+    assert_eq!(stdout, "threads 1 ok\n", "{err}");
+}

@@ -332,6 +332,10 @@ pub struct MemoryUse {
     /// Why the store was not used (disabled, skipped) or could not be (error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What became of fewer threads tried across runs (docs/threads.md): offered to the
+    /// next run, or tried in this one and kept or dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_trial: Option<String>,
     /// On a hit: the CPUs other work kept busy when the remembered decision was taken
     /// (None: the record does not say). Other CPUs in the report's `busy_cpus` made the
     /// check a search.

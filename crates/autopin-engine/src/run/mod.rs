@@ -92,7 +92,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         openmp_runtime: openmp_runtime.as_deref(),
         preload_active,
         openmp_threads,
-        team_units: team.enabled(),
+        team_units: team.units(),
     };
     let (choice, mut init) = objective_step(plan, &counting, &target, env, threads.as_mut())?;
     let check = busy_check(plan, busy_watch.as_mut(), pid, env, &mut init);

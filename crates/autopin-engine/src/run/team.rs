@@ -20,6 +20,9 @@ use autopin_topology::Machine;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+/// The unit of the team-free objective (`openmp-team`).
+const TEAM_UNIT: &str = "OpenMP team constructs/s";
+
 /// The count's part in a run, shared by the meter (which reads the library's view), the
 /// candidate factory (which offers team candidates) and the report.
 #[derive(Clone, Default)]
@@ -29,6 +32,9 @@ pub(super) struct TeamSearch(Rc<RefCell<Shared>>);
 struct Shared {
     /// Team candidates may join the searches.
     enabled: bool,
+    /// The objective is the team-free one (team candidates, or a remembered rate measured
+    /// so that this run's compares with it).
+    units: bool,
     /// Why the count is not searched in this run at all (None while it may be).
     off: Option<String>,
     /// The executable has thread-local data of its own.
@@ -88,8 +94,18 @@ impl TeamSearch {
             }
             ThreadsChoice::Auto => None,
         };
+        // A remembered rate measured per team: this run measures so too (a count tried from
+        // its start is compared with the program's own count that way).
+        let remembered_units = plan
+            .remembered
+            .as_ref()
+            .and_then(|r| r.rate.as_ref())
+            .is_some_and(|(_, unit)| unit == TEAM_UNIT)
+            && f.openmp_runtime.is_some()
+            && f.preload_active;
         TeamSearch(Rc::new(RefCell::new(Shared {
             enabled: off.is_none(),
+            units: off.is_none() || remembered_units,
             off,
             thread_local_data: f.thread_local_data,
             ..Shared::default()
@@ -104,16 +120,17 @@ impl TeamSearch {
             s.enabled = false;
             s.off = Some(why);
         }
+        s.units = false;
     }
 
-    /// Whether team candidates may join the searches (and the team-free objective measures).
-    pub(super) fn enabled(&self) -> bool {
-        self.0.borrow().enabled
+    /// Whether the team-free objective measures the run.
+    pub(super) fn units(&self) -> bool {
+        self.0.borrow().units
     }
 
     /// `inner`, reading the preload library's view of the teams at every reading.
     pub(super) fn meter(&self, inner: Box<dyn Meter>) -> Box<dyn Meter> {
-        if !self.enabled() {
+        if !self.units() {
             return inner;
         }
         Box::new(TeamMeter {
@@ -138,6 +155,17 @@ impl TeamSearch {
         let Some(state) = s.state else {
             return (Vec::new(), None);
         };
+        // A program that names its teams' sizes itself (num_threads clauses, or
+        // omp_set_num_threads) keeps them whatever is asked, mid-run or at its start: a
+        // team candidate would only put its threads on fewer CPUs.
+        use autopin_perf::heartbeat::TeamFlags;
+        if state.flags.has(TeamFlags::CLAUSE | TeamFlags::SET) {
+            let why = "the program sets its own thread counts (num_threads clauses or omp_set_num_threads), which no team size asked for changes".to_string();
+            let note = format!("thread count: not searched: {why}");
+            s.enabled = false;
+            s.off = Some(why);
+            return (Vec::new(), Some(note));
+        }
         let n = if state.own > 0 { state.own as usize } else { n };
         let teams = autopin_placement::team_candidates(machine, n, busy);
         let Some(first) = teams.first().cloned() else {

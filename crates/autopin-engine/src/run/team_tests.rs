@@ -136,3 +136,21 @@ fn a_count_asked_for_or_remembered_is_the_programs_from_its_start() {
     let l = p.launched_with.clone().expect("launched");
     assert_eq!((l.team_at_birth, l.pin_at_birth), (Some(1), Some(vec![1])));
 }
+
+#[test]
+fn a_program_that_names_its_own_team_sizes_is_not_searched() {
+    let m = two_cpus();
+    let mut p = platform(true, TeamFlags::CLAUSE);
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "no", "{t:?}");
+    assert!(t.why.contains("num_threads clauses"), "{t:?}");
+    assert_eq!(t.trial, None);
+    assert!(r.candidates.iter().all(|c| c.team.is_none()));
+    assert!(
+        sink.said("thread count: not searched"),
+        "{:?}",
+        sink.messages
+    );
+}
