@@ -346,6 +346,8 @@ struct SimState {
     loaded_at: Option<f64>,
     /// An OpenMP program whose team size the preload library controls (None: not one).
     team: Option<autopin_perf::heartbeat::TeamState>,
+    /// The program runs one long parallel region: no region begins after the first.
+    one_region: bool,
 }
 
 impl SimState {
@@ -419,6 +421,15 @@ impl SimState {
         self.last_read = self.now;
     }
 
+    /// A program of short regions begins 100 a second; one that runs a single long region
+    /// begins one.
+    fn regions_begin(&mut self) {
+        let (once, now) = (self.one_region, self.now);
+        if let Some(t) = self.team.as_mut() {
+            t.starts = if once { 1 } else { 1 + (now * 100.0) as u32 };
+        }
+    }
+
     /// The threads that work: the team in force, else all (the first in creation order).
     fn working(&self) -> usize {
         let all = self.placement.len();
@@ -432,8 +443,13 @@ impl SimState {
     /// only where its rule allows.
     fn want_team(&mut self, want: u32) {
         self.advance();
+        let once = self.one_region;
         if let Some(t) = self.team.as_mut() {
             t.want = want;
+            // One long region: the team it began with stays until it ends.
+            if once {
+                return;
+            }
             if t.flags.mid_run_allowed() {
                 t.applied = want.min(t.own);
             } else if want != t.applied {
@@ -563,6 +579,7 @@ impl Sim {
                 workers_at: 0.0,
                 loaded_at: None,
                 team: None,
+                one_region: false,
             })),
             threads,
             ends_at,
@@ -641,6 +658,13 @@ impl Sim {
                 ..Default::default()
             });
         }
+        self
+    }
+
+    /// The program runs one long parallel region (a time-step loop inside it): no want
+    /// reaches its team.
+    pub fn with_one_region(self) -> Self {
+        self.lock().one_region = true;
         self
     }
 
@@ -868,6 +892,7 @@ impl Meter for Sim {
     fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
         let mut s = self.lock();
         s.advance();
+        s.regions_begin();
         let per_thread = threads
             .iter()
             .filter_map(|t| s.counted.get(t).map(|v| (*t, *v)))

@@ -120,6 +120,10 @@ fn check(exe: &Path, compiler: &str) {
         (1, 1, 2),
         "{compiler}: {team:?}"
     );
+    assert_eq!(
+        team.starts, 5,
+        "{compiler}: one count per region begun: {team:?}"
+    );
     assert!(team.flags.mid_run_allowed(), "{compiler}: {team:?}");
     // Two barriers a region (the single's and the explicit one) and the loop's end, once per
     // team whatever its size.

@@ -23,6 +23,7 @@
 //! | 156 | `u32 team_applied` | written by the library: the want in force |
 //! | 160 | `u32 team_flags` | written by the library: what it saw of the program ([`TeamFlags`]) |
 //! | 164 | `u32 team_own` | written by the library: the team size the program's regions get on their own |
+//! | 168 | `u32 team_starts` | written by the library: outermost parallel regions begun so far |
 //! | 192 | `slot[omp_slots]` | 64 bytes each: `u64 regions, chunks, barriers, tasks, other, team` |
 //!
 //! A file of only 128 bytes (an older engine) still works for heartbeats; the preload
@@ -48,6 +49,7 @@ pub const OFF_TEAM_WANT: usize = 152;
 pub const OFF_TEAM_APPLIED: usize = 156;
 pub const OFF_TEAM_FLAGS: usize = 160;
 pub const OFF_TEAM_OWN: usize = 164;
+pub const OFF_TEAM_STARTS: usize = 168;
 /// Per-thread slots that fit in the file.
 pub const OMP_SLOTS: usize = (FILE_SIZE - OFF_OMP_SLOTS) / OMP_SLOT_SIZE;
 /// Size of the C struct (`sizeof(struct autopin_heartbeat)`).
@@ -185,6 +187,8 @@ pub struct TeamState {
     pub flags: TeamFlags,
     /// The program's own team size (0 before its first region).
     pub own: u32,
+    /// Outermost parallel regions begun so far: a team change applies at the next one.
+    pub starts: u32,
 }
 
 /// The OpenMP part of the file, once the program made an OpenMP call.
@@ -361,6 +365,7 @@ fn read_omp(m: &Mapping) -> Option<OmpProgress> {
             applied: word(OFF_TEAM_APPLIED),
             flags: TeamFlags(word(OFF_TEAM_FLAGS)),
             own: word(OFF_TEAM_OWN),
+            starts: word(OFF_TEAM_STARTS),
         },
     })
 }

@@ -841,6 +841,9 @@ unsigned GOMP_sections_next(void)
  *                            32 refused: a want was not applied (1, 2 or 16 without 4)
  *   offset 164 u32 own      the team size the program's regions get on their own: what
  *                           omp_get_max_threads() said at its first region
+ *   offset 168 u32 starts   outermost parallel regions begun so far (atomic): a program
+ *                           whose count stops growing runs one long region, whose team
+ *                           no want can change until it ends
  *
  * The rule (docs/threads.md): a team's size changes mid-run only between outermost
  * regions, only to fewer threads than the program's own count, and only when no
@@ -856,6 +859,7 @@ unsigned GOMP_sections_next(void)
 #define TEAM_APPLIED 156u
 #define TEAM_FLAGS 160u
 #define TEAM_OWN 164u
+#define TEAM_STARTS 168u
 enum {
     T_ASKED = 1,
     T_SET = 2,
@@ -937,6 +941,8 @@ static inline void team_region(unsigned nthreads)
     }
     if (nthreads)
         team_flag(T_CLAUSE);
+    if (!in_region())
+        __atomic_fetch_add(team_word(TEAM_STARTS), 1, __ATOMIC_RELAXED);
     uint32_t want = __atomic_load_n(team_word(TEAM_WANT), __ATOMIC_ACQUIRE);
     uint32_t applied = __atomic_load_n(team_word(TEAM_APPLIED), __ATOMIC_RELAXED);
     if (__builtin_expect(want != applied, 0) ||

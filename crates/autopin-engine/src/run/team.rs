@@ -20,6 +20,12 @@ use autopin_topology::Machine;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+/// Readings (0.1 s ticks) over which no outermost region began that mark a program running
+/// one long region: a smaller team would reach it only at its next run. (A team candidate
+/// probed then runs the full team on its fewer CPUs: ompwork's one-region loop of barriers
+/// read at 1% of its pinned rate that way.)
+const LONG_REGION_READINGS: usize = 5;
+
 /// The unit of the team-free objective (`openmp-team`).
 const TEAM_UNIT: &str = "OpenMP team constructs/s";
 
@@ -41,6 +47,8 @@ struct Shared {
     thread_local_data: bool,
     /// The preload library's latest view of the program's teams.
     state: Option<TeamState>,
+    /// The outermost regions begun, at each of the latest readings (oldest first).
+    starts: Vec<u32>,
     /// Team candidates offered to a search.
     offered: Vec<Pinning>,
     /// The team candidate a search could not offer (the program may notice a smaller
@@ -171,11 +179,28 @@ impl TeamSearch {
         let Some(first) = teams.first().cloned() else {
             return (Vec::new(), None);
         };
-        let why_not = state.flags.why_not().or_else(|| {
-            s.thread_local_data.then(|| {
-                "the program keeps thread-local data of its own (maybe OpenMP threadprivate data, which persists only while the team keeps its size)".to_string()
+        // No region began over the last readings, or the program has begun one region in
+        // all (a search starts once it has run a while).
+        let long_region = state.starts <= 1
+            || (s.starts.len() >= LONG_REGION_READINGS
+                && s.starts.windows(2).all(|w| w[0] == w[1]));
+        let why_not = state
+            .flags
+            .why_not()
+            .or_else(|| {
+                s.thread_local_data.then(|| {
+                    "the program keeps thread-local data of its own (maybe OpenMP threadprivate data, which persists only while the team keeps its size)".to_string()
+                })
             })
-        });
+            .or_else(|| {
+                long_region.then(|| {
+                    format!(
+                        "the program runs one long parallel region ({} begun in all, none in its last {:.1} s), whose team no change reaches until it ends",
+                        state.starts,
+                        0.1 * LONG_REGION_READINGS as f64
+                    )
+                })
+            });
         if let Some(why) = why_not {
             let note = format!(
                 "thread count: {} may run faster, but {why}: its count stays in this run, and the next run starts with them to try (from memory)",
@@ -240,7 +265,12 @@ impl Meter for TeamMeter {
     fn read(&mut self, threads: &[u32]) -> Result<Reading, OsError> {
         let r = self.inner.read(threads);
         if let Some(t) = self.inner.team() {
-            self.shared.borrow_mut().state = Some(t);
+            let mut s = self.shared.borrow_mut();
+            s.state = Some(t);
+            s.starts.push(t.starts);
+            if s.starts.len() > LONG_REGION_READINGS {
+                s.starts.remove(0);
+            }
         }
         r
     }

@@ -154,3 +154,17 @@ fn a_program_that_names_its_own_team_sizes_is_not_searched() {
         sink.messages
     );
 }
+
+#[test]
+fn a_program_in_one_long_region_is_left_to_its_next_run() {
+    let m = two_cpus();
+    let mut p = platform(true, 0);
+    p.sim = p.sim.clone().with_one_region();
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "across runs", "{t:?}\n{:?}", sink.messages);
+    assert!(t.why.contains("one long parallel region"), "{t:?}");
+    assert_eq!(t.trial.as_ref().and_then(|c| c.team), Some(1));
+    assert!(r.candidates.iter().all(|c| c.team.is_none()));
+}

@@ -1,0 +1,121 @@
+#!/bin/sh
+# The thread count in the search (#61, docs/threads.md), on OpenMP programs of 2 threads beside
+# a busy loop on CPU 0 (BUSY=0: an idle machine). Sides, interleaved in rotating order each
+# round so that drift of the machine's load hits all alike:
+#   os      the program as started (2 threads, where the OS places them)
+#   pin01   autopin pin -c 0,1        pin10   autopin pin -c 1,0
+#   one     one thread on CPU 1 (autopin pin -c 1:1; GROMACS: -ntomp 1 under pin -c 1)
+#   first   autopin run with memory off: what a first run does, every round
+#   mem     autopin run with one decision store kept over the rounds: round 1 is a first run,
+#           round 2 may try fewer threads from its start (when the count could not change
+#           mid-run), round 3 on run what memory settled
+# Printed per program: each round's seconds and what autopin decided, then medians, and
+# ratios per round (medians, with 95% bootstrap intervals): mem from round 3 on ÷ the best of
+# {os, pin01, pin10, one} (chosen with hindsight by median), first ÷ the best 2-thread side,
+# and mem ÷ one. Programs: workloads/ompwork -m imbalance (a master computing alone between
+# barriers), workloads/syncbench -s 0 (back-to-back barriers), and GROMACS mdrun when `gmx`
+# is installed (Debian's gromacs; it names its own thread counts, so autopin does not search
+# them — the ratio shows what that leaves on the table).
+# usage: bench/thread_count.sh [ROUNDS] [SECONDS_SCALE]   (default 6 rounds, scale 1)
+set -eu
+ROUNDS=${1:-6}
+SCALE=${2:-1}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+AUTOPIN=${AUTOPIN:-$ROOT/target/release/autopin}
+W=$(mktemp -d)
+cleanup() { [ -n "${BUSY_PID:-}" ] && kill "$BUSY_PID" 2>/dev/null; rm -rf "$W"; }
+trap cleanup EXIT
+export OMP_NUM_THREADS=2
+export GMX_MAXBACKUP=-1
+gcc -O2 -fopenmp -o "$W/ompwork" "$ROOT/workloads/ompwork.c"
+gcc -O2 -fopenmp -I"$ROOT/include" -o "$W/syncbench" "$ROOT/workloads/syncbench.c"
+sc() { python3 -c "print(int($1 * $SCALE))"; }
+ALL="ompwork syncbench"
+if command -v gmx >/dev/null 2>&1; then
+  (cd "$W" && gmx solvate -cs spc216.gro -box 2.5 2.5 2.5 -o water.gro >/dev/null 2>&1 &&
+    printf '#include "oplsaa.ff/forcefield.itp"\n#include "oplsaa.ff/spce.itp"\n[ system ]\nwater\n[ molecules ]\nSOL %s\n' "$(grep -c OW water.gro)" > topol.top &&
+    printf 'integrator = md\nnsteps = 1000000\ndt = 0.002\ncutoff-scheme = Verlet\ncoulombtype = PME\nrcoulomb = 1.0\nrvdw = 1.0\ntcoupl = v-rescale\ntc-grps = System\ntau-t = 0.1\nref-t = 300\nconstraints = h-bonds\nnstxout = 0\nnstvout = 0\nnstenergy = 0\nnstlog = 0\nnstcalcenergy = 100\n' > md.mdp &&
+    gmx grompp -f md.mdp -c water.gro -p topol.top -o md.tpr -maxwarn 2 >/dev/null 2>&1) && ALL="$ALL gromacs"
+fi
+PROGS=${PROGS:-$ALL}
+cmd() {
+  case $1 in
+    ompwork) echo "$W/ompwork -m imbalance -r $(sc 20000)" ;;
+    syncbench) echo "$W/syncbench -s 0 -b $(sc 2000000) -r 1" ;;
+    gromacs) echo "gmx mdrun -s $W/md.tpr -ntmpi 1 -ntomp $2 -pin off -nb cpu -nsteps $(sc 2000) -deffnm $W/gmx" ;;
+  esac
+}
+t() { s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); python3 -c "print(($e - $s) / 1e9)"; }
+if [ "${BUSY:-1}" = 1 ]; then
+  taskset -c 0 sh -c 'while :; do :; done' & BUSY_PID=$!
+  sleep 1
+  echo "busy neighbour: a spinning shell on CPU 0; $ROUNDS rounds; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+else
+  echo "idle machine (BUSY=0); $ROUNDS rounds; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+SIDES="os pin01 pin10 one first mem"
+for prog in $PROGS; do
+  C=$(cmd "$prog" 2)
+  C1=$(cmd "$prog" 1)
+  echo "== $prog: $C"
+  for s in $SIDES; do : > "$W/$prog.$s"; done
+  : > "$W/$prog.what"
+  i=1
+  while [ "$i" -le "$ROUNDS" ]; do
+    order=$(python3 -c "s='$SIDES'.split(); k=$i % len(s); print(' '.join(s[k:] + s[:k]))")
+    for s in $order; do
+      case $s in
+        os) v=$(t $C) ;;
+        pin01) v=$(t "$AUTOPIN" pin -c 0,1 -- $C) ;;
+        pin10) v=$(t "$AUTOPIN" pin -c 1,0 -- $C) ;;
+        one) if [ "$prog" = gromacs ]; then v=$(t "$AUTOPIN" pin -c 1 -- $C1); else v=$(t "$AUTOPIN" pin -c 1:1 -- $C); fi ;;
+        first) v=$(AUTOPIN_MEMORY=off t "$AUTOPIN" run --report "$W/first.json" -- $C) ;;
+        mem) v=$(AUTOPIN_MEMORY="$W/$prog.db" t "$AUTOPIN" run --report "$W/mem.json" -- $C) ;;
+      esac
+      echo "$v" >> "$W/$prog.$s"
+    done
+    python3 - "$W" "$prog" "$i" "$SIDES" <<'PY'
+import json, sys
+w, prog, i, sides = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
+def what(name):
+    try:
+        d = json.load(open(f"{w}/{name}.json"))
+    except Exception:
+        return "no report"
+    x = d.get("decision") or {}
+    t = d.get("threads") or {}
+    m = d.get("memory") or {}
+    bits = [x.get("candidate") or "no decision", "count " + t.get("searched", "?")]
+    if m.get("team_trial"):
+        bits.append(m["team_trial"])
+    return "; ".join(bits)
+last = {s: float(open(f"{w}/{prog}.{s}").read().split()[-1]) for s in sides}
+print("  round %s: " % i + "  ".join("%s %.2f" % (s, last[s]) for s in sides))
+print("     first: %s\n     mem:   %s" % (what("first"), what("mem")))
+PY
+    i=$((i + 1))
+  done
+  python3 - "$W" "$prog" "$SIDES" <<'PY'
+import random, statistics, sys
+w, prog, sides = sys.argv[1], sys.argv[2], sys.argv[3].split()
+v = {s: [float(x) for x in open(f"{w}/{prog}.{s}").read().split()] for s in sides}
+med = {s: statistics.median(x) for s, x in v.items()}
+print("  median s: " + "  ".join("%s %.2f" % (s, med[s]) for s in sides))
+def ci(x):
+    rng = random.Random(1)
+    m = sorted(statistics.median(rng.choices(x, k=len(x))) for _ in range(2000))
+    return m[50], m[1949]
+def ratio(a, b, skip=0, label=""):
+    r = [x / y for x, y in zip(v[a][skip:], v[b][skip:])]
+    if not r:
+        return
+    lo, hi = ci(r)
+    print(f"  {label}: {statistics.median(r):.3f} (95% CI {lo:.3f}–{hi:.3f}, {len(r)} rounds)")
+best = min(["os", "pin01", "pin10", "one"], key=lambda s: med[s])
+best2 = min(["os", "pin01", "pin10"], key=lambda s: med[s])
+ratio("mem", best, 2, f"autopin with memory, round 3 on ÷ best of all ({best})")
+ratio("first", best2, 0, f"autopin first run ÷ best 2-thread side ({best2})")
+ratio("mem", "one", 2, "autopin with memory, round 3 on ÷ one thread on CPU 1")
+ratio("first", "os", 0, "autopin first run ÷ OS placement")
+PY
+done
