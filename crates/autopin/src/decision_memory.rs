@@ -388,7 +388,13 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         return String::new();
     };
     let team = trial.pinning.team;
-    let ran = report.decision.as_ref().and_then(|d| d.rate);
+    // A program that failed with fewer threads keeps its count, whatever its rate.
+    let failed = report.exit_status.filter(|c| *c != 0);
+    let ran = report
+        .decision
+        .as_ref()
+        .and_then(|d| d.rate)
+        .filter(|_| failed.is_none());
     let comparable = found.unit == report.objective.unit;
     let ratio = match (ran, found.rate) {
         (Some(a), Some(b)) if comparable && b > 0.0 => Some(a / b),
@@ -415,6 +421,11 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
                 Some(r) => format!(
                     "tried {} from the start: {r:.2}× the rate of the program's own count; dropped (later runs keep their count)",
                     trial.pinning.label
+                ),
+                None if failed.is_some() => format!(
+                    "tried {} from the start, and the program exited with status {}; dropped (later runs keep their count)",
+                    trial.pinning.label,
+                    failed.unwrap_or_default()
                 ),
                 None => format!(
                     "tried {} from the start, but its rate cannot be compared with the record's ({} against {}); dropped",
@@ -711,6 +722,16 @@ mod tests {
             (next.pinning.clone(), next.rate),
             (found.pinning.clone(), Some(100.0))
         );
+        assert_eq!(
+            next.team_trial.as_ref().map(|t| t.state),
+            Some(TrialState::Dropped)
+        );
+        // A program that failed with fewer threads keeps its count, whatever its rate.
+        let mut next = found.clone();
+        let mut r = report("1 thread: 1", Some(1), 400.0, UNIT, None);
+        r.exit_status = Some(1);
+        let said = settle_trial(&found, &mut next, &r);
+        assert!(said.contains("exited with status 1"), "{said}");
         assert_eq!(
             next.team_trial.as_ref().map(|t| t.state),
             Some(TrialState::Dropped)

@@ -54,6 +54,9 @@ struct Shared {
     /// The team candidate a search could not offer (the program may notice a smaller
     /// team), left to the next run's start; and why.
     trial: Option<(Pinning, String)>,
+    /// The first team candidate at launch (fewer threads plausible then): the next run's
+    /// trial when the program ends before any search could offer fewer threads.
+    at_launch: Option<Pinning>,
 }
 
 /// What the run knows of the program when it plans the count.
@@ -111,9 +114,14 @@ impl TeamSearch {
             .is_some_and(|(_, unit)| unit == TEAM_UNIT)
             && f.openmp_runtime.is_some()
             && f.preload_active;
+        let at_launch = off
+            .is_none()
+            .then(|| autopin_placement::team_candidates(machine, f.threads, f.busy))
+            .and_then(|t| t.into_iter().next());
         TeamSearch(Rc::new(RefCell::new(Shared {
             enabled: off.is_none(),
             units: off.is_none() || remembered_units,
+            at_launch,
             off,
             thread_local_data: f.thread_local_data,
             ..Shared::default()
@@ -227,7 +235,25 @@ impl TeamSearch {
 
     /// What the report says of the count.
     pub(super) fn record(&self) -> ThreadCount {
-        let s = self.0.borrow();
+        let mut s = self.0.borrow_mut();
+        // Fewer threads were plausible at launch, but the program ended before a search
+        // offered them (a short program): starting with them is safe at any next run.
+        // Only where the library saw the program name no team size of its own: one that
+        // takes its count from its arguments (GROMACS's -ntomp) may refuse an
+        // OMP_NUM_THREADS that differs.
+        let names_its_own = |t: &TeamState| {
+            use autopin_perf::heartbeat::TeamFlags;
+            t.flags.has(TeamFlags::CLAUSE | TeamFlags::SET)
+        };
+        let seen_plain = s.state.is_some_and(|t| !names_its_own(&t));
+        if s.enabled && seen_plain && s.offered.is_empty() && s.trial.is_none() && s.off.is_none() {
+            if let Some(first) = s.at_launch.clone() {
+                s.trial = Some((
+                    first,
+                    "the program ended before a search could try fewer threads".into(),
+                ));
+            }
+        }
         let own = s.state.map(|t| t.own as usize).filter(|n| *n > 0);
         let (searched, why) = if let Some(off) = &s.off {
             ("no", off.clone())

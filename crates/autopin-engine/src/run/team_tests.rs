@@ -168,3 +168,25 @@ fn a_program_in_one_long_region_is_left_to_its_next_run() {
     assert_eq!(t.trial.as_ref().and_then(|c| c.team), Some(1));
     assert!(r.candidates.iter().all(|c| c.team.is_none()));
 }
+
+#[test]
+fn a_program_that_ends_before_the_search_leaves_fewer_threads_to_its_next_run() {
+    let m = two_cpus();
+    let model = BarrierModel {
+        base: 10_000.0,
+        busy: vec![0],
+        stacked: 0.05,
+    };
+    // Over in 0.15 s, before any probe.
+    let sim = Sim::new(&m, Box::new(model), 2, 0.02, 3, 0.15).with_team(0);
+    let mut p = SimPlatform::new(sim);
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
+    p.openmp_runtime = Some("libgomp.so.1".into());
+    p.busy = vec![0];
+    let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
+    assert!(r.decision.is_none(), "{:?}", r.decision);
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "across runs", "{t:?}");
+    assert!(t.why.contains("ended before a search"), "{t:?}");
+    assert_eq!(t.trial.as_ref().and_then(|c| c.team), Some(1));
+}
