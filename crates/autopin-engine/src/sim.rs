@@ -24,6 +24,8 @@ pub struct SimTopo {
     pub node_of: HashMap<u32, u32>,
     /// ACPI SLIT distances by node OS indexes, from the machine's matrix.
     pub distances: HashMap<(u32, u32), u32>,
+    /// Each PU's ancestors, nearest first, with the level each stands for.
+    pub ancestors: HashMap<u32, Vec<(autopin_topology::ObjId, models::Level)>>,
 }
 
 impl SimTopo {
@@ -32,10 +34,12 @@ impl SimTopo {
         let mut package_of = HashMap::new();
         let mut node_of = HashMap::new();
         let mut pus = Vec::new();
+        let mut ancestors = HashMap::new();
         for id in m.pus() {
             let o = m.obj(id);
             let Some(os) = o.os_index else { continue };
             pus.push(os);
+            ancestors.insert(os, levels_above(m, id));
             let core = m
                 .ancestor_of_type(id, ObjType::Core)
                 .map(|c| m.obj(c).logical_index as usize);
@@ -66,7 +70,43 @@ impl SimTopo {
             packages,
             node_of,
             distances,
+            ancestors,
         }
+    }
+
+    /// The level at which PUs `a` and `b` meet (their first common ancestor's).
+    pub fn shared_level(&self, a: u32, b: u32) -> models::Level {
+        let (Some(x), Some(y)) = (self.ancestors.get(&a), self.ancestors.get(&b)) else {
+            return models::Level::Machine;
+        };
+        x.iter()
+            .find(|(id, _)| y.iter().any(|(o, _)| o == id))
+            .map_or(models::Level::Machine, |(_, l)| *l)
+    }
+
+    /// `pus` paired closest first: the two that meet lowest, then the next two among the
+    /// rest, and so on (an odd one out is left).
+    pub fn pairs_closest_first(&self, pus: &[u32]) -> Vec<(u32, u32)> {
+        let mut left: Vec<u32> = pus.to_vec();
+        let mut out = Vec::new();
+        while left.len() >= 2 {
+            let mut best = (0, 1, models::Level::Machine);
+            'search: for i in 0..left.len() {
+                for j in i + 1..left.len() {
+                    let l = self.shared_level(left[i], left[j]);
+                    if l < best.2 {
+                        best = (i, j, l);
+                        if l == models::Level::Core {
+                            break 'search;
+                        }
+                    }
+                }
+            }
+            let b = left.remove(best.1);
+            let a = left.remove(best.0);
+            out.push((a, b));
+        }
+        out
     }
 
     /// Distance from node `a` to node `b`. Without a matrix, Linux's defaults when firmware
@@ -87,6 +127,37 @@ impl SimTopo {
         let slot = (i / packages) * 2 % per_pkg;
         self.pus[(pkg * per_pkg + slot) % self.pus.len()]
     }
+}
+
+/// The ancestors of PU `id`, nearest first, each with the level it stands for (the machine
+/// root left out: two PUs that share no other meet there).
+fn levels_above(
+    m: &Machine,
+    id: autopin_topology::ObjId,
+) -> Vec<(autopin_topology::ObjId, models::Level)> {
+    use models::Level;
+    let mut out = Vec::new();
+    let mut cur = m.obj(id).parent;
+    while let Some(p) = cur {
+        let o = m.obj(p);
+        let level = match o.ty {
+            ObjType::Core => Some(Level::Core),
+            ObjType::Cache => match o.cache.as_ref().map(|c| c.level) {
+                Some(1) => Some(Level::Core),
+                Some(2) => Some(Level::L2),
+                Some(_) => Some(Level::L3),
+                None => None,
+            },
+            ObjType::Die | ObjType::Group => Some(Level::Die),
+            ObjType::Package => Some(Level::Package),
+            ObjType::Machine | ObjType::Pu => None,
+        };
+        if let Some(l) = level {
+            out.push((p, l));
+        }
+        cur = o.parent;
+    }
+    out
 }
 
 /// Where a simulated program first touches its pages.
@@ -1175,6 +1246,9 @@ impl crate::run::RunSink for SimSink {
         self.checkpoints.push(report.clone());
     }
 }
+
+pub mod models;
+pub mod simulate;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -63,6 +63,8 @@ enum Command {
     Doctor(cmd::doctor::Args),
     /// Remembered decisions: list, show, forget, export, import
     Memory(cmd::memory::Args),
+    /// The search on a simulated machine of any shape, with a program model whose best is known
+    Simulate(cmd::simulate::Args),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     Completions(cmd::install::CompletionsArgs),
     /// Print the man page (roff)
@@ -99,6 +101,7 @@ fn main() {
             | Command::Candidates(_)
             | Command::Report(_)
             | Command::Memory(_)
+            | Command::Simulate(_)
             | Command::Show(_)
             | Command::Doctor(_)
             | Command::Completions(_)
@@ -118,6 +121,7 @@ fn main() {
         Command::Measure(a) => cmd::measure::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Memory(a) => cmd::memory::run(a),
+        Command::Simulate(a) => cmd::simulate::run(a),
         Command::Stat(a) => cmd::stat::run(a),
         Command::Show(a) => cmd::show::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),

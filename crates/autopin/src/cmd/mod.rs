@@ -16,5 +16,6 @@ pub mod report;
 pub mod report_merge;
 pub mod run;
 pub mod show;
+pub mod simulate;
 pub mod stat;
 pub mod topology;
