@@ -269,7 +269,7 @@ impl<'a> Ctx<'a> {
             found.ok_or_else(|| {
                 self.err(
                     first.pos,
-                    "expected a PCI bus id (domain:bus:device.function in hex, e.g. 0000:3b:00.0, or bus:device.function)",
+                    "expected a PCI bus id (domain:bus:device.function in hex, a domain of up to 8 digits, e.g. 0000:3b:00.0 or 10000:01:00.0, or bus:device.function)",
                     false,
                 )
             })?

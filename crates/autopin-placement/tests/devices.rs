@@ -7,7 +7,7 @@ mod support;
 
 use autopin_placement::pin_expression;
 use autopin_topology::source::sysfs;
-use support::sysfs_tree::{list, SysfsTree};
+use support::sysfs_tree::{list, mask, SysfsTree};
 
 /// 2 packages × 4 cores × 2 threads: package 0 has CPUs 0-3 and 8-11, package 1 4-7 and 12-15.
 fn gpu_machine() -> (tempfile::TempDir, autopin_topology::Machine) {
@@ -24,6 +24,7 @@ fn gpu_machine() -> (tempfile::TempDir, autopin_topology::Machine) {
         t.set(&format!("{dir}/class"), class);
         t.set(&format!("{dir}/vendor"), vendor);
         t.set(&format!("{dir}/device"), "0x1db6");
+        t.set(&format!("{dir}/local_cpus"), &mask(&package(near)));
         t.set(&format!("{dir}/local_cpulist"), &list(&package(near)));
         t.set(&format!("{dir}/numa_node"), &node.to_string());
     }
@@ -128,6 +129,48 @@ fn devices_that_are_not_there_say_which_are() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("has no I/O devices"), "{e}");
+}
+
+/// Devices of 32-bit PCI domains (Intel VMD's 10000 and up) are pin domains like any
+/// other: `P:` takes the bus id as lstopo 3 writes it (or with fewer leading zeros), the
+/// devices are listed in hwloc's order (domains compared as numbers: ffff before 10000),
+/// and a domain wider than 32 bits is no bus id.
+#[test]
+fn wide_pci_domains_are_pin_domains() {
+    let mut t = SysfsTree::regular(2, 4, 2, true);
+    let package = |p: u32| -> Vec<u32> { (0..16).filter(|c| (c % 8) / 4 == p).collect() };
+    for (busid, near) in [("10000:01:00.0", 1), ("ffff:00:02.0", 0)] {
+        let dir = format!("sys/bus/pci/devices/{busid}");
+        t.set(&format!("{dir}/class"), "0x010802");
+        t.set(&format!("{dir}/vendor"), "0x144d");
+        t.set(&format!("{dir}/device"), "0xa808");
+        t.set(&format!("{dir}/local_cpus"), &mask(&package(near)));
+    }
+    let dir = t.tempdir();
+    let m = sysfs::read_with_affinity(dir.path(), None).unwrap();
+    assert_eq!(
+        pin_expression(&m, "P:10000:01:00.0").unwrap(),
+        pin_expression(&m, "S1").unwrap()
+    );
+    assert_eq!(pin_expression(&m, "P:10000:1:0.0:0-1").unwrap(), vec![4, 5]);
+    assert_eq!(pin_expression(&m, "P:0ffff:00:02.0:1").unwrap(), vec![1]);
+    let listing = autopin_placement::device_domains_listing(&m);
+    let (a, b) = (
+        listing.find("Domain P:ffff:00:02.0:").unwrap(),
+        listing.find("Domain P:10000:01:00.0:").unwrap(),
+    );
+    assert!(a < b, "{listing}");
+    let e = pin_expression(&m, "P:123456789:01:00.0")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("expected a PCI bus id"), "{e}");
+    let e = pin_expression(&m, "P:10001:01:00.0")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no device P:10001:01:00.0") && e.contains("10000:01:00.0"),
+        "{e}"
+    );
 }
 
 fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {

@@ -145,19 +145,7 @@ impl Builder {
             attach.push((spec, at));
         }
 
-        // Logical indexes in depth-first order, per type (and per cache level and kind).
-        let mut counters: BTreeMap<(ObjType, u8, u8), u32> = BTreeMap::new();
-        let mut order = Vec::new();
-        dfs(&tree, 0, &mut order);
-        for &id in &order {
-            let key = match &tree[id].cache {
-                Some(c) => (ObjType::Cache, c.level, c.kind as u8),
-                None => (tree[id].ty, 0, 0),
-            };
-            let n = counters.entry(key).or_insert(0);
-            tree[id].logical_index = *n;
-            *n += 1;
-        }
+        let order = number(&mut tree);
         // NUMA nodes numbered in the order of the objects they attach to.
         let pos: BTreeMap<ObjId, usize> =
             order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
@@ -271,10 +259,30 @@ fn deepest_container(tree: &[Object], start: ObjId, set: &CpuSet) -> ObjId {
     }
 }
 
+/// Numbers the objects (logical indexes in depth-first order, per type, and per cache level
+/// and kind); returns the depth-first order.
+pub(crate) fn number(tree: &mut [Object]) -> Vec<ObjId> {
+    let mut counters: BTreeMap<(ObjType, u8, u8), u32> = BTreeMap::new();
+    let mut order = Vec::new();
+    dfs(tree, 0, &mut order);
+    for &id in &order {
+        let key = match &tree[id].cache {
+            Some(c) => (ObjType::Cache, c.level, c.kind as u8),
+            None => (tree[id].ty, 0, 0),
+        };
+        let n = counters.entry(key).or_insert(0);
+        tree[id].logical_index = *n;
+        *n += 1;
+    }
+    order
+}
+
 /// The highest object covering exactly `set`; when none does, a Group is inserted for it
 /// under the deepest object containing it. When such a group would cut across a child (the
 /// set contains part of it only), no group is made and `Err` names the deepest container.
-fn attach_point(tree: &mut Vec<Object>, set: &CpuSet) -> Result<ObjId, ObjId> {
+/// hwloc places NUMA nodes and I/O trees this way (`hwloc_find_insert_io_parent_by_complete_cpuset`
+/// for I/O); the caller renumbers when a group was inserted.
+pub(crate) fn attach_point(tree: &mut Vec<Object>, set: &CpuSet) -> Result<ObjId, ObjId> {
     // As hwloc: look below the machine first, and take the highest object with exactly
     // these CPUs (a lone package rather than the machine, a package rather than its L3).
     let mut at = 0;

@@ -321,6 +321,24 @@ pub fn parse_busid(text: &str) -> Option<String> {
     Some(format!("{domain:04x}:{bus:02x}:{dev:02x}.{func:x}"))
 }
 
+/// A bus id as numbers (domain, bus, device, function), the order hwloc sorts PCI objects
+/// in: domains compare as numbers, so `ffff:00:00.0` comes before `10000:00:00.0` (a VMD
+/// domain). A bus id that does not parse sorts last.
+pub fn busid_key(busid: &str) -> (u32, u8, u8, u8) {
+    let parsed = parse_busid(busid).and_then(|b| {
+        let (domain, rest) = b.split_once(':')?;
+        let (bus, rest) = rest.split_once(':')?;
+        let (dev, func) = rest.split_once('.')?;
+        Some((
+            u32::from_str_radix(domain, 16).ok()?,
+            u8::from_str_radix(bus, 16).ok()?,
+            u8::from_str_radix(dev, 16).ok()?,
+            u8::from_str_radix(func, 16).ok()?,
+        ))
+    });
+    parsed.unwrap_or((u32::MAX, u8::MAX, u8::MAX, u8::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,6 +350,28 @@ mod tests {
         assert_eq!(
             parse_busid("10000:01:00.0").as_deref(),
             Some("10000:01:00.0")
+        );
+        assert_eq!(
+            parse_busid("ffffffff:ff:1f.7").as_deref(),
+            Some("ffffffff:ff:1f.7")
+        );
+        assert_eq!(parse_busid("100000000:00:00.0"), None);
+        // Domains compare as numbers, as hwloc sorts them.
+        let mut v = vec![
+            "10000:00:00.0",
+            "ffff:00:00.0",
+            "0000:3b:00.0",
+            "c1d5:00:00.0",
+        ];
+        v.sort_by_key(|b| busid_key(b));
+        assert_eq!(
+            v,
+            [
+                "0000:3b:00.0",
+                "c1d5:00:00.0",
+                "ffff:00:00.0",
+                "10000:00:00.0"
+            ]
         );
         for bad in [
             "",

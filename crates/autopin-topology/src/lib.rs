@@ -18,5 +18,5 @@ pub use error::{
     HwlocXmlError, InvalidTree, JsonTopologyError, Result, TopologyError, XmlPosition,
 };
 pub use io::{OsDevice, OsDeviceKind, PciBridge, PciDevice};
-pub use machine::{FlatPu, PciChild};
+pub use machine::{FlatPu, IoOrigin, PciChild};
 pub use model::*;

@@ -6,6 +6,15 @@ use crate::model::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// What an I/O warning is about, for [`Machine::attach_io_from`] to name its origin.
+#[derive(Debug, Clone, Copy)]
+pub enum IoOrigin<'a> {
+    /// A host bridge, by its index in `Machine::pci_bridges`.
+    Host(usize),
+    /// A device, by its bus id.
+    Device(&'a str),
+}
+
 /// One node of the PCI tree below a bridge or CPU-side object ([`Machine::pci_children`]).
 #[derive(Debug, Clone, Copy)]
 pub enum PciChild<'a> {
@@ -323,42 +332,152 @@ impl Machine {
 // ---- I/O devices
 
 impl Machine {
-    /// Hangs every I/O device from its CPU-side object (see the module header), and orders
-    /// the devices by bus id and each one's OS devices by kind and name.
+    /// Hangs every I/O device from its CPU-side object, as hwloc hangs its PCI trees: a host
+    /// bridge where its CPUs (`PciBridge::local_cpus`, which the source decided; see
+    /// docs/topology.md) say, bridges and devices behind it with it, a device the source
+    /// puts behind no bridge by its own CPUs. Orders the devices by bus id (domains
+    /// compared as numbers, as hwloc does, so `ffff:` comes before `10000:`) and each
+    /// one's OS devices by kind and name.
     pub fn attach_io(&mut self) {
+        self.attach_io_from(&|_| None)
+    }
+
+    /// [`Machine::attach_io`], with `origin` naming what a warning is about (a file, a
+    /// variable): it is asked for a host bridge (`IoOrigin::Host`, its index) or a device.
+    pub fn attach_io_from(&mut self, origin: &dyn Fn(IoOrigin) -> Option<String>) {
+        let prefix = |o: IoOrigin, what: String| match origin(o) {
+            Some(p) => format!("{p}: {what}"),
+            None => what,
+        };
         let all = self.root().cpuset.clone();
-        let mut io = std::mem::take(&mut self.io);
-        io.sort_by(|a, b| a.busid.cmp(&b.busid));
-        for d in &mut io {
-            if d.local_cpus.is_empty() {
-                d.local_cpus = all.clone();
+        let own = |cpus: &CpuSet| {
+            let c = cpus.intersection(&all);
+            if c.is_empty() {
+                all.clone()
+            } else {
+                c
             }
-            d.attached_to = self.io_parent(&d.local_cpus);
-            d.os_devices
-                .sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
-        }
-        self.io = io;
-        let mut other = std::mem::take(&mut self.pci_other);
-        other.sort_by(|a, b| a.busid.cmp(&b.busid));
-        for d in &mut other {
-            if d.local_cpus.is_empty() {
-                d.local_cpus = all.clone();
-            }
-            d.attached_to = self.io_parent(&d.local_cpus);
-            d.os_devices
-                .sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
-        }
-        self.pci_other = other;
+        };
         // A bridge hangs where its host bridge does (parents come before children).
         for i in 0..self.pci_bridges.len() {
-            if self.pci_bridges[i].local_cpus.is_empty() {
-                self.pci_bridges[i].local_cpus = all.clone();
-            }
+            let cpus = own(&self.pci_bridges[i].local_cpus);
+            self.pci_bridges[i].local_cpus = cpus;
             let at = match self.pci_bridges[i].parent {
                 Some(p) if p < i => self.pci_bridges[p].attached_to,
-                _ => self.io_parent(&self.pci_bridges[i].local_cpus),
+                _ => {
+                    let what = prefix(
+                        IoOrigin::Host(i),
+                        format!("PCI host bridge {}", self.pci_bridges[i].buses()),
+                    );
+                    let cpus = self.pci_bridges[i].local_cpus.clone();
+                    self.io_attach(&cpus, &what)
+                }
             };
             self.pci_bridges[i].attached_to = at;
+        }
+        for other in [false, true] {
+            let mut list = if other {
+                std::mem::take(&mut self.pci_other)
+            } else {
+                std::mem::take(&mut self.io)
+            };
+            list.sort_by_key(|d| crate::io::busid_key(&d.busid));
+            for d in &mut list {
+                d.local_cpus = own(&d.local_cpus);
+                d.attached_to = match d.bridge.and_then(|b| self.pci_bridges.get(b)) {
+                    Some(b) => b.attached_to,
+                    None => {
+                        let what = prefix(
+                            IoOrigin::Device(&d.busid),
+                            format!("PCI device {}", d.busid),
+                        );
+                        self.io_attach(&d.local_cpus, &what)
+                    }
+                };
+                d.os_devices
+                    .sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+            }
+            if other {
+                self.pci_other = list;
+            } else {
+                self.io = list;
+            }
+        }
+        // hwloc 2, as most systems build it (without --enable-32bits-pci-domain), leaves out
+        // and warns about devices of a domain above ffff (Intel VMD's 10000 and up); hwloc 3
+        // keeps them, writing the domain in as many hex digits as it takes. Kept here, said
+        // once.
+        let mut wide: Vec<&str> = self
+            .io
+            .iter()
+            .chain(&self.pci_other)
+            .map(|d| d.busid.as_str())
+            .chain(self.pci_bridges.iter().filter_map(|b| b.busid.as_deref()))
+            .filter(|b| crate::io::busid_key(b).0 > 0xffff)
+            .collect();
+        wide.sort_by_key(|b| crate::io::busid_key(b));
+        if let Some(first) = wide.first() {
+            let w = prefix(IoOrigin::Device(first), format!(
+                "PCI {} with a 32-bit domain ({first}{}, a VMD domain or the like): kept and named as hwloc 3 names {}; hwloc 2 built without --enable-32bits-pci-domain leaves {} out",
+                if wide.len() == 1 { "device" } else { "devices" },
+                if wide.len() > 1 {
+                    format!(" and {} more", wide.len() - 1)
+                } else {
+                    String::new()
+                },
+                if wide.len() == 1 { "it" } else { "them" },
+                if wide.len() == 1 { "it" } else { "them" },
+            ));
+            self.warnings.push(w);
+        }
+    }
+
+    /// Where an I/O tree local to `cpus` hangs, as hwloc decides it
+    /// (`hwloc_find_insert_io_parent_by_complete_cpuset`): the CPUs are cut to the machine's;
+    /// none left, or all of them, is the machine; else the highest object with exactly these
+    /// CPUs, or a Group made for them (hwloc's I/O group) under the deepest object holding
+    /// them. When such a group would cut across an object (it holds part of it only), hwloc
+    /// reports invalid information from the operating system and takes the deepest object
+    /// holding the CPUs; so does this, with a warning naming `what`.
+    fn io_attach(&mut self, cpus: &CpuSet, what: &str) -> ObjId {
+        let set = cpus.intersection(&self.objects[0].cpuset);
+        if set.is_empty() || set == self.objects[0].cpuset {
+            return 0;
+        }
+        let before = self.objects.len();
+        match crate::builder::attach_point(&mut self.objects, &set) {
+            Ok(id) => {
+                if self.objects.len() > before {
+                    crate::builder::number(&mut self.objects);
+                }
+                id
+            }
+            Err(at) => {
+                let cut = self.objects[at]
+                    .children
+                    .iter()
+                    .map(|&c| &self.objects[c])
+                    .find(|c| c.cpuset.intersects(&set) && !c.cpuset.is_subset(&set))
+                    .map(|c| {
+                        format!(
+                            "{} L#{} (CPUs {})",
+                            c.type_label(),
+                            c.logical_index,
+                            c.cpuset
+                        )
+                    })
+                    .unwrap_or_default();
+                let parent = &self.objects[at];
+                let parent = if at == 0 {
+                    "the machine".to_string()
+                } else {
+                    format!("{} L#{}", parent.type_label(), parent.logical_index)
+                };
+                self.warnings.push(format!(
+                    "{what}: its CPUs {set} cut across {cut} without holding it all (hwloc reports this as invalid information from the operating system); it hangs from {parent}, the smallest object holding them, as in hwloc"
+                ));
+                at
+            }
         }
     }
 
@@ -385,7 +504,7 @@ impl Machine {
     /// default) in bus-id order, host bridges first in their own order.
     pub fn pci_children(&self, bridge: Option<usize>, at: ObjId) -> Vec<PciChild<'_>> {
         let mut hosts: Vec<PciChild> = Vec::new();
-        let mut out: Vec<(String, PciChild)> = Vec::new();
+        let mut out: Vec<((u32, u8, u8, u8), PciChild)> = Vec::new();
         for (i, b) in self.pci_bridges.iter().enumerate() {
             let here = match bridge {
                 Some(p) => b.parent == Some(p),
@@ -395,7 +514,7 @@ impl Machine {
                 continue;
             }
             match &b.busid {
-                Some(id) => out.push((id.clone(), PciChild::Bridge(i, b))),
+                Some(id) => out.push((crate::io::busid_key(id), PciChild::Bridge(i, b))),
                 None => hosts.push(PciChild::Bridge(i, b)),
             }
         }
@@ -405,27 +524,12 @@ impl Machine {
                 None => d.bridge.is_none() && d.attached_to == at,
             };
             if here {
-                out.push((d.busid.clone(), PciChild::Device(d)));
+                out.push((crate::io::busid_key(&d.busid), PciChild::Device(d)));
             }
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.sort_by_key(|a| a.0);
         hosts.extend(out.into_iter().map(|(_, c)| c));
         hosts
-    }
-
-    fn io_parent(&self, cpus: &CpuSet) -> ObjId {
-        let candidates = || {
-            self.dfs_order()
-                .into_iter()
-                .filter(|&i| !matches!(self.objects[i].ty, ObjType::Pu))
-        };
-        if let Some(i) = candidates().find(|&i| self.objects[i].cpuset == *cpus) {
-            return i;
-        }
-        candidates()
-            .filter(|&i| cpus.is_subset(&self.objects[i].cpuset))
-            .min_by_key(|&i| self.objects[i].cpuset.len())
-            .unwrap_or(0)
     }
 
     /// The GPUs in bus-id order: `G0` is the first. This is CUDA's order under

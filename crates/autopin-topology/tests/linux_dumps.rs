@@ -27,11 +27,24 @@ fn every_dump_matches_lstopo() {
             }
         };
         machine.validate().unwrap();
-        assert!(
-            machine.warnings.is_empty(),
-            "{name}: a sound dump reads without warnings: {:?}",
-            machine.warnings
-        );
+        if name == "40intel64-4n10c+pci-conflicts" {
+            // The RAID controller's host bridge says it is local to CPUs 0-3 (its
+            // `local_cpus` mask; the list says 0-39), one CPU of each package: hwloc reports
+            // invalid information from the operating system and hangs it from the machine.
+            assert_eq!(machine.warnings.len(), 1, "{name}: {:?}", machine.warnings);
+            let w = &machine.warnings[0];
+            assert!(
+                w.ends_with("sys/bus/pci/devices/0000:00:00.0/local_cpus: PCI host bridge 0000:[00-01]: its CPUs 0-3 cut across Package L#0 (CPUs 0,4,8,12,16,20,24,28,32,36) without holding it all (hwloc reports this as invalid information from the operating system); it hangs from the machine, the smallest object holding them, as in hwloc")
+                    && w.contains("hangs from the machine"),
+                "{name}: {w}"
+            );
+        } else {
+            assert!(
+                machine.warnings.is_empty(),
+                "{name}: a sound dump reads without warnings: {:?}",
+                machine.warnings
+            );
+        }
         // The JSON document loads back into the identical model.
         let doc =
             serde_json::to_string(&autopin_topology::source::json::to_document(&machine)).unwrap();

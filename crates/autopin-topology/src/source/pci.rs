@@ -6,6 +6,13 @@
 //! channel and InfiniBand; the rest, and the host and PCI bridges, make up the tree
 //! `--whole-io` shows. Nothing here is required: an unreadable file drops that one fact,
 //! and a machine without PCI in sysfs has no devices.
+//!
+//! Where a PCI tree hangs is read as hwloc reads it, in its order (docs/topology.md, *PCI
+//! locality*): a locality forced by `HWLOC_PCI_LOCALITY` (or the deprecated
+//! `HWLOC_PCI_<domain>_<bus>_LOCALCPUS`), else hwloc's quirks (`HWLOC_PCI_LOCALITY_QUIRK_FAKE`,
+//! the HPE Cray EX235A board), else the `local_cpus` mask of the first function below the
+//! host bridge, else the whole machine. `local_cpulist` is never read: where an old kernel
+//! or a hand-made dump has the list disagree with the mask, the mask wins, as in hwloc.
 
 use crate::cpuset::CpuSet;
 use crate::io::{important_class, parse_busid, OsDevice, OsDeviceKind, PciBridge, PciDevice};
@@ -22,11 +29,14 @@ type Read = (PciDevice, Upstream, Option<(u8, u8)>);
 /// bridges into `m.pci_bridges`. Each device is found through `sys/bus/pci/devices`; its
 /// directory's parent in `sys/devices/pci*` is the bridge it sits behind, or the
 /// `pciDDDD:BB` directory of its host bridge. Nothing is attached yet
-/// (`Machine::attach_io`).
-pub fn read_into(root: &Path, m: &mut Machine) {
+/// (`Machine::attach_io_from`); returned is what decided each host bridge's CPUs (a file,
+/// a variable), by its index in `m.pci_bridges`, and the sysfs directory of each device,
+/// for warnings to name.
+pub fn read_into(root: &Path, m: &mut Machine) -> Origins {
+    let mut origins = Origins::default();
     let dir = root.join("sys/bus/pci/devices");
     let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
+        return origins;
     };
     // A dump's configuration spaces are plain files; the live system's are the devices',
     // read through the kernel: in a virtual machine every 4 bytes is a trap (10 ms for one
@@ -37,9 +47,12 @@ pub fn read_into(root: &Path, m: &mut Machine) {
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let path = e.path();
-        let Some(d) = device(&path, &name, live) else {
+        let Some(d) = device(&path, &name, live, &mut m.warnings) else {
             continue;
         };
+        origins
+            .devices
+            .insert(d.busid.clone(), path.display().to_string());
         let up = upstream(&path, &d.busid);
         let buses = bridge_buses(&path, &d, live);
         all.insert(d.busid.clone(), (d, up, buses));
@@ -71,8 +84,12 @@ pub fn read_into(root: &Path, m: &mut Machine) {
     }
     let mut bridges: Vec<PciBridge> = Vec::new();
     let mut bridge_of: BTreeMap<String, usize> = BTreeMap::new();
-    for ((domain, bus), children) in &hosts {
+    let how = Locality::read(root);
+    for ((domain, bus), children) in &mut hosts {
+        children.sort_by_key(|k| crate::io::busid_key(k));
         let host = bridges.len();
+        // hwloc places a host bridge by its first function's locality.
+        let first = &all[&children[0]].0;
         bridges.push(PciBridge {
             busid: None,
             vendor: 0,
@@ -81,8 +98,14 @@ pub fn read_into(root: &Path, m: &mut Machine) {
             secondary_bus: *bus,
             subordinate_bus: *bus,
             parent: None,
-            // hwloc places a host bridge by its first device's locality.
-            local_cpus: all[&children[0]].0.local_cpus.clone(),
+            local_cpus: {
+                let (cpus, from) = how.of(*domain, *bus, &first.local_cpus, m);
+                origins.hosts.insert(
+                    host,
+                    from.unwrap_or_else(|| format!("{}/local_cpus", origins.devices[&first.busid])),
+                );
+                cpus
+            },
             attached_to: 0,
             link_mbs: None,
         });
@@ -108,6 +131,26 @@ pub fn read_into(root: &Path, m: &mut Machine) {
         }
     }
     m.pci_bridges = bridges;
+    origins
+}
+
+/// What decided where each host bridge hangs and where each device was read, for warnings.
+#[derive(Debug, Default)]
+pub struct Origins {
+    /// Host bridge index → the file or variable its CPUs came from.
+    pub hosts: BTreeMap<usize, String>,
+    /// Bus id → the device's sysfs directory.
+    pub devices: BTreeMap<String, String>,
+}
+
+impl Origins {
+    /// For [`Machine::attach_io_from`].
+    pub fn name(&self, o: crate::machine::IoOrigin) -> Option<String> {
+        match o {
+            crate::machine::IoOrigin::Host(i) => self.hosts.get(&i).cloned(),
+            crate::machine::IoOrigin::Device(b) => self.devices.get(b).cloned(),
+        }
+    }
 }
 
 /// Adds the PCI bridge `id` (behind bridge `parent`) and, depth first in bus-id order, the
@@ -295,10 +338,155 @@ fn link_mbs(config: &[u8]) -> Option<u32> {
     None
 }
 
+/// A small sysfs file's text, trimmed; at most 64 KiB are read (a CPU mask of 500,000
+/// CPUs), so a hostile dump cannot make autopin read without end.
 fn text(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
+    use std::io::Read;
+    let mut buf = Vec::new();
+    std::fs::File::open(p)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_end(&mut buf)
+        .ok()?;
+    Some(String::from_utf8_lossy(&buf).trim().to_string())
+}
+
+/// What decides where a PCI tree hangs, besides its first function's `local_cpus`, in
+/// hwloc's order (`hwloc__pci_find_busid_parent`).
+struct Locality {
+    /// `HWLOC_PCI_LOCALITY`, parsed, when set: (domain, first bus, last bus, CPUs).
+    forced: Option<Vec<(u32, u8, u8, CpuSet)>>,
+    /// `HWLOC_PCI_LOCALITY_QUIRK_FAKE` is set to a non-zero number.
+    fake: bool,
+    /// The DMI board name is `HPE CRAY EX235A`.
+    cray_ex235a: bool,
+}
+
+impl Locality {
+    fn read(root: &Path) -> Self {
+        let forced = std::env::var("HWLOC_PCI_LOCALITY").ok().map(|v| {
+            // A file's name, or the localities themselves.
+            let text = std::fs::metadata(&v)
+                .ok()
+                .filter(|md| md.is_file() && md.len() <= 64 * 1024)
+                .and_then(|_| std::fs::read_to_string(&v).ok())
+                .unwrap_or(v);
+            text.split([';', '\r', '\n'])
+                .filter_map(forced_one)
+                .collect()
+        });
+        let fake = std::env::var("HWLOC_PCI_LOCALITY_QUIRK_FAKE")
+            .ok()
+            .is_some_and(|v| leading_int(&v) != 0);
+        let cray_ex235a =
+            text(&root.join("sys/class/dmi/id/board_name")).is_some_and(|b| b == "HPE CRAY EX235A");
+        Locality {
+            forced,
+            fake,
+            cray_ex235a,
+        }
+    }
+
+    /// The CPUs the host bridge of `domain:bus` is local to, `mask` being its first
+    /// function's `local_cpus` (empty when unreadable or naming no CPU), and what said so
+    /// when it was not that mask. Empty means the whole machine.
+    fn of(&self, domain: u32, bus: u8, mask: &CpuSet, m: &Machine) -> (CpuSet, Option<String>) {
+        let mut quirks = true;
+        if let Some(forced) = &self.forced {
+            // A forced locality, even empty, keeps the quirks off.
+            quirks = false;
+            if let Some((.., cpus)) = forced
+                .iter()
+                .find(|(d, first, last, _)| *d == domain && (*first..=*last).contains(&bus))
+            {
+                return (cpus.clone(), Some("HWLOC_PCI_LOCALITY".into()));
+            }
+        }
+        let var = format!("HWLOC_PCI_{domain:04x}_{bus:02x}_LOCALCPUS");
+        if let Ok(v) = std::env::var(&var) {
+            quirks = false;
+            if !v.is_empty() {
+                return (hwloc_bitmap(&v, m), Some(var));
+            }
+        }
+        if quirks {
+            if self.fake {
+                // hwloc's test quirk: everything on the last CPU.
+                let last = m.root().cpuset.last().map(|c| CpuSet::from_cpus([c]));
+                return (
+                    last.unwrap_or_default(),
+                    Some("HWLOC_PCI_LOCALITY_QUIRK_FAKE".into()),
+                );
+            }
+            if self.cray_ex235a && domain == 0 {
+                if let Some(cpus) = cray_ex235a(bus) {
+                    return (cpus, Some("hwloc's HPE Cray EX235A quirk".into()));
+                }
+            }
+        }
+        (mask.clone(), None)
+    }
+}
+
+/// One `HWLOC_PCI_LOCALITY` entry: `domain:bus-bus cpuset`, `domain:bus cpuset` or
+/// `domain cpuset` (hex), as hwloc reads it; anything else is skipped, as hwloc skips it.
+fn forced_one(entry: &str) -> Option<(u32, u8, u8, CpuSet)> {
+    let (place, cpus) = entry.trim_start().split_once(' ')?;
+    let hex = |s: &str| u32::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    let (domain, first, last) = match place.split_once(':') {
+        None => (hex(place)?, 0, 255),
+        Some((d, buses)) => {
+            let (a, b) = buses.split_once('-').unwrap_or((buses, buses));
+            (hex(d)?, hex(a)?, hex(b)?)
+        }
+    };
+    let byte = |v: u32| u8::try_from(v.min(255)).ok();
+    let cpus = CpuSet::parse_mask(cpus.trim()).unwrap_or_default();
+    Some((domain, byte(first)?, byte(last)?, cpus))
+}
+
+/// hwloc's textual bitmap (`0x00000003,0x00000000`; `0xf...f` is every CPU).
+fn hwloc_bitmap(text: &str, m: &Machine) -> CpuSet {
+    let t = text.trim();
+    if t.starts_with("0xf...f") {
+        return m.root().cpuset.clone();
+    }
+    CpuSet::parse_mask(t).unwrap_or_default()
+}
+
+/// C's `atoi`: the leading decimal number, 0 when there is none.
+fn leading_int(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (sign, digits) = match t.strip_prefix('-') {
+        Some(r) => (-1, r),
+        None => (1, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let n: String = digits
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .take(18)
+        .collect();
+    sign * n.parse::<i64>().unwrap_or(0)
+}
+
+/// hwloc's locality quirk for the HPE Cray EX235A (AMD Trento): its xGMI ports hang from
+/// single CCDs (8 cores and their SMT siblings), which its ACPI tables do not say. Buses of
+/// domain 0 → CPUs, as hwloc hard-wires them.
+fn cray_ex235a(bus: u8) -> Option<CpuSet> {
+    let first = match bus {
+        0xd0..=0xd1 => 0,
+        0xd4..=0xd6 => 8,
+        0xc8..=0xc9 => 16,
+        0xcc..=0xce => 24,
+        0xd8..=0xd9 => 32,
+        0xdc..=0xde => 40,
+        0xc0..=0xc1 => 48,
+        0xc4..=0xc6 => 56,
+        _ => return None,
+    };
+    Some(CpuSet::from_cpus(
+        (first..first + 8).chain(first + 64..first + 72),
+    ))
 }
 
 fn hex(p: &Path) -> Option<u32> {
@@ -306,13 +494,30 @@ fn hex(p: &Path) -> Option<u32> {
     u32::from_str_radix(t.trim_start_matches("0x"), 16).ok()
 }
 
-fn device(dir: &Path, name: &str, live: bool) -> Option<PciDevice> {
-    let busid = parse_busid(name)?;
+fn device(dir: &Path, name: &str, live: bool, warnings: &mut Vec<String>) -> Option<PciDevice> {
+    let Some(busid) = parse_busid(name) else {
+        if name.matches(':').count() == 2 && name.contains('.') {
+            warnings.push(format!(
+                "{}: not a PCI bus id (a domain of up to 32 bits, bus, device and function in hex); the device is left out",
+                dir.display()
+            ));
+        }
+        return None;
+    };
     let class = hex(&dir.join("class"))? >> 8;
-    let local_cpus = text(&dir.join("local_cpulist"))
-        .and_then(|l| CpuSet::parse_list(&l).ok())
-        .or_else(|| text(&dir.join("local_cpus")).and_then(|m| CpuSet::parse_mask(&m).ok()))
-        .unwrap_or_default();
+    // The mask, as hwloc reads it; a mask naming no CPU, or none it can read, leaves the
+    // device local to the whole machine (set by `Machine::attach_io`).
+    let local_cpus = match text(&dir.join("local_cpus")) {
+        None => CpuSet::new(),
+        Some(t) => CpuSet::parse_mask(&t).unwrap_or_else(|e| {
+            warnings.push(format!(
+                "{}: not a CPU mask ({}); the device is taken as local to the whole machine, as hwloc takes it",
+                dir.join("local_cpus").display(),
+                e.message
+            ));
+            CpuSet::new()
+        }),
+    };
     Some(PciDevice {
         busid,
         vendor: hex(&dir.join("vendor")).unwrap_or(0) as u16,

@@ -234,8 +234,8 @@ pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> 
     b.warnings = fs.warnings.take();
     let mut m = b.build();
     m.warnings.dedup();
-    super::pci::read_into(root, &mut m);
-    m.attach_io();
+    let origins = super::pci::read_into(root, &mut m);
+    m.attach_io_from(&|o| origins.name(o));
     Ok(m)
 }
 
