@@ -30,8 +30,36 @@ pub struct Builder {
     pub numa_distances: Option<BTreeMap<(u32, u32), u32>>,
     pub info: BTreeMap<String, String>,
     pub warnings: Vec<String>,
-    /// Memory-side caches in front of nodes, by node OS index.
-    pub memory_side_caches: BTreeMap<u32, Vec<MemorySideCache>>,
+    /// Memory-side caches in front of nodes.
+    pub mem_caches: Vec<MemCacheSpec>,
+}
+
+/// A memory-side cache as a source sees it: its attributes, the NUMA nodes (OS indexes)
+/// right behind it, and the cache holding it (an index into `Builder::mem_caches`).
+#[derive(Debug, Clone)]
+pub struct MemCacheSpec {
+    pub cache: MemorySideCache,
+    pub nodes: Vec<u32>,
+    pub parent: Option<usize>,
+}
+
+impl Builder {
+    /// Memory-side caches of one node, as Linux lists them (`memory_side_cache/indexN`,
+    /// level N): the highest level holds the next one down, the level nearest the CPUs
+    /// holds the node, as hwloc nests them.
+    pub fn add_node_mem_caches(&mut self, node: u32, mut caches: Vec<MemorySideCache>) {
+        caches.sort_by_key(|c| std::cmp::Reverse(c.level));
+        let n = caches.len();
+        let mut parent = None;
+        for (i, c) in caches.into_iter().enumerate() {
+            self.mem_caches.push(MemCacheSpec {
+                cache: c,
+                nodes: if i + 1 == n { vec![node] } else { Vec::new() },
+                parent,
+            });
+            parent = Some(self.mem_caches.len() - 1);
+        }
+    }
 }
 
 /// Nesting rank for objects that cover the same CPUs: lower goes higher in the tree.
@@ -162,12 +190,10 @@ impl Builder {
                 kind: spec.kind,
                 tier: spec.tier,
                 local_to_none: local_to_none.contains(&spec.os_index),
-                memory_side_caches: self
-                    .memory_side_caches
-                    .remove(&spec.os_index)
-                    .unwrap_or_default(),
+                mem_cache: None,
             });
         }
+        let mem_caches = mem_cache_objects(std::mem::take(&mut self.mem_caches), &mut numa_nodes);
         let numa_distances = self.numa_distances.as_ref().map(|d| {
             numa_nodes
                 .iter()
@@ -185,6 +211,7 @@ impl Builder {
             pci_other: Vec::new(),
             objects: tree,
             numa_nodes,
+            mem_caches,
             numa_distances,
             offline: self.offline,
             core_kinds: self.core_kinds,
@@ -240,6 +267,83 @@ impl Builder {
         let mut k = keep.into_iter();
         self.objects.retain(|_| k.next().unwrap_or(true));
     }
+}
+
+/// Memory-side caches as objects: each hangs where its nodes hang, holds the nodes (and
+/// inner caches) behind it, and is numbered in depth-first order (by the first node behind
+/// it, outer before inner), as hwloc numbers its `MemCache`s. A cache with no node behind it
+/// (its node was left out) is dropped, and the caches inside it move up.
+fn mem_cache_objects(specs: Vec<MemCacheSpec>, nodes: &mut [NumaNode]) -> Vec<MemCache> {
+    let by_os: BTreeMap<u32, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.os_index, i))
+        .collect();
+    // Nodes behind each spec, directly or through inner ones (parents come first).
+    let mut behind: Vec<Vec<usize>> = specs
+        .iter()
+        .map(|s| {
+            s.nodes
+                .iter()
+                .filter_map(|o| by_os.get(o).copied())
+                .collect()
+        })
+        .collect();
+    for i in (0..specs.len()).rev() {
+        if let Some(p) = specs[i].parent.filter(|&p| p < i) {
+            let inner = behind[i].clone();
+            behind[p].extend(inner);
+        }
+    }
+    for b in &mut behind {
+        b.sort_unstable();
+        b.dedup();
+    }
+    let keep: Vec<bool> = behind.iter().map(|b| !b.is_empty()).collect();
+    // The nearest kept cache holding each spec.
+    let kept_parent = |mut i: usize| -> Option<usize> {
+        loop {
+            let p = specs[i].parent.filter(|&p| p < i)?;
+            if keep[p] {
+                return Some(p);
+            }
+            i = p;
+        }
+    };
+    let depth = |i: usize| {
+        let mut d = 0;
+        let mut at = i;
+        while let Some(p) = kept_parent(at) {
+            d += 1;
+            at = p;
+        }
+        d
+    };
+    let mut order: Vec<usize> = (0..specs.len()).filter(|&i| keep[i]).collect();
+    order.sort_by_key(|&i| (behind[i][0], depth(i), i));
+    let new_index: BTreeMap<usize, usize> =
+        order.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+    let mut out = Vec::new();
+    for (k, &i) in order.iter().enumerate() {
+        let first = behind[i][0];
+        let cpuset = behind[i]
+            .iter()
+            .fold(CpuSet::new(), |acc, &n| acc.union(&nodes[n].cpuset));
+        out.push(MemCache {
+            cache: specs[i].cache.clone(),
+            logical_index: k as u32,
+            cpuset,
+            parent: kept_parent(i).map(|p| new_index[&p]),
+            attached_to: nodes[first].attached_to,
+            nodes: behind[i].clone(),
+        });
+        for o in &specs[i].nodes {
+            if let Some(&n) = by_os.get(o) {
+                nodes[n].mem_cache = Some(k);
+            }
+        }
+    }
+    out
 }
 
 fn deepest_container(tree: &[Object], start: ObjId, set: &CpuSet) -> ObjId {

@@ -54,6 +54,10 @@ pub enum InvalidTree {
     DistanceShape,
     #[error("NUMA node {0} is attached to an object that does not exist")]
     NumaAttachedToNothing(u32),
+    #[error("NUMA node {0} sits behind a memory-side cache that does not exist")]
+    NumaBehindMissingCache(u32),
+    #[error("memory-side cache {0} names a NUMA node, an object or a holding cache that does not exist (a holding cache must come before it)")]
+    MemCacheDangling(usize),
     #[error("PCI bridge {0} names a parent bridge that does not come before it")]
     BridgeParentAfter(usize),
     #[error("PCI bridge {0} is attached to an object that does not exist")]

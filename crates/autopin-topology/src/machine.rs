@@ -324,8 +324,73 @@ impl Machine {
             if n.attached_to >= self.objects.len() {
                 return Err(InvalidTree::NumaAttachedToNothing(n.os_index));
             }
+            if n.mem_cache.is_some_and(|c| c >= self.mem_caches.len()) {
+                return Err(InvalidTree::NumaBehindMissingCache(n.os_index));
+            }
+        }
+        for (i, c) in self.mem_caches.iter().enumerate() {
+            if c.attached_to >= self.objects.len()
+                || c.parent.is_some_and(|p| p >= i)
+                || c.nodes.iter().any(|&n| n >= self.numa_nodes.len())
+            {
+                return Err(InvalidTree::MemCacheDangling(i));
+            }
         }
         Ok(())
+    }
+}
+
+// ---- memory side
+
+impl Machine {
+    /// What hangs on the memory side of `at`, in lstopo's order: memory-side caches and
+    /// NUMA nodes, each cache followed by what it holds (one level deeper), ordered by the
+    /// first NUMA node behind each.
+    pub fn memory_children(&self, at: ObjId) -> Vec<MemoryChild> {
+        let mut out = Vec::new();
+        self.memory_below(at, None, 0, &mut out);
+        out
+    }
+
+    fn memory_below(
+        &self,
+        at: ObjId,
+        cache: Option<usize>,
+        depth: usize,
+        out: &mut Vec<MemoryChild>,
+    ) {
+        // (first node behind it, is a node, index)
+        let mut here: Vec<(usize, bool, usize)> = Vec::new();
+        for (i, c) in self.mem_caches.iter().enumerate() {
+            let mine = match cache {
+                Some(p) => c.parent == Some(p),
+                None => c.parent.is_none() && c.attached_to == at,
+            };
+            if mine {
+                here.push((c.nodes.first().copied().unwrap_or(usize::MAX), false, i));
+            }
+        }
+        let nodes: Vec<usize> = match cache {
+            Some(_) => (0..self.numa_nodes.len())
+                .filter(|&n| self.numa_nodes[n].mem_cache == cache)
+                .collect(),
+            None => self.objects[at]
+                .numa
+                .iter()
+                .copied()
+                .filter(|&n| self.numa_nodes[n].mem_cache.is_none())
+                .collect(),
+        };
+        here.extend(nodes.into_iter().map(|n| (n, true, n)));
+        here.sort_unstable();
+        for (_, node, i) in here {
+            if node {
+                out.push(MemoryChild::Node(i, depth));
+            } else {
+                out.push(MemoryChild::Cache(i, depth));
+                self.memory_below(at, Some(i), depth + 1, out);
+            }
+        }
     }
 }
 

@@ -159,13 +159,15 @@ pub struct NumaNode {
     /// hwloc hangs it from a CPU-less group below the machine, so it is local to no PU.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub local_to_none: bool,
-    /// Memory-side caches in front of this node's memory, nearest the CPUs first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub memory_side_caches: Vec<MemorySideCache>,
+    /// The memory-side cache right in front of this node's memory (an index into
+    /// `Machine::mem_caches`), the innermost one when there are several levels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_cache: Option<usize>,
 }
 
-/// A cache that sits in front of a NUMA node's memory rather than near CPUs (HMAT
-/// `memory_side_cache/indexN`, KNL MCDRAM in cache mode).
+/// A memory-side cache as a source describes it, before it is an object: a cache in front
+/// of NUMA nodes' memory rather than near CPUs (HMAT `memory_side_cache/indexN`, KNL MCDRAM
+/// in cache mode, DRAM caching NVDIMMs in Intel's memory mode).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemorySideCache {
     /// 1 is nearest the CPUs.
@@ -173,6 +175,73 @@ pub struct MemorySideCache {
     /// Size in bytes.
     pub size: u64,
     pub line_size: u32,
+    /// Associativity: `Some(1)` for a direct-mapped cache, `None` when unknown (Linux says
+    /// only "indexed").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ways: Option<u32>,
+}
+
+/// A memory-side cache as an object of the model, hwloc's `MemCache`: it sits between the
+/// object its NUMA nodes hang from and those nodes (`Package → MemCache → NUMANode`); a
+/// cache of a higher level holds the one of the level below (`MemCache L2 → MemCache L1 →
+/// NUMANode`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemCache {
+    /// Its attributes (level, size, line size, associativity).
+    pub cache: MemorySideCache,
+    /// Position among the memory-side caches, in depth-first order (outer before inner).
+    pub logical_index: u32,
+    /// The CPUs its memory is local to (its nodes' CPUs).
+    pub cpuset: CpuSet,
+    /// The memory-side cache holding it (an index into `Machine::mem_caches`); `None` when
+    /// it hangs from a CPU-side object directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<usize>,
+    /// The CPU-side object it (or the outermost cache holding it) hangs from.
+    pub attached_to: ObjId,
+    /// The NUMA nodes behind it, directly or through the caches it holds (indexes into
+    /// `Machine::numa_nodes`).
+    pub nodes: Vec<usize>,
+}
+
+impl MemCache {
+    /// lstopo's line: `MemCache L#0 (16GiB)`.
+    pub fn label(&self) -> String {
+        if self.cache.size > 0 {
+            format!(
+                "MemCache L#{} ({})",
+                self.logical_index,
+                autopin_human::lstopo_size(self.cache.size)
+            )
+        } else {
+            format!("MemCache L#{}", self.logical_index)
+        }
+    }
+
+    /// Level, size, line size and associativity as lstopo -v writes them:
+    /// `depth=1 size=4GiB linesize=64 ways=1`.
+    pub fn attributes(&self) -> String {
+        let mut s = format!(
+            "depth={} size={} linesize={}",
+            self.cache.level,
+            autopin_human::lstopo_size(self.cache.size),
+            self.cache.line_size
+        );
+        if let Some(w) = self.cache.ways {
+            s.push_str(&format!(" ways={w}"));
+        }
+        s
+    }
+}
+
+/// What hangs on the memory side of a CPU-side object, in lstopo's order, with how deep it
+/// is nested below the object (0: directly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryChild {
+    /// A memory-side cache (index into `Machine::mem_caches`).
+    Cache(usize, usize),
+    /// A NUMA node (index into `Machine::numa_nodes`).
+    Node(usize, usize),
 }
 
 impl NumaNode {
@@ -188,20 +257,6 @@ impl NumaNode {
         } else {
             format!("NUMANode({})", tags.join(", "))
         }
-    }
-
-    /// `MemCache L1 4GB` for each memory-side cache, nearest the CPUs first.
-    pub fn memory_side_cache_labels(&self) -> Vec<String> {
-        self.memory_side_caches
-            .iter()
-            .map(|c| {
-                format!(
-                    "MemCache L{} {}",
-                    c.level,
-                    autopin_human::lstopo_size(c.size)
-                )
-            })
-            .collect()
     }
 }
 
@@ -270,6 +325,10 @@ pub struct Machine {
     /// `objects[0]` is the Machine root.
     pub objects: Vec<Object>,
     pub numa_nodes: Vec<NumaNode>,
+    /// Memory-side caches, in depth-first order (outer before inner); each NUMA node
+    /// names the one right in front of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mem_caches: Vec<MemCache>,
     /// `distances[i][j]` between `numa_nodes[i]` and `numa_nodes[j]` (ACPI SLIT values).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa_distances: Option<Vec<Vec<u32>>>,

@@ -173,10 +173,17 @@ fn cpuless_nodes_attach_where_hwloc_attaches_them() {
         assert!(node(&m, os).cpuset.is_empty());
     }
     assert_eq!(node(&m, 4).kind.as_deref(), Some("GPUMemory"));
-    assert_eq!(node(&m, 0).memory_side_caches.len(), 1);
+    // The memory-side cache is an object between package 0 and node 0, as in lstopo.
+    assert_eq!(m.mem_caches.len(), 1);
+    assert_eq!(node(&m, 0).mem_cache, Some(0));
+    assert_eq!(m.mem_caches[0].cache.size, 4 << 30);
+    assert_eq!(m.obj(m.mem_caches[0].attached_to).ty, ObjType::Package);
     let tree = autopin_topology::view::tree::render(&m);
     assert!(tree.contains("NUMANode(GPUMemory, no CPUs)"), "{tree}");
-    assert!(tree.contains("MemCache L1 4"), "{tree}");
+    assert!(
+        tree.contains("\n    MemCache L#0 (4096MiB)\n      NUMANode L#1 (P#0"),
+        "{tree}"
+    );
     let boxes = autopin_topology::view::boxes::render(&m);
     assert!(boxes.contains("4 (GPUMemory, no CPUs, 16"), "{boxes}");
     assert!(

@@ -103,6 +103,67 @@ fn every_dump_matches_lstopo() {
                 "{name}: NUMA nodes hang from other objects: lstopo {theirs:?}, ours {ours:?}"
             ));
         }
+        // Every memory-side cache lstopo lists, with its logical index and size, under
+        // the same CPU-side object, in the same cache, holding the same NUMA nodes.
+        let theirs = mem_caches_from_console(&console);
+        let lines = |word: &str| {
+            console
+                .lines()
+                .take_while(|l| !l.trim_start().starts_with("depth"))
+                .filter(|l| l.contains(word))
+                .count()
+        };
+        assert_eq!(
+            theirs.len(),
+            lines("MemCache L#"),
+            "{name}: MemCache lines read"
+        );
+        let ours: Vec<MemCacheLine> = machine
+            .mem_caches
+            .iter()
+            .map(|c| {
+                let o = machine.obj(c.attached_to);
+                MemCacheLine {
+                    index: c.logical_index,
+                    size: c.cache.size,
+                    under: if c.attached_to == 0 {
+                        "Machine".to_string()
+                    } else {
+                        format!("{} L#{}", kind_word(&o.type_label()), o.logical_index)
+                    },
+                    inside: c.parent.map(|p| machine.mem_caches[p].logical_index),
+                    nodes: machine
+                        .numa_nodes
+                        .iter()
+                        .filter(|n| {
+                            n.mem_cache.is_some_and(|m| {
+                                machine.mem_caches[m].logical_index == c.logical_index
+                            })
+                        })
+                        .map(|n| n.os_index)
+                        .collect(),
+                }
+            })
+            .collect();
+        if theirs != ours {
+            failures.push(format!(
+                "{name}: memory-side caches differ: lstopo {theirs:?}, ours {ours:?}"
+            ));
+        }
+        // Every host bridge and PCI bridge lstopo lists, under the same CPU-side object
+        // and behind the same bridge.
+        let theirs = io_parents_from_console(&console);
+        assert_eq!(
+            theirs.len(),
+            lines("HostBridge L#") + lines("PCIBridge L#"),
+            "{name}: bridge lines read"
+        );
+        let ours = io_parents_of(&machine);
+        if theirs != ours {
+            failures.push(format!(
+                "{name}: I/O parents differ: lstopo {theirs:?}, ours {ours:?}"
+            ));
+        }
         // Every PCI device lstopo lists, with the same bus id, under the same CPU-side
         // object, with the same OS device names.
         let theirs = pci_from_console(&console);
@@ -209,13 +270,12 @@ fn numa_parents_from_console(console: &str) -> std::collections::BTreeMap<u32, S
                 .find(|p| !p.starts_with("MemCache"))
                 .map(|p| p.split_whitespace().next().unwrap_or("").to_string());
             let parent = before.or_else(|| {
-                stack.last().map(|(_, l)| {
-                    l.split(" + ")
-                        .last()
-                        .and_then(|p| p.split_whitespace().next())
-                        .unwrap_or("")
-                        .to_string()
-                })
+                stack
+                    .iter()
+                    .rev()
+                    .map(|(_, l)| l.split(" + ").last().unwrap_or(""))
+                    .find(|l| !l.starts_with("MemCache"))
+                    .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
             });
             if let (Some(os), Some(p)) = (os, parent) {
                 out.insert(os, kind_word(&p));
@@ -292,4 +352,190 @@ fn pci_from_console(console: &str) -> std::collections::BTreeMap<String, (String
         v.1.sort();
     }
     out
+}
+
+/// One memory-side cache as lstopo lists it: `MemCache L#1 (… size=4194304KB …)` (hwloc 2)
+/// or `MemCache L#1 (… size=4GiB …)` (hwloc 3), the CPU-side object above it, the cache it
+/// is in, the NUMA nodes right inside it.
+#[derive(Debug, PartialEq, Eq)]
+struct MemCacheLine {
+    index: u32,
+    size: u64,
+    under: String,
+    inside: Option<u32>,
+    nodes: Vec<u32>,
+}
+
+/// `4194304KB`, `16GiB`, `512MB` → bytes (hwloc's units are powers of 1024 in both spellings).
+fn lstopo_bytes(text: &str) -> Option<u64> {
+    let digits: String = text.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let n: u64 = digits.parse().ok()?;
+    let unit = &text[digits.len()..];
+    let shift = match unit.trim_end_matches("iB").trim_end_matches('B') {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return None,
+    };
+    Some(n << shift)
+}
+
+/// The line's kind and `L#`, as the model names it: `Package L#1`, or `Machine`.
+fn cpu_side_label(line: &str) -> String {
+    let part = line.split(" + ").last().unwrap_or(line);
+    let mut w = part.split_whitespace();
+    let ty = w.next().unwrap_or("");
+    match w.next().filter(|x| x.starts_with("L#")) {
+        Some(li) if ty != "Machine" => format!("{} {li}", kind_word(ty)),
+        _ => "Machine".to_string(),
+    }
+}
+
+fn mem_caches_from_console(console: &str) -> Vec<MemCacheLine> {
+    let mut out: Vec<MemCacheLine> = Vec::new();
+    walk_console(console, |_, text, stack| {
+        let index_of = |l: &str| -> Option<u32> {
+            l.strip_prefix("MemCache L#")?
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        };
+        let enclosing = stack
+            .iter()
+            .rev()
+            .map(|(_, l)| l.split(" + ").last().unwrap_or(""))
+            .find(|l| !l.is_empty());
+        if let Some(i) = index_of(text) {
+            let attrs = text.split_once('(').map_or("", |(_, a)| a);
+            let size = attrs
+                .split(|c: char| c.is_whitespace() || c == ')')
+                .find_map(|w| w.strip_prefix("size="))
+                .and_then(lstopo_bytes)
+                // Without -v: `MemCache L#0 (16GB)`.
+                .or_else(|| lstopo_bytes(attrs.trim_end_matches(')')))
+                .unwrap_or(0);
+            let under = stack
+                .iter()
+                .rev()
+                .map(|(_, l)| l.as_str())
+                .find(|l| !l.split(" + ").last().unwrap_or("").starts_with("MemCache"))
+                .map(cpu_side_label)
+                .unwrap_or_else(|| "Machine".into());
+            out.push(MemCacheLine {
+                index: i,
+                size,
+                under,
+                inside: enclosing.and_then(index_of),
+                nodes: Vec::new(),
+            });
+            return true;
+        }
+        if text.starts_with("NUMANode") {
+            if let Some(c) = enclosing.and_then(index_of) {
+                let os = text
+                    .split("P#")
+                    .nth(1)
+                    .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                    .and_then(|n| n.parse::<u32>().ok());
+                if let (Some(os), Some(line)) = (os, out.iter_mut().find(|m| m.index == c)) {
+                    line.nodes.push(os);
+                }
+            }
+            return false;
+        }
+        true
+    });
+    out.sort_by_key(|m| m.index);
+    out
+}
+
+/// For every bridge lstopo lists (`HostBridge` by its buses, `PCIBridge` by its bus id):
+/// the CPU-side object above it and the bridge it is behind (empty for a host bridge).
+fn io_parents_from_console(console: &str) -> std::collections::BTreeMap<String, (String, String)> {
+    let mut out = std::collections::BTreeMap::new();
+    walk_console(console, |_, text, stack| {
+        let last = text.split(" + ").last().unwrap_or(text);
+        let attr = |name: &str| {
+            last.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+                .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+                .map(str::to_string)
+        };
+        let key = if last.starts_with("HostBridge") {
+            attr("buses").map(|b| format!("HostBridge {b}"))
+        } else if last.starts_with("PCIBridge") {
+            attr("busid").map(|b| format!("PCIBridge {b}"))
+        } else {
+            None
+        };
+        if let Some(k) = key {
+            let parents: Vec<&str> = stack
+                .iter()
+                .rev()
+                .map(|(_, l)| l.split(" + ").last().unwrap_or(""))
+                .collect();
+            let behind = parents
+                .iter()
+                .find(|l| l.starts_with("HostBridge") || l.starts_with("PCIBridge"))
+                .map(|l| {
+                    let ty = l.split_whitespace().next().unwrap_or("");
+                    let id = l
+                        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+                        .find_map(|w| {
+                            w.strip_prefix(if ty == "HostBridge" {
+                                "buses="
+                            } else {
+                                "busid="
+                            })
+                        })
+                        .unwrap_or("");
+                    format!("{ty} {id}")
+                })
+                .unwrap_or_default();
+            let under = parents
+                .iter()
+                .find(|l| !l.starts_with("HostBridge") && !l.starts_with("PCI"))
+                .map(|l| cpu_side_label(l))
+                .unwrap_or_else(|| "Machine".into());
+            out.insert(k, (under, behind));
+        }
+        true
+    });
+    out
+}
+
+/// The same for the model, for the bridges lstopo shows by default: those with a device it
+/// lists (storage, network, display...) behind them.
+fn io_parents_of(
+    m: &autopin_topology::Machine,
+) -> std::collections::BTreeMap<String, (String, String)> {
+    let key = |b: &autopin_topology::PciBridge| match &b.busid {
+        Some(id) => format!("PCIBridge {id}"),
+        None => format!("HostBridge {}", b.buses()),
+    };
+    let mut shown = vec![false; m.pci_bridges.len()];
+    for d in &m.io {
+        let mut at = d.bridge;
+        while let Some(b) = at {
+            shown[b] = true;
+            at = m.pci_bridges[b].parent;
+        }
+    }
+    m.pci_bridges
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| shown[*i])
+        .map(|(_, b)| {
+            let o = m.obj(b.attached_to);
+            let under = if b.attached_to == 0 {
+                "Machine".to_string()
+            } else {
+                format!("{} L#{}", kind_word(&o.type_label()), o.logical_index)
+            };
+            let behind = b.parent.map(|p| key(&m.pci_bridges[p])).unwrap_or_default();
+            (key(b), (under, behind))
+        })
+        .collect()
 }

@@ -105,6 +105,31 @@ fn io_summary(m: &Machine) -> Vec<String> {
         .collect()
 }
 
+/// Each memory-side cache: its line, attributes, the object it hangs from, the cache
+/// holding it and the NUMA nodes behind it.
+fn mem_summary(m: &Machine) -> Vec<String> {
+    m.mem_caches
+        .iter()
+        .map(|c| {
+            let o = m.obj(c.attached_to);
+            let nodes: Vec<String> = c
+                .nodes
+                .iter()
+                .map(|&n| m.numa_nodes[n].os_index.to_string())
+                .collect();
+            format!(
+                "{} [{}] under {} L#{} in {:?} nodes {}",
+                c.label(),
+                c.attributes(),
+                o.type_label(),
+                o.logical_index,
+                c.parent.map(|p| m.mem_caches[p].logical_index),
+                nodes.join(",")
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn every_real_dump_imports_like_lstopo_sees_it() {
     autopin_testkit::require!(
@@ -142,6 +167,10 @@ fn every_real_dump_imports_like_lstopo_sees_it() {
                                 .expect("the dump reads");
                             if io_summary(&m) != io_summary(&read) {
                                 return (name, false, format!("I/O differs: lstopo's XML {:?}, sysfs {:?}", io_summary(&m), io_summary(&read)));
+                            }
+                            // So are the memory-side caches.
+                            if mem_summary(&m) != mem_summary(&read) {
+                                return (name, false, format!("memory-side caches differ: lstopo's XML {:?}, sysfs {:?}", mem_summary(&m), mem_summary(&read)));
                             }
                             let ours = dir.join("ours.json");
                             std::fs::write(&ours, flat_json(&m)).expect("write json");
@@ -735,4 +764,84 @@ fn pci_devices_from_hwloc_xml_hang_where_hwloc_put_them() {
         tree.contains("    PCI 0000:11:00.0 (3D 10de:06d2)\n"),
         "{tree}"
     );
+}
+
+/// Memory-side caches are objects in every view: the tree writes them between the package
+/// and its NUMA node as lstopo does, boxes name them with the node they front, dot and SVG
+/// draw them, the JSON keeps them, and hwloc XML brings them in as the dump read them.
+#[test]
+fn memory_side_caches_in_every_view() {
+    let root = autopin_testkit::hwloc_dump("16amd64-8n2c+memcache+pcimask");
+    let m = autopin_topology::source::sysfs::read_with_affinity(&root, None).unwrap();
+    assert_eq!(
+        mem_summary(&m),
+        [
+            "MemCache L#0 (16GiB) [depth=2 size=16GiB linesize=64] under Package L#0 in None nodes 0",
+            "MemCache L#1 (4096MiB) [depth=1 size=4096MiB linesize=64 ways=1] under Package L#0 in Some(0) nodes 0",
+            "MemCache L#2 (2048MiB) [depth=1 size=2048MiB linesize=64] under Package L#3 in None nodes 3",
+        ]
+    );
+    let tree = autopin_topology::view::tree::render(&m);
+    assert!(
+        tree.contains(
+            "\n  Package L#0 (P#0 \"Dual Core AMD Opteron(tm) Processor 865\")\n    MemCache L#0 (16GiB)\n      MemCache L#1 (4096MiB)\n        NUMANode L#0 (P#0 8190MiB)\n    L2 L#0"
+        ),
+        "{tree}"
+    );
+    let b = boxes::render(&m);
+    assert!(
+        b.contains(
+            "Socket 0: NUMA node 0 (8 GB, behind MemCache L#1 (4096MiB) in MemCache L#0 (16GiB))\n"
+        ),
+        "{b}"
+    );
+    assert!(
+        b.contains("Socket 3: NUMA node 3 (8 GB, behind MemCache L#2 (2048MiB))\n"),
+        "{b}"
+    );
+    let d = dot::render(&m);
+    assert!(d.contains("mc1 [label=\"MemCache L#1 (4096MiB)\""), "{d}");
+    assert!(d.contains("mc0 -> mc1"), "{d}");
+    assert!(d.contains("mc1 -> n0"), "{d}");
+    let text = svg::render(&m);
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let bars: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("class") == Some("MemCache"))
+        .map(|n| {
+            n.children()
+                .find(|c| c.has_tag_name("title"))
+                .and_then(|t| t.text())
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(bars.len(), 3, "{bars:?}");
+    assert!(
+        bars[1].starts_with("memory-side cache L#1 (depth=1 size=4096MiB linesize=64 ways=1)"),
+        "{bars:?}"
+    );
+    let json = serde_json::to_value(autopin_topology::source::json::to_document(&m)).unwrap();
+    assert_eq!(json["machine"]["mem_caches"].as_array().unwrap().len(), 3);
+    assert_eq!(json["machine"]["numa_nodes"][0]["mem_cache"], 1);
+    let doc = serde_json::to_string(&autopin_topology::source::json::to_document(&m)).unwrap();
+    assert!(autopin_topology::source::json::from_str(&doc).unwrap() == m);
+    // A document whose cache names a node that does not exist is refused, not drawn.
+    let mut bad = json.clone();
+    bad["machine"]["mem_caches"][0]["nodes"] = serde_json::json!([99]);
+    let e = autopin_topology::source::json::from_str(&bad.to_string()).unwrap_err();
+    assert!(e.to_string().contains("memory-side cache 0"), "{e}");
+    if have("lstopo") {
+        let x = hwloc_xml::from_str(&lstopo_xml(Some(&root))).unwrap();
+        assert_eq!(mem_summary(&x), mem_summary(&m));
+        assert_eq!(
+            autopin_topology::view::tree::render(&x)
+                .lines()
+                .filter(|l| l.contains("MemCache") || l.contains("NUMANode"))
+                .collect::<Vec<_>>(),
+            tree.lines()
+                .filter(|l| l.contains("MemCache") || l.contains("NUMANode"))
+                .collect::<Vec<_>>()
+        );
+    }
 }

@@ -6,7 +6,7 @@
 //! (`OSDev`) become the model's I/O list, local to the CPUs of the nearest object above
 //! them that has a cpuset (the classes lstopo hides by default go to `pci_other`, as
 //! hwloc's import filters them); `Bridge` objects become `pci_bridges`; `Misc` objects are
-//! skipped; memory-side caches are skipped but their NUMA nodes kept.
+//! skipped; `MemCache` objects become memory-side caches holding the NUMA nodes inside them.
 //!
 //! Sets used (attributes of the `Machine` object):
 //! - `cpuset`: PUs present in the topology; `complete_cpuset`: all PUs that exist. A PU in
@@ -65,6 +65,7 @@ pub fn from_str(text: &str) -> Res<Machine> {
         numa_logical: Vec::new(),
         seen_pus: BTreeMap::new(),
         hidden_numa: Vec::new(),
+        mem_cache_stack: Vec::new(),
         io: Vec::new(),
         other: Vec::new(),
         bridges: Vec::new(),
@@ -211,6 +212,8 @@ struct Reader<'a, 'input> {
     seen_pus: BTreeMap<u32, XmlPosition>,
     /// NUMA nodes left out because none of their CPUs is in the XML.
     hidden_numa: Vec<String>,
+    /// The memory-side caches (indexes into the builder's) enclosing the object being read.
+    mem_cache_stack: Vec<usize>,
     /// PCI devices read so far.
     io: Vec<crate::io::PciDevice>,
     /// PCI devices lstopo shows only under `--whole-io`.
@@ -353,6 +356,9 @@ impl Reader<'_, '_> {
                         .push(format!("{os} (local to CPUs {complete})"));
                     return self.children(n, in_core, ty, dist_v1);
                 }
+                if let Some(&c) = self.mem_cache_stack.last() {
+                    self.b.mem_caches[c].nodes.push(os);
+                }
                 let tier = infos.get("MemoryTier").and_then(|t| t.parse::<u32>().ok());
                 self.b.add_numa(NumaSpec {
                     os_index: os,
@@ -372,6 +378,38 @@ impl Reader<'_, '_> {
                     self.other.push(d);
                 }
             }
+            "MemCache" => {
+                // A memory-side cache: its attributes, and the NUMA nodes (or caches) inside.
+                let num = |name: &str| -> Res<Option<u64>> {
+                    match n.attribute(name) {
+                        Some(t) => t.trim().parse::<u64>().map(Some).map_err(|_| {
+                            xml_err!(
+                                at(doc, n),
+                                "{name} '{t}' of a MemCache object is not a non-negative integer"
+                            )
+                        }),
+                        None => Ok(None),
+                    }
+                };
+                let cache = MemorySideCache {
+                    level: u32::try_from(num("depth")?.unwrap_or(1)).unwrap_or(u32::MAX),
+                    size: num("cache_size")?.unwrap_or(0),
+                    line_size: u32::try_from(num("cache_linesize")?.unwrap_or(0))
+                        .unwrap_or(u32::MAX),
+                    ways: num("cache_associativity")?
+                        .filter(|&w| w > 0)
+                        .map(|w| u32::try_from(w).unwrap_or(u32::MAX)),
+                };
+                self.b.mem_caches.push(crate::builder::MemCacheSpec {
+                    cache,
+                    nodes: Vec::new(),
+                    parent: self.mem_cache_stack.last().copied(),
+                });
+                self.mem_cache_stack.push(self.b.mem_caches.len() - 1);
+                let read = self.children(n, in_core, ty, dist_v1);
+                self.mem_cache_stack.pop();
+                return read;
+            }
             "Bridge" => {
                 let mut b = bridge(doc, n, self.near.last())?;
                 b.parent = self.bridge_stack.last().copied();
@@ -388,8 +426,8 @@ impl Reader<'_, '_> {
                     o.info = infos;
                     self.b.add(o);
                 }
-                // Anything else (Bridge, PCIDev, OSDev, Misc, MemCache, later types) is not
-                // part of the CPU tree; its children are still read (a MemCache holds NUMA nodes).
+                // Anything else (OSDev, Misc, later types) is not part of the CPU tree; its
+                // children are still read.
             }
         }
         let pushed = local.is_some();

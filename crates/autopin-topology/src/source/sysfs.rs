@@ -562,7 +562,7 @@ fn read_numa(
         }
         let caches = memory_side_caches(fs, x.os);
         if !caches.is_empty() {
-            b.memory_side_caches.insert(x.os, caches);
+            b.add_node_mem_caches(x.os, caches);
         }
         b.add_numa(NumaSpec {
             os_index: x.os,
@@ -723,7 +723,7 @@ fn memory_side_caches(fs: &SysfsFiles, node: u32) -> Vec<MemorySideCache> {
     for level in levels {
         let base = format!("sys/devices/system/node/node{node}/memory_side_cache/index{level}");
         let skip = "this memory-side cache is skipped";
-        let (Some(size), Some(line), Some(_)) = (
+        let (Some(size), Some(line), Some(indexing)) = (
             fs.number(&format!("{base}/size"), skip),
             fs.number(&format!("{base}/line_size"), skip),
             fs.number(&format!("{base}/indexing"), skip),
@@ -734,6 +734,8 @@ fn memory_side_caches(fs: &SysfsFiles, node: u32) -> Vec<MemorySideCache> {
             level,
             size: u64::try_from(size).unwrap_or(0),
             line_size: u32::try_from(line).unwrap_or(0),
+            // 0 is direct-mapped; anything else only says "indexed", as hwloc reads it.
+            ways: (indexing == 0).then_some(1),
         });
     }
     out

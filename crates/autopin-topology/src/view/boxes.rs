@@ -54,7 +54,7 @@ pub fn render(m: &Machine) -> String {
             .numa_nodes
             .iter()
             .filter(|n| !sockets.iter().any(|&s| is_within(m, n.attached_to, s)))
-            .map(node_text)
+            .map(|n| node_text(m, n))
             .collect();
         if !outside.is_empty() {
             let _ = writeln!(
@@ -122,7 +122,7 @@ fn socket_title(m: &Machine, s: ObjId) -> String {
         .numa_nodes
         .iter()
         .filter(|n| s == 0 || is_within(m, n.attached_to, s))
-        .map(node_text)
+        .map(|n| node_text(m, n))
         .collect();
     if !nodes.is_empty() {
         let _ = write!(
@@ -135,8 +135,9 @@ fn socket_title(m: &Machine, s: ObjId) -> String {
     t
 }
 
-/// `3 (16 GB)`, with the kind and memory-side caches when known: `8 (GPUMemory, no CPUs, 16 GB)`.
-fn node_text(n: &NumaNode) -> String {
+/// `3 (16 GB)`, with the kind and memory-side caches when known: `8 (GPUMemory, no CPUs, 16 GB)`,
+/// `0 (15GiB, behind MemCache L#1 (4096MiB) in MemCache L#0 (16GiB))`.
+fn node_text(m: &Machine, n: &NumaNode) -> String {
     let mut tags: Vec<String> = n.kind.iter().cloned().collect();
     if n.cpuset.is_empty() {
         tags.push("no CPUs".into());
@@ -144,7 +145,15 @@ fn node_text(n: &NumaNode) -> String {
     if n.memory > 0 {
         tags.push(human(n.memory));
     }
-    tags.extend(n.memory_side_cache_labels());
+    let mut caches = Vec::new();
+    let mut at = n.mem_cache;
+    while let Some(c) = at.and_then(|c| m.mem_caches.get(c)) {
+        caches.push(c.label());
+        at = c.parent;
+    }
+    if !caches.is_empty() {
+        tags.push(format!("behind {}", caches.join(" in ")));
+    }
     if tags.is_empty() {
         n.os_index.to_string()
     } else {

@@ -39,7 +39,6 @@ pub fn render(m: &Machine) -> String {
         if n.memory > 0 {
             attrs.push(human_size(n.memory));
         }
-        attrs.extend(n.memory_side_cache_labels());
         let attrs = if attrs.is_empty() {
             String::new()
         } else {
@@ -51,11 +50,24 @@ pub fn render(m: &Machine) -> String {
             "  n{i} [label=\"{}\", shape=box3d, fillcolor=\"#efdfde\"];",
             quote(&l)
         );
+        // A node behind a memory-side cache hangs from the cache.
+        let from = match n.mem_cache {
+            Some(c) => format!("mc{c}"),
+            None => format!("o{}", n.attached_to),
+        };
+        let _ = writeln!(out, "  {from} -> n{i} [style=dashed, arrowhead=none];");
+    }
+    for (i, c) in m.mem_caches.iter().enumerate() {
         let _ = writeln!(
             out,
-            "  o{} -> n{i} [style=dashed, arrowhead=none];",
-            n.attached_to
+            "  mc{i} [label=\"{}\", shape=box, fillcolor=\"#ffffff\"];",
+            quote(&c.label())
         );
+        let from = match c.parent {
+            Some(p) => format!("mc{p}"),
+            None => format!("o{}", c.attached_to),
+        };
+        let _ = writeln!(out, "  {from} -> mc{i} [style=dashed, arrowhead=none];");
     }
     // I/O devices hang (dashed) from the object whose CPUs are local to them, or, where the
     // machine keeps the PCI tree (`--whole-io`), from the bridge they sit behind; host

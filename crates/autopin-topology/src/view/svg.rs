@@ -129,13 +129,20 @@ fn numa_label(n: &NumaNode) -> String {
     if n.memory > 0 {
         attrs.push(human_size(n.memory));
     }
-    attrs.extend(n.memory_side_cache_labels());
     let attrs = if attrs.is_empty() {
         String::new()
     } else {
         format!(" ({})", attrs.join(", "))
     };
     format!("{} P#{}{attrs}", n.type_label(), n.os_index)
+}
+
+/// A memory-side bar's text and how deep it is nested.
+fn memory_text(m: &Machine, child: MemoryChild) -> (String, usize) {
+    match child {
+        MemoryChild::Cache(c, d) => (m.mem_caches[c].label(), d),
+        MemoryChild::Node(n, d) => (numa_label(&m.numa_nodes[n]), d),
+    }
 }
 
 fn fill(m: &Machine, o: &Object) -> &'static str {
@@ -189,10 +196,12 @@ fn measure(m: &Machine, id: ObjId) -> Boxed<'_> {
     let o = m.obj(id);
     let children: Vec<Boxed> = o.children.iter().map(|&c| measure(m, c)).collect();
     let mut w = text_w(&label(m, id)) + 2.0 * PAD;
-    for &n in &o.numa {
-        w = w.max(text_w(&numa_label(&m.numa_nodes[n])) + 4.0 * PAD);
+    let memory = m.memory_children(id);
+    for child in &memory {
+        let (text, d) = memory_text(m, *child);
+        w = w.max(text_w(&text) + (4.0 + 2.0 * d as f64) * PAD);
     }
-    let top = LINE_H + PAD + o.numa.len() as f64 * (NUMA_H + GAP);
+    let top = LINE_H + PAD + memory.len() as f64 * (NUMA_H + GAP);
     let (corners, widest, bottom) = rows(children.iter().map(|c| (c.w, c.h)), top);
     let place = corners
         .into_iter()
@@ -362,25 +371,48 @@ fn draw(m: &Machine, id: ObjId, b: &Boxed, x: f64, y: f64, out: &mut String) {
         y + LINE_H - 3.0,
         esc(&label(m, id))
     );
+    // The memory side: memory-side caches as bars above the NUMA nodes they hold (each
+    // level indented), then the nodes, as lstopo stacks them.
     let mut ny = y + LINE_H + PAD;
-    for &n in &o.numa {
-        let node = &m.numa_nodes[n];
+    for child in m.memory_children(id) {
+        let (text, d) = memory_text(m, child);
+        let (fill, class, title) = match child {
+            MemoryChild::Cache(c, _) => {
+                let c = &m.mem_caches[c];
+                (
+                    "#ffffff",
+                    "MemCache",
+                    format!(
+                        "memory-side cache L#{} ({}) in front of the memory of PUs {}",
+                        c.logical_index,
+                        c.attributes(),
+                        c.cpuset
+                    ),
+                )
+            }
+            MemoryChild::Node(n, _) => {
+                let node = &m.numa_nodes[n];
+                (
+                    "#efdfde",
+                    "NUMANode",
+                    format!("NUMA node P#{} local to PUs {}", node.os_index, node.cpuset),
+                )
+            }
+        };
+        let indent = d as f64 * PAD;
         let _ = writeln!(
             out,
-            r##"<rect x="{:.1}" y="{ny:.1}" width="{:.1}" height="{NUMA_H}" fill="#efdfde" class="NUMANode"><title>{}</title></rect>"##,
-            x + PAD,
-            b.w - 2.0 * PAD,
-            esc(&format!(
-                "NUMA node P#{} local to PUs {}",
-                node.os_index, node.cpuset
-            ))
+            r#"<rect x="{:.1}" y="{ny:.1}" width="{:.1}" height="{NUMA_H}" fill="{fill}" class="{class}"><title>{}</title></rect>"#,
+            x + PAD + indent,
+            b.w - 2.0 * PAD - indent,
+            esc(&title)
         );
         let _ = writeln!(
             out,
             r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-            x + 2.0 * PAD,
+            x + 2.0 * PAD + indent,
             ny + NUMA_H - 6.0,
-            esc(&numa_label(node))
+            esc(&text)
         );
         ny += NUMA_H + GAP;
     }

@@ -43,7 +43,6 @@ fn numa_label(n: &NumaNode) -> String {
     if let Some(t) = n.tier {
         attrs.push(format!("tier={t}"));
     }
-    attrs.extend(n.memory_side_cache_labels());
     format!(
         "{} L#{} ({})",
         n.type_label(),
@@ -121,8 +120,14 @@ impl Walk<'_> {
         let m = self.m;
         let o = &m.objects[id];
         let indent = "  ".repeat(depth + 1);
-        for &n in &o.numa {
-            let _ = writeln!(self.out, "{indent}{}", numa_label(&m.numa_nodes[n]));
+        // The memory side first, as lstopo writes it: memory-side caches holding their
+        // NUMA nodes.
+        for child in m.memory_children(id) {
+            let (line, inner) = match child {
+                MemoryChild::Cache(c, d) => (m.mem_caches[c].label(), d),
+                MemoryChild::Node(n, d) => (numa_label(&m.numa_nodes[n]), d),
+            };
+            let _ = writeln!(self.out, "{indent}{}{line}", "  ".repeat(inner));
         }
         for &c in &o.children {
             let _ = writeln!(self.out, "{indent}{}", object_label(m, &m.objects[c]));
