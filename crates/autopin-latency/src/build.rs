@@ -77,6 +77,7 @@ pub fn to_machine(inf: &Inference, matrix: &LatencyMatrix, extras: &Extras) -> M
                     b.add(cache(level, set));
                 }
                 Role::Group | Role::PackageGroup => b.add(Object::new(ObjType::Group, None, set)),
+                Role::Die => b.add(Object::new(ObjType::Die, Some(gi as u32), set)),
                 Role::Package => b.add(Object::new(ObjType::Package, Some(gi as u32), set)),
             }
         }
@@ -94,7 +95,7 @@ pub fn to_machine(inf: &Inference, matrix: &LatencyMatrix, extras: &Extras) -> M
     let inner = inf
         .levels
         .iter()
-        .any(|l| matches!(l.role, Role::Cache(_) | Role::Group));
+        .any(|l| matches!(l.role, Role::Cache(_) | Role::Group | Role::Die));
     if !has_l3 && !inner {
         for p in &packages {
             b.add(cache(3, CpuSet::from_cpus(p.iter().copied())));
@@ -125,6 +126,18 @@ pub fn to_machine(inf: &Inference, matrix: &LatencyMatrix, extras: &Extras) -> M
             }
         }
         None => {
+            // One node per package; without a level of packages, one per group of the top
+            // level that is no cache (dies and sockets alike have their own memory).
+            let packages = if inf.level_of(Role::Package).is_some() {
+                packages.clone()
+            } else {
+                inf.levels
+                    .iter()
+                    .rev()
+                    .find(|l| matches!(l.role, Role::Group | Role::Die))
+                    .map(|l| l.groups.clone())
+                    .unwrap_or_else(|| packages.clone())
+            };
             for (i, p) in packages.iter().enumerate() {
                 let set = CpuSet::from_cpus(p.iter().copied());
                 b.add_numa(NumaSpec {

@@ -28,6 +28,7 @@ fn outline_color(role: Role) -> &'static str {
         Role::Smt => "#c8c8c8",
         Role::Cache(_) => "#ff7f0e",
         Role::Group => "#d62728",
+        Role::Die => "#9467bd",
         Role::Package => "#e377c2",
         Role::PackageGroup => "#7f7f7f",
     }
@@ -101,7 +102,7 @@ pub fn render(m: &LatencyMatrix, inf: &Inference) -> String {
     let level_labels: Vec<String> = inf
         .levels
         .iter()
-        .map(|l| format!("{} ({})", l.role.name(), label(l.latency)))
+        .map(|l| format!("{} ({})", l.name, label(l.latency)))
         .collect();
     let legend_text_w = legend_values
         .iter()

@@ -11,7 +11,12 @@
 //!    the measured line lives in the first socket's memory, so only one socket "merges").
 //! 3. Check that every group is seen alike from every outsider (the definition of a
 //!    component), count how regular the tree is, and score the confidence.
-//! 4. Name the levels: SMT, shared caches, packages, groups in between or above.
+//! 4. Name the levels: SMT, shared caches, packages, groups in between or above. A level
+//!    is taken as sockets only when the step above it is beyond what dies on one package
+//!    show ([`DIE_STEP_MAX`]) and it is no small cache cluster ([`CLUSTER_MAX_NS`]);
+//!    otherwise it is a "group of N cores, X ns apart" (latency alone cannot tell a die
+//!    from a socket). Where the OS topology is known, [`cross_check`] renames each level by
+//!    the OS objects that group the CPUs the same way (package, die, NUMA node, L3...).
 
 use crate::cluster;
 use crate::error::{LatencyError, Result};
@@ -33,6 +38,23 @@ pub const SMT_MAX_FRACTION: f64 = 0.5;
 pub const FABRIC_RATIO: f64 = 3.4;
 /// More top-level groups than this are not sockets (glueless systems stop at 8).
 pub const MAX_PACKAGES: usize = 8;
+/// The largest step up a level of dies on one package shows, with a margin: a level whose
+/// step up is at most this is not taken as sockets. In the matrices in tests/data the step
+/// from inside a die to the other die of the same package is ×1.71 (Threadripper 1950X),
+/// ×2.25 (Kunpeng 920) and ×1.68 (Opteron 6172, MCTOP's lpd48core); crossing sockets is
+/// ×1.83–2.02 on two-socket EPYCs and ×1.98 on the Xeon X5650 (those sockets are then
+/// named groups, never sockets), ×2.56 on POWER7, ×2.75–2.95 on two-socket Xeons since
+/// Sandy Bridge. ×2.4 lies between the largest die step and the smallest socket step above
+/// it, 7% from each.
+pub const DIE_STEP_MAX: f64 = 2.4;
+/// A first level above cores whose members are this close (ns) and that holds at most
+/// [`CLUSTER_MAX_CORES`] cores is a cluster sharing a cache (an AMD CCX), never a socket,
+/// whatever the step above it: CCX latencies in tests/data are 18–25 ns (Zen 1 to 3), while
+/// the cores of a socket of a multi-socket machine are 37 ns apart or more (Xeon X5650
+/// 37 ns, E5-2680 v4 45 ns, Gold 6242 48 ns; POWER7 173 ns).
+pub const CLUSTER_MAX_NS: f64 = 40.0;
+/// The most cores a cache cluster holds (AMD CCX: 4 on Zen 1 and 2, 8 on Zen 3 and 4).
+pub const CLUSTER_MAX_CORES: usize = 8;
 /// A group is "seen alike" from an outsider when its latencies to the members differ by at
 /// most this factor.
 pub const ALIKE_RATIO: f64 = 1.5;
@@ -52,6 +74,9 @@ pub enum Role {
     Cache(u8),
     /// A level between caches and packages (a die, a fabric quadrant).
     Group,
+    /// Dies of a package (only where the OS says so: latency alone cannot tell a die
+    /// from a socket).
+    Die,
     /// Sockets.
     Package,
     /// Groups of packages (socket pairs on glued systems).
@@ -63,7 +88,8 @@ impl Role {
         match self {
             Role::Smt => "SMT (core)".into(),
             Role::Cache(l) => format!("L{l} group"),
-            Role::Group => "group/die".into(),
+            Role::Group => "group".into(),
+            Role::Die => "die".into(),
             Role::Package => "socket".into(),
             Role::PackageGroup => "socket group".into(),
         }
@@ -85,6 +111,21 @@ pub struct Level {
     /// Every grown group holds the same number of groups of the level below.
     pub symmetric: bool,
     pub role: Role,
+    /// What the level is called: `SMT (core)`, `L3 group`, `socket`, `die`, `group of 8
+    /// cores, 154.6 ns apart`; with the OS topology known, the OS's names (`die, NUMA
+    /// node`).
+    pub name: String,
+    /// Where the name comes from.
+    pub named_by: NamedBy,
+}
+
+/// Where a level's name comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum NamedBy {
+    /// The latencies (and what autopin knows of machines: the thresholds above).
+    Latency,
+    /// The OS topology: objects that group the CPUs the same way.
+    Os,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -98,6 +139,9 @@ pub struct Inference {
     /// 0..1; see [`infer`].
     pub confidence: f64,
     pub notes: Vec<String>,
+    /// The packages the OS topology has, once [`cross_check`]ed against one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os_packages: Option<usize>,
 }
 
 /// What is known besides the matrix.
@@ -156,19 +200,26 @@ impl Inference {
     /// Human-readable lines: one per level, then the confidence and the notes.
     pub fn summary_lines(&self) -> Vec<String> {
         let u = self.unit.short();
+        let sockets = match self.level_of(Role::Package) {
+            Some(l) => format!("{} socket(s)", l.groups.len()),
+            None => "1 socket assumed (no level is sockets)".to_string(),
+        };
         let mut out = vec![format!(
-            "{} CPUs, {} cores, {} socket(s), SMT {}",
+            "{} CPUs, {} cores, {sockets}, SMT {}",
             self.cpus.len(),
             self.cores().len(),
-            self.packages().len(),
             if self.has_smt() { "yes" } else { "no" }
         )];
         for l in &self.levels {
             let sizes = size_summary(&l.groups);
+            let name = match l.named_by {
+                NamedBy::Os => format!("{} [OS]", l.name),
+                NamedBy::Latency => l.name.clone(),
+            };
             out.push(format!(
                 "level {:>8.1} {u}: {:<12} {} groups ({sizes}){}; jump ×{:.2}, seen alike {:.0}%{}",
                 l.latency,
-                l.role.name(),
+                name,
                 l.groups.len(),
                 if l.completed { ", one completed" } else { "" },
                 l.gap,
@@ -179,6 +230,40 @@ impl Inference {
         out.push(format!("across the top: {:.1} {u}", self.top_latency));
         out.push(format!("confidence {:.2}", self.confidence));
         out.extend(self.notes.iter().map(|n| format!("note: {n}")));
+        out
+    }
+
+    /// Which level names came from the OS and which were inferred, one line each
+    /// (`autopin topology --from-latency` prints them).
+    pub fn naming_lines(&self) -> Vec<String> {
+        let u = self.unit.short();
+        let mut out = Vec::new();
+        for l in &self.levels {
+            let sizes = size_summary(&l.groups);
+            out.push(match l.named_by {
+                NamedBy::Os => format!(
+                    "{} ({} groups: {sizes}, {:.1} {u} inside): named by the OS",
+                    l.name,
+                    l.groups.len(),
+                    l.latency
+                ),
+                NamedBy::Latency => format!(
+                    "{} ({} groups: {sizes}, {:.1} {u} inside): inferred from the latencies",
+                    l.name,
+                    l.groups.len(),
+                    l.latency
+                ),
+            });
+        }
+        if self.level_of(Role::Package).is_none() {
+            out.push(match self.os_packages {
+                Some(n) => format!(
+                    "socket: none of the levels; the OS has {n} package{}",
+                    if n == 1 { "" } else { "s" }
+                ),
+                None => "socket: none of the levels; one package assumed".into(),
+            });
+        }
         out
     }
 }
@@ -311,6 +396,8 @@ pub fn infer(m: &LatencyMatrix, hints: &Hints) -> Result<Inference> {
             consistency,
             symmetric: c.symmetric,
             role,
+            name: String::new(),
+            named_by: NamedBy::Latency,
         });
     }
     if notes
@@ -319,14 +406,19 @@ pub fn infer(m: &LatencyMatrix, hints: &Hints) -> Result<Inference> {
     {
         confidence *= 0.7;
     }
-    Ok(Inference {
+    let mut inf = Inference {
         cpus: m.cpus.clone(),
         unit: m.unit,
         levels,
         top_latency,
         confidence,
         notes,
-    })
+        os_packages: None,
+    };
+    for (l, name) in latency_names(&inf).into_iter().enumerate() {
+        inf.levels[l].name = name;
+    }
+    Ok(inf)
 }
 
 /// Decides whether the clustering `hac` is a level above `prev` (see the module comment).
@@ -576,14 +668,35 @@ fn assign_roles(
     } else {
         0
     };
-    // Packages: the highest level whose step up is not an on-package fabric and that does
-    // not have too many groups; none means one package.
+    let cores_per_group = |k: usize| -> usize {
+        if smt {
+            let cores = &levels[0].groups;
+            levels[k].groups[0]
+                .iter()
+                .filter(|i| cores.iter().any(|c| c[0] == **i))
+                .count()
+        } else {
+            levels[k].groups[0].len()
+        }
+    };
+    // A small cluster of cores sharing a cache (an AMD CCX) right above the cores: never
+    // sockets, whatever the step above it.
+    let cluster = |k: usize| {
+        k == first
+            && m.unit == Unit::Nanoseconds
+            && levels[k].latency <= CLUSTER_MAX_NS
+            && cores_per_group(k) <= CLUSTER_MAX_CORES
+    };
+    // Packages: the highest level whose step up is beyond what dies on one package show and
+    // is not an on-package fabric between caches, that has few enough groups and is no
+    // cache cluster; none means one package.
     let mut package = None;
     // Groups linked by a network of several hop counts (rings, ladders, twisted cubes of 4
     // or 8 sockets) are sockets whatever the step up: on-package fabrics are uniform.
     if let Some(k) = (first..levels.len()).last() {
         let groups = &levels[k].groups;
-        if (3..=MAX_PACKAGES).contains(&groups.len()) && hop_classes(m, groups) >= 3 {
+        if (3..=MAX_PACKAGES).contains(&groups.len()) && hop_classes(m, groups) >= 3 && !cluster(k)
+        {
             package = Some(k);
         }
     }
@@ -592,24 +705,31 @@ fn assign_roles(
             break;
         }
         let ratio = next_latency(k) / levels[k].latency;
-        if ratio < FABRIC_RATIO && levels[k].groups.len() <= MAX_PACKAGES {
-            if ratio > FABRIC_RATIO * 0.8 {
-                notes.push(format!(
-                    "socket count uncertain: the step above the {}-CPU groups is ×{ratio:.2}, close to the ×{FABRIC_RATIO} that separates sockets from on-package fabrics",
-                    levels[k].groups[0].len()
-                ));
-            }
-            package = Some(k);
-            break;
+        if levels[k].groups.len() > MAX_PACKAGES || ratio >= FABRIC_RATIO {
+            continue;
         }
-    }
-    if package.is_none() {
-        if let Some(k) = (first..levels.len()).last() {
-            let ratio = next_latency(k) / levels[k].latency;
-            if (FABRIC_RATIO..FABRIC_RATIO * 1.2).contains(&ratio) {
-                notes.push(format!("socket count uncertain: the top step is ×{ratio:.2}, close to ×{FABRIC_RATIO}; taken as one package"));
-            }
+        let size = levels[k].groups[0].len();
+        if cluster(k) {
+            notes.push(format!(
+                "the {size}-CPU groups ({:.1} {} inside) are taken as clusters sharing a cache, not sockets: cores that close hold at most {CLUSTER_MAX_CORES} to a cluster (CCX), and the cores of a socket are farther apart",
+                levels[k].latency,
+                m.unit.short()
+            ));
+            continue;
         }
+        if ratio <= DIE_STEP_MAX {
+            notes.push(format!(
+                "the {size}-CPU groups are not taken as sockets: the step above them (×{ratio:.2}) is within what dies on one package show (up to ×{DIE_STEP_MAX}); they may be dies or sockets"
+            ));
+            continue;
+        }
+        if !(DIE_STEP_MAX * 1.1..=FABRIC_RATIO * 0.9).contains(&ratio) {
+            notes.push(format!(
+                "socket count uncertain: the step above the {size}-CPU groups is ×{ratio:.2}, close to ×{} (dies on one package up to ×{DIE_STEP_MAX}, on-package fabrics from ×{FABRIC_RATIO})",
+                if ratio < DIE_STEP_MAX * 1.1 { DIE_STEP_MAX } else { FABRIC_RATIO }
+            ));
+        }
+        package = Some(k);
     }
     let below_package = package.unwrap_or(levels.len());
     if let Some(p) = package {
@@ -619,19 +739,13 @@ fn assign_roles(
         }
     }
     // Caches below the package: the first shared level is an L2 when it pairs two cores
-    // (Knights Landing tiles, Bulldozer modules), else the L3; the next one up is the L3.
+    // (Knights Landing tiles, Bulldozer modules) and no fabric step follows it; before a
+    // fabric step it is the last-level cache, an L3 (a Zen 2 CCX of two cores, EPYC 7302).
+    // The next level up is then the L3.
     let mut next_cache = 2u8;
     for k in first..below_package {
-        let cores_per_group = if smt {
-            let cores = &levels[0].groups;
-            levels[k].groups[0]
-                .iter()
-                .filter(|i| cores.iter().any(|c| c[0] == **i))
-                .count()
-        } else {
-            levels[k].groups[0].len()
-        };
-        if next_cache == 2 && cores_per_group != 2 {
+        let fabric_above = next_latency(k) / levels[k].latency >= FABRIC_RATIO;
+        if next_cache == 2 && (cores_per_group(k) != 2 || fabric_above) {
             next_cache = 3;
         }
         if next_cache <= 3 {
@@ -640,6 +754,201 @@ fn assign_roles(
         }
     }
     roles
+}
+
+/// The latency-based name of each level: `SMT (core)`, `L3 group`, `socket`, `socket
+/// group`, and for groups `group of 8 cores, 154.6 ns apart`.
+fn latency_names(inf: &Inference) -> Vec<String> {
+    let u = inf.unit.short();
+    let cores = inf.cores();
+    inf.levels
+        .iter()
+        .enumerate()
+        .map(|(k, l)| match l.role {
+            Role::Group => {
+                let n = l.groups[0]
+                    .iter()
+                    .filter(|c| cores.iter().any(|core| core[0] == **c))
+                    .count();
+                let apart = inf.levels.get(k + 1).map_or(inf.top_latency, |x| x.latency);
+                format!(
+                    "group of {n} core{}, {apart:.1} {u} apart",
+                    if n == 1 { "" } else { "s" }
+                )
+            }
+            r => r.name(),
+        })
+        .collect()
+}
+
+/// Renames the levels by the OS topology of the machine the matrix was measured on: a
+/// level whose groups are exactly the CPU sets of some kind of OS object (packages, dies,
+/// NUMA nodes, a cache level, cores, clusters...) takes their names and the role that
+/// goes with them (package, die, cache, SMT); the others keep the names the latencies give.
+/// Returns one line per finding: a level no OS object matches, an OS level the latencies
+/// do not show.
+pub fn cross_check(inf: &mut Inference, os: &autopin_topology::Machine) -> Vec<String> {
+    use autopin_topology::ObjType;
+    let cpus = inf.cpus.clone();
+    let inside = |set: &autopin_topology::CpuSet| -> Vec<u32> {
+        cpus.iter().copied().filter(|&c| set.contains(c)).collect()
+    };
+    // The OS's partitions of the measured CPUs, by kind, with a name and the role.
+    let mut kinds: Vec<(String, Role, Vec<Vec<u32>>)> = Vec::new();
+    let mut add = |name: String, role: Role, sets: Vec<autopin_topology::CpuSet>| {
+        let mut groups: Vec<Vec<u32>> =
+            sets.iter().map(&inside).filter(|g| !g.is_empty()).collect();
+        groups.sort();
+        // Only a partition of the measured CPUs can be compared.
+        if groups.iter().map(Vec::len).sum::<usize>() == cpus.len() && !groups.is_empty() {
+            kinds.push((name, role, groups));
+        }
+    };
+    let sets_of = |ids: Vec<usize>| -> Vec<autopin_topology::CpuSet> {
+        ids.iter().map(|&i| os.obj(i).cpuset.clone()).collect()
+    };
+    add(
+        "package".into(),
+        Role::Package,
+        sets_of(os.objects_of(ObjType::Package)),
+    );
+    add(
+        "die".into(),
+        Role::Die,
+        sets_of(os.objects_of(ObjType::Die)),
+    );
+    add(
+        "NUMA node".into(),
+        Role::Group,
+        os.numa_nodes
+            .iter()
+            .filter(|n| !n.cpuset.is_empty())
+            .map(|n| n.cpuset.clone())
+            .collect(),
+    );
+    let mut levels: Vec<u8> = os
+        .objects
+        .iter()
+        .filter_map(|o| o.cache.as_ref())
+        .filter(|c| c.kind != autopin_topology::CacheKind::Instruction)
+        .map(|c| c.level)
+        .collect();
+    levels.sort_unstable();
+    levels.dedup();
+    for l in levels.into_iter().rev() {
+        add(
+            format!("L{l} group"),
+            Role::Cache(l),
+            sets_of(os.caches_of_level(l)),
+        );
+    }
+    let mut group_kinds: Vec<String> = os
+        .objects
+        .iter()
+        .filter(|o| o.ty == ObjType::Group)
+        .map(|o| o.type_label())
+        .collect();
+    group_kinds.sort();
+    group_kinds.dedup();
+    for g in group_kinds {
+        let ids: Vec<usize> = os
+            .objects_of(ObjType::Group)
+            .into_iter()
+            .filter(|&i| os.obj(i).type_label() == g)
+            .collect();
+        let name = match g.strip_prefix("Group(").and_then(|r| r.strip_suffix(')')) {
+            Some(k) => k.to_lowercase(),
+            None => "group".into(),
+        };
+        add(name, Role::Group, sets_of(ids));
+    }
+    add(
+        "core".into(),
+        Role::Smt,
+        sets_of(os.objects_of(ObjType::Core)),
+    );
+    inf.os_packages = Some(os.objects_of(ObjType::Package).len().max(1));
+    let mut notes = Vec::new();
+    let mut matched = vec![false; kinds.len()];
+    let u = inf.unit.short();
+    for l in &mut inf.levels {
+        let mut groups = l.groups.clone();
+        groups.sort();
+        let same: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i].2 == groups).collect();
+        if same.is_empty() {
+            notes.push(format!(
+                "the latencies' level at {:.1} {u} ({}, {} groups of {} CPUs) matches no OS object; named by the latencies",
+                l.latency,
+                l.name,
+                l.groups.len(),
+                l.groups[0].len()
+            ));
+            continue;
+        }
+        for &i in &same {
+            matched[i] = true;
+        }
+        // The role of the most telling kind: package, die, cache, core, then the rest.
+        let role_rank = |r: Role| match r {
+            Role::Package => 0,
+            Role::Die => 1,
+            Role::Cache(_) => 2,
+            Role::Smt => 3,
+            _ => 4,
+        };
+        let best = same
+            .iter()
+            .copied()
+            .min_by_key(|&i| role_rank(kinds[i].1))
+            .expect("not empty");
+        l.role = kinds[best].1;
+        let mut names: Vec<&str> = vec![kinds[best].0.as_str()];
+        names.extend(
+            same.iter()
+                .filter(|&&i| i != best)
+                .map(|&i| kinds[i].0.as_str()),
+        );
+        l.name = if l.role == Role::Smt {
+            "SMT (core)".into()
+        } else {
+            names.join(", ")
+        };
+        l.named_by = NamedBy::Os;
+    }
+    // A role below or above the package keeps its meaning.
+    if let Some(p) = inf.levels.iter().position(|l| l.role == Role::Package) {
+        for l in inf.levels.iter_mut().skip(p + 1) {
+            if l.named_by == NamedBy::Latency && l.role == Role::Package {
+                l.role = Role::PackageGroup;
+            }
+        }
+        for l in inf.levels.iter_mut().take(p) {
+            if l.named_by == NamedBy::Latency && l.role == Role::Package {
+                l.role = Role::Group;
+            }
+        }
+    } else {
+        // Latency took a level as sockets that the OS does not: it is a group.
+        for l in &mut inf.levels {
+            if l.named_by == NamedBy::Latency
+                && matches!(l.role, Role::Package | Role::PackageGroup)
+            {
+                l.role = Role::Group;
+            }
+        }
+    }
+    for (i, (name, _, groups)) in kinds.iter().enumerate() {
+        let trivial = groups.len() == 1 || groups.len() == cpus.len();
+        if !matched[i] && !trivial {
+            notes.push(format!(
+                "the OS has {} {name}s of {} CPUs here; the latencies show no level there",
+                groups.len(),
+                groups[0].len()
+            ));
+        }
+    }
+    inf.notes.extend(notes.iter().cloned());
+    notes
 }
 
 #[cfg(test)]
@@ -703,14 +1012,56 @@ mod tests {
 
     #[test]
     fn chiplet_machine_with_noise() {
-        // 2 sockets × 4 CCX × 4 cores × 2 threads; CCX-to-CCX ×4 (fabric), sockets ×2.
-        let m = machine(2, 4, 4, 2, [9.0, 25.0, 100.0, 200.0], 0.06, false);
+        // 2 sockets × 4 CCX × 4 cores × 2 threads; CCX-to-CCX ×4 (fabric), sockets ×3.
+        let m = machine(2, 4, 4, 2, [9.0, 25.0, 100.0, 300.0], 0.06, false);
         let inf = infer(&m, &Hints::default()).unwrap();
         assert_eq!(inf.cores().len(), 32);
         assert_eq!(inf.smt_siblings(0), vec![32]);
         assert_eq!(inf.llc_groups().len(), 8);
         assert_eq!(inf.packages().len(), 2);
         assert!(inf.confidence > 0.5, "{:?}", inf.summary_lines());
+    }
+
+    /// A step up of ×2 is what dies on one package show as well as sockets: the level is a
+    /// group, named by its cores and distance, and no socket is claimed.
+    #[test]
+    fn a_die_sized_step_is_a_group_not_sockets() {
+        let m = machine(2, 4, 4, 2, [9.0, 25.0, 100.0, 200.0], 0.06, false);
+        let inf = infer(&m, &Hints::default()).unwrap();
+        assert_eq!(inf.packages().len(), 1, "{:#?}", inf.summary_lines());
+        let top = inf.levels.last().unwrap();
+        assert_eq!(top.role, Role::Group);
+        assert_eq!(top.groups.len(), 2);
+        assert!(
+            top.name.starts_with("group of 16 cores, ") && top.name.ends_with(" ns apart"),
+            "{}",
+            top.name
+        );
+        assert!(
+            inf.notes
+                .iter()
+                .any(|n| n.contains("within what dies on one package show")),
+            "{:?}",
+            inf.notes
+        );
+    }
+
+    /// Four CCXs of three cores whose step to each other is ×3.2, below the fabric ratio,
+    /// as on a Ryzen 9 3900X: clusters sharing a cache, never four sockets. And CCXs of
+    /// two cores before a fabric step (EPYC 7302) share the L3, not an L2.
+    #[test]
+    fn small_ccxs_are_l3_groups_not_sockets() {
+        let m = machine(1, 4, 3, 2, [8.0, 24.0, 77.0, 77.0], 0.05, false);
+        let inf = infer(&m, &Hints::default()).unwrap();
+        assert_eq!(inf.packages().len(), 1, "{:#?}", inf.summary_lines());
+        assert_eq!(inf.llc_groups().len(), 4, "{:#?}", inf.summary_lines());
+        assert!(inf.level_of(Role::Cache(3)).is_some());
+        let m = machine(1, 8, 2, 2, [8.0, 22.0, 105.0, 105.0], 0.05, false);
+        let inf = infer(&m, &Hints::default()).unwrap();
+        assert_eq!(inf.packages().len(), 1);
+        let l3 = inf.level_of(Role::Cache(3)).expect("an L3 level");
+        assert_eq!(l3.groups.len(), 8, "{:#?}", inf.summary_lines());
+        assert!(inf.level_of(Role::Cache(2)).is_none());
     }
 
     #[test]

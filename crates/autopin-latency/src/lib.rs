@@ -19,7 +19,7 @@ pub mod memory;
 pub mod read;
 
 pub use error::{LatencyError, Result, SizeError};
-pub use infer::{infer, Hints, Inference, Level, Role};
+pub use infer::{cross_check, infer, Hints, Inference, Level, NamedBy, Role};
 pub use matrix::{LatencyMatrix, Unit};
 
 use autopin_topology::{Machine, MemoryMeasurement};
@@ -32,11 +32,19 @@ pub fn load_machine(path: &Path) -> Result<Machine> {
 
 /// Like [`load_machine`], also returning the inference (levels, confidence, notes).
 pub fn load(path: &Path) -> Result<(Machine, Inference)> {
-    match read::read_file(path)? {
+    load_with_os(path, None)
+}
+
+/// Like [`load`], with the OS topology of the machine the matrix was measured on, when
+/// known (a dump or XML given beside the matrix, or the machine autopin runs on): each
+/// level the OS groups the same way is named by it ([`cross_check`]; what matches nothing
+/// is said in the inference's notes), and NUMA nodes are the OS's, unless the file
+/// measured memory locality itself.
+pub fn load_with_os(path: &Path, os: Option<&Machine>) -> Result<(Machine, Inference)> {
+    let (matrix, mut inf, mut extras) = match read::read_file(path)? {
         read::LatencyFile::C2c(matrix) => {
             let inf = infer(&matrix, &Hints::default())?;
-            let m = build::to_machine(&inf, &matrix, &build::Extras::default());
-            Ok((m, inf))
+            (matrix, inf, build::Extras::default())
         }
         read::LatencyFile::Mct(f) => {
             let hints = Hints {
@@ -44,10 +52,27 @@ pub fn load(path: &Path) -> Result<(Machine, Inference)> {
             };
             let inf = infer(&f.matrix, &hints)?;
             let extras = mct_extras(&f, &inf);
-            let m = build::to_machine(&inf, &f.matrix, &extras);
-            Ok((m, inf))
+            (f.matrix, inf, extras)
+        }
+    };
+    if let Some(os) = os {
+        cross_check(&mut inf, os);
+        if extras.numa_of_cpu.is_none() {
+            let map: Vec<(u32, u32)> = inf
+                .cpus
+                .iter()
+                .filter_map(|&c| {
+                    let n = os.numa_nodes.iter().find(|n| n.cpuset.contains(c))?;
+                    Some((c, n.os_index))
+                })
+                .collect();
+            if map.len() == inf.cpus.len() {
+                extras.numa_of_cpu = Some(map);
+            }
         }
     }
+    let m = build::to_machine(&inf, &matrix, &extras);
+    Ok((m, inf))
 }
 
 /// NUMA locality, cache sizes and bandwidths from the optional sections of an `.mct` file.

@@ -148,7 +148,24 @@ fn eight_socket_ladder_with_noise() {
 #[test]
 fn dies_inside_sockets_are_not_sockets() {
     // 2 sockets × 4 dies × 4 cores × 2 threads, dies 110 ns apart on a uniform fabric,
-    // sockets 230 ns apart: the dies are a level below the sockets.
+    // sockets 300 ns apart (×2.7, beyond what dies on one package show): the dies are a
+    // level below the sockets.
+    let lat = |a: Pos, b: Pos| {
+        if a.0 != b.0 {
+            300.0
+        } else {
+            socket_lat(ring)(a, b)
+        }
+    };
+    let (rate, fail) = success_rate(SEEDS, (2, 4, 4, 2), &lat);
+    assert!(rate >= 0.99, "chiplets: {rate:.3} right; {fail:#?}");
+}
+
+#[test]
+fn sockets_a_die_step_apart_are_groups_never_more_sockets() {
+    // The same with sockets 230 ns apart (×2.1): latency cannot tell these sockets from
+    // dies. In every seed no socket is claimed, and the top level's two groups are the
+    // sockets.
     let lat = |a: Pos, b: Pos| {
         if a.0 != b.0 {
             230.0
@@ -156,8 +173,20 @@ fn dies_inside_sockets_are_not_sockets() {
             socket_lat(ring)(a, b)
         }
     };
-    let (rate, fail) = success_rate(SEEDS, (2, 4, 4, 2), &lat);
-    assert!(rate >= 0.99, "chiplets: {rate:.3} right; {fail:#?}");
+    let want = expected_sockets(2, 4, 4, 2);
+    for seed in 0..SEEDS {
+        let m = matrix(2, 4, 4, 2, seed, 0.10, lat);
+        let inf = infer(&m, &Hints::default()).unwrap();
+        assert_eq!(
+            inf.packages().len(),
+            1,
+            "seed {seed}: {:#?}",
+            inf.summary_lines()
+        );
+        let mut top = inf.levels.last().unwrap().groups.clone();
+        top.sort();
+        assert_eq!(top, want, "seed {seed}: {:#?}", inf.summary_lines());
+    }
 }
 
 #[test]

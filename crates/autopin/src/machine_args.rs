@@ -18,7 +18,10 @@ pub struct MachineArgs {
     /// Load a machine from `autopin topology --format json` output or hwloc XML (`lstopo --of xml`)
     #[arg(long, value_name = "FILE", global = true)]
     pub load: Option<PathBuf>,
-    /// Infer the machine from a core-to-core latency matrix (CSV) or an MCTOP .mct file
+    /// Infer the machine from a core-to-core latency matrix (CSV) or an MCTOP .mct file.
+    /// With --sysfs-root or --load beside it (or a dump NAME.tar.bz2, NAME.xml or NAME/ next
+    /// to the file), that is the OS topology of the machine measured: levels it groups alike
+    /// take its names (package, die, NUMA node, L3 group)
     #[arg(long, value_name = "FILE", global = true)]
     pub from_latency: Option<PathBuf>,
 }
@@ -50,6 +53,12 @@ impl MachineArgs {
     }
 
     pub fn load(&self) -> Result<Machine, CliError> {
+        self.load_with_names().map(|(m, _)| m)
+    }
+
+    /// Like [`MachineArgs::load`]; for `--from-latency` also the lines saying which level
+    /// names came from the OS topology and which were inferred from the latencies.
+    pub fn load_with_names(&self) -> Result<(Machine, Vec<String>), CliError> {
         let given = [
             self.sysfs_root.is_some(),
             self.synthetic.is_some(),
@@ -59,17 +68,44 @@ impl MachineArgs {
         .iter()
         .filter(|b| **b)
         .count();
-        if given > 1 {
+        // --from-latency takes --sysfs-root or --load as the OS topology of the machine it
+        // was measured on.
+        let os_beside = self.from_latency.is_some()
+            && given == 2
+            && (self.sysfs_root.is_some() || self.load.is_some());
+        if given > 1 && !os_beside {
             return Err(CliError::usage(
-                "choose one machine source: --sysfs-root, --synthetic, --load or --from-latency",
+                "choose one machine source: --sysfs-root, --synthetic, --load or --from-latency (--from-latency takes --sysfs-root or --load beside it as the OS topology of the machine measured)",
             ));
+        }
+        if let Some(path) = &self.from_latency {
+            let os = if os_beside {
+                let only_os = MachineArgs {
+                    from_latency: None,
+                    ..self.clone()
+                };
+                Some((only_os.load()?, "given".to_string()))
+            } else {
+                beside(path)?
+            };
+            let (m, inf) = autopin_latency::load_with_os(path, os.as_ref().map(|(m, _)| m))
+                .map_err(|e| CliError::usage(e.to_string()))?;
+            let mut names = Vec::new();
+            match &os {
+                Some((_, from)) => names.push(format!("OS topology: {from}")),
+                None => names.push(
+                    "OS topology: not given (--sysfs-root or --load beside --from-latency); every name is inferred"
+                        .into(),
+                ),
+            }
+            names.extend(inf.naming_lines());
+            names.extend(inf.notes.iter().map(|n| format!("note: {n}")));
+            return Ok((m, names));
         }
         let result = if let Some(spec) = &self.synthetic {
             autopin_topology::source::synthetic::parse(spec)
         } else if let Some(path) = &self.load {
             autopin_topology::source::load_file(path)
-        } else if let Some(path) = &self.from_latency {
-            return autopin_latency::load_machine(path).map_err(|e| CliError::usage(e.to_string()));
         } else {
             let root = self
                 .sysfs_root
@@ -88,8 +124,41 @@ impl MachineArgs {
         for w in &machine.warnings {
             say!("autopin: warning: {w}");
         }
-        Ok(machine)
+        Ok((machine, Vec::new()))
     }
+}
+
+/// The OS topology lying beside a latency file `NAME.csv` / `NAME.mct`: `NAME.xml` (hwloc
+/// XML or autopin's JSON), `NAME.tar.bz2` (an hwloc-gather-topology archive) or `NAME/` (a
+/// dump directory with `sys/`), with where it came from.
+fn beside(path: &std::path::Path) -> Result<Option<(Machine, String)>, CliError> {
+    let stem = path.with_extension("");
+    for ext in ["xml", "json"] {
+        let f = stem.with_extension(ext);
+        if f.is_file() {
+            let m = MachineArgs {
+                load: Some(f.clone()),
+                ..Default::default()
+            }
+            .load()?;
+            return Ok(Some((m, format!("{} (beside the matrix)", f.display()))));
+        }
+    }
+    let archive = PathBuf::from(format!("{}.tar.bz2", stem.display()));
+    let dir_dump = stem.join("sys/devices/system/cpu").is_dir();
+    let root = if archive.is_file() {
+        archive
+    } else if dir_dump {
+        stem.clone()
+    } else {
+        return Ok(None);
+    };
+    let m = MachineArgs {
+        sysfs_root: Some(root.clone()),
+        ..Default::default()
+    }
+    .load()?;
+    Ok(Some((m, format!("{} (beside the matrix)", root.display()))))
 }
 
 /// Unpacks an hwloc-gather-topology archive (`NAME.tar.bz2`, or any tarball `tar` reads) into

@@ -273,3 +273,141 @@ fn memory_measurement_writes_a_topology_document() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The OS topology of a Threadripper 1950X as hwloc reports it, Linux numbering: one
+/// package, two dies (each a NUMA node) of two L3 groups of four cores, threads 16 apart.
+fn threadripper_os_json() -> String {
+    use autopin_topology::builder::{Builder, NumaSpec};
+    use autopin_topology::{CacheAttr, CacheKind, CpuSet, ObjType, Object};
+    let set =
+        |first: u32, n: u32| -> CpuSet { (first..first + n).flat_map(|c| [c, c + 16]).collect() };
+    let mut b = Builder::new();
+    for c in 0..16 {
+        b.add_pu(c, true, None);
+        b.add_pu(c + 16, true, None);
+        b.add(Object::new(ObjType::Core, Some(c), set(c, 1)));
+    }
+    b.add(Object::new(ObjType::Package, Some(0), set(0, 16)));
+    for d in 0..2 {
+        b.add(Object::new(ObjType::Die, Some(d), set(d * 8, 8)));
+        b.add_numa(NumaSpec {
+            os_index: d,
+            cpuset: set(d * 8, 8),
+            initiators: CpuSet::new(),
+            memory: 16 << 30,
+            kind: None,
+            tier: None,
+        });
+    }
+    for g in 0..4 {
+        let mut o = Object::new(ObjType::Cache, None, set(g * 4, 4));
+        o.cache = Some(CacheAttr {
+            level: 3,
+            kind: CacheKind::Unified,
+            size: 8 << 20,
+            line_size: 64,
+            ways: Some(16),
+        });
+        b.add(o);
+    }
+    serde_json::to_string(&autopin_topology::source::json::to_document(&b.build())).unwrap()
+}
+
+/// `topology --from-latency` says which level names the OS gave and which the latencies:
+/// alone, the Threadripper's two dies are a "group of 8 cores" (their step is one dies show
+/// as well as sockets), never sockets; with the OS topology beside the matrix (given with
+/// --load, or lying next to it as NAME.json) they are dies and NUMA nodes, named by the OS.
+#[test]
+fn from_latency_names_levels_by_the_os_when_it_is_known() {
+    let csv = autopin_testkit::data("c2c/amd-threadripper-1950x.csv");
+    let out = autopin()
+        .args(["topology", "--from-latency"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "Levels from the latencies:\n  OS topology: not given",
+        "  group of 8 cores, 154.6 ns apart (2 groups: 2×16, 90.5 ns inside): inferred from the latencies\n",
+        "  socket: none of the levels; one package assumed\n",
+        "within what dies on one package show (up to ×2.4)",
+    ] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    assert!(!text.contains("Package L#1"), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let os = dir.path().join("os.json");
+    std::fs::write(&os, threadripper_os_json()).unwrap();
+    let out = autopin()
+        .args(["topology", "--format", "json", "--from-latency"])
+        .arg(&csv)
+        .arg("--load")
+        .arg(&os)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("autopin: die, NUMA node (2 groups: 2×16, 90.5 ns inside): named by the OS"),
+        "{err}"
+    );
+    assert!(
+        err.contains("autopin: L3 group (4 groups: 4×8, 25.1 ns inside): named by the OS"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let objects = v["machine"]["objects"].as_array().unwrap();
+    let count = |ty: &str| objects.iter().filter(|o| o["ty"] == ty).count();
+    assert_eq!((count("Package"), count("Die")), (1, 2));
+    assert_eq!(v["machine"]["numa_nodes"].as_array().unwrap().len(), 2);
+    assert!(v["machine"]["info"]["latency.names"]
+        .as_str()
+        .unwrap()
+        .contains("die, NUMA node"));
+
+    // Beside the matrix: NAME.json next to NAME.csv.
+    let copy = dir.path().join("tr.csv");
+    std::fs::copy(&csv, &copy).unwrap();
+    std::fs::write(dir.path().join("tr.json"), threadripper_os_json()).unwrap();
+    let out = autopin()
+        .args(["topology", "--from-latency"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("tr.json (beside the matrix)"), "{text}");
+    assert!(text.contains("  die, NUMA node (2 groups"), "{text}");
+    assert!(text.contains("Die L#1"), "{text}");
+
+    // Another machine source beside --from-latency is no OS topology.
+    let out = autopin()
+        .args([
+            "topology",
+            "--synthetic",
+            "package:1 core:2 pu:1",
+            "--from-latency",
+        ])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("choose one machine source"));
+}

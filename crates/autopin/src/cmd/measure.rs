@@ -178,12 +178,23 @@ fn latency(a: LatencyArgs) -> CmdResult {
         Ok(os) => Ok(compare::disagreements(&inf, os, 20)),
         Err(e) => Err(e.to_string()),
     };
+    // The levels as this machine's OS names them (package, die, NUMA node, L3 group), where
+    // it groups the CPUs alike; the others keep the names the latencies give.
+    let naming = match &os {
+        Ok(os) => {
+            let mut named = inf.clone();
+            autopin_latency::cross_check(&mut named, os);
+            named.naming_lines()
+        }
+        Err(_) => inf.naming_lines(),
+    };
     write_latency_files(&a, kind, &measured, &inf, &machine)?;
     let found = Findings {
         measured: &measured,
         inf: &inf,
         verdicts: &verdicts,
         disagree: &disagree,
+        naming: &naming,
     };
     if a.json {
         print_latency_json(&found)?;
@@ -200,6 +211,8 @@ struct Findings<'a> {
     verdicts: &'a [smt::SmtVerdict],
     /// Where the inferred structure and the OS's disagree, or why they were not compared.
     disagree: &'a Result<Vec<String>, String>,
+    /// Each level's name and whether it came from the OS topology or the latencies.
+    naming: &'a [String],
 }
 
 /// The matrix (`--out`, CSV or topology JSON) and the heatmap (`--svg`), written atomically.
@@ -251,6 +264,7 @@ fn print_latency_json(f: &Findings) -> Result<(), CliError> {
         "inference": f.inf,
         "smt_tests": f.verdicts,
         "os_disagreements": f.disagree.as_ref().ok(),
+        "level_names": f.naming,
     });
     println!(
         "{}",
@@ -304,6 +318,10 @@ fn print_latency_text(f: &Findings) {
                 "separate cores"
             }
         );
+    }
+    println!("levels by name:");
+    for l in f.naming {
+        println!("  {l}");
     }
     match f.disagree {
         Ok(d) if d.is_empty() => {

@@ -48,21 +48,41 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let mut m = args.machine.load()?;
+    let (mut m, names) = args.machine.load_with_names()?;
     if args.no_io {
         m.drop_io();
     } else if !args.whole_io && !matches!(args.format, Format::Tree) {
         // The tree leaves the bridges out itself, keeping lstopo's order of the devices.
         m.drop_whole_io();
     }
+    if !names.is_empty() {
+        // Which level names of a latency-inferred machine came from the OS topology and
+        // which from the latencies: after the tree, on stderr for the other formats, and in
+        // the JSON's info.
+        m.info.insert("latency.names".into(), names.join("\n"));
+        if !matches!(args.format, Format::Tree) {
+            for n in &names {
+                say!("autopin: {n}");
+            }
+        }
+    }
     let text = match args.format {
-        Format::Tree => view::tree::render_with(
-            &m,
-            view::tree::TreeOptions {
-                whole_io: args.whole_io,
-                verbose: args.verbose,
-            },
-        ),
+        Format::Tree => {
+            let mut t = view::tree::render_with(
+                &m,
+                view::tree::TreeOptions {
+                    whole_io: args.whole_io,
+                    verbose: args.verbose,
+                },
+            );
+            if !names.is_empty() {
+                t.push_str("Levels from the latencies:\n");
+                for n in &names {
+                    t.push_str(&format!("  {n}\n"));
+                }
+            }
+            t
+        }
         Format::Boxes => view::boxes::render(&m),
         Format::Dot => view::dot::render(&m),
         Format::Svg => view::svg::render(&m),
