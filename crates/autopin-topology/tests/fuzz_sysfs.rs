@@ -1,4 +1,4 @@
-//! No sysfs tree makes autopin panic or hang: the 16 hwloc dumps in tests/data, mutated one
+//! No sysfs tree makes autopin panic or hang: the 17 hwloc dumps in tests/data, mutated one
 //! to three files at a time — truncated, emptied, filled with garbage, removed (files and
 //! whole directories), or denied (injected through `sysfs::read_with_faults`, since root
 //! ignores `chmod`). Every read either gives a model that validates and renders, or an error
@@ -46,7 +46,11 @@ fn extract_all(into: &Path) -> Vec<Dump> {
         .filter(|p| p.to_string_lossy().ends_with(".tar.bz2"))
         .collect();
     tarballs.sort();
-    assert_eq!(tarballs.len(), 16, "the 16 hwloc dumps");
+    assert_eq!(
+        tarballs.len(),
+        17,
+        "the 17 hwloc dumps (16 of hwloc's, one made from one of them)"
+    );
     let mut dumps = Vec::new();
     for (i, t) in tarballs.iter().enumerate() {
         let dir = into.join(i.to_string());
