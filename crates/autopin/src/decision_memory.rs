@@ -401,6 +401,12 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         _ => None,
     };
     trial.rate = ran;
+    let keep_record = |record: &mut Record| {
+        record.pinning = found.pinning.clone();
+        record.runner_up = found.runner_up.clone();
+        record.rate = found.rate;
+        record.outcome = Outcome::Confirmed;
+    };
     let words = match ratio {
         Some(r) if r >= 1.0 + TRIAL_MARGIN => {
             trial.state = TrialState::Kept;
@@ -411,27 +417,40 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
                 trial.pinning.label
             )
         }
-        _ => {
+        Some(r) => {
             trial.state = TrialState::Dropped;
-            record.pinning = found.pinning.clone();
-            record.runner_up = found.runner_up.clone();
-            record.rate = found.rate;
-            record.outcome = Outcome::Confirmed;
-            match ratio {
-                Some(r) => format!(
-                    "tried {} from the start: {r:.2}× the rate of the program's own count; dropped (later runs keep their count)",
-                    trial.pinning.label
-                ),
-                None if failed.is_some() => format!(
-                    "tried {} from the start, and the program exited with status {}; dropped (later runs keep their count)",
-                    trial.pinning.label,
-                    failed.unwrap_or_default()
-                ),
-                None => format!(
-                    "tried {} from the start, but its rate cannot be compared with the record's ({} against {}); dropped",
-                    trial.pinning.label, report.objective.unit, found.unit
-                ),
-            }
+            keep_record(record);
+            format!(
+                "tried {} from the start: {r:.2}× the rate of the program's own count; dropped (later runs keep their count)",
+                trial.pinning.label
+            )
+        }
+        None if failed.is_some() => {
+            trial.state = TrialState::Dropped;
+            keep_record(record);
+            format!(
+                "tried {} from the start, and the program exited with status {}; dropped (later runs keep their count)",
+                trial.pinning.label,
+                failed.unwrap_or_default()
+            )
+        }
+        None if !comparable => {
+            trial.state = TrialState::Dropped;
+            keep_record(record);
+            format!(
+                "tried {} from the start, but its rate cannot be compared with the record's ({} against {}); dropped",
+                trial.pinning.label, report.objective.unit, found.unit
+            )
+        }
+        // No measured rate (the program ended before a decision): the trial stays for the
+        // next run, and the record as it was.
+        None => {
+            keep_record(record);
+            record.outcome = found.outcome;
+            format!(
+                "tried {} from the start, but the run measured no decided rate to compare; the next run tries again",
+                trial.pinning.label
+            )
         }
     };
     record.team_trial = Some(trial);
