@@ -1095,17 +1095,30 @@ fn fewer_threads_tried_from_the_start_are_kept_when_faster() {
     std::fs::write(&export, records.to_string()).unwrap();
     ok(&["forget", "--all"]);
     ok(&["import", export.to_str().unwrap()]);
-    // The trial: one thread from the start, its result right, kept.
-    let (stdout, r, err) = run();
-    assert_eq!(stdout, "threads 1 ok\n", "{err}");
-    assert_eq!(
-        r["objective"]["unit"], "OpenMP team constructs/s",
-        "{}",
-        r["objective"]
-    );
-    let said = r["memory"]["team_trial"].as_str().unwrap_or_default();
-    assert!(said.contains("kept"), "{}\n{err}", r["memory"]);
-    assert!(err.contains("this run tries 1 thread"), "{err}");
+    // The trial: one thread from the start, its result right, kept. (A run that measured no
+    // decided rate, the machine being busy, leaves the trial to the next: a few tries.)
+    let mut kept = false;
+    for _ in 0..3 {
+        let (stdout, r, err) = run();
+        assert_eq!(stdout, "threads 1 ok\n", "{err}");
+        assert_eq!(
+            r["objective"]["unit"], "OpenMP team constructs/s",
+            "{}",
+            r["objective"]
+        );
+        assert!(err.contains("this run tries 1 thread"), "{err}");
+        let said = r["memory"]["team_trial"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if said.contains("tries again") {
+            continue;
+        }
+        assert!(said.contains("kept"), "{}\n{err}", r["memory"]);
+        kept = true;
+        break;
+    }
+    assert!(kept, "three trial runs measured no decided rate");
     // Kept: the next run starts with one thread again.
     let (stdout, _, err) = run();
     assert_eq!(stdout, "threads 1 ok\n", "{err}");
