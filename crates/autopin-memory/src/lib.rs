@@ -9,6 +9,7 @@
 //! without memory.
 
 pub mod key;
+pub mod policy;
 pub mod record;
 pub mod store;
 
