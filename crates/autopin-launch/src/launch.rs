@@ -257,54 +257,51 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Launched, LaunchError> {
             prepend_preload(lib.as_os_str(), existing.as_deref()),
         );
     }
-    if let Some(set) = &spec.initial_affinity {
-        // Prepared before fork: the child may only make async-signal-safe calls.
-        let words = set.to_words();
-        // SAFETY: the closure only calls sched_setaffinity, which is async-signal-safe, on
-        // memory prepared before fork.
+    // What the child does between fork and exec, prepared before fork (the child may only
+    // make async-signal-safe calls): its CPUs, the PID notes, its memory policy, in that
+    // order, in one closure.
+    let affinity_words = spec.initial_affinity.as_ref().map(|set| set.to_words());
+    // Each note's prefix at the start of its buffer, its suffix at the end (the PID goes
+    // between them in the child).
+    let notes: Vec<_> = spec
+        .pid_notes
+        .iter()
+        .map(|n| {
+            let prefix = n.prefix.len().min(PID_NOTE_MAX / 2);
+            let suffix = n.suffix.len().min(PID_NOTE_MAX / 2 - 16);
+            let mut buf = [0u8; PID_NOTE_MAX];
+            buf[..prefix].copy_from_slice(&n.prefix[..prefix]);
+            buf[PID_NOTE_MAX - suffix..].copy_from_slice(&n.suffix[..suffix]);
+            (buf, prefix, suffix, n.fd)
+        })
+        .collect();
+    let policy = spec
+        .mem_policy
+        .as_ref()
+        .map(crate::mempolicy::PreparedMemPolicy::new);
+    if affinity_words.is_some() || !notes.is_empty() || policy.is_some() {
+        // SAFETY: the closure makes only async-signal-safe calls (sched_setaffinity, getpid,
+        // sigaction, write, set_mempolicy) on memory prepared before fork.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::sched_setaffinity(
-                    0,
-                    words.len() * 8,
-                    words.as_ptr() as *const libc::cpu_set_t,
-                ) != 0
-                {
-                    return Err(io::Error::last_os_error());
+                if let Some(words) = &affinity_words {
+                    if libc::sched_setaffinity(
+                        0,
+                        words.len() * 8,
+                        words.as_ptr() as *const libc::cpu_set_t,
+                    ) != 0
+                    {
+                        return Err(io::Error::last_os_error());
+                    }
                 }
-                Ok(())
+                if !notes.is_empty() {
+                    write_pid_notes(&notes);
+                }
+                match &policy {
+                    Some(p) => p.apply(),
+                    None => Ok(()),
+                }
             });
-        }
-    }
-    if !spec.pid_notes.is_empty() {
-        // Prepared before fork: each note's prefix at the start of its buffer, its suffix
-        // at the end (the PID goes between them in the child).
-        let notes: Vec<_> = spec
-            .pid_notes
-            .iter()
-            .map(|n| {
-                let prefix = n.prefix.len().min(PID_NOTE_MAX / 2);
-                let suffix = n.suffix.len().min(PID_NOTE_MAX / 2 - 16);
-                let mut buf = [0u8; PID_NOTE_MAX];
-                buf[..prefix].copy_from_slice(&n.prefix[..prefix]);
-                buf[PID_NOTE_MAX - suffix..].copy_from_slice(&n.suffix[..suffix]);
-                (buf, prefix, suffix, n.fd)
-            })
-            .collect();
-        // SAFETY: the closure makes only async-signal-safe calls (getpid, sigaction, write)
-        // on memory prepared before fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                write_pid_notes(&notes);
-                Ok(())
-            });
-        }
-    }
-    if let Some(p) = &spec.mem_policy {
-        let prepared = crate::mempolicy::PreparedMemPolicy::new(p);
-        // SAFETY: apply() makes one system call on memory prepared before fork.
-        unsafe {
-            cmd.pre_exec(move || prepared.apply());
         }
     }
     let forwarding = if spec.forward_signals {

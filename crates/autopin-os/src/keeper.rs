@@ -439,29 +439,27 @@ fn single_threaded() -> bool {
 
 /// The forwarded signals held back (blocked) from now until this is dropped, when the ones
 /// that came meanwhile are delivered.
-struct HeldSignals(libc::sigset_t);
+struct HeldSignals(nix::sys::signal::SigSet);
 
 impl HeldSignals {
     fn hold() -> HeldSignals {
-        // SAFETY: sigset_t is plain data, filled by sigemptyset/sigaddset before use;
-        // sigprocmask writes the previous mask into `old`.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for sig in autopin_launch::signals::FORWARDED {
-                libc::sigaddset(&mut set, sig);
+        use nix::sys::signal::{sigprocmask, SigSet, SigmaskHow, Signal};
+        let mut set = SigSet::empty();
+        for sig in autopin_launch::signals::FORWARDED {
+            if let Ok(s) = Signal::try_from(sig) {
+                set.add(s);
             }
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
-            HeldSignals(old)
         }
+        let mut old = SigSet::empty();
+        let _ = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut old));
+        HeldSignals(old)
     }
 }
 
 impl Drop for HeldSignals {
     fn drop(&mut self) {
-        // SAFETY: restores the mask saved by `hold`.
-        unsafe { libc::sigprocmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+        use nix::sys::signal::{sigprocmask, SigmaskHow};
+        let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&self.0), None);
     }
 }
 
@@ -479,10 +477,10 @@ fn unannounced_children() -> Vec<i32> {
                 .collect::<Vec<_>>()
         })
         .filter(|&pid| {
-            // libc, not rustix: a session led from outside this PID namespace (a container's
+            // nix, not rustix: a session led from outside this PID namespace (a container's
             // CI runner) has the id 0, which rustix's `Pid` asserts away with a panic.
-            // SAFETY: getsid takes a plain integer and touches no memory.
-            let leader = unsafe { libc::getsid(pid) } == pid;
+            let me = nix::unistd::Pid::from_raw(pid);
+            let leader = nix::unistd::getsid(Some(me)).is_ok_and(|s| s == me);
             !leader && !crate::process::attach_guard::is_zombie(std::path::Path::new("/proc"), pid)
         })
         .collect()

@@ -10,17 +10,9 @@ pub fn process_cpu_seconds(pid: i32) -> Option<f64> {
     if !(1..1 << 22).contains(&pid) {
         return None;
     }
-    let mut clock: libc::clockid_t = 0;
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: both pointers are to live locals of the right types; the calls write only
-    // through them.
-    let ok = unsafe {
-        libc::clock_getcpuclockid(pid, &mut clock) == 0 && libc::clock_gettime(clock, &mut ts) == 0
-    };
-    ok.then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+    let clock = nix::time::clock_getcpuclockid(nix::unistd::Pid::from_raw(pid)).ok()?;
+    let ts = nix::time::clock_gettime(clock).ok()?;
+    Some(ts.tv_sec() as f64 + ts.tv_nsec() as f64 * 1e-9)
 }
 
 #[cfg(test)]
