@@ -88,11 +88,25 @@ pub struct Turn {
     pub busy: Option<bool>,
 }
 
+/// Why a round of the exchange between ranks failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// The rendezvous itself (its directory, a rank that never came).
+    #[error("{0}")]
+    Rendezvous(#[from] std::io::Error),
+    /// A turn that is not one this autopin writes (another version on another rank).
+    #[error("a turn that cannot be read: {0}")]
+    Turn(#[from] serde_json::Error),
+    /// The other end went away (a link between threads).
+    #[error("the other ranks went away")]
+    Gone,
+}
+
 /// The exchange between ranks: publish my turn, get everyone's (mine included) — one
 /// barrier. [`crate::rendezvous::Rendezvous`] is the real one; tests use threads.
 pub trait Link: Send {
     fn rank(&self) -> usize;
-    fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, String>;
+    fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, ExchangeError>;
     /// Things worth a line in the report (ranks dropped, failures).
     fn take_notes(&mut self) -> Vec<String>;
 }
@@ -102,14 +116,13 @@ impl Link for crate::rendezvous::Rendezvous {
         crate::rendezvous::Rendezvous::rank(self)
     }
 
-    fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, String> {
-        let body = serde_json::to_value(mine).map_err(|e| e.to_string())?;
-        let settled =
-            crate::rendezvous::Rendezvous::exchange(self, body).map_err(|e| e.to_string())?;
+    fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, ExchangeError> {
+        let body = serde_json::to_value(mine)?;
+        let settled = crate::rendezvous::Rendezvous::exchange(self, body)?;
         settled
             .messages
             .into_iter()
-            .map(|m| serde_json::from_value(m.body).map_err(|e| e.to_string()))
+            .map(|m| serde_json::from_value(m.body).map_err(ExchangeError::from))
             .collect()
     }
 
@@ -399,9 +412,11 @@ mod tests {
         fn rank(&self) -> usize {
             self.rank
         }
-        fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, String> {
-            self.to_hub.send(mine.clone()).map_err(|e| e.to_string())?;
-            self.from_hub.recv().map_err(|e| e.to_string())
+        fn exchange(&mut self, mine: &Turn) -> Result<Vec<Turn>, ExchangeError> {
+            self.to_hub
+                .send(mine.clone())
+                .map_err(|_| ExchangeError::Gone)?;
+            self.from_hub.recv().map_err(|_| ExchangeError::Gone)
         }
         fn take_notes(&mut self) -> Vec<String> {
             vec![]

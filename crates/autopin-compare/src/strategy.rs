@@ -4,6 +4,7 @@
 //! Every strategy becomes a command prefix in front of the user's program, so a comparison
 //! measures exactly what users get from `autopin pin` / `autopin run`, not a re-implementation.
 
+use autopin_placement::PlacementError;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use serde::Serialize;
@@ -44,18 +45,18 @@ pub struct Strategy {
 pub trait PlacementCheck {
     /// `None` when `name` is not a placement policy; otherwise whether the policy can place
     /// threads on this machine (e.g. POWER needs power measurements).
-    fn policy(&self, name: &str) -> Option<Result<(), String>>;
+    fn policy(&self, name: &str) -> Option<Result<(), PlacementError>>;
     /// Whether a sharing strategy can use this matrix file.
-    fn sharing(&self, kind: &str, matrix: &std::path::Path) -> Result<(), String>;
+    fn sharing(&self, kind: &str, matrix: &std::path::Path) -> Result<(), PlacementError>;
     /// The CPUs a pin expression selects, or why it is invalid.
-    fn expression(&self, expr: &str) -> Result<Vec<u32>, String>;
+    fn expression(&self, expr: &str) -> Result<Vec<u32>, PlacementError>;
     /// The CPUs a random pinning may use (allowed and online), in OS order.
     fn allowed_cpus(&self) -> Vec<u32>;
 }
 
 /// Why a `--strategy` value was refused; `name` is the strategy as written (trimmed), and
 /// `reason` the placement crate's explanation.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StrategyError {
     #[error("empty strategy; expected none, random, autopin, a policy name, a pin expression (e.g. 0,1 or S0:0-3) or SHARING:matrix.txt")]
     Empty,
@@ -68,7 +69,11 @@ pub enum StrategyError {
     MissingMatrixFile { name: String, file: String },
     /// A sharing strategy or a placement policy that cannot place threads here.
     #[error("strategy `{name}`: {reason}")]
-    CannotPlace { name: String, reason: String },
+    CannotPlace {
+        name: String,
+        #[source]
+        reason: PlacementError,
+    },
     #[error("strategy `{name}` selects no CPUs")]
     NoCpus { name: String },
     /// Nothing that a strategy can be; `reason` says why it is no pin expression.
@@ -76,7 +81,11 @@ pub enum StrategyError {
         "unknown strategy `{name}`: not none/random/autopin, not a placement policy, not {}:FILE, and not a valid pin expression ({reason})",
         SHARING_KINDS.join("/")
     )]
-    Unknown { name: String, reason: String },
+    Unknown {
+        name: String,
+        #[source]
+        reason: PlacementError,
+    },
 }
 
 /// Parses and validates one `--strategy` value.
@@ -248,26 +257,21 @@ pub struct MachineCheck<'a> {
 }
 
 impl PlacementCheck for MachineCheck<'_> {
-    fn policy(&self, name: &str) -> Option<Result<(), String>> {
-        use autopin_placement::PlacementError;
+    fn policy(&self, name: &str) -> Option<Result<(), PlacementError>> {
         match autopin_placement::policy_pinning(self.machine, name, 1) {
             Ok(_) => Some(Ok(())),
             Err(PlacementError::UnknownPolicy { .. }) => None,
-            Err(e) => Some(Err(e.to_string())),
+            Err(e) => Some(Err(e)),
         }
     }
 
-    fn sharing(&self, kind: &str, matrix: &std::path::Path) -> Result<(), String> {
-        autopin_placement::sharing_pinning(self.machine, kind, matrix)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+    fn sharing(&self, kind: &str, matrix: &std::path::Path) -> Result<(), PlacementError> {
+        autopin_placement::sharing_pinning(self.machine, kind, matrix).map(|_| ())
     }
 
-    fn expression(&self, expr: &str) -> Result<Vec<u32>, String> {
+    fn expression(&self, expr: &str) -> Result<Vec<u32>, PlacementError> {
         // `COUNT:EXPR` (a thread count in front, `1:1`) is what `autopin pin -c` takes too.
-        autopin_placement::team_expression(self.machine, expr)
-            .map(|(_, cpus)| cpus)
-            .map_err(|e| e.to_string())
+        autopin_placement::team_expression(self.machine, expr).map(|(_, cpus)| cpus)
     }
 
     fn allowed_cpus(&self) -> Vec<u32> {
@@ -295,21 +299,29 @@ mod tests {
 
     struct Fixed;
     impl PlacementCheck for Fixed {
-        fn policy(&self, name: &str) -> Option<Result<(), String>> {
+        fn policy(&self, name: &str) -> Option<Result<(), PlacementError>> {
             match name {
                 "compact" | "scatter" | "CON_CORE" => Some(Ok(())),
-                "POWER" => Some(Err("POWER needs power measurements".into())),
+                "POWER" => Some(Err(PlacementError::NeedsMeasurements {
+                    policy: "POWER".into(),
+                    message: "POWER needs power measurements".into(),
+                })),
                 _ => None,
             }
         }
-        fn sharing(&self, _kind: &str, _matrix: &std::path::Path) -> Result<(), String> {
+        fn sharing(&self, _kind: &str, _matrix: &std::path::Path) -> Result<(), PlacementError> {
             Ok(())
         }
-        fn expression(&self, expr: &str) -> Result<Vec<u32>, String> {
+        fn expression(&self, expr: &str) -> Result<Vec<u32>, PlacementError> {
             if expr.starts_with("S0:") {
                 return Ok(vec![0, 1]);
             }
-            parse_cpu_sequence(expr)
+            parse_cpu_sequence(expr).map_err(|message| PlacementError::Expr {
+                expr: expr.into(),
+                position: 0,
+                message,
+                valid: String::new(),
+            })
         }
         fn allowed_cpus(&self) -> Vec<u32> {
             vec![0, 1, 2, 3]
