@@ -6,6 +6,7 @@
 
 pub mod counting;
 pub mod groups;
+pub mod rules;
 pub mod sample;
 pub mod svg;
 pub mod table;

@@ -1,22 +1,9 @@
 //! From two snapshots to per-thread figures and verdicts.
 
+use crate::rules::{self, NEIGHBOUR};
 use crate::sample::{pages_mib, CpusSeen, Snapshot, ThreadSample};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// A thread counts as working from this share of a CPU on.
-const WORKING: f64 = 0.05;
-/// Waiting for a CPU this share of the time or more is contention.
-const WAITING: f64 = 0.2;
-/// Another process taking this much of a CPU the program uses is a busy neighbour.
-const NEIGHBOUR: f64 = 0.2;
-/// Migrations per second of a working thread worth a verdict.
-const MIGRATING: f64 = 20.0;
-/// The working threads' CPU time is on nodes holding less than this share of the pages:
-/// their memory is mostly remote.
-const LOCAL_PAGES: f64 = 0.5;
-/// Fewer pages than this (4 MiB of 4 KiB pages) say nothing about where memory lives.
-const PAGES_WORTH_A_LOOK: u64 = 1024;
 
 /// What the analysis needs to know beyond the samples.
 #[derive(Debug, Clone, Default)]
@@ -291,11 +278,8 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
             }
         })
         .collect();
-    let program_cpus: BTreeSet<u32> = threads
-        .iter()
-        .filter(|t| t.cpu_share >= WORKING)
-        .flat_map(|t| t.cpus.iter().copied())
-        .collect();
+    let working: Vec<&ThreadStat> = threads.iter().filter(|t| rules::is_working(t)).collect();
+    let program_cpus = rules::cpus_used(&working);
     let earlier: BTreeMap<i32, u64> = first.neighbours.iter().map(|n| (n.pid, n.cpu_ns)).collect();
     let mut neighbours: Vec<(i32, String, f64, Vec<u32>)> = last
         .neighbours
@@ -317,26 +301,17 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
         _ => None,
     };
     let mut verdicts = Vec::new();
-    let working: Vec<&ThreadStat> = threads.iter().filter(|t| t.cpu_share >= WORKING).collect();
     let waiting: Vec<&ThreadStat> = working
         .iter()
         .copied()
-        .filter(|t| t.run_delay_fraction >= WAITING)
+        .filter(|t| rules::is_waiting(t))
         .collect();
-    let used: BTreeSet<u32> = working
-        .iter()
-        .flat_map(|t| t.cpus.iter().copied())
-        .collect();
-    let free: Vec<u32> = ctx
-        .allowed
-        .iter()
-        .copied()
-        .filter(|c| !used.contains(c) && !neighbours.iter().any(|n| n.3.contains(c)))
-        .collect();
+    let used = program_cpus;
+    let neighbour_cpus: BTreeSet<u32> = neighbours.iter().flat_map(|n| n.3.clone()).collect();
+    let free = rules::free_cpus(&ctx.allowed, &used, &neighbour_cpus);
     if !waiting.is_empty() {
         // The program's own working threads crowd its CPUs: more of them than CPUs they run on.
-        let crowded = working.len() > used.len();
-        if crowded {
+        if rules::crowded(&working) {
             verdicts.push(Verdict {
                 kind: "contention",
                 text: format!(
@@ -418,7 +393,7 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
     let migrating: Vec<&ThreadStat> = working
         .iter()
         .copied()
-        .filter(|t| t.migrations.is_some_and(|m| m as f64 / wall >= MIGRATING))
+        .filter(|t| rules::is_migrating(t, wall))
         .collect();
     if !migrating.is_empty() {
         verdicts.push(Verdict {
@@ -475,29 +450,12 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
         });
     }
     if !ctx.core_of.is_empty() {
-        let busy: Vec<&ThreadStat> = working
-            .iter()
-            .copied()
-            .filter(|t| t.cpu_share >= 0.5)
-            .collect();
-        let mut per_core: BTreeMap<usize, Vec<&ThreadStat>> = BTreeMap::new();
-        for t in &busy {
-            if let (1, Some(core)) = (t.cpus.len(), ctx.core_of.get(&t.cpus[0])) {
-                per_core.entry(*core).or_default().push(t);
-            }
-        }
-        let busy_cores: BTreeSet<usize> = per_core.keys().copied().collect();
-        let idle_cores: BTreeSet<usize> = ctx
-            .allowed
-            .iter()
-            .filter_map(|c| ctx.core_of.get(c))
-            .copied()
-            .filter(|c| !busy_cores.contains(c))
-            .collect();
-        let shared: Vec<(&usize, &Vec<&ThreadStat>)> = per_core
-            .iter()
-            .filter(|(_, ts)| ts.iter().map(|t| t.cpus[0]).collect::<BTreeSet<_>>().len() >= 2)
-            .collect();
+        let rules::SmtShare {
+            busy,
+            busy_cores,
+            shared,
+        } = rules::smt_share(&working, &ctx.core_of);
+        let idle_cores = rules::idle_cores(&ctx.allowed, &ctx.core_of, &busy_cores);
         if !shared.is_empty() && !idle_cores.is_empty() {
             verdicts.push(Verdict {
                 kind: "smt_shared",
@@ -586,26 +544,9 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
 /// The working threads run on nodes that hold few of the process's pages: weighted by each
 /// thread's CPU time, the share of the pages on its own node is below [`LOCAL_PAGES`].
 fn numa_remote(working: &[&ThreadStat], pages: &[(u32, u64)], ctx: &Context) -> Option<Verdict> {
+    let l = rules::locality(working, pages).filter(rules::Locality::remote)?;
+    let (local, time, busy_nodes) = (l.local, l.time, l.per_node);
     let total: u64 = pages.iter().map(|p| p.1).sum();
-    if total < PAGES_WORTH_A_LOOK || working.is_empty() {
-        return None;
-    }
-    let on = |node: u32| pages.iter().find(|p| p.0 == node).map_or(0, |p| p.1);
-    // A thread seen on CPUs of several nodes counts each alike.
-    let mut time = 0.0;
-    let mut local = 0.0;
-    let mut busy_nodes: BTreeMap<u32, f64> = BTreeMap::new();
-    for t in working.iter().filter(|t| !t.numa_nodes.is_empty()) {
-        let k = t.numa_nodes.len() as f64;
-        for n in &t.numa_nodes {
-            local += t.cpu_share / k * on(*n) as f64 / total as f64;
-            *busy_nodes.entry(*n).or_default() += t.cpu_share / k;
-        }
-        time += t.cpu_share;
-    }
-    if time <= 0.0 || local / time >= LOCAL_PAGES {
-        return None;
-    }
     let mut by_pages = pages.to_vec();
     by_pages.sort_by_key(|p| std::cmp::Reverse(p.1));
     let (home, home_pages) = by_pages[0];
