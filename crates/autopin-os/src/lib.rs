@@ -23,6 +23,7 @@ pub mod show_source;
 pub mod sources;
 pub mod stat_counters;
 pub mod stat_source;
+pub mod top_source;
 pub use autopin_launch::mempolicy;
 pub mod numa;
 pub mod os_error;

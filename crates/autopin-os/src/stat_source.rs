@@ -179,7 +179,7 @@ pub fn pages_by_node(pid: i32) -> Vec<(u32, u64)> {
         .unwrap_or_default()
 }
 
-fn parse_numa_maps(text: &str) -> Vec<(u32, u64)> {
+pub(crate) fn parse_numa_maps(text: &str) -> Vec<(u32, u64)> {
     let mut per: std::collections::BTreeMap<u32, u64> = Default::default();
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();

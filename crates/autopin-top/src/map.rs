@@ -383,4 +383,4 @@ pub fn clip(s: &str, width: usize) -> String {
 
 /// The legend of the map's glyphs.
 pub const LEGEND: &str =
-    "█ watched ▓ others ░ steal · idle  ! oversubscribed  p pinned thread waits  s SMT sibling busy  2-9 runnable";
+    "█ watched ▓ others ░ steal · idle | ! oversubscribed p pinned waits s SMT busy 2-9 runnable";

@@ -244,21 +244,14 @@ pub fn render(
 }
 
 /// The batch output's text of one refresh: the whole screen at `width`, every row and every
-/// flag, no height limit.
+/// flag (wrapped), no height limit.
 pub fn text(f: &Frame, shape: &Shape, ui: &Ui, ctx: &Context, width: usize) -> String {
-    let mut out = String::new();
-    let mut push = |l: &Line| {
-        out.push_str(map::plain(l).trim_end());
-        out.push('\n');
-    };
-    push(&title(f, shape, ui, ctx, width));
+    let mut lines: Vec<String> = vec![map::plain(&title(f, shape, ui, ctx, width))];
     let m = map::draw(f, shape, width, usize::MAX, &[]);
-    for l in &m.lines {
-        push(l);
-    }
-    push(&line(clip(map::LEGEND, width), Style::Dim));
-    for l in flag_lines(f, width, usize::MAX) {
-        push(&l);
+    lines.extend(m.lines.iter().map(map::plain));
+    lines.push(clip(map::LEGEND, width));
+    for x in &f.flags {
+        lines.push(autopin_human::wrap(&format!("! {}", x.text), width, "  "));
     }
     let rows = ui.view.rows(f);
     let all = Ui {
@@ -266,8 +259,17 @@ pub fn text(f: &Frame, shape: &Shape, ui: &Ui, ctx: &Context, width: usize) -> S
         selected: None,
         ..ui.clone()
     };
-    for l in table_lines(f, shape, &all, &rows, width, rows.len()) {
-        push(&l);
+    lines.extend(
+        table_lines(f, shape, &all, &rows, width, rows.len())
+            .iter()
+            .map(map::plain),
+    );
+    let mut out = String::new();
+    for l in lines {
+        for part in l.lines() {
+            out.push_str(part.trim_end());
+            out.push('\n');
+        }
     }
     out
 }

@@ -59,6 +59,8 @@ enum Command {
     Stat(cmd::stat::Args),
     /// Where each thread of a running program is now: CPU, mask, core, package, NUMA node
     Show(cmd::show::Args),
+    /// Live: the machine as its topology, every thread's CPU, wait and mask, NUMA pages, flags
+    Top(cmd::top::Args),
     /// What works here and what does not (counters, RAPL, NUMA, cgroups, Slurm...), with fixes
     Doctor(cmd::doctor::Args),
     /// Remembered decisions: list, show, forget, export, import
@@ -124,6 +126,7 @@ fn main() {
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Stat(a) => cmd::stat::run(a),
         Command::Show(a) => cmd::show::run(a),
+        Command::Top(a) => cmd::top::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Completions(a) => cmd::install::completions(a, Cli::command()),
         Command::Man(a) => cmd::install::man(a, Cli::command()),

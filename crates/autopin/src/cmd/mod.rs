@@ -18,4 +18,5 @@ pub mod run;
 pub mod show;
 pub mod simulate;
 pub mod stat;
+pub mod top;
 pub mod topology;
