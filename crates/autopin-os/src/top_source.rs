@@ -217,6 +217,10 @@ impl TopSource {
         let kernel = field(6) & 0x0020_0000 != 0;
         let cpu_ticks = field(11) + field(12);
         let threads = field(17);
+        // A process that has ended and waits for its parent to reap it (a zombie) is gone.
+        if f.first().is_some_and(|s| matches!(*s, "Z" | "X")) && threads <= 1 {
+            return None;
+        }
         let name = name.to_string();
         let uid = std::fs::metadata(&dir).ok()?.uid();
         if let Some(k) = self.kept.remove(&pid) {
@@ -242,13 +246,16 @@ impl TopSource {
         tids.sort_unstable();
         let mut list = Vec::with_capacity(tids.len());
         for tid in tids {
+            // A thread that has ended (a zombie, or one being reaped) runs nowhere.
             if let Some(th) = thread(
                 &dir.join("task").join(tid.to_string()),
                 tid,
                 old.get(&tid).copied(),
                 buf,
             ) {
-                list.push(th);
+                if !matches!(th.state, 'Z' | 'X' | 'x') {
+                    list.push(th);
+                }
             }
         }
         drop(old);

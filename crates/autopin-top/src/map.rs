@@ -235,12 +235,17 @@ fn group_lines(
     let mut line: Line = vec![span(format!("{:<label_w$}", g.label), Style::Label)];
     let mut used = label_w;
     for (i, core) in g.cores.iter().enumerate() {
-        let need = core.len() * cw + if i > 0 { gap } else { 0 };
+        let need = core.len().max(usize::from(core.is_empty())) * cw + if i > 0 { gap } else { 0 };
         if i > 0 && used + need > width {
             lines.push(std::mem::take(&mut line));
             line.push(span(" ".repeat(label_w), Style::Plain));
             used = label_w;
         } else if i > 0 && gap > 0 {
+            line.push(span(" ", Style::Plain));
+            used += 1;
+        }
+        if core.is_empty() {
+            // Between two packages on one line.
             line.push(span(" ", Style::Plain));
             used += 1;
         }
@@ -251,6 +256,35 @@ fn group_lines(
     }
     lines.push(line);
     Some(lines)
+}
+
+/// The groups as `form` draws them. One character a PU leaves the package out of the
+/// labels: the packages of one NUMA node (and L3) go on one line, a space between them.
+fn groups_for(shape: &Shape, form: Form) -> Vec<Group> {
+    if form != Form::Tiny || shape.packages <= 1 {
+        return shape.groups.clone();
+    }
+    let mut out: Vec<Group> = Vec::new();
+    for g in &shape.groups {
+        let label: Vec<&str> = g
+            .label
+            .split(' ')
+            .filter(|w| !w.is_empty() && !w.starts_with('P'))
+            .collect();
+        let label = label.join(" ");
+        match out.last_mut() {
+            Some(last) if last.label == label => {
+                // An empty core: a space between packages.
+                last.cores.push(Vec::new());
+                last.cores.extend(g.cores.iter().cloned());
+            }
+            _ => out.push(Group {
+                label,
+                cores: g.cores.clone(),
+            }),
+        }
+    }
+    out
 }
 
 /// Every group in `form`, blocks of one line side by side where they fit; None when a core
@@ -267,8 +301,8 @@ fn draw_form(
         .keys()
         .last()
         .map_or(1, |c| c.to_string().len());
-    let label_w = shape
-        .groups
+    let groups = groups_for(shape, form);
+    let label_w = groups
         .iter()
         .map(|g| g.label.chars().count())
         .max()
@@ -276,7 +310,7 @@ fn draw_form(
     let label_w = if label_w > 0 { label_w + 1 } else { 0 };
     let mut out: Vec<Line> = Vec::new();
     let mut row: Option<Line> = None;
-    for g in &shape.groups {
+    for g in &groups {
         let lines = group_lines(f, g, form, digits, label_w, width, selected)?;
         if lines.len() == 1 {
             let block = lines.into_iter().next().expect("one line");

@@ -243,11 +243,14 @@ pub fn render(
     out
 }
 
+/// The most lines the batch output's map takes: the richest form that fits them.
+pub const BATCH_MAP_LINES: usize = 16;
+
 /// The batch output's text of one refresh: the whole screen at `width`, every row and every
 /// flag (wrapped), no height limit.
 pub fn text(f: &Frame, shape: &Shape, ui: &Ui, ctx: &Context, width: usize) -> String {
     let mut lines: Vec<String> = vec![map::plain(&title(f, shape, ui, ctx, width))];
-    let m = map::draw(f, shape, width, usize::MAX, &[]);
+    let m = map::draw(f, shape, width, BATCH_MAP_LINES, &[]);
     lines.extend(m.lines.iter().map(map::plain));
     lines.push(clip(map::LEGEND, width));
     for x in &f.flags {
