@@ -3,7 +3,9 @@
  * thread computes a little, sleeps 10 ms, and again, for SECONDS. For autopin's own cost
  * on programs with thousands of threads (bench/threads.sh).
  *
- * usage: many_threads [THREADS (default 2000)] [SECONDS (default 10)]
+ * With NAP_MS 0 the threads only sleep (a pool waiting for work), for SECONDS.
+ *
+ * usage: many_threads [THREADS (default 2000)] [SECONDS (default 10)] [NAP_MS (default 10)]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <time.h>
 
 static double seconds;
+static long nap_ms = 10;
 
 static double now(void)
 {
@@ -24,7 +27,13 @@ static void *work(void *arg)
     (void)arg;
     double end = now() + seconds;
     volatile unsigned long x = 0;
-    struct timespec nap = {0, 10000000};
+    struct timespec nap = {nap_ms / 1000, (nap_ms % 1000) * 1000000};
+    if (nap_ms == 0) {
+        /* Asleep for the whole time: nothing of the thread changes. */
+        struct timespec all = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
+        nanosleep(&all, NULL);
+        return NULL;
+    }
     while (now() < end) {
         for (int i = 0; i < 1000; i++)
             x += (unsigned long)i;
@@ -37,6 +46,8 @@ int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 2000;
     seconds = argc > 2 ? atof(argv[2]) : 10;
+    if (argc > 3)
+        nap_ms = atol(argv[3]);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 65536);

