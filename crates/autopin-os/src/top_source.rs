@@ -343,6 +343,21 @@ mod tests {
     }
 
     #[test]
+    fn recorded_numa_maps_of_a_program_whose_memory_is_on_node_1() {
+        // From the 2-node QEMU guest (tests/data/numa_maps/README.md): 64 MiB first touched
+        // on node 1, the program's text and stack there too.
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/data/numa_maps/firsttouch-node1.txt"),
+        )
+        .unwrap();
+        let nodes = crate::stat_source::parse_numa_maps(&text);
+        assert_eq!(nodes, vec![(1, 1 + 159 + 30 + 4 + 3 + 3 + 3 + 16_523 + 4)]);
+        let pages = Pages::Read { at: 0.0, nodes };
+        assert_eq!(autopin_top::table::pages_cell(&pages), "1:65M");
+    }
+
+    #[test]
     fn this_process_and_its_threads_are_seen_and_an_idle_one_is_not_read_again() {
         let mut src = TopSource::default();
         let me = std::process::id() as i32;

@@ -467,6 +467,11 @@ fn busy_share(cpu: &str, secs: f64) -> f64 {
     1.0 - (i1 - i0) as f64 / (t1 - t0).max(1) as f64
 }
 
+/// The screen's title line (not the line `s` prints before running stat).
+fn is_title(l: &str) -> bool {
+    l.starts_with("autopin top ") && l.contains(" every ")
+}
+
 /// The table row of a PID (or TID): its line starts with the right-aligned number.
 fn row_index(screen: &str, pid: u32) -> Option<usize> {
     let start = format!("{pid:>7} ");
@@ -576,10 +581,30 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
     let (a, b) = (row_index(&screen, high), row_index(&screen, low));
     assert!(b.unwrap() < a.unwrap(), "{screen}");
 
+    // s: stat on the selected process (the sleeper, first by PID), on the terminal, then
+    // Enter comes back to the screen.
+    tmux.keys(&["Home", "s"]);
+    let (stat_ran, screen) =
+        tmux.wait_for(60.0, |s| s.contains("press Enter to return to autopin top"));
+    assert!(stat_ran, "{screen}");
+    assert!(
+        screen.contains(&format!("autopin stat -p {low} --duration 5")),
+        "{screen}"
+    );
+    assert!(screen.contains("thread(s) over"), "stat's table: {screen}");
+    tmux.keys(&["Enter"]);
+    let (back, screen) =
+        tmux.wait_for(20.0, |s| s.starts_with("autopin top") && s.contains("PID▲"));
+    assert!(back, "{screen}");
+    assert!(
+        screen.contains(&format!("autopin stat -p {low}: done")),
+        "the key line says so: {screen}"
+    );
+
     // q: the screen as it was, the terminal's settings too.
     tmux.keys(&["q"]);
     let (left, screen) = tmux.wait_for(20.0, |s| {
-        s.contains("before-top") && !s.lines().any(|l| l.starts_with("autopin top"))
+        s.contains("before-top") && !s.lines().any(is_title)
     });
     assert!(left, "{screen}");
     assert!(!tmux.alternate_screen());
@@ -599,7 +624,7 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
         "sh -c 'echo $$ > top.pid; exec {} top -d 0.5'",
         bin().display()
     ));
-    let (up, screen) = tmux.wait_for(20.0, |s| s.lines().any(|l| l.starts_with("autopin top")));
+    let (up, screen) = tmux.wait_for(20.0, |s| s.lines().any(is_title));
     assert!(up, "{screen}");
     let pid = std::fs::read_to_string(dir.path().join("top.pid")).unwrap();
     assert!(Command::new("kill")
@@ -607,7 +632,7 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
         .status()
         .unwrap()
         .success());
-    let (left, screen) = tmux.wait_for(20.0, |s| !s.lines().any(|l| l.starts_with("autopin top")));
+    let (left, screen) = tmux.wait_for(20.0, |s| !s.lines().any(is_title));
     assert!(left, "{screen}");
     assert!(!tmux.alternate_screen());
     tmux.type_line("stty -a > after-term.txt; echo after-term");
@@ -651,8 +676,7 @@ fn a_small_terminal_gets_a_compact_view_that_says_so_and_a_wide_one_the_whole_ma
             );
         }
         tmux.keys(&["q"]);
-        let (left, screen) =
-            tmux.wait_for(20.0, |s| !s.lines().any(|l| l.starts_with("autopin top")));
+        let (left, screen) = tmux.wait_for(20.0, |s| !s.lines().any(is_title));
         assert!(left, "{screen}");
     }
 }
