@@ -14,7 +14,7 @@ fn stdout(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.get_output().stdout).into_owned()
 }
 
-const SUBCOMMANDS: [&[&str]; 18] = [
+const SUBCOMMANDS: [&[&str]; 19] = [
     &["topology"],
     &["cpus"],
     &["place"],
@@ -28,6 +28,7 @@ const SUBCOMMANDS: [&[&str]; 18] = [
     &["compare"],
     &["stat"],
     &["show"],
+    &["top"],
     &["doctor"],
     &["memory"],
     &["completions"],

@@ -38,8 +38,9 @@ pub struct Args {
     /// Batch mode: print each refresh (text, or JSON with --json) instead of drawing the screen
     #[arg(short = 'b', long)]
     pub batch: bool,
-    /// Stop after N refreshes (default: until q, or until killed in batch mode)
-    #[arg(short = 'n', long = "iterations", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Stop after N refreshes (default: until q, or until killed in batch mode); also -n, as
+    /// top spells it
+    #[arg(long = "iterations", short_alias = 'n', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub iterations: Option<u64>,
     /// With -b: one JSON document a refresh, one a line (its schema: docs/top.md)
     #[arg(long, requires = "batch")]
