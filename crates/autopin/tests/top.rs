@@ -305,6 +305,9 @@ fn bad_input_is_a_usage_error_that_says_what_is_valid() {
     let (code, _, err) = top(&["-b", "-u", "no-such-user-here"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no such user"), "{err}");
+    let (code, _, err) = top(&["-b", "--job", "no-such-job-anywhere"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no process of this Slurm job"), "{err}");
     let (code, _, err) = top(&["-b", "--sort", "colour"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cpu, wait, pid"), "{err}");
@@ -498,7 +501,7 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
     let (low, high) = (sleeper.0.id(), prog.0.id());
     let tmux = Tmux::new(80, 24, dir.path());
     tmux.type_line("stty -a > before.txt; echo before-top");
-    let _ = tmux.wait_for(20.0, |s| s.contains("before-top\n"));
+    let _ = tmux.wait_for(20.0, |s| s.lines().any(|l| l == "before-top"));
     tmux.type_line(&format!("{} top -d 0.5 -p {low},{high}", bin().display()));
     // The flag needs the other CPU idle: another program on this machine may keep it busy
     // for a while, so the screen is watched until it shows the squeeze alone.
@@ -581,6 +584,19 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
     let (a, b) = (row_index(&screen, high), row_index(&screen, low));
     assert!(b.unwrap() < a.unwrap(), "{screen}");
 
+    // / searches: only the sleeper's row is left, the title says so; Esc clears it.
+    tmux.keys(&["/"]);
+    tmux.keys(&["-l", "sleep"]);
+    tmux.keys(&["Enter"]);
+    let (searched, screen) = tmux.wait_for(20.0, |s| {
+        row_index(s, high).is_none() && row_index(s, low).is_some()
+    });
+    assert!(searched, "{screen}");
+    assert!(row_index(&screen, low).is_some(), "{screen}");
+    tmux.keys(&["Escape"]);
+    let (cleared, screen) = tmux.wait_for(20.0, |s| row_index(s, high).is_some());
+    assert!(cleared, "{screen}");
+
     // s: stat on the selected process (the sleeper, first by PID), on the terminal, then
     // Enter comes back to the screen.
     tmux.keys(&["Home", "s"]);
@@ -609,7 +625,7 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
     assert!(left, "{screen}");
     assert!(!tmux.alternate_screen());
     tmux.type_line("stty -a > after.txt; echo after-top");
-    let (done, screen) = tmux.wait_for(20.0, |s| s.contains("after-top\n"));
+    let (done, screen) = tmux.wait_for(20.0, |s| s.lines().any(|l| l == "after-top"));
     assert!(done, "{screen}");
     assert!(
         screen.contains("before-top"),
@@ -636,12 +652,41 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
     assert!(left, "{screen}");
     assert!(!tmux.alternate_screen());
     tmux.type_line("stty -a > after-term.txt; echo after-term");
-    let (done, screen) = tmux.wait_for(20.0, |s| s.contains("after-term\n"));
+    let (done, screen) = tmux.wait_for(20.0, |s| s.lines().any(|l| l == "after-term"));
     assert!(done, "{screen}");
     let after = std::fs::read_to_string(dir.path().join("after-term.txt")).unwrap();
     assert_eq!(before, after, "stty -a after SIGTERM");
     drop(prog);
     let _ = sleeper.0.kill();
+}
+
+#[test]
+fn colours_only_without_no_color() {
+    autopin_testkit::require!(autopin_testkit::have("tmux"), "tmux is not installed");
+    let dir = tempfile::tempdir().unwrap();
+    for no_color in [false, true] {
+        let tmux = Tmux::new(80, 24, dir.path());
+        let env = if no_color { "NO_COLOR=1 " } else { "" };
+        tmux.type_line(&format!("{env}{} top -d 0.5", bin().display()));
+        let (up, screen) = tmux.wait_for(20.0, |s| s.lines().any(is_title) && s.contains("PID "));
+        assert!(up, "{screen}");
+        let out = tmux
+            .cmd(&["capture-pane", "-p", "-e", "-t", "t"])
+            .output()
+            .unwrap();
+        let styled = String::from_utf8_lossy(&out.stdout);
+        // Foreground colours: SGR 30-37, 90-97 or 38;... (bold and reverse are no colour).
+        let coloured = styled.split("\x1b[").skip(1).any(|seq| {
+            let params = seq.split('m').next().unwrap_or("");
+            params
+                .split(';')
+                .any(|p| matches!(p.parse::<u32>(), Ok(30..=38 | 90..=97)))
+        });
+        assert_eq!(coloured, !no_color, "NO_COLOR {no_color}:\n{styled}");
+        tmux.keys(&["q"]);
+        let (left, screen) = tmux.wait_for(20.0, |s| !s.lines().any(is_title));
+        assert!(left, "{screen}");
+    }
 }
 
 #[test]
