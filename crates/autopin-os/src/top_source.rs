@@ -4,14 +4,19 @@
 //! `sched_getaffinity`, migrations from `sched` where the kernel has it), and the pages per
 //! NUMA node of the processes asked for (`numa_maps`). Nothing is changed.
 //!
-//! What keeps a refresh cheap on a node of many threads:
+//! What keeps a refresh cheap on a node of many threads (docs/top.md has the costs):
 //! - a process none of whose threads ran since the last read (its CPU time, from its own
 //!   `stat`, the same; no thread was runnable; as many threads) keeps the threads of that
-//!   read, up to [`REREAD`] seconds: one file read instead of two a thread;
-//! - migrations are read only for threads that ran since (one that did not run did not
-//!   move), and the first time a thread is seen;
+//!   read: one file read instead of two a thread;
+//! - in a process read again, a thread whose `schedstat` did not move (and that was not
+//!   runnable) keeps what was read of it, but for its mask;
+//! - migrations are read only for threads that ran at least `rules::WORKING` of a CPU since
+//!   their last read, and when a thread is first seen;
 //! - `numa_maps`, which walks a process's page tables, only for the processes asked for,
 //!   and at most every [`PAGES_EVERY`] seconds each.
+//!
+//! Every [`REREAD`] seconds a process is read in full all the same: a thread that became
+//! runnable and never ran since moved no counter.
 
 use crate::process::proc_scan::split_stat;
 use autopin_top::{CpuTicks, Look, Pages, ProcessLook, ThreadLook};
@@ -21,8 +26,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// A process left unread this long is read again all the same (seconds).
-pub const REREAD: f64 = 5.0;
+/// A process (and each of its threads) is read in full at least this often (seconds).
+pub const REREAD: f64 = 15.0;
 /// A process's pages are read again after this long (seconds).
 pub const PAGES_EVERY: f64 = 5.0;
 
@@ -30,6 +35,8 @@ pub const PAGES_EVERY: f64 = 5.0;
 struct Kept {
     cpu_ticks: u64,
     threads: u64,
+    /// When its threads were last all read in full.
+    full_at: f64,
     runnable: bool,
     look: ProcessLook,
 }
@@ -233,11 +240,17 @@ impl TopSource {
             // Read again, with what it was for migrations' sake.
             self.kept.insert(pid, k);
         }
-        let old: HashMap<i32, &ThreadLook> = self
-            .kept
-            .get(&pid)
-            .map(|k| k.look.threads.iter().map(|t| (t.tid, t)).collect())
-            .unwrap_or_default();
+        let (old, since, full_at) = match self.kept.get(&pid) {
+            Some(k) => (
+                k.look.threads.iter().map(|t| (t.tid, t)).collect(),
+                t - k.look.threads_at,
+                k.full_at,
+            ),
+            None => (HashMap::new(), 0.0, t),
+        };
+        // Every thread read in full now and then, whatever its counters say.
+        let full = t - full_at >= REREAD;
+        let full_at = if full { t } else { full_at };
         let mut tids: Vec<i32> = std::fs::read_dir(dir.join("task"))
             .ok()?
             .flatten()
@@ -247,10 +260,15 @@ impl TopSource {
         let mut list = Vec::with_capacity(tids.len());
         for tid in tids {
             // A thread that has ended (a zombie, or one being reaped) runs nowhere.
+            let before = old.get(&tid).map(|thread| Before {
+                thread,
+                seconds: since,
+            });
             if let Some(th) = thread(
                 &dir.join("task").join(tid.to_string()),
                 tid,
-                old.get(&tid).copied(),
+                before,
+                full,
                 buf,
             ) {
                 if !matches!(th.state, 'Z' | 'X' | 'x') {
@@ -269,13 +287,14 @@ impl TopSource {
             uid,
             user: self.user(uid),
             kernel,
-            threads: list,
+            threads: list.into(),
             threads_at: t,
             pages: Pages::NotRead,
         };
         let k = Kept {
             cpu_ticks,
             threads,
+            full_at,
             runnable: look.threads.iter().any(|t| matches!(t.state, 'R' | 'D')),
             look: look.clone(),
         };
@@ -283,33 +302,61 @@ impl TopSource {
     }
 }
 
-/// One thread from its directory; `old` is what the last read saw of it.
-fn thread(dir: &Path, tid: i32, old: Option<&ThreadLook>, buf: &mut String) -> Option<ThreadLook> {
+/// What the last read of a thread saw, and how long ago (seconds), for [`thread`].
+struct Before<'a> {
+    thread: &'a ThreadLook,
+    seconds: f64,
+}
+
+/// One thread from its directory. Its `schedstat` first: a thread that neither ran nor
+/// waited since `before` (and was not runnable then) is as it was, but for its mask; else
+/// its `stat` (state, CPU, name). Its migrations (`sched`, the longest file) are read when
+/// it is first seen and when it ran at least `rules::WORKING` of a CPU since; otherwise
+/// they are not known (None). `full`: read everything all the same.
+fn thread(
+    dir: &Path,
+    tid: i32,
+    before: Option<Before<'_>>,
+    full: bool,
+    buf: &mut String,
+) -> Option<ThreadLook> {
+    read(&dir.join("schedstat"), buf).ok()?;
+    let mut w = buf
+        .split_ascii_whitespace()
+        .map(|v| v.parse::<u64>().unwrap_or(0));
+    let (cpu_ns, wait_ns) = (w.next().unwrap_or(0), w.next().unwrap_or(0));
+    let allowed = autopin_topology::affinity::get(tid).unwrap_or_default();
+    if let Some(b) = &before {
+        let o = b.thread;
+        let still = o.cpu_ns == cpu_ns && o.wait_ns == wait_ns && !matches!(o.state, 'R' | 'D');
+        if still && !full {
+            return Some(ThreadLook {
+                allowed,
+                migrations: None,
+                ..o.clone()
+            });
+        }
+    }
     read(&dir.join("stat"), buf).ok()?;
     let (name, f) = split_stat(buf)?;
     let name = name.to_string();
     let state = f.first()?.chars().next()?;
     // `processor` is field 39, the 37th after the name.
     let cpu = f.get(36)?.parse().ok()?;
-    let (cpu_ns, wait_ns) = match read(&dir.join("schedstat"), buf) {
-        Ok(()) => {
-            let mut w = buf
-                .split_ascii_whitespace()
-                .map(|v| v.parse::<u64>().unwrap_or(0));
-            (w.next().unwrap_or(0), w.next().unwrap_or(0))
-        }
-        Err(_) => (0, 0),
-    };
-    let migrations = match old {
-        Some(o) if o.cpu_ns == cpu_ns => o.migrations,
-        _ => read(&dir.join("sched"), buf).ok().and_then(|()| {
+    let working = before.as_ref().is_none_or(|b| {
+        cpu_ns.saturating_sub(b.thread.cpu_ns) as f64 * 1e-9
+            >= autopin_stat::rules::WORKING * b.seconds
+    });
+    let migrations = if working {
+        read(&dir.join("sched"), buf).ok().and_then(|()| {
             buf.lines()
                 .find(|l| l.starts_with("se.nr_migrations"))
                 .and_then(|l| l.rsplit(' ').next())
                 .and_then(|v| v.trim().parse().ok())
-        }),
+        })
+    } else {
+        None
     };
-    let allowed = autopin_topology::affinity::get(tid).unwrap_or_default();
     Some(ThreadLook {
         tid,
         name,

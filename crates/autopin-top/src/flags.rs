@@ -296,6 +296,16 @@ fn verdicts(f: &mut Frame, before: &Look, now: &Look, shape: &Shape) -> Vec<Flag
             continue;
         }
         let (mut first, mut last) = (snapshot(a), snapshot(b));
+        // Migrations count where both looks read them.
+        for t in &mut last.threads {
+            if first
+                .threads
+                .iter()
+                .any(|f| f.tid == t.tid && f.migrations.is_none())
+            {
+                t.migrations = None;
+            }
+        }
         for &j in &active {
             let q = &f.processes[j];
             if j == i {

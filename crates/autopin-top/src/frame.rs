@@ -147,12 +147,16 @@ fn thread_row(before: Option<&ThreadLook>, now: &ThreadLook, seconds: f64) -> Th
         (
             d(now.cpu_ns, before.map(|b| b.cpu_ns)) * 1e-9 / seconds,
             d(now.wait_ns, before.map(|b| b.wait_ns)) * 1e-9 / seconds,
-            now.migrations
-                .map(|m| d(m, before.and_then(|b| b.migrations)) / seconds),
+            // Known when read at both looks (or the thread is new: its whole life).
+            match (before, now.migrations) {
+                (None, Some(m)) => Some(m as f64 / seconds),
+                (Some(b), Some(m)) => b.migrations.map(|was| d(m, Some(was)) / seconds),
+                (_, None) => None,
+            },
         )
     } else {
         // Not read again since the last look: nothing of it changed.
-        (0.0, 0.0, now.migrations.map(|_| 0.0))
+        (0.0, 0.0, None)
     };
     ThreadRow {
         tid: now.tid,
@@ -192,10 +196,11 @@ fn process_row(before: Option<&ProcessLook>, now: &ProcessLook, wall: f64) -> Pr
     } else {
         working
     };
+    // The threads whose migrations are known (those that worked); None when none is.
     let migrations_per_s = threads
         .iter()
-        .map(|t| t.migrations_per_s)
-        .try_fold(0.0, |a, m| m.map(|m| a + m));
+        .filter_map(|t| t.migrations_per_s)
+        .fold(None, |a: Option<f64>, m| Some(a.unwrap_or(0.0) + m));
     ProcessRow {
         pid: now.pid,
         name: now.name.clone(),

@@ -63,7 +63,8 @@ pub struct ProcessLook {
     pub user: String,
     /// A kernel thread (no program, no memory of its own).
     pub kernel: bool,
-    pub threads: Vec<ThreadLook>,
+    /// Shared: a look that keeps a process's threads of the last read shares them with it.
+    pub threads: std::sync::Arc<Vec<ThreadLook>>,
     /// When its threads were read, on the look's clock. Older than the look's own time when
     /// the source kept the threads of an earlier look (nothing of the process had changed).
     pub threads_at: f64,

@@ -33,7 +33,7 @@ fn process(pid: i32, name: &str, at: f64, threads: Vec<ThreadLook>) -> ProcessLo
         uid: 1000,
         user: "ada".into(),
         kernel: false,
-        threads,
+        threads: threads.into(),
         threads_at: at,
         pages: Pages::NotRead,
     }
@@ -145,7 +145,7 @@ fn threads_free_to_move_are_told_apart_from_pinned_ones() {
     let shape = machine("core:2 pu:1");
     let (mut a, mut b) = squeezed();
     for l in [&mut a, &mut b] {
-        for t in &mut l.processes[1].threads {
+        for t in std::sync::Arc::make_mut(&mut l.processes[1].threads) {
             t.allowed = CpuSet::from_cpus([0, 1]);
         }
     }
@@ -431,4 +431,36 @@ fn the_json_document_lists_the_shown_processes_with_their_threads() {
     assert_eq!(doc["processes"][0]["allowed"], "0");
     assert_eq!(doc["cpus"][0]["flags"][0], "oversubscribed");
     assert_eq!(doc["processes"][0]["pages"]["state"], "not_read");
+}
+
+#[test]
+fn migrations_count_only_where_both_looks_read_them() {
+    let shape = machine("core:2 pu:1");
+    let mk = |t: u64, ms: u64, a: Option<u64>, b: Option<u64>| {
+        let mut one = thread(1, 0, ms, 0, &[0, 1]);
+        one.migrations = a;
+        let mut two = thread(2, 1, ms, 0, &[0, 1]);
+        two.migrations = b;
+        Look {
+            t: t as f64,
+            cpus: cpus(t, &[1.0, 1.0]),
+            processes: vec![process(1, "m", t as f64, vec![one, two])],
+        }
+    };
+    // Thread 1 read both times (30 moves in the second), thread 2 not read the first time.
+    let f = frame(
+        &mk(1, 0, Some(10), None),
+        &mk(2, 900, Some(40), Some(7)),
+        &shape,
+        &everything,
+    );
+    let p = f.process(1).unwrap();
+    assert_eq!(p.threads[0].migrations_per_s, Some(30.0));
+    assert_eq!(
+        p.threads[1].migrations_per_s, None,
+        "no spike of its whole count"
+    );
+    assert_eq!(p.migrations_per_s, Some(30.0));
+    // stat's migrations verdict (20/s and more) sees the same.
+    assert!(p.flags.contains(&"migrations"), "{:?}", p.flags);
 }

@@ -367,12 +367,20 @@ fn a_machine_of_256_cpus_from_a_dump_fits_80_columns() {
 
 struct Tmux {
     socket: String,
+    /// Where its socket lives (TMUX_TMPDIR): the test's own directory, gone after it.
+    dir: PathBuf,
 }
 
 impl Tmux {
     fn new(width: u16, height: u16, dir: &Path) -> Tmux {
-        let socket = format!("autopin-top-test-{}-{width}x{height}", std::process::id());
-        let t = Tmux { socket };
+        // One server a session: the tests run side by side.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let socket = format!("autopin-top-test-{}-{n}", std::process::id());
+        let t = Tmux {
+            socket,
+            dir: dir.to_path_buf(),
+        };
         let ok = t
             .cmd(&[
                 "new-session",
@@ -396,7 +404,9 @@ impl Tmux {
 
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket, "-f", "/dev/null"]).args(args);
+        c.env("TMUX_TMPDIR", &self.dir)
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args);
         c
     }
 
