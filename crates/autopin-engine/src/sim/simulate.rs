@@ -55,6 +55,15 @@ pub struct Outcome {
 
 /// Runs `spec` on `machine`.
 pub fn simulate(machine: &Machine, spec: &Spec) -> Result<Outcome, EngineError> {
+    simulate_reported(machine, spec).map(|(o, _)| o)
+}
+
+/// Runs `spec` on `machine`: its outcome and the run's whole report (what `autopin run
+/// --report` writes: every probe, decision and tick, for `autopin report` to read back).
+pub fn simulate_reported(
+    machine: &Machine,
+    spec: &Spec,
+) -> Result<(Outcome, crate::report::Report), EngineError> {
     let topo = SimTopo::from_machine(machine);
     let allowed = machine.allowed_cpuset().len();
     if spec.threads == 0 || spec.threads > allowed {
@@ -138,7 +147,7 @@ pub fn simulate(machine: &Machine, spec: &Spec) -> Result<Outcome, EngineError> 
     } else {
         vec![last.first().map_or(0.0, |d| score(model.as_ref(), d))]
     };
-    Ok(Outcome {
+    let outcome = Outcome {
         model: spec.model.clone(),
         threads: spec.threads,
         seed: spec.seed,
@@ -155,7 +164,8 @@ pub fn simulate(machine: &Machine, spec: &Spec) -> Result<Outcome, EngineError> 
             .map(|d| d.reason.clone())
             .or(report.incomplete_reason.clone())
             .unwrap_or_default(),
-    })
+    };
+    Ok((outcome, report))
 }
 
 /// `autopin run`'s default plan on `machine`: topology candidates, the race.

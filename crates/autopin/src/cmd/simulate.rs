@@ -6,7 +6,7 @@
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
 use autopin_engine::sim::models::MODELS;
-use autopin_engine::sim::simulate::{simulate, Outcome, Spec};
+use autopin_engine::sim::simulate::{simulate_reported, Outcome, Spec};
 
 #[derive(clap::Args)]
 #[command(
@@ -39,6 +39,10 @@ pub struct Args {
     /// Write every seed's outcome and the medians as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
+    /// Write the first seed's whole run report here (every probe, decision and tick, as
+    /// `autopin run --report` writes it; `autopin report FILE` reads it back)
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub machine: MachineArgs,
 }
@@ -52,7 +56,7 @@ pub fn run(args: Args) -> CmdResult {
         )));
     }
     let machine = args.machine.load()?;
-    if let Some(p) = &args.json {
+    for p in [&args.json, &args.report].into_iter().flatten() {
         crate::output::check_writable(p)?;
     }
     let cores = {
@@ -78,10 +82,13 @@ pub fn run(args: Args) -> CmdResult {
             noise: args.noise,
         };
         let before = autopin_os::sources::self_cpu_seconds();
-        let o = simulate(&machine, &spec).map_err(CliError::from)?;
+        let (o, report) = simulate_reported(&machine, &spec).map_err(CliError::from)?;
         let spent = autopin_os::sources::self_cpu_seconds() - before;
         cpu.push(spent / o.ticks.max(1) as f64);
         println!("{}", line(&o, spent));
+        if let (0, Some(p)) = (k, &args.report) {
+            crate::output::write_atomically(p, report.to_json().as_bytes())?;
+        }
         outcomes.push(o);
     }
     let summary = Summary::of(&outcomes, &cpu);
