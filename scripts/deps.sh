@@ -57,6 +57,12 @@ if [ "$need" = test ]; then
     [ -e /usr/include/slurm/spank.h ] || need_pkgs+=(libslurm-dev)
     have mpirun.mpich || need_pkgs+=(mpich libmpich-dev)
     have mpirun.openmpi || need_pkgs+=(openmpi-bin libopenmpi-dev)
+    # The packaging tests (crates/autopin/tests/packaging.rs): dpkg-shlibdeps for the .deb's
+    # Depends, Lmod for EasyBuild's modules, and a Python venv to install EasyBuild into.
+    have dpkg-shlibdeps || need_pkgs+=(dpkg-dev)
+    have objdump || need_pkgs+=(binutils)
+    [ -x /usr/share/lmod/lmod/libexec/lmod ] || need_pkgs+=(lmod)
+    python3 -c 'import ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 fi
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -68,7 +74,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     # Optional packages may be missing on some releases: install one by one, tolerating those.
     for p in $(printf '%s\n' "${need_pkgs[@]}" | sort -u); do
         case "$p" in
-            likwid|linux-perf|librsvg2-bin|man-db) $SUDO apt-get install -y -qq "$p" >/dev/null || echo "deps: optional $p not installed" >&2 ;;
+            likwid|linux-perf|librsvg2-bin|man-db|lmod) $SUDO apt-get install -y -qq "$p" >/dev/null || echo "deps: optional $p not installed" >&2 ;;
             *) $SUDO apt-get install -y -qq "$p" >/dev/null ;;
         esac
     done
@@ -79,6 +85,16 @@ if ! have cargo; then
         echo "deps: installing the Rust toolchain (rustup)" >&2
         curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
     }
+fi
+
+# EasyBuild (PyPI) for the easyconfig tests, in its own venv (tests/tools/easybuild_check.sh
+# finds it there); the version is pinned so that its Cargo easyblock is the one tested.
+eb_venv="$HOME/.local/share/autopin/easybuild"
+if [ "$need" = test ] && [ ! -x "$eb_venv/bin/eb" ]; then
+    echo "deps: installing EasyBuild into $eb_venv" >&2
+    { python3 -m venv "$eb_venv" &&
+        "$eb_venv/bin/pip" install -q easybuild-framework==5.4.1 easybuild-easyblocks==5.4.1; } ||
+        echo "deps: EasyBuild not installed (the easyconfig tests skip)" >&2
 fi
 
 # The unused-dependency check of scripts/test.sh (crates.io, built once into ~/.cargo/bin).

@@ -13,7 +13,9 @@
 #   SHA256SUMS                 of the tarball and the .deb
 #   easybuild/autopin-<version>-GCCcore-<v>.eb   contrib/easybuild's easyconfig and
 #   spack/packages/autopin/package.py            contrib/spack's recipe, with the tarball's
-#                              sha256 in place of @AUTOPIN_SHA256@
+#                              sha256 in place of @AUTOPIN_SHA256@, in a Spack package
+#                              repository (spack/repo.yaml) beside a source mirror that holds
+#                              the tarball (spack/mirror/autopin/)
 # The tarball is reproducible: the same commit gives the same bytes (names sorted, owners
 # and times fixed to the commit's, gzip without a timestamp). Uncommitted changes are not
 # in it (a warning says so). The .deb build keeps its cargo output in target/dist-build so
@@ -85,6 +87,11 @@ for ec in "$src"/contrib/easybuild/*.eb; do
 done
 sed "s/@AUTOPIN_SHA256@/$sha/g" "$src/contrib/spack/packages/autopin/package.py" \
     >"$out/spack/packages/autopin/package.py"
+cp "$src/contrib/spack/repo.yaml" "$out/spack/repo.yaml"
+# A Spack source mirror that holds the tarball (`spack mirror add NAME DIR`).
+mkdir -p "$out/spack/mirror/autopin"
+ln -f "$tarball" "$out/spack/mirror/autopin/$name.tar.gz" 2>/dev/null ||
+    cp "$tarball" "$out/spack/mirror/autopin/$name.tar.gz"
 
 debfile=
 case "$deb" in

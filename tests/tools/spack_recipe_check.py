@@ -15,8 +15,10 @@ these calls), then
   autopin binary, and checks the completions, the man page and the header they install;
 - runs the recipe's stand-alone tests (its test_* methods) against that prefix.
 
-What stays untested: Spack's own concretizer, fetcher and CargoBuilder (cargo install runs
-in the offline tarball build test instead).
+The recipe is imported twice: as Spack v1 reads it (CargoPackage from
+spack_repo.builtin.build_systems.cargo) and as Spack v0.x does (from spack.package).
+What stays untested: Spack itself (its concretizer, fetcher, mirror and CargoBuilder); the
+`cargo install --locked --offline` its builder runs is the one the easyconfig's runs.
 
 usage: spack_recipe_check.py --recipe PACKAGE_PY --binary AUTOPIN --source SRC_ROOT
                              [--sha256sums SHA256SUMS]
@@ -191,7 +193,9 @@ class CargoPackage(PackageBase):
         return []
 
 
-def _install_stubs():
+def _install_stubs(api):
+    """api 2: Spack v1, CargoPackage in spack_repo.builtin.build_systems.cargo; api 1:
+    Spack v0.x, CargoPackage exported by spack.package."""
     names = {
         "version": version, "depends_on": depends_on, "license": license,
         "maintainers": maintainers, "build_system": build_system, "when": when,
@@ -201,17 +205,34 @@ def _install_stubs():
         "PackageBase": PackageBase, "bash_completion_path": bash_completion_path,
         "zsh_completion_path": zsh_completion_path, "fish_completion_path": fish_completion_path,
     }
+    for mod in [m for m in sys.modules if m.split(".")[0] in ("spack", "spack_repo")]:
+        del sys.modules[mod]
+    if api == 1:
+        names["CargoPackage"] = CargoPackage
     spack = types.ModuleType("spack")
     package = types.ModuleType("spack.package")
     package.__dict__.update(names)
     package.__all__ = list(names)
     spack.package = package
-    cargo = types.ModuleType("spack_repo.builtin.build_systems.cargo")
-    cargo.CargoPackage = CargoPackage
-    for mod in ("spack_repo", "spack_repo.builtin", "spack_repo.builtin.build_systems"):
-        sys.modules[mod] = types.ModuleType(mod)
-    sys.modules.update({"spack": spack, "spack.package": package,
-                        "spack_repo.builtin.build_systems.cargo": cargo})
+    sys.modules.update({"spack": spack, "spack.package": package})
+    if api == 2:
+        cargo = types.ModuleType("spack_repo.builtin.build_systems.cargo")
+        cargo.CargoPackage = CargoPackage
+        for mod in ("spack_repo", "spack_repo.builtin", "spack_repo.builtin.build_systems"):
+            sys.modules[mod] = types.ModuleType(mod)
+        sys.modules["spack_repo.builtin.build_systems.cargo"] = cargo
+
+
+def _import_recipe(path, api):
+    _install_stubs(api)
+    _pending.clear()
+    spec = importlib.util.spec_from_file_location(f"autopin_recipe_api{api}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cls = getattr(mod, "Autopin", None)
+    if cls is None or not issubclass(cls, CargoPackage):
+        fail(f"the recipe has no class Autopin(CargoPackage) (package API v{api})")
+    return cls
 
 
 # ---- the checks -------------------------------------------------------------------------
@@ -238,14 +259,12 @@ def main():
     ap.add_argument("--sha256sums")
     args = ap.parse_args()
 
-    _install_stubs()
-    spec = importlib.util.spec_from_file_location("autopin_recipe", args.recipe)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    cls = getattr(mod, "Autopin", None)
-    if cls is None or not issubclass(cls, CargoPackage):
-        fail("the recipe has no class Autopin(CargoPackage)")
-    print("ok: imports; class Autopin(CargoPackage)")
+    # Spack v0.x first, then v1 (whose class the rest checks).
+    old = _import_recipe(args.recipe, 1)
+    cls = _import_recipe(args.recipe, 2)
+    if [d[:2] for d in old.declared] != [d[:2] for d in cls.declared]:
+        fail("the recipe declares different things under Spack v0.x and v1")
+    print("ok: imports as Spack v0.x and v1 read it; class Autopin(CargoPackage)")
 
     src = Path(args.source)
     want_version = workspace_field(src / "Cargo.toml", "version")

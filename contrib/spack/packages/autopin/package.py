@@ -3,7 +3,10 @@
 # nothing from the network. scripts/release.sh writes a copy of this file beside the tarball
 # with its sha256 in place of the marker below; a site's package repository takes that copy.
 
-from spack_repo.builtin.build_systems.cargo import CargoPackage
+try:  # Spack v1 (package API v2): the build systems live in the builtin repository
+    from spack_repo.builtin.build_systems.cargo import CargoPackage
+except ImportError:  # Spack v0.x: spack.package exports CargoPackage
+    pass
 
 from spack.package import *
 
