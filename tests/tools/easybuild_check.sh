@@ -92,7 +92,8 @@ case "$mode" in
         "$eb" "$ec"
         echo "== module load autopin" >&2
         # A fresh login-like shell with Lmod's own init, as a user on the cluster has.
-        env -i HOME="$HOME" PATH=/usr/bin:/bin MODULEPATH="$work/install/modules/all" \
+        # The module depends on the toolchain's module (GCCcore), which a site's tree has.
+        env -i HOME="$HOME" PATH=/usr/bin:/bin MODULEPATH="$work/install/modules/all:$mods" \
             LMOD_ALLOW_ROOT_USE=yes TERM=dumb bash --norc --noprofile -c '
             set -euo pipefail
             source "'"$lmod_root"'/init/bash"
