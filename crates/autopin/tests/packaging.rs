@@ -44,10 +44,10 @@ fn rust_version() -> String {
 }
 
 fn run(cmd: &mut Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    out
+    match cmd.output() {
+        Ok(out) => out,
+        Err(e) => panic!("cannot run {cmd:?}: {e}"),
+    }
 }
 
 fn text(b: &[u8]) -> String {
@@ -673,26 +673,27 @@ fn vendored_tarball_builds_offline_in_an_empty_directory() {
         Ok(d) => d,
         Err(e) => skip!("{e}"),
     };
-    let empty = scratch("offline-build");
+    // Outside the repository: cargo reads the .cargo/config.toml of every directory above.
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path();
     ok(Command::new("tar")
         .arg("-xzf")
         .arg(dir.join(tarball_name()))
         .arg("-C")
-        .arg(&empty));
+        .arg(empty));
     let src = empty.join(format!("autopin-{}", version()));
     let cargo_home = empty.join("cargo-home");
     std::fs::create_dir_all(&cargo_home).unwrap();
-    let cargo = ok(Command::new("rustup").args(["which", "cargo"]));
     let no_network = run(Command::new("unshare").args(["-n", "true"]))
         .status
         .success();
     let mut cmd = if no_network {
         let mut c = Command::new("unshare");
-        c.args(["-n", cargo.trim()]);
+        c.args(["-n", "cargo"]);
         c
     } else {
         eprintln!("unshare -n is not allowed here: the build runs offline by cargo's word only");
-        Command::new(cargo.trim())
+        Command::new("cargo")
     };
     cmd.args(["build", "--offline", "--release"])
         .current_dir(&src)
@@ -721,7 +722,6 @@ fn vendored_tarball_builds_offline_in_an_empty_directory() {
         !entries.iter().any(|e| e == "registry" || e == "git"),
         "the build fetched into CARGO_HOME: {entries:?}"
     );
-    let _ = std::fs::remove_dir_all(&empty);
 }
 
 /// Runs with `cargo test -p autopin --test packaging -- --ignored release_deb`: the README's
@@ -822,13 +822,15 @@ fn easyconfig_installs_and_module_runs_autopin() {
         Err(e) => skip!("{e}"),
     };
     let file = easyconfig().file_name().unwrap().to_owned();
-    let work = scratch("easybuild-install");
+    // Outside the repository, as a site's build directory is (removed when done).
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path();
     let o = run(Command::new("bash")
         .arg(autopin_testkit::tool("easybuild_check.sh"))
         .arg("install")
         .arg(dir.join("easybuild").join(&file))
         .arg(dir)
-        .arg(&work));
+        .arg(work));
     let out = text(&o.stdout);
     if o.status.code() == Some(3) {
         skip!("{}", out.trim().trim_start_matches("MISSING: "));
@@ -847,5 +849,4 @@ fn easyconfig_installs_and_module_runs_autopin() {
         out.contains("bash completion: "),
         "completions on XDG_DATA_DIRS: {out}"
     );
-    let _ = std::fs::remove_dir_all(&work);
 }
