@@ -113,10 +113,19 @@ fn assert_progress_objective(exe: &Path, runtime: &str) {
     );
     let probes = r["probes"].as_array().unwrap();
     assert!(!probes.is_empty(), "{r:#}");
-    assert!(
-        probes.iter().all(|p| p["rate"].as_f64().unwrap() > 0.0),
-        "every probe saw OpenMP work: {probes:#?}"
-    );
+    // Every candidate's probes saw OpenMP work (one probe of 0.2 s may see none when outside
+    // load starves the program for its length; a candidate's every probe does not).
+    for label in ["0,1", "1,0"] {
+        let of: Vec<f64> = probes
+            .iter()
+            .filter(|p| p["label"] == label)
+            .map(|p| p["rate"].as_f64().unwrap())
+            .collect();
+        assert!(
+            of.iter().any(|&v| v > 0.0),
+            "{label}'s probes saw OpenMP work: {probes:#?}"
+        );
+    }
 }
 
 #[test]

@@ -1135,14 +1135,20 @@ fn workers_created_after_the_search_began_are_searched_for_again() {
     );
     assert!(grown["start"].as_f64().unwrap() >= 1.5 + 0.3 - 0.05, "{r}");
     // What was decided for the three threads places three (or leaves them to the OS).
-    let last = r["decisions"]
-        .as_array()
-        .unwrap()
-        .last()
-        .expect("a decision")
-        .clone();
-    if let Some(cpus) = last["cpus"].as_array() {
-        assert_eq!(cpus.len(), 3, "{r}");
+    // Beside outside work on every CPU the second search may not end within the workers'
+    // 6 s: then the report says the program ended undecided, and why.
+    match r["decisions"].as_array().unwrap().last() {
+        Some(last) => {
+            if let Some(cpus) = last["cpus"].as_array() {
+                assert_eq!(cpus.len(), 3, "{r}");
+            }
+        }
+        None => assert!(
+            r["incomplete_reason"]
+                .as_str()
+                .is_some_and(|s| !s.is_empty()),
+            "no decision and no reason: {r}"
+        ),
     }
 }
 
