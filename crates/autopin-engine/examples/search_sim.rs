@@ -451,44 +451,8 @@ fn params() -> RaceParams {
 
 #[cfg(not(old_race))]
 fn params() -> RaceParams {
-    const NAMES: &str = "probe min_probe os_probes os_ticks os_swing allowance warmup quiet_warmup error end_error close stall_share decisive_gap target_cv indistinct min_rounds budget cut ceiling";
-    let mut p = RaceParams::default();
-    let spec = std::env::var("SIM_PARAMS").unwrap_or_default();
-    for kv in spec.split_whitespace() {
-        let Some((k, v)) = kv.split_once('=') else {
-            usage(&format!(
-                "SIM_PARAMS: {kv:?} is not name=value (names: {NAMES})"
-            ))
-        };
-        let Ok(x) = v.parse::<f64>() else {
-            usage(&format!("SIM_PARAMS: {k}={v:?}: the value is not a number"))
-        };
-        match k {
-            "probe" => p.probe = x,
-            "min_probe" => p.min_probe = x,
-            "os_probes" => p.os_probes = x as usize,
-            "os_ticks" => p.os_ticks = x as usize,
-            "os_swing" => p.os_swing = x,
-            "allowance" => p.one_probe_allowance = x,
-            "warmup" => p.warmup = x,
-            "quiet_warmup" => p.quiet_warmup = x,
-            "error" => p.error = x,
-            "end_error" => p.end_error = x,
-            "close" => p.close = x,
-            "stall_share" => p.stall_share = x,
-            "decisive_gap" => p.decisive_gap = x,
-            "target_cv" => p.target_cv = x,
-            "indistinct" => p.indistinct = x,
-            "min_rounds" => p.min_rounds = x as usize,
-            "budget" => p.budget = x,
-            "cut" => p.cut_below = x,
-            "ceiling" => p.ceiling = x,
-            _ => usage(&format!(
-                "SIM_PARAMS: unknown parameter {k:?} (names: {NAMES})"
-            )),
-        }
-    }
-    p
+    RaceParams::with_settings(&std::env::var("SIM_PARAMS").unwrap_or_default())
+        .unwrap_or_else(|e| usage(&format!("SIM_PARAMS: {e}")))
 }
 
 fn main() {

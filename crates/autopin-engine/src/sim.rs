@@ -35,9 +35,14 @@ impl SimTopo {
         let mut node_of = HashMap::new();
         let mut pus = Vec::new();
         let mut ancestors = HashMap::new();
+        // The program runs only where it may (online, in its affinity mask and cgroup):
+        // models count, and the OS placement spreads over, those CPUs alone.
+        let allowed = m.allowed_cpuset();
         for id in m.pus() {
             let o = m.obj(id);
-            let Some(os) = o.os_index else { continue };
+            let Some(os) = o.os_index.filter(|os| allowed.contains(*os)) else {
+                continue;
+            };
             pus.push(os);
             ancestors.insert(os, levels_above(m, id));
             let core = m
@@ -74,14 +79,19 @@ impl SimTopo {
         }
     }
 
-    /// The level at which PUs `a` and `b` meet (their first common ancestor's).
+    /// The level at which PUs `a` and `b` meet: the cheapest their common ancestors share.
     pub fn shared_level(&self, a: u32, b: u32) -> models::Level {
         let (Some(x), Some(y)) = (self.ancestors.get(&a), self.ancestors.get(&b)) else {
             return models::Level::Machine;
         };
+        // The cheapest level they share, not the nearest object: a cluster group may sit
+        // below the L3 it belongs to (ARM's clusters of four cores under one L3), and
+        // two cores of one cluster share that L3 as two of different clusters do.
         x.iter()
-            .find(|(id, _)| y.iter().any(|(o, _)| o == id))
-            .map_or(models::Level::Machine, |(_, l)| *l)
+            .filter(|(id, _)| y.iter().any(|(o, _)| o == id))
+            .map(|(_, l)| *l)
+            .min()
+            .unwrap_or(models::Level::Machine)
     }
 
     /// `pus` paired closest first: the two that meet lowest, then the next two among the

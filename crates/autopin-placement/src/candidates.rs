@@ -788,7 +788,7 @@ fn representatives(m: &Machine, n: usize, opts: &CandidateOptions, busy: &[u32])
     for c in classes.iter() {
         let mut pus = Vec::with_capacity(n);
         seating.instantiate(root, c, &mut pus);
-        pus.sort_by_key(|p| rank.get(p).copied().unwrap_or(usize::MAX));
+        neighbour_order(m, &mut pus, &rank);
         let mut cpus = v.oses(&pus);
         // Where the class must use a busy CPU, the last threads get it: thread 0 is the
         // one that runs alone between parallel parts (an OpenMP master, a main thread).
@@ -803,6 +803,49 @@ fn representatives(m: &Machine, n: usize, opts: &CandidateOptions, busy: &[u32])
         ));
     }
     out
+}
+
+/// Orders the chosen `pus` so that neighbouring threads sit close together: in logical
+/// order (`rank`), except that at every level of the tree the domains holding more of them
+/// come first. Threads 2k and 2k + 1 (a pair that exchanges data, an OpenMP loop's
+/// neighbouring chunks) then share a domain wherever they can: on a machine whose packages
+/// hold 2, 1, 2 and 2 of seven threads, logical order splits the pairs after the package of
+/// one (threads 2 and 3 on different packages, and 4 and 5), where this order seats that
+/// package last. On a machine whose domains hold as many each, it is logical order.
+fn neighbour_order(m: &Machine, pus: &mut [ObjId], rank: &HashMap<ObjId, usize>) {
+    let chain = |p: ObjId| -> Vec<ObjId> {
+        let mut up = Vec::new();
+        let mut cur = m.obj(p).parent;
+        while let Some(a) = cur {
+            up.push(a);
+            cur = m.obj(a).parent;
+        }
+        up.reverse();
+        up
+    };
+    let chains: HashMap<ObjId, Vec<ObjId>> = pus.iter().map(|&p| (p, chain(p))).collect();
+    let mut held: HashMap<ObjId, usize> = HashMap::new();
+    for c in chains.values() {
+        for a in c {
+            *held.entry(*a).or_default() += 1;
+        }
+    }
+    // The lowest rank of a chosen PU below each domain: its place in logical order.
+    let mut first: HashMap<ObjId, usize> = HashMap::new();
+    for (p, c) in &chains {
+        let r = rank.get(p).copied().unwrap_or(usize::MAX);
+        for a in c {
+            let e = first.entry(*a).or_insert(r);
+            *e = (*e).min(r);
+        }
+    }
+    pus.sort_by_cached_key(|p| {
+        let key: Vec<(std::cmp::Reverse<usize>, usize)> = chains[p]
+            .iter()
+            .map(|a| (std::cmp::Reverse(held[a]), first[a]))
+            .collect();
+        (key, rank.get(p).copied().unwrap_or(usize::MAX))
+    });
 }
 
 /// Candidates that keep n threads off CPUs busy with other work: the threads spread over the

@@ -28,6 +28,8 @@ pub struct Spec {
     pub seconds: f64,
     /// Relative noise of each reading (one factor for the whole program a tick).
     pub noise: f64,
+    /// The race's settings (the defaults unless exploring them).
+    pub race: RaceParams,
 }
 
 /// What one simulation found.
@@ -105,7 +107,7 @@ pub fn simulate_reported(
     let sim = sim.with_cold(COLD);
     let mut platform = SimPlatform::new(sim);
     platform.busy = model.busy();
-    let plan = plan_for(machine);
+    let plan = plan_for(machine, spec.race);
     let mut clock = platform.sim.clone();
     let pinner = platform.sim.clone();
     let mut sink = SimSink::default();
@@ -169,7 +171,7 @@ pub fn simulate_reported(
 }
 
 /// `autopin run`'s default plan on `machine`: topology candidates, the race.
-fn plan_for(machine: &Machine) -> RunPlan {
+fn plan_for(machine: &Machine, race: RaceParams) -> RunPlan {
     RunPlan {
         machine: machine.clone(),
         target: TargetSpec::Launch(vec!["model".into()]),
@@ -184,7 +186,7 @@ fn plan_for(machine: &Machine) -> RunPlan {
             threads: None,
         },
         search: SearchParams {
-            strategy: StrategyChoice::Race(RaceParams::default()),
+            strategy: StrategyChoice::Race(race),
             init: 0.5,
             tick: 0.1,
             born_wait: crate::run::BORN_WAIT,
@@ -220,6 +222,7 @@ mod tests {
                     seed: 1,
                     seconds: if model == "phases" { 40.0 } else { 20.0 },
                     noise: 0.02,
+                    race: RaceParams::default(),
                 },
             )
             .unwrap();
@@ -238,6 +241,7 @@ mod tests {
             seed: 1,
             seconds: 5.0,
             noise: 0.0,
+            race: RaceParams::default(),
         };
         let e = simulate(&m, &spec("nope", 2)).unwrap_err();
         assert_eq!(e.kind(), crate::error::ErrorKind::Usage);

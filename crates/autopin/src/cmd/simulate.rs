@@ -39,6 +39,10 @@ pub struct Args {
     /// Write every seed's outcome and the medians as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
+    /// Change the race's settings, for exploring the search: `name=value` pairs apart by
+    /// spaces, e.g. "tolerance=0.02 indistinct=0.05" (docs/search.md says what each does)
+    #[arg(long, value_name = "SETTINGS")]
+    pub race: Option<String>,
     /// Write the first seed's whole run report here (every probe, decision and tick, as
     /// `autopin run --report` writes it; `autopin report FILE` reads it back)
     #[arg(long, value_name = "FILE")]
@@ -55,6 +59,10 @@ pub fn run(args: Args) -> CmdResult {
             MODELS.join(", ")
         )));
     }
+    let race = autopin_engine::strategy::RaceParams::with_settings(
+        args.race.as_deref().unwrap_or_default(),
+    )
+    .map_err(|e| CliError::usage(format!("--race: {e}")))?;
     let machine = args.machine.load()?;
     for p in [&args.json, &args.report].into_iter().flatten() {
         crate::output::check_writable(p)?;
@@ -80,6 +88,7 @@ pub fn run(args: Args) -> CmdResult {
             seed: args.seed + k as u64,
             seconds,
             noise: args.noise,
+            race,
         };
         let before = autopin_os::sources::self_cpu_seconds();
         let (o, report) = simulate_reported(&machine, &spec).map_err(CliError::from)?;

@@ -121,7 +121,52 @@ impl Default for RaceParams {
     }
 }
 
+/// The settings `RaceParams::with_settings` knows, as they are written.
+pub const SETTING_NAMES: &str = "probe min_probe os_probes os_ticks os_swing allowance warmup quiet_warmup error end_error close stall_share decisive_gap target_cv indistinct tolerance min_rounds budget cut ceiling";
+
 impl RaceParams {
+    /// The defaults changed as `spec` says: `name=value` pairs apart by spaces, e.g.
+    /// `"tolerance=0.02 indistinct=0.05"` (names: [`SETTING_NAMES`]). For exploring the
+    /// search on the simulator; an error names the pair that is wrong and what is valid.
+    pub fn with_settings(spec: &str) -> Result<RaceParams, String> {
+        let mut p = RaceParams::default();
+        for kv in spec.split_whitespace() {
+            let Some((k, v)) = kv.split_once('=') else {
+                return Err(format!("{kv:?} is not name=value (names: {SETTING_NAMES})"));
+            };
+            let x = v
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| format!("{k}={v:?}: the value is not a number of 0 or more"))?;
+            let count = x.round() as usize;
+            match k {
+                "probe" => p.probe = x,
+                "min_probe" => p.min_probe = x,
+                "os_probes" => p.os_probes = count,
+                "os_ticks" => p.os_ticks = count,
+                "os_swing" => p.os_swing = x,
+                "allowance" => p.one_probe_allowance = x,
+                "warmup" => p.warmup = x,
+                "quiet_warmup" => p.quiet_warmup = x,
+                "error" => p.error = x,
+                "end_error" => p.end_error = x,
+                "close" => p.close = x,
+                "stall_share" => p.stall_share = x,
+                "decisive_gap" => p.decisive_gap = x,
+                "target_cv" => p.target_cv = x,
+                "indistinct" => p.indistinct = x,
+                "tolerance" => p.tolerance = x,
+                "min_rounds" => p.min_rounds = count,
+                "budget" => p.budget = x,
+                "cut" => p.cut_below = x,
+                "ceiling" => p.ceiling = x,
+                _ => return Err(format!("unknown setting {k:?} (names: {SETTING_NAMES})")),
+            }
+        }
+        Ok(p)
+    }
+
     /// The length of every first probe and of every probe that is not a close call.
     pub(super) fn base_probe(&self) -> f64 {
         self.probe.clamp(self.min_probe, self.max_probe)
