@@ -72,8 +72,8 @@ pub(super) fn run_threads(
 
 #[test]
 fn warm_ups_that_show_a_stalling_move_lengthen_close_calls_probes() {
-    // CPU 0 does 100/s and CPU 1 98/s, each reading up to 12% up or down (a close call with
-    // noisy probes). When each warm-up reads 30% of the rate (a move stalls the program
+    // CPU 0 does 100/s and CPU 1 97/s, each reading up to 12% up or down, out of step with
+    // each other (a close call with noisy probes). When each warm-up reads 30% of the rate (a move stalls the program
     // for 14 ms of its 20), the session hands those readings to the race, which then
     // lengthens the close call's probes and says why; when the warm-ups read the rate,
     // every probe keeps the base length.
@@ -82,9 +82,13 @@ fn warm_ups_that_show_a_stalling_move_lengthen_close_calls_probes() {
         let mut k = 0;
         run_readings(
             |a, dt| {
-                let rate = if a == Some(1) { 98.0 } else { 100.0 };
+                let rate = if a == Some(1) { 97.0 } else { 100.0 };
                 k += 1;
-                let share = if dt < 0.05 { warm } else { wobble[k % 5] };
+                let share = if dt < 0.05 {
+                    warm
+                } else {
+                    wobble[(k + if a == Some(1) { 3 } else { 0 }) % 5]
+                };
                 rate * share * dt
             },
             20.0,

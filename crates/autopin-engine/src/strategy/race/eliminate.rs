@@ -19,6 +19,9 @@ pub(super) enum Why {
     NotAhead,
     /// Far behind the leader at two warm-ups (`behind_at_two_warmups`).
     WarmUps,
+    /// The OS placement beside CPUs busy with other work, far below the leader at look
+    /// after look (`never_near`).
+    NeverNear,
 }
 
 /// The error level of an elimination on one probe's ticks.
@@ -82,6 +85,8 @@ impl Race {
                 Some(Why::Ceiling)
             } else if self.not_ahead_beside_busy(l, c) {
                 Some(Why::NotAhead)
+            } else if self.never_near(l, c) {
+                Some(Why::NeverNear)
             } else if unsettled {
                 None
             } else if order_p(le.n, ce.n) <= alpha
@@ -229,6 +234,40 @@ impl Race {
             && self.swings_against(l, c)
             && self.swing_reach(c, c_hi, lm) <= top
             && cm <= (1.0 - self.p.close) * lm
+    }
+
+    /// The OS placement `c` beside busy CPUs, still waiting for its ticks (`unsettled`), has
+    /// read far below the leader `l` at so many of its looks in the search (`os_probes` or
+    /// more) that, were its unseen fast state as fast as the leader at its best (its highest
+    /// tick, or `ceiling` above its mean), the share of its time it could spend there
+    /// (`swing_reach`, at the race's error level) would not lift it within a close call of
+    /// the leader. Its warm-up looks count: no move precedes them (its threads start where the
+    /// pinning before left them), so a slow look is its own state. Without this an OS
+    /// placement that read 0.37 of the leader at every look, its one whole probe 0.51, was a
+    /// look a round for ten rounds before its twelfth tick let a t-test end it (the simulator's
+    /// barrier code beside busy CPUs on 256 CPUs, a decision at 10.7 s).
+    fn never_near(&self, l: usize, c: usize) -> bool {
+        if !self.busy_neighbours
+            || self.os_placement != Some(c)
+            || !self.unsettled(c)
+            || self.ticks_swing(l)
+        {
+            return false;
+        }
+        let a = &self.arms[c];
+        let looks = a.rounds.iter().filter(|&&r| r > 0).count();
+        let (Some((_, l_hi)), Some(lm)) = (self.arms[l].range(), self.mean_rate(l, 0.0)) else {
+            return false;
+        };
+        if looks < self.p.os_probes || lm <= 0.0 {
+            return false;
+        }
+        let own_hi = (0..a.scores.len())
+            .filter(|&i| a.rounds[i] > 0)
+            .map(|i| a.ranges[i].map_or(a.scores[i], |(_, hi)| hi.max(a.scores[i])))
+            .fold(0.0, f64::max);
+        let fast = own_hi.max(l_hi).max((1.0 + self.p.ceiling) * lm);
+        self.swing_reach(c, fast, lm) < (1.0 - self.p.close) * lm
     }
 
     /// Two of the challenger `c`'s warm-ups read below [`WARMUP_CUT`] of the leader `l`'s

@@ -83,6 +83,8 @@ impl Race {
             "all other candidates eliminated (a swinging one never rose above the leader)"
         } else if self.eliminated.contains(&Some(Why::NotAhead)) {
             "all other candidates eliminated (the OS placement, not ahead of the best pinning beside CPUs busy with other work)"
+        } else if self.eliminated.contains(&Some(Why::NeverNear)) {
+            "all other candidates eliminated (the OS placement, far below the leader at look after look beside CPUs busy with other work)"
         } else {
             "all other candidates eliminated"
         }
@@ -307,7 +309,10 @@ impl Race {
         // A runner-up dropped for never rising above the leader has no interval behind its
         // elimination: its swing is the reason, and a t-test on it would say "within the
         // noise" of a candidate the race has ruled out.
-        if matches!(self.eliminated[r], Some(Why::Ceiling | Why::NotAhead)) {
+        if matches!(
+            self.eliminated[r],
+            Some(Why::Ceiling | Why::NotAhead | Why::NeverNear)
+        ) {
             return None;
         }
         let (_, se, q) = self.gap(l, r, &le, &est[r]?, self.alpha());

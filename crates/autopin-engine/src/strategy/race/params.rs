@@ -106,7 +106,7 @@ impl Default for RaceParams {
             target_cv: 0.02,
             min_rounds: 2,
             decisive_gap: 0.15,
-            indistinct: 0.02,
+            indistinct: 0.03,
             noise_floor: 0.01,
             one_probe_allowance: 4.0,
             close: 0.05,
