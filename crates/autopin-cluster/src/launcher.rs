@@ -3,45 +3,15 @@
 //! variables handed in, so it is pure; [`from_process`] is the one place that reads the real
 //! environment.
 
+use autopin_engine::report::{JobLauncher, JobPlace};
 use std::collections::BTreeMap;
 use std::fmt;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LauncherKind {
-    Slurm,
-    OpenMpi,
-    Mpich,
-    Plain,
-}
-
-impl LauncherKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            LauncherKind::Slurm => "slurm",
-            LauncherKind::OpenMpi => "openmpi",
-            LauncherKind::Mpich => "mpich",
-            LauncherKind::Plain => "plain",
-        }
-    }
-}
 
 /// What the launcher told this process about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
-    pub kind: LauncherKind,
-    /// Job id (Slurm) or the MPI launch's id where the launcher names one.
-    pub job: Option<String>,
-    /// Slurm step id (`0`, `batch`, ...).
-    pub step: Option<String>,
-    /// Node name (Slurm's `SLURMD_NODENAME`) or host name.
-    pub node: Option<String>,
-    /// Global rank and number of ranks.
-    pub rank: usize,
-    pub size: usize,
-    /// Rank among the ranks of this launch on this node, and how many there are.
-    pub local_rank: usize,
-    pub local_size: usize,
+    /// Where this process stands in the job (the report's record of the launch shares it).
+    pub place: JobPlace,
     /// CPUs Slurm reserved per task (`--cpus-per-task`).
     pub cpus_per_task: Option<usize>,
     /// Variables that could not be read, with what was wrong (reported, never fatal).
@@ -51,14 +21,16 @@ pub struct Launch {
 impl Launch {
     pub fn plain() -> Launch {
         Launch {
-            kind: LauncherKind::Plain,
-            job: None,
-            step: None,
-            node: None,
-            rank: 0,
-            size: 1,
-            local_rank: 0,
-            local_size: 1,
+            place: JobPlace {
+                launcher: JobLauncher::Plain,
+                job: None,
+                step: None,
+                node: None,
+                rank: 0,
+                size: 1,
+                local_rank: 0,
+                local_size: 1,
+            },
             cpus_per_task: None,
             problems: Vec::new(),
         }
@@ -67,7 +39,7 @@ impl Launch {
     /// True when other ranks of the same launch share this node (so the node is split and
     /// probing is coordinated).
     pub fn shares_node(&self) -> bool {
-        self.local_size > 1
+        self.place.local_size > 1
     }
 
     /// The key of this launch on this node: ranks with the same key meet in one rendezvous
@@ -86,13 +58,14 @@ impl Launch {
                 })
                 .collect()
         };
-        let launch = match (&self.job, &self.step) {
-            (Some(j), Some(s)) => format!("{}-{}.{}", self.kind.name(), clean(j), clean(s)),
-            (Some(j), None) => format!("{}-{}", self.kind.name(), clean(j)),
-            _ => format!("{}-{}", self.kind.name(), clean(fallback)),
+        let p = &self.place;
+        let launch = match (&p.job, &p.step) {
+            (Some(j), Some(s)) => format!("{}-{}.{}", p.launcher.name(), clean(j), clean(s)),
+            (Some(j), None) => format!("{}-{}", p.launcher.name(), clean(j)),
+            _ => format!("{}-{}", p.launcher.name(), clean(fallback)),
         };
         // The node name too: emulated nodes (several slurmd on one host) share /dev/shm.
-        match &self.node {
+        match &p.node {
             Some(n) => format!("{launch}-{}", clean(n)),
             None => launch,
         }
@@ -101,23 +74,24 @@ impl Launch {
 
 impl fmt::Display for Launch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.kind == LauncherKind::Plain {
+        let p = &self.place;
+        if p.launcher == JobLauncher::Plain {
             return write!(f, "plain run (no Slurm or MPI launcher detected)");
         }
-        write!(f, "{}", self.kind.name())?;
-        if let Some(j) = &self.job {
+        write!(f, "{}", p.launcher.name())?;
+        if let Some(j) = &p.job {
             write!(f, " job {j}")?;
         }
-        if let Some(s) = &self.step {
+        if let Some(s) = &p.step {
             write!(f, " step {s}")?;
         }
-        if let Some(n) = &self.node {
+        if let Some(n) = &p.node {
             write!(f, " on {n}")?;
         }
         write!(
             f,
             ": rank {}/{}, local rank {}/{}",
-            self.rank, self.size, self.local_rank, self.local_size
+            p.rank, p.size, p.local_rank, p.local_size
         )?;
         if let Some(c) = self.cpus_per_task {
             write!(f, ", {c} CPU(s) per task")?;
@@ -220,22 +194,24 @@ pub fn detect(env: &Env) -> Launch {
             None => 1,
         };
         return Launch {
-            kind: LauncherKind::Slurm,
-            job: env.get("SLURM_JOB_ID").or(env.get("SLURM_JOBID")).cloned(),
-            step: env
-                .get("SLURM_STEP_ID")
-                .or(env.get("SLURM_STEPID"))
-                .cloned(),
-            node: env
-                .get("SLURMD_NODENAME")
-                .or(env.get("SLURM_TOPOLOGY_ADDR"))
-                .cloned(),
-            rank: num(env, "SLURM_PROCID", &mut problems).unwrap_or(0),
-            size: num(env, "SLURM_STEP_NUM_TASKS", &mut problems)
-                .or_else(|| num(env, "SLURM_NTASKS", &mut problems))
-                .unwrap_or(1),
-            local_rank,
-            local_size: local_size.max(local_rank + 1),
+            place: JobPlace {
+                launcher: JobLauncher::Slurm,
+                job: env.get("SLURM_JOB_ID").or(env.get("SLURM_JOBID")).cloned(),
+                step: env
+                    .get("SLURM_STEP_ID")
+                    .or(env.get("SLURM_STEPID"))
+                    .cloned(),
+                node: env
+                    .get("SLURMD_NODENAME")
+                    .or(env.get("SLURM_TOPOLOGY_ADDR"))
+                    .cloned(),
+                rank: num(env, "SLURM_PROCID", &mut problems).unwrap_or(0),
+                size: num(env, "SLURM_STEP_NUM_TASKS", &mut problems)
+                    .or_else(|| num(env, "SLURM_NTASKS", &mut problems))
+                    .unwrap_or(1),
+                local_rank,
+                local_size: local_size.max(local_rank + 1),
+            },
             cpus_per_task: num(env, "SLURM_CPUS_PER_TASK", &mut problems),
             problems,
         };
@@ -243,19 +219,21 @@ pub fn detect(env: &Env) -> Launch {
     if env.contains_key("OMPI_COMM_WORLD_LOCAL_RANK") {
         let local_rank = num(env, "OMPI_COMM_WORLD_LOCAL_RANK", &mut problems).unwrap_or(0);
         return Launch {
-            kind: LauncherKind::OpenMpi,
-            job: env
-                .get("OMPI_MCA_ess_base_jobid")
-                .or(env.get("PMIX_NAMESPACE"))
-                .cloned(),
-            step: None,
-            node: None,
-            rank: num(env, "OMPI_COMM_WORLD_RANK", &mut problems).unwrap_or(0),
-            size: num(env, "OMPI_COMM_WORLD_SIZE", &mut problems).unwrap_or(1),
-            local_rank,
-            local_size: num(env, "OMPI_COMM_WORLD_LOCAL_SIZE", &mut problems)
-                .unwrap_or(1)
-                .max(local_rank + 1),
+            place: JobPlace {
+                launcher: JobLauncher::OpenMpi,
+                job: env
+                    .get("OMPI_MCA_ess_base_jobid")
+                    .or(env.get("PMIX_NAMESPACE"))
+                    .cloned(),
+                step: None,
+                node: None,
+                rank: num(env, "OMPI_COMM_WORLD_RANK", &mut problems).unwrap_or(0),
+                size: num(env, "OMPI_COMM_WORLD_SIZE", &mut problems).unwrap_or(1),
+                local_rank,
+                local_size: num(env, "OMPI_COMM_WORLD_LOCAL_SIZE", &mut problems)
+                    .unwrap_or(1)
+                    .max(local_rank + 1),
+            },
             cpus_per_task: None,
             problems,
         };
@@ -263,16 +241,18 @@ pub fn detect(env: &Env) -> Launch {
     if env.contains_key("MPI_LOCALRANKID") || env.contains_key("PMI_RANK") {
         let local_rank = num(env, "MPI_LOCALRANKID", &mut problems).unwrap_or(0);
         return Launch {
-            kind: LauncherKind::Mpich,
-            job: None,
-            step: None,
-            node: None,
-            rank: num(env, "PMI_RANK", &mut problems).unwrap_or(0),
-            size: num(env, "PMI_SIZE", &mut problems).unwrap_or(1),
-            local_rank,
-            local_size: num(env, "MPI_LOCALNRANKS", &mut problems)
-                .unwrap_or(1)
-                .max(local_rank + 1),
+            place: JobPlace {
+                launcher: JobLauncher::Mpich,
+                job: None,
+                step: None,
+                node: None,
+                rank: num(env, "PMI_RANK", &mut problems).unwrap_or(0),
+                size: num(env, "PMI_SIZE", &mut problems).unwrap_or(1),
+                local_rank,
+                local_size: num(env, "MPI_LOCALNRANKS", &mut problems)
+                    .unwrap_or(1)
+                    .max(local_rank + 1),
+            },
             cpus_per_task: None,
             problems,
         };
@@ -295,8 +275,8 @@ pub fn from_process() -> Launch {
         })
         .collect();
     let mut l = detect(&env);
-    if l.node.is_none() && l.kind != LauncherKind::Plain {
-        l.node = std::fs::read_to_string("/proc/sys/kernel/hostname")
+    if l.place.node.is_none() && l.place.launcher != JobLauncher::Plain {
+        l.place.node = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .ok()
             .map(|s| s.trim().to_string());
     }
@@ -348,11 +328,19 @@ mod tests {
             // Open MPI variables under srun: Slurm's win.
             ("OMPI_COMM_WORLD_LOCAL_RANK", "0"),
         ]));
-        assert_eq!(l.kind, LauncherKind::Slurm);
-        assert_eq!((l.rank, l.size, l.local_rank, l.local_size), (3, 4, 1, 2));
-        assert_eq!(l.job.as_deref(), Some("41"));
-        assert_eq!(l.step.as_deref(), Some("2"));
-        assert_eq!(l.node.as_deref(), Some("node2"));
+        assert_eq!(l.place.launcher, JobLauncher::Slurm);
+        assert_eq!(
+            (
+                l.place.rank,
+                l.place.size,
+                l.place.local_rank,
+                l.place.local_size
+            ),
+            (3, 4, 1, 2)
+        );
+        assert_eq!(l.place.job.as_deref(), Some("41"));
+        assert_eq!(l.place.step.as_deref(), Some("2"));
+        assert_eq!(l.place.node.as_deref(), Some("node2"));
         assert_eq!(l.cpus_per_task, Some(1));
         assert!(l.shares_node());
         assert_eq!(l.step_key("x"), "slurm-41.2-node2");
@@ -390,8 +378,16 @@ mod tests {
             ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
             ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
         ]));
-        assert_eq!(o.kind, LauncherKind::OpenMpi);
-        assert_eq!((o.rank, o.size, o.local_rank, o.local_size), (1, 2, 1, 2));
+        assert_eq!(o.place.launcher, JobLauncher::OpenMpi);
+        assert_eq!(
+            (
+                o.place.rank,
+                o.place.size,
+                o.place.local_rank,
+                o.place.local_size
+            ),
+            (1, 2, 1, 2)
+        );
         assert_eq!(o.step_key("123-456"), "openmpi-123-456");
         let m = detect(&env(&[
             ("PMI_RANK", "0"),
@@ -399,8 +395,16 @@ mod tests {
             ("MPI_LOCALRANKID", "0"),
             ("MPI_LOCALNRANKS", "2"),
         ]));
-        assert_eq!(m.kind, LauncherKind::Mpich);
-        assert_eq!((m.rank, m.size, m.local_rank, m.local_size), (0, 2, 0, 2));
+        assert_eq!(m.place.launcher, JobLauncher::Mpich);
+        assert_eq!(
+            (
+                m.place.rank,
+                m.place.size,
+                m.place.local_rank,
+                m.place.local_size
+            ),
+            (0, 2, 0, 2)
+        );
     }
 
     #[test]
@@ -409,8 +413,8 @@ mod tests {
         assert_eq!(p, Launch::plain());
         assert!(!p.shares_node());
         let b = detect(&env(&[("SLURM_LOCALID", "x"), ("SLURM_STEP_ID", "0")]));
-        assert_eq!(b.kind, LauncherKind::Slurm);
-        assert_eq!(b.local_rank, 0);
+        assert_eq!(b.place.launcher, JobLauncher::Slurm);
+        assert_eq!(b.place.local_rank, 0);
         assert_eq!(b.problems, ["SLURM_LOCALID=\"x\" is not a number"]);
     }
 }

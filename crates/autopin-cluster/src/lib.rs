@@ -18,6 +18,6 @@ pub mod node;
 pub mod rendezvous;
 
 pub use coordinated::{Combine, Coordinated, Coordinator, UnknownCombine};
-pub use launcher::{detect, Launch, LauncherKind, TasksPerNodeError};
+pub use launcher::{detect, Launch, TasksPerNodeError};
 pub use names::PatternError;
 pub use rendezvous::{Rendezvous, RendezvousConfig};

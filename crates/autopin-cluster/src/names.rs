@@ -2,7 +2,7 @@
 //! report. `%j` job, `%s` step, `%n` node, `%r` global rank, `%l` local rank, `%%` a percent
 //! sign (Slurm's `%j`/`%s`/`%n` letters where Slurm has them).
 
-use crate::launcher::Launch;
+use autopin_engine::report::JobPlace;
 
 /// An unknown `%x` sequence (`sequence`, at 1-based `position`) in a file name pattern.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -15,7 +15,7 @@ pub struct PatternError {
 
 /// Expands the pattern for this rank; unknown `%x` sequences are errors that say which ones
 /// are valid. Parts the launcher does not name become `none` (job, step) or `localhost`.
-pub fn expand(pattern: &str, l: &Launch) -> Result<String, PatternError> {
+pub fn expand(pattern: &str, l: &JobPlace) -> Result<String, PatternError> {
     let mut out = String::new();
     let mut chars = pattern.char_indices();
     while let Some((i, c)) = chars.next() {
@@ -65,12 +65,12 @@ pub fn names_rank(pattern: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launcher::{Launch, LauncherKind};
+    use autopin_engine::report::JobLauncher;
 
     #[test]
     fn expands_every_letter() {
-        let l = Launch {
-            kind: LauncherKind::Slurm,
+        let l = JobPlace {
+            launcher: JobLauncher::Slurm,
             job: Some("7".into()),
             step: Some("0".into()),
             node: Some("node2".into()),
@@ -78,26 +78,22 @@ mod tests {
             size: 4,
             local_rank: 1,
             local_size: 2,
-            cpus_per_task: None,
-            problems: vec![],
         };
+        let plain = crate::launcher::Launch::plain().place;
         assert_eq!(
             expand("autopin-%j.%s.%n.%r-%l-100%%.json", &l).unwrap(),
             "autopin-7.0.node2.3-1-100%.json"
         );
-        assert_eq!(expand("r%r.json", &Launch::plain()).unwrap(), "r0.json");
-        assert_eq!(
-            expand("%j-%s-%n", &Launch::plain()).unwrap(),
-            "none-none-localhost"
-        );
+        assert_eq!(expand("r%r.json", &plain).unwrap(), "r0.json");
+        assert_eq!(expand("%j-%s-%n", &plain).unwrap(), "none-none-localhost");
         // The launcher's words stay inside one file name.
-        let odd = Launch {
+        let odd = JobPlace {
             node: Some("../..".into()),
             job: Some("a/b\0c".into()),
             ..l.clone()
         };
         assert_eq!(expand("r-%n-%j.json", &odd).unwrap(), "r-.._..-a_b_c.json");
-        let dots = Launch {
+        let dots = JobPlace {
             node: Some("..".into()),
             ..l.clone()
         };

@@ -7,9 +7,9 @@
 //! One call, plain values in: `prepare(&NodeOptions, machine)`. The CLI maps its options to
 //! `NodeOptions` and hands the result to the run plan.
 
-use crate::launcher::{self, Launch, LauncherKind};
+use crate::launcher::{self, Launch};
 use crate::{names, rendezvous, Combine, Coordinator, Rendezvous, RendezvousConfig};
-use autopin_engine::report::LaunchRecord;
+use autopin_engine::report::{JobLauncher, LaunchRecord};
 use autopin_engine::run::{Coordination, LaunchPlan};
 use autopin_topology::{CpuSet, Machine};
 use std::path::{Path, PathBuf};
@@ -59,26 +59,6 @@ pub struct NodeShare {
     pub lines: Vec<String>,
 }
 
-impl From<&Launch> for LaunchRecord {
-    /// The record of a launch before the node is split: the share is every CPU it has.
-    fn from(l: &Launch) -> Self {
-        LaunchRecord {
-            launcher: l.kind.name().into(),
-            job: l.job.clone(),
-            step: l.step.clone(),
-            node: l.node.clone(),
-            rank: l.rank,
-            size: l.size,
-            local_rank: l.local_rank,
-            local_size: l.local_size,
-            share: String::new(),
-            coordinated_with: Vec::new(),
-            combine: None,
-            clock_origin: None,
-        }
-    }
-}
-
 /// The GPU (`G<i>`) this local rank works with, as the GPU variables of its environment
 /// say (`autopin_placement::gpus_of_ranks`); None without them. Why they could not be
 /// used goes into `lines`.
@@ -88,10 +68,10 @@ fn gpu_of_this_rank(
     env: Env,
     lines: &mut Vec<String>,
 ) -> Option<usize> {
-    match autopin_placement::gpus_of_ranks(machine, launch.local_size, env) {
+    match autopin_placement::gpus_of_ranks(machine, launch.place.local_size, env) {
         Ok(None) => None,
         Ok(Some(g)) => {
-            let mine = g.get(launch.local_rank).copied();
+            let mine = g.get(launch.place.local_rank).copied();
             if let Some(i) = mine {
                 lines.push(format!(
                     "node: this rank {}",
@@ -139,8 +119,12 @@ fn prepare_with_env(
             .map(|p| format!("launcher: warning: {p}")),
     );
     let allowed = machine.allowed_cpuset();
-    let mut record = LaunchRecord::from(&launch);
-    record.share = allowed.to_string();
+    // The record of a launch before the node is split: the share is every CPU it has.
+    let mut record = LaunchRecord {
+        place: launch.place.clone(),
+        share: allowed.to_string(),
+        ..LaunchRecord::default()
+    };
     if !launch.shares_node() || !opts.coordinate {
         if launch.shares_node() {
             lines.push("node: --no-coordinate: this rank plans alone in its allowed CPUs".into());
@@ -165,8 +149,8 @@ fn prepare_with_env(
     let my_gpu = gpu_of_this_rank(&machine, &launch, env, &mut lines);
     let (rv, joined) = Rendezvous::join(
         &dir,
-        launch.local_rank,
-        launch.local_size,
+        launch.place.local_rank,
+        launch.place.local_size,
         cfg,
         serde_json::json!({ "allowed": allowed.to_string(), "gpu": my_gpu }),
     )
@@ -188,7 +172,7 @@ fn prepare_with_env(
     let share: CpuSet = if masks.iter().all(|m| *m == allowed.to_string()) {
         // Each rank said which GPU it works with (its own environment may name only its
         // own GPU): every rank sees the same list and computes the same shares.
-        let mut near: Vec<Option<CpuSet>> = vec![None; launch.local_size];
+        let mut near: Vec<Option<CpuSet>> = vec![None; launch.place.local_size];
         let gpus = machine.gpus();
         for j in &joined {
             let g = j.body["gpu"].as_u64().map(|g| g as usize);
@@ -196,12 +180,12 @@ fn prepare_with_env(
                 *slot = Some(d.local_cpus.clone());
             }
         }
-        let s = autopin_placement::split_node_near(&machine, launch.local_size, &near)
+        let s = autopin_placement::split_node_near(&machine, launch.place.local_size, &near)
             .map_err(|e| NodeError::Usage(format!("splitting the node: {e}")))?
-            .swap_remove(launch.local_rank);
+            .swap_remove(launch.place.local_rank);
         lines.push(format!(
             "node: {} local ranks share CPUs {allowed}; this rank's share: {s}",
-            launch.local_size
+            launch.place.local_size
         ));
         s
     } else {
@@ -246,7 +230,7 @@ impl NodeShare {
     pub fn launch_plan(&self) -> LaunchPlan {
         LaunchPlan {
             record: self.record.clone(),
-            notes: if self.launch.kind == LauncherKind::Plain {
+            notes: if self.launch.place.launcher == JobLauncher::Plain {
                 Vec::new()
             } else {
                 self.lines.clone()
@@ -259,12 +243,12 @@ impl NodeShare {
     /// and no pattern, `.NODE.RANK` appended so the ranks do not overwrite each other.
     pub fn output_path(&self, p: &Path) -> Result<PathBuf, NodeError> {
         let text = p.to_string_lossy();
-        if self.launch.size > 1 && !text.contains('%') {
-            let suffix = names::expand("%n.%r", &self.launch)
+        if self.launch.place.size > 1 && !text.contains('%') {
+            let suffix = names::expand("%n.%r", &self.launch.place)
                 .map_err(|e| NodeError::Usage(e.to_string()))?;
             return Ok(PathBuf::from(format!("{text}.{suffix}")));
         }
-        names::expand(&text, &self.launch)
+        names::expand(&text, &self.launch.place)
             .map(PathBuf::from)
             .map_err(|e| NodeError::Usage(e.to_string()))
     }
@@ -304,13 +288,13 @@ mod tests {
                     let own = own.clone();
                     s.spawn(move || {
                         let mut l = Launch::plain();
-                        l.kind = LauncherKind::Slurm;
-                        l.job = Some(format!("gpu-test-{}-{own}", std::process::id()));
-                        l.step = Some("0".into());
-                        l.local_rank = r;
-                        l.local_size = 2;
-                        l.rank = r;
-                        l.size = 2;
+                        l.place.launcher = JobLauncher::Slurm;
+                        l.place.job = Some(format!("gpu-test-{}-{own}", std::process::id()));
+                        l.place.step = Some("0".into());
+                        l.place.local_rank = r;
+                        l.place.local_size = 2;
+                        l.place.rank = r;
+                        l.place.size = 2;
                         // Rank 0 drives G1 (package 1), rank 1 drives G0 (package 0).
                         let gpu = if r == 0 { "1" } else { "0" };
                         let env =
@@ -360,22 +344,26 @@ mod tests {
         );
         // The run plan gets the record, but no report lines or coordination for a plain run.
         let lp = plan.launch_plan();
-        assert_eq!(lp.record.launcher, "plain");
+        assert_eq!(lp.record.place.launcher, JobLauncher::Plain);
         assert_eq!(lp.record.share, m.allowed_cpuset().to_string());
         assert!(lp.notes.is_empty() && lp.coordination.is_none());
     }
 
     #[test]
     fn the_record_of_a_launch_carries_who_we_are() {
+        let m = autopin_topology::source::synthetic::parse("core:2 pu:1").unwrap();
         let mut l = Launch::plain();
-        l.rank = 3;
-        l.size = 8;
-        l.local_rank = 1;
-        l.local_size = 2;
-        l.job = Some("42".into());
-        let r = LaunchRecord::from(&l);
-        assert_eq!((r.rank, r.size, r.local_rank, r.local_size), (3, 8, 1, 2));
-        assert_eq!(r.job.as_deref(), Some("42"));
+        l.place.rank = 3;
+        l.place.size = 8;
+        l.place.local_rank = 1;
+        l.place.local_size = 2;
+        l.place.job = Some("42".into());
+        let alone = NodeOptions {
+            coordinate: false,
+            ..opts()
+        };
+        let r = prepare_for(&alone, m, l.clone()).unwrap().record;
+        assert_eq!(r.place, l.place);
         assert!(r.coordinated_with.is_empty() && r.combine.is_none());
     }
 }

@@ -72,11 +72,11 @@ proptest! {
     #[test]
     fn any_launcher_environment_is_read_without_panicking(env in env(), pattern in "[a-z%./-]{0,6}(%[a-zA-Z%])?[a-z.]{0,4}") {
         let l = detect(&env);
-        prop_assert!(l.local_rank < l.local_size.max(1), "{:?}", l);
+        prop_assert!(l.place.local_rank < l.place.local_size.max(1), "{:?}", l);
         let _ = l.shares_node();
         let _ = l.step_key("fallback");
         // What the launcher says stays inside one file name component.
-        if let Ok(name) = expand(&pattern, &l) {
+        if let Ok(name) = expand(&pattern, &l.place) {
             let own_slashes = pattern.matches('/').count();
             prop_assert!(!name.contains('\0'), "{:?}", name);
             prop_assert_eq!(name.matches('/').count(), own_slashes, "{:?}", name);

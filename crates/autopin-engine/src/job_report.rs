@@ -2,7 +2,7 @@
 //! of decisions and an SVG of every rank's probed rates.
 
 use crate::error::MergeError;
-use crate::report::{LaunchRecord, Report};
+use crate::report::{JobLauncher, JobPlace, LaunchRecord, Report};
 use autopin_topology::view::svg::esc as xml;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -55,9 +55,12 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<JobReport, MergeError> {
     let mut ranks = Vec::new();
     for (i, (file, r)) in inputs.iter().enumerate() {
         let launch = r.launch.clone().unwrap_or(LaunchRecord {
-            launcher: "plain".into(),
-            rank: i,
-            size: inputs.len(),
+            place: JobPlace {
+                launcher: JobLauncher::Plain,
+                rank: i,
+                size: inputs.len(),
+                ..Default::default()
+            },
             ..Default::default()
         });
         let mut sums: BTreeMap<usize, (f64, usize)> = BTreeMap::new();
@@ -86,19 +89,32 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<JobReport, MergeError> {
             launch,
         });
     }
-    ranks.sort_by(|a, b| a.launch.rank.cmp(&b.launch.rank).then(a.file.cmp(&b.file)));
+    ranks.sort_by(|a, b| {
+        a.launch
+            .place
+            .rank
+            .cmp(&b.launch.place.rank)
+            .then(a.file.cmp(&b.file))
+    });
     for w in ranks.windows(2) {
-        if w[0].launch.rank == w[1].launch.rank && w[0].launch.job == w[1].launch.job {
+        if w[0].launch.place.rank == w[1].launch.place.rank
+            && w[0].launch.place.job == w[1].launch.place.job
+        {
             return Err(MergeError::SameRank {
                 first: w[0].file.clone(),
                 second: w[1].file.clone(),
-                rank: w[0].launch.rank,
+                rank: w[0].launch.place.rank,
             });
         }
     }
     let mut by_node: BTreeMap<String, Vec<&RankSummary>> = BTreeMap::new();
     for r in &ranks {
-        let node = r.launch.node.clone().unwrap_or_else(|| "localhost".into());
+        let node = r
+            .launch
+            .place
+            .node
+            .clone()
+            .unwrap_or_else(|| "localhost".into());
         by_node.entry(node).or_default().push(r);
     }
     let nodes = by_node
@@ -106,18 +122,21 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<JobReport, MergeError> {
         .map(|(node, rs)| {
             let decisions: BTreeMap<usize, Option<usize>> = rs
                 .iter()
-                .map(|r| (r.launch.rank, r.decision_index))
+                .map(|r| (r.launch.place.rank, r.decision_index))
                 .collect();
             let first = rs[0].decision_index;
             NodeSummary {
                 node,
-                ranks: rs.iter().map(|r| r.launch.rank).collect(),
+                ranks: rs.iter().map(|r| r.launch.place.rank).collect(),
                 agreed: first.is_some() && rs.iter().all(|r| r.decision_index == first),
                 decisions,
             }
         })
         .collect();
-    let mut jobs: Vec<String> = ranks.iter().filter_map(|r| r.launch.job.clone()).collect();
+    let mut jobs: Vec<String> = ranks
+        .iter()
+        .filter_map(|r| r.launch.place.job.clone())
+        .collect();
     jobs.sort();
     jobs.dedup();
     Ok(JobReport {
@@ -141,13 +160,16 @@ impl JobReport {
             for r in self
                 .ranks
                 .iter()
-                .filter(|r| n.ranks.contains(&r.launch.rank))
+                .filter(|r| n.ranks.contains(&r.launch.place.rank))
             {
                 out.push(format!(
                     "{:<12} {:>5} {:>6} {:<28} {:>12} {:<8}",
                     n.node,
-                    r.launch.rank,
-                    format!("{}/{}", r.launch.local_rank, r.launch.local_size),
+                    r.launch.place.rank,
+                    format!(
+                        "{}/{}",
+                        r.launch.place.local_rank, r.launch.place.local_size
+                    ),
                     r.decision.as_deref().unwrap_or("(none)"),
                     r.rate.map(autopin_human::number).unwrap_or("-".into()),
                     if n.agreed { "yes" } else { "no" }
@@ -163,7 +185,7 @@ impl JobReport {
         let named: Vec<(usize, &String)> = self
             .ranks
             .iter()
-            .filter_map(|r| r.labels.get(&c).map(|l| (r.launch.rank, l)))
+            .filter_map(|r| r.labels.get(&c).map(|l| (r.launch.place.rank, l)))
             .collect();
         match named.first() {
             None => "?".into(),
@@ -262,7 +284,7 @@ impl JobReport {
                         colors[ri % colors.len()],
                         if chosen { "black" } else { "none" },
                         if chosen { 2 } else { 0 },
-                        r.launch.rank,
+                        r.launch.place.rank,
                         autopin_human::number(*v)
                     );
                 }
@@ -283,8 +305,8 @@ impl JobReport {
                 colors[ri % colors.len()],
                 width - 125.0,
                 y + 9.0,
-                r.launch.rank,
-                xml(r.launch.node.as_deref().unwrap_or("localhost"))
+                r.launch.place.rank,
+                xml(r.launch.place.node.as_deref().unwrap_or("localhost"))
             );
         }
         for (i, k) in key.iter().enumerate() {
@@ -314,14 +336,16 @@ mod tests {
         let mut r = Report {
             complete: true,
             launch: Some(LaunchRecord {
-                launcher: "slurm".into(),
-                job: Some("5".into()),
-                step: Some("0".into()),
-                node: Some(node.into()),
-                rank,
-                size: 4,
-                local_rank: rank % 2,
-                local_size: 2,
+                place: JobPlace {
+                    launcher: JobLauncher::Slurm,
+                    job: Some("5".into()),
+                    step: Some("0".into()),
+                    node: Some(node.into()),
+                    rank,
+                    size: 4,
+                    local_rank: rank % 2,
+                    local_size: 2,
+                },
                 share: format!("{}", rank % 2),
                 coordinated_with: vec![0, 1],
                 combine: Some("min".into()),
@@ -403,7 +427,10 @@ mod tests {
         let j = merge(&inputs).unwrap();
         assert_eq!(j.jobs, ["5"]);
         assert_eq!(
-            j.ranks.iter().map(|r| r.launch.rank).collect::<Vec<_>>(),
+            j.ranks
+                .iter()
+                .map(|r| r.launch.place.rank)
+                .collect::<Vec<_>>(),
             [0, 1, 2, 3]
         );
         assert_eq!(j.nodes.len(), 2);

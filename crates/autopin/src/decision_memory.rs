@@ -220,8 +220,13 @@ fn key_for(a: &EngineArgs, plan: &RunPlan) -> Result<DecisionKey, String> {
         .launch
         .as_ref()
         .map(|l| &l.record)
-        .filter(|r| r.local_size > 1)
-        .map(|r| format!("rank {} of {} on the node", r.local_rank, r.local_size));
+        .filter(|r| r.place.local_size > 1)
+        .map(|r| {
+            format!(
+                "rank {} of {} on the node",
+                r.place.local_rank, r.place.local_size
+            )
+        });
     Ok(DecisionKey {
         program: program.display().to_string(),
         program_id,

@@ -6,7 +6,7 @@ pub mod launch;
 pub mod migration;
 pub mod view;
 
-pub use launch::LaunchRecord;
+pub use launch::{JobLauncher, JobPlace, LaunchRecord};
 pub use migration::{MigrationOutcome, MigrationRecord};
 
 use autopin_placement::Pinning;

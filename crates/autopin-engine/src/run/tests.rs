@@ -938,12 +938,15 @@ fn a_cluster_launch_is_recorded_and_its_searches_go_through_the_coordination() {
     let m = small();
     let coord = Arc::new(CountingCoordination::default());
     let record = crate::report::LaunchRecord {
-        launcher: "slurm".into(),
-        job: Some("7".into()),
-        rank: 1,
-        size: 2,
-        local_rank: 1,
-        local_size: 2,
+        place: crate::report::JobPlace {
+            launcher: crate::report::JobLauncher::Slurm,
+            job: Some("7".into()),
+            rank: 1,
+            size: 2,
+            local_rank: 1,
+            local_size: 2,
+            ..Default::default()
+        },
         share: "2-3".into(),
         coordinated_with: vec![0, 1],
         combine: Some("min".into()),
@@ -985,7 +988,10 @@ fn a_cluster_launch_is_recorded_and_its_searches_go_through_the_coordination() {
     assert!(at("launcher: slurm").unwrap() < at("objective: ").unwrap());
     assert_eq!(r.notes.last().unwrap(), "coordinated 1 search(es)");
     // The checkpoint before the search already says where the rank stands.
-    assert_eq!(sink.checkpoints[0].launch.as_ref().map(|l| l.rank), Some(1));
+    assert_eq!(
+        sink.checkpoints[0].launch.as_ref().map(|l| l.place.rank),
+        Some(1)
+    );
 }
 
 #[test]

@@ -75,7 +75,8 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
     crate::output::check_all_writable([&a.report, &a.timeline])?;
     let mut sink = Outputs {
         args: a,
-        messages: Messages::stderr(a.quiet).for_rank(node.launch.rank, node.launch.size),
+        messages: Messages::stderr(a.quiet)
+            .for_rank(node.launch.place.rank, node.launch.place.size),
         // A file that is already there (an earlier report) is replaced only by a finished
         // report: checkpoints never overwrite it. Nor are they written to a path written in
         // place (the program's stdout, a FIFO), where each would be added to the last.
