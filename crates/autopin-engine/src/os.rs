@@ -217,7 +217,7 @@ pub trait Meter {
     /// What the preload library says of the program's teams: the want in force, its own
     /// count, and why a smaller team may not be applied mid-run (None: no OpenMP channel,
     /// or no OpenMP call seen yet).
-    fn team(&self) -> Option<autopin_perf::heartbeat::TeamState> {
+    fn team(&self) -> Option<autopin_objective::progress::TeamState> {
         None
     }
 }

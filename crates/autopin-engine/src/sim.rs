@@ -426,7 +426,7 @@ struct SimState {
     /// The dynamic loader maps the program's libraries until this time (None: not known).
     loaded_at: Option<f64>,
     /// An OpenMP program whose team size the preload library controls (None: not one).
-    team: Option<autopin_perf::heartbeat::TeamState>,
+    team: Option<autopin_objective::progress::TeamState>,
     /// The program runs one long parallel region: no region begins after the first.
     one_region: bool,
 }
@@ -534,7 +534,7 @@ impl SimState {
             if t.flags.mid_run_allowed() {
                 t.applied = want.min(t.own);
             } else if want != t.applied {
-                t.flags.0 |= autopin_perf::heartbeat::TeamFlags::REFUSED;
+                t.flags.0 |= autopin_objective::progress::TeamFlags::REFUSED;
             }
         }
     }
@@ -733,9 +733,9 @@ impl Sim {
     pub fn with_team(self, flags: u32) -> Self {
         {
             let mut s = self.lock();
-            s.team = Some(autopin_perf::heartbeat::TeamState {
+            s.team = Some(autopin_objective::progress::TeamState {
                 own: self.threads as u32,
-                flags: autopin_perf::heartbeat::TeamFlags(flags),
+                flags: autopin_objective::progress::TeamFlags(flags),
                 ..Default::default()
             });
         }
@@ -750,7 +750,7 @@ impl Sim {
     }
 
     /// The program's team state now (None: not an OpenMP program with a team control).
-    pub fn team(&self) -> Option<autopin_perf::heartbeat::TeamState> {
+    pub fn team(&self) -> Option<autopin_objective::progress::TeamState> {
         self.lock().team
     }
 
@@ -1079,7 +1079,10 @@ impl crate::run::BusyWatch for FixedBusy {
 }
 
 impl crate::run::Platform for SimPlatform {
-    fn check_counting(&mut self, _events: &[autopin_perf::EventSpec]) -> crate::run::CountingCheck {
+    fn check_counting(
+        &mut self,
+        _events: &[autopin_objective::EventSpec],
+    ) -> crate::run::CountingCheck {
         crate::run::CountingCheck {
             result: self.counting.clone(),
             in_vm: false,
@@ -1164,7 +1167,7 @@ impl crate::run::Platform for SimPlatform {
     fn open_meter(
         &mut self,
         source: crate::run::ObjectiveSource,
-        _objective: &autopin_perf::Objective,
+        _objective: &autopin_objective::Objective,
         _cpus: &CpuSet,
     ) -> Result<Box<dyn Meter>, crate::error::EngineError> {
         self.meter_opened = Some(source);
@@ -1176,8 +1179,8 @@ impl crate::run::Platform for SimPlatform {
 
     fn counting_cost(
         &mut self,
-        _events: &[autopin_perf::EventSpec],
-    ) -> Option<autopin_perf::CountingCost> {
+        _events: &[autopin_objective::EventSpec],
+    ) -> Option<autopin_objective::CountingCost> {
         None
     }
 
@@ -1226,7 +1229,7 @@ impl Meter for SimMeter {
     fn want_team(&mut self, threads: u32) {
         self.sim.lock().want_team(threads);
     }
-    fn team(&self) -> Option<autopin_perf::heartbeat::TeamState> {
+    fn team(&self) -> Option<autopin_objective::progress::TeamState> {
         self.sim.team()
     }
     fn counting(&self) -> Option<(String, String)> {

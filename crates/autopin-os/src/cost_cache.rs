@@ -8,7 +8,7 @@
 //! turns the cache off), else `$XDG_CACHE_HOME/autopin`, else `~/.cache/autopin`. A
 //! file that cannot be read or written is measured around, never an error: it is a cache.
 
-use autopin_perf::CountingCost;
+use autopin_objective::CountingCost;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

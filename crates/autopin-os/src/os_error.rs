@@ -2,7 +2,7 @@
 //! refused, an energy counter unreadable) and failed system calls.
 
 use autopin_engine::os::OsError;
-use autopin_perf::PerfError;
+use autopin_objective::PerfError;
 
 /// `e` as the engine sees it; the message is perf's, unchanged.
 pub fn from_perf(e: PerfError) -> OsError {

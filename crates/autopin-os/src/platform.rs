@@ -11,7 +11,8 @@ use autopin_engine::report::MigrationOutcome;
 use autopin_engine::run::{
     BusyWatch, CountingCheck, LaunchOptions, ObjectiveSource, Platform, Started, TargetSpec,
 };
-use autopin_perf::{CountingCost, EventSpec, HeartbeatChannel, Objective, Sysfs};
+use autopin_objective::{CountingCost, EventSpec, Objective, Sysfs};
+use autopin_perf::HeartbeatChannel;
 use autopin_topology::{CpuSet, Machine};
 use std::time::Duration;
 

@@ -6,9 +6,9 @@ use crate::process::exit_watch::ExitWatch;
 use crate::process::offspring::Offspring;
 use crate::process::{Launched, ProcFs, Registry, SkipMask, TaskScan, ThreadOrder};
 use autopin_engine::os::{Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
+use autopin_objective::{CountingMode, Objective};
 use autopin_perf::{
-    CountingMode, EnergySource, HeartbeatChannel, ModeChoice, Objective, PerfCounterSource, Sample,
-    Sampler, Target,
+    EnergySource, HeartbeatChannel, ModeChoice, PerfCounterSource, Sample, Sampler, Target,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
@@ -374,7 +374,7 @@ fn threads_line(status: &[u8]) -> Option<usize> {
 /// reports them (and the objective is not the heartbeat), else the OpenMP constructs the
 /// preload library counted (unless the objective is exactly that).
 fn own_progress(
-    hb: &autopin_perf::HeartbeatState,
+    hb: &autopin_objective::HeartbeatState,
     objective_is_heartbeat: bool,
     objective_is_openmp: bool,
 ) -> Option<(f64, &'static str)> {
@@ -455,7 +455,7 @@ impl Meter for PerfMeter {
         }
     }
 
-    fn team(&self) -> Option<autopin_perf::heartbeat::TeamState> {
+    fn team(&self) -> Option<autopin_objective::TeamState> {
         self.heartbeat.as_ref()?.read().omp.map(|o| o.team)
     }
 
@@ -705,7 +705,7 @@ impl Meter for ProcCpuMeter {
         }
     }
 
-    fn team(&self) -> Option<autopin_perf::heartbeat::TeamState> {
+    fn team(&self) -> Option<autopin_objective::TeamState> {
         self.heartbeat.as_ref()?.read().omp.map(|o| o.team)
     }
 
@@ -776,7 +776,7 @@ impl Meter for ProcCpuMeter {
 pub fn counters_for(
     objective: &Objective,
     mode: &CountingMode,
-) -> Result<Option<Sampler<PerfCounterSource>>, autopin_perf::PerfError> {
+) -> Result<Option<Sampler<PerfCounterSource>>, autopin_objective::PerfError> {
     let events = objective.events();
     if events.is_empty() {
         return Ok(None);

@@ -4,10 +4,8 @@
 //! are counted on every thread of the program, threads born later from the look that
 //! first sees them.
 
-use autopin_perf::{
-    CounterOptions, CounterSource, CounterValue, CountingCost, EventSpec, PerfCounterSource,
-    PerfError, Target,
-};
+use autopin_objective::{CountingCost, EventSpec, PerfError};
+use autopin_perf::{CounterOptions, CounterSource, CounterValue, PerfCounterSource, Target};
 use autopin_stat::counting::ThreadCounts;
 use autopin_stat::groups::Missing;
 use std::collections::{BTreeMap, BTreeSet};
@@ -82,9 +80,9 @@ pub fn plan(events: &[&str], cpus: &[u32], measure_cost: bool) -> CountingPlan {
         None
     };
     let mode = match choice.mode {
-        autopin_perf::CountingMode::PerThread => choice.reason,
+        autopin_objective::CountingMode::PerThread => choice.reason,
         // stat's table is per thread, which per-CPU counts cannot split.
-        autopin_perf::CountingMode::PerCpu { .. } => format!(
+        autopin_objective::CountingMode::PerCpu { .. } => format!(
             "per thread, as stat's table needs (run would count per CPU: {})",
             choice.reason
         ),
@@ -244,7 +242,8 @@ impl<S: CounterSource> GroupCounters<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use autopin_perf::{FakeCounterSource, Sysfs};
+    use autopin_objective::Sysfs;
+    use autopin_perf::FakeCounterSource;
 
     fn source(names: &[&str]) -> FakeCounterSource {
         let sysfs = Sysfs::at("/nonexistent");

@@ -5,7 +5,8 @@
 //! the same result as without the library (the wrappers forward every argument, including
 //! the shared variables a region passes on the stack).
 
-use autopin_perf::heartbeat::{HeartbeatChannel, OmpRuntime};
+use autopin_objective::OmpRuntime;
+use autopin_perf::heartbeat::HeartbeatChannel;
 use std::path::Path;
 use std::process::Command;
 

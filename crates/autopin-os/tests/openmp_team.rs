@@ -6,7 +6,8 @@
 //! otherwise be wrong) and the library says why. Both compute the right result, and the
 //! team-size-free count grows once per barrier whatever the team's size.
 
-use autopin_perf::heartbeat::{HeartbeatChannel, TeamFlags};
+use autopin_objective::TeamFlags;
+use autopin_perf::heartbeat::HeartbeatChannel;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -65,7 +66,7 @@ fn build(compiler: &str) -> Result<PathBuf, String> {
 
 /// Runs `exe` with two threads, asking for teams of one after its second region; returns
 /// each region's line and the library's team state at the end.
-fn run(exe: &Path, ask: bool) -> (Vec<String>, autopin_perf::heartbeat::TeamState, u64) {
+fn run(exe: &Path, ask: bool) -> (Vec<String>, autopin_objective::TeamState, u64) {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = HeartbeatChannel::create(dir.path()).unwrap();
     let lib = autopin_os::process::preload_library().unwrap();

@@ -2,9 +2,10 @@
 //! probe results, the rate of a busy thread, the per-switch cost of per-thread counting,
 //! energy availability and the heartbeat read cost. Used by bench/perf.sh.
 
+use autopin_objective::{EventSpec, Sysfs};
 use autopin_perf::{
-    measure_counting_cost, open_energy, probe, CounterSource, EventSpec, HeartbeatChannel,
-    HeartbeatWriter, PerfCounterSource, Sysfs, Target,
+    measure_counting_cost, open_energy, probe, CounterSource, HeartbeatChannel, HeartbeatWriter,
+    PerfCounterSource, Target,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -33,7 +34,7 @@ fn busy_rate(event: &str) -> Result<f64, String> {
         let t = Instant::now();
         std::thread::sleep(Duration::from_millis(500));
         let b = src.read(Target::Thread(tid))?[0];
-        Ok::<f64, autopin_perf::PerfError>(
+        Ok::<f64, autopin_objective::PerfError>(
             b.delta_since(&a).unwrap_or(f64::NAN) / t.elapsed().as_secs_f64(),
         )
     })();

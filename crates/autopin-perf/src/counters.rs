@@ -6,10 +6,10 @@
 //! cgroup). Per-thread counters are not inherited by children (`inherit=false`): the engine
 //! attaches every thread it tracks itself, so threads are never double counted.
 
-use crate::error::PerfError;
-use crate::event::EventSpec;
 use crate::probe::{classify_open_error, OpenContext};
 pub use crate::scope::Target;
+use autopin_objective::EventSpec;
+use autopin_objective::PerfError;
 use perf_event::events::Event;
 use perf_event::{Builder, Counter, Group};
 use std::collections::{BTreeMap, BTreeSet};
@@ -448,9 +448,9 @@ mod tests {
 
     #[test]
     fn fake_source_scripts_values_and_failures() {
-        let ev = vec![crate::event::EventSpec::parse_with(
+        let ev = vec![autopin_objective::EventSpec::parse_with(
             "task-clock",
-            &crate::Sysfs::at("/nonexistent"),
+            &autopin_objective::Sysfs::at("/nonexistent"),
         )
         .unwrap()];
         let mut f = FakeCounterSource::new(ev);

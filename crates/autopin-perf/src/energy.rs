@@ -4,9 +4,9 @@
 //! hardware counters' wrap-around undone.
 
 use crate::counters::{CounterOptions, CounterSource, Grouping, PerfCounterSource, Target};
-use crate::error::{PerfError, Unavailable};
-use crate::event::EventSpec;
-use crate::sysfs::Sysfs;
+use autopin_objective::EventSpec;
+use autopin_objective::Sysfs;
+use autopin_objective::{PerfError, Unavailable};
 use std::path::PathBuf;
 
 pub trait EnergySource {
@@ -204,7 +204,7 @@ pub fn open_energy(sysfs: &Sysfs) -> Result<Box<dyn EnergySource>, PerfError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysfs::fake;
+    use autopin_objective::sysfs::fake;
 
     fn domain(root: &std::path::Path, dir: &str, name: &str, uj: u64, max: u64) {
         fake::write(root, &format!("sys/class/powercap/{dir}/name"), name);

@@ -1,10 +1,13 @@
-//! autopin-perf: numbers about threads — event specifications, counters (per thread or per
-//! CPU), samples and deltas, objectives, energy, the heartbeat back channel, and estimates of
-//! how much counting itself perturbs the target.
+//! autopin-perf: counting on Linux — counters through `perf_event_open(2)` (per thread or
+//! per CPU), samples and deltas, energy from RAPL, the heartbeat channel's shared file, what
+//! this machine lets us count, which counting mode to use, and how much counting itself
+//! perturbs the target. What is counted and what it means (objectives, event specs, the
+//! counting mode and cost, progress) is `autopin-objective`'s, which the engine uses alone.
 //!
-//! Typical use by the engine:
+//! Typical use by the Linux platform:
 //!
 //! ```no_run
+//! use autopin_objective::{CountingMode, Objective, PerfError};
 //! use autopin_perf::*;
 //! use std::time::Instant;
 //! # fn main() -> Result<(), PerfError> {
@@ -31,39 +34,25 @@
 pub mod counters;
 pub mod cpustat;
 pub mod energy;
-pub mod error;
-pub mod event;
 pub mod heartbeat;
 pub mod mode;
-pub mod objective;
 pub mod openmp;
 pub mod perturb;
 pub mod probe;
 pub mod sampler;
 pub mod scope;
 pub mod shared_words;
-pub mod sysfs;
 pub mod system_probe;
-pub mod tracking;
 
 pub use counters::{
     CounterOptions, CounterSource, CounterValue, FakeCounterSource, Grouping, PerfCounterSource,
     Target,
 };
 pub use energy::{open_energy, EnergySource};
-pub use error::{PerfError, Unavailable};
-pub use event::EventSpec;
-pub use heartbeat::{
-    HeartbeatChannel, HeartbeatState, HeartbeatWriter, OmpCounts, OmpProgress, OmpRuntime,
-};
-pub use mode::{choose_counting_mode, CountingMode, ModeChoice, ModeRequest};
-pub use objective::{Delta, Objective, ObjectiveKind, WarningContext};
+pub use heartbeat::{HeartbeatChannel, HeartbeatWriter};
+pub use mode::{choose_counting_mode, ModeChoice, ModeRequest};
 pub use openmp::openmp_runtime;
-pub use perturb::{
-    context_switches, context_switches_sampled, measure_counting_cost, CountingCost,
-};
+pub use perturb::{context_switches, context_switches_sampled, measure_counting_cost};
 pub use probe::Availability;
 pub use sampler::{sampler_for, Sample, SampleDelta, Sampler};
-pub use sysfs::Sysfs;
 pub use system_probe::probe;
-pub use tracking::{tracking, Tracking};

@@ -9,18 +9,8 @@
 //! nothing else. They need `perf_event_paranoid <= 0` or CAP_PERFMON.
 
 use crate::probe::Availability;
+use autopin_objective::CountingMode;
 use std::path::PathBuf;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CountingMode {
-    /// One counter set per tracked thread.
-    PerThread,
-    /// One counter set per CPU in `cpus`; with `cgroup`, only tasks of that cgroup count.
-    PerCpu {
-        cpus: Vec<usize>,
-        cgroup: Option<PathBuf>,
-    },
-}
 
 /// The chosen mode and why, for the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,8 +94,8 @@ pub fn choose_counting_mode(avail: &Availability, req: &ModeRequest) -> ModeChoi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Unavailable;
     use crate::probe::OpenContext;
+    use autopin_objective::Unavailable;
 
     fn avail(per_cpu: bool, in_vm: bool) -> Availability {
         Availability {

@@ -7,10 +7,10 @@
 //! Ubuntu patches) forbids perf entirely for unprivileged users. Root, CAP_PERFMON (38) or
 //! CAP_SYS_ADMIN (21) bypass all levels.
 
-use crate::error::{PerfError, Unavailable};
-use crate::event::EventSpec;
 use crate::scope::Target;
-use crate::sysfs::Sysfs;
+use autopin_objective::EventSpec;
+use autopin_objective::Sysfs;
+use autopin_objective::{PerfError, Unavailable};
 use std::io;
 
 /// What decides whether an open is allowed.
@@ -331,7 +331,7 @@ impl Availability {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysfs::fake;
+    use autopin_objective::sysfs::fake;
     use std::cell::Cell;
 
     struct Ops {

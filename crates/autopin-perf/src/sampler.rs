@@ -10,8 +10,8 @@
 //! different thread sets.)
 
 use crate::counters::{CounterSource, CounterValue, Target};
-use crate::error::PerfError;
-use crate::objective::Delta;
+use autopin_objective::Delta;
+use autopin_objective::PerfError;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -183,11 +183,11 @@ impl<S: CounterSource> Sampler<S> {
 /// A sampler on real counters for a counting mode. In per-CPU mode the CPUs are already
 /// added (threads then need no `add`); in per-thread mode the caller adds each thread.
 pub fn sampler_for(
-    mode: &crate::mode::CountingMode,
-    events: Vec<crate::event::EventSpec>,
+    mode: &autopin_objective::CountingMode,
+    events: Vec<autopin_objective::EventSpec>,
 ) -> Result<Sampler<crate::counters::PerfCounterSource>, PerfError> {
     use crate::counters::{CounterOptions, PerfCounterSource};
-    use crate::mode::CountingMode;
+    use autopin_objective::CountingMode;
     let cgroup = match mode {
         CountingMode::PerCpu { cgroup, .. } => cgroup.clone(),
         CountingMode::PerThread => None,
@@ -211,8 +211,8 @@ pub fn sampler_for(
 mod tests {
     use super::*;
     use crate::counters::FakeCounterSource;
-    use crate::event::EventSpec;
-    use crate::Sysfs;
+    use autopin_objective::EventSpec;
+    use autopin_objective::Sysfs;
 
     fn events() -> Vec<EventSpec> {
         let s = Sysfs::at("/nonexistent");

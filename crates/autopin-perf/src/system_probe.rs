@@ -3,10 +3,10 @@
 //! `probe` do not import each other.
 
 use crate::counters::open_single;
-use crate::event::EventSpec;
 use crate::probe::{probe_with, Availability, ProbeOps};
 use crate::scope::Target;
-use crate::sysfs::Sysfs;
+use autopin_objective::EventSpec;
+use autopin_objective::Sysfs;
 use std::io;
 
 /// Real probes through perf_event_open.

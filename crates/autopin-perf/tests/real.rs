@@ -3,10 +3,11 @@
 //! reported with the cause and the fallback, and print which branch ran — they never pass
 //! by measuring nothing.
 
+use autopin_objective::{CountingMode, EventSpec, Objective, PerfError};
 use autopin_perf::counters::{CounterOptions, Grouping};
 use autopin_perf::{
-    choose_counting_mode, probe, sampler_for, CounterSource, CountingMode, EventSpec, ModeRequest,
-    Objective, PerfCounterSource, PerfError, Sampler, Target,
+    choose_counting_mode, probe, sampler_for, CounterSource, ModeRequest, PerfCounterSource,
+    Sampler, Target,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -336,7 +337,7 @@ fn counting_cost_is_measured() {
 
 #[test]
 fn pmu_named_event_from_real_sysfs() {
-    let sys = autopin_perf::Sysfs::system();
+    let sys = autopin_objective::Sysfs::system();
     if !sys.has_pmu("msr") || sys.event_alias("msr", "tsc").is_none() {
         eprintln!("BRANCH no msr PMU: checking the error names the PMUs that exist");
         let e = EventSpec::parse("msr/tsc/").unwrap_err().to_string();

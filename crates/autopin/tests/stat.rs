@@ -480,7 +480,7 @@ fn the_software_group_counts_each_busy_thread() {
 
 /// Can this machine count `cycles` on a thread of its own?
 fn cycles_countable() -> bool {
-    let Ok(spec) = autopin_perf::EventSpec::parse("cycles") else {
+    let Ok(spec) = autopin_objective::EventSpec::parse("cycles") else {
         return false;
     };
     let Ok(mut src) = autopin_perf::PerfCounterSource::new(vec![spec], Default::default()) else {

@@ -81,7 +81,7 @@ pub struct ObjectiveCheck {
     /// What the program's progress was measured by ("heartbeat", "OpenMP progress").
     pub progress: String,
     #[serde(flatten)]
-    pub tracking: autopin_perf::Tracking,
+    pub tracking: autopin_objective::Tracking,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -534,8 +534,11 @@ mod tests {
         let r = Report {
             objective_check: Some(ObjectiveCheck {
                 progress: "heartbeat".into(),
-                tracking: autopin_perf::tracking(&[(1.0, 10.0), (2.0, 21.0), (3.0, 29.0)], true)
-                    .unwrap(),
+                tracking: autopin_objective::tracking(
+                    &[(1.0, 10.0), (2.0, 21.0), (3.0, 29.0)],
+                    true,
+                )
+                .unwrap(),
             }),
             ..Report::default()
         };

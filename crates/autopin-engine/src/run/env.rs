@@ -11,7 +11,7 @@ use crate::os::{Clock, Meter, OsError, ThreadSource};
 use crate::pin_plan::SkipMask;
 use crate::pinner::Pinner;
 use crate::report::{MigrationOutcome, Report};
-use autopin_perf::{CountingCost, EventSpec, Objective};
+use autopin_objective::{CountingCost, EventSpec, Objective};
 use autopin_placement::MemPolicy;
 use autopin_topology::{CpuSet, Machine};
 

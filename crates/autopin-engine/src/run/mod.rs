@@ -34,7 +34,7 @@ use crate::os::{Meter, ThreadSource};
 use crate::report::{Report, Start};
 use crate::session::{CandidateFactory, CandidateList, Session, SessionConfig, StrategyFactory};
 use crate::strategy::{Autopin1, Fixed, Race, RaceParams};
-use autopin_perf::{CountingMode, WarningContext};
+use autopin_objective::{CountingMode, WarningContext};
 use autopin_placement::{cpu_text, Pinning};
 use autopin_topology::{CpuSet, Machine};
 use birth::{birth, Birth};
@@ -104,7 +104,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         .open_meter(choice.source, &choice.objective, &allowed)
         .inspect_err(|_| threads.terminate())?;
     // Team candidates compare only on the team-free objective.
-    if choice.objective.kind() == autopin_perf::ObjectiveKind::OpenMpTeam {
+    if choice.objective.kind() == autopin_objective::ObjectiveKind::OpenMpTeam {
         meter = team.meter(meter);
     } else {
         team.disable(format!(
@@ -575,7 +575,7 @@ struct Counting {
     refused: Option<String>,
     in_vm: bool,
     /// What counting costs a context switch, when measured.
-    cost: Option<autopin_perf::CountingCost>,
+    cost: Option<autopin_objective::CountingCost>,
 }
 
 /// Checks the requested events (an explicitly requested objective that cannot be counted
@@ -760,7 +760,7 @@ fn describe_run(
 /// How much per-thread counting slowed the target: `rate` context switches a second, each
 /// taxed by the measured cost, over `cpus` CPUs; a warning past 1%.
 fn estimate_perturbation(
-    cost: &autopin_perf::CountingCost,
+    cost: &autopin_objective::CountingCost,
     rate: f64,
     cpus: usize,
     report: &mut Report,

@@ -9,7 +9,7 @@ use crate::os::ThreadSource;
 use crate::report::ObjectiveInfo;
 use crate::session::Interval;
 use autopin_human::duration;
-use autopin_perf::Objective;
+use autopin_objective::Objective;
 
 /// The objective a run measures, where it comes from and why it was chosen.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use crate::phase::WatchParams;
 use crate::pin_plan::SkipMask;
 use crate::report::LaunchRecord;
 use crate::strategy::{Autopin1Params, RaceParams, Strategy};
-use autopin_perf::Objective;
+use autopin_objective::Objective;
 use autopin_placement::{MemPolicy, Pinning};
 use autopin_topology::Machine;
 use std::sync::Arc;

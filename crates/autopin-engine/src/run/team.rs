@@ -14,7 +14,7 @@
 use super::{CandidateSource, RunPlan, ThreadsChoice};
 use crate::os::{Meter, OsError, Reading};
 use crate::report::{CandidateRecord, ThreadCount};
-use autopin_perf::heartbeat::TeamState;
+use autopin_objective::progress::TeamState;
 use autopin_placement::Pinning;
 use autopin_topology::Machine;
 use std::cell::RefCell;
@@ -174,7 +174,7 @@ impl TeamSearch {
         // A program that names its teams' sizes itself (num_threads clauses, or
         // omp_set_num_threads) keeps them whatever is asked, mid-run or at its start: a
         // team candidate would only put its threads on fewer CPUs.
-        use autopin_perf::heartbeat::TeamFlags;
+        use autopin_objective::progress::TeamFlags;
         if state.flags.has(TeamFlags::CLAUSE | TeamFlags::SET) {
             let why = "the program sets its own thread counts (num_threads clauses or omp_set_num_threads), which no team size asked for changes".to_string();
             let note = format!("thread count: not searched: {why}");
@@ -242,7 +242,7 @@ impl TeamSearch {
         // takes its count from its arguments (GROMACS's -ntomp) may refuse an
         // OMP_NUM_THREADS that differs.
         let names_its_own = |t: &TeamState| {
-            use autopin_perf::heartbeat::TeamFlags;
+            use autopin_objective::progress::TeamFlags;
             t.flags.has(TeamFlags::CLAUSE | TeamFlags::SET)
         };
         let seen_plain = s.state.is_some_and(|t| !names_its_own(&t));

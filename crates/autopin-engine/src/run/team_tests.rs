@@ -8,7 +8,7 @@ use super::tests::{go, launch, plan, topology};
 use super::*;
 use crate::os::OsError;
 use crate::sim::{BarrierModel, Sim, SimPlatform};
-use autopin_perf::heartbeat::TeamFlags;
+use autopin_objective::progress::TeamFlags;
 
 fn two_cpus() -> Machine {
     autopin_topology::source::synthetic::parse("package:1 core:2 pu:1").unwrap()

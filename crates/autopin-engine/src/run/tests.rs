@@ -6,7 +6,7 @@ use crate::os::OsError;
 use crate::phase::WatchParams;
 use crate::pin_plan::SkipMask;
 use crate::sim::{HpcModel, Sim, SimPlatform, SimSink, SimTopo};
-use autopin_perf::Objective;
+use autopin_objective::Objective;
 
 fn small() -> Machine {
     autopin_topology::source::synthetic::parse("package:2 core:2 pu:1").unwrap()

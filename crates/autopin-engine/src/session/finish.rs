@@ -137,7 +137,7 @@ impl Session {
             .iter()
             .filter_map(|p| p.progress_rate.map(|g| (p.rate, g)))
             .collect();
-        let t = autopin_perf::tracking(&pairs, self.cfg.higher_is_better)?;
+        let t = autopin_objective::tracking(&pairs, self.cfg.higher_is_better)?;
         Some(ObjectiveCheck {
             progress: source.to_string(),
             tracking: t,

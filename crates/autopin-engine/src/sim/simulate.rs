@@ -177,8 +177,9 @@ fn plan_for(machine: &Machine, race: RaceParams) -> RunPlan {
         target: TargetSpec::Launch(vec!["model".into()]),
         skip: crate::pin_plan::SkipMask::none(),
         objective: ObjectivePlan::default_with(
-            autopin_perf::Objective::parse("instructions:u")
-                .unwrap_or_else(|_| autopin_perf::Objective::parse("heartbeat").expect("named")),
+            autopin_objective::Objective::parse("instructions:u").unwrap_or_else(|_| {
+                autopin_objective::Objective::parse("heartbeat").expect("named")
+            }),
         ),
         candidates: CandidateSource::Topology {
             max: 12,

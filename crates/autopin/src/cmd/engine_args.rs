@@ -13,7 +13,7 @@ use autopin_engine::run::{
     ThreadsChoice, BORN_WAIT,
 };
 use autopin_engine::strategy::{Autopin1Params, RaceParams};
-use autopin_perf::{Objective, Sysfs};
+use autopin_objective::{Objective, Sysfs};
 use autopin_placement::{schedule, Pinning};
 use autopin_topology::Machine;
 use std::path::PathBuf;

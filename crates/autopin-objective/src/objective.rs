@@ -19,9 +19,9 @@
 //! (`instructions/cycles`) is used as is. More is better unless energy appears in a
 //! numerator (then less is better) or `min:`/`max:` says otherwise.
 
+use crate::counting::CountingMode;
 use crate::error::PerfError;
 use crate::event::EventSpec;
-use crate::mode::CountingMode;
 use crate::sysfs::Sysfs;
 use std::collections::BTreeMap;
 use std::time::Duration;

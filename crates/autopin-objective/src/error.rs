@@ -1,4 +1,5 @@
-//! One error type for the crate. Every variant renders as a sentence a user can act on:
+//! One error type for objectives and their counting (this crate's parsers and
+//! `autopin-perf`'s counters alike). Every variant renders as a sentence a user can act on:
 //! what was wrong, where, and what is valid (or what to do instead).
 
 use std::fmt;
@@ -83,7 +84,8 @@ impl PerfError {
         }
     }
 
-    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+    /// An OS call that failed, with what it was doing and on what.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         PerfError::Io {
             context: context.into(),
             source,
