@@ -1,8 +1,9 @@
 //! autopin as a citizen of the launchers clusters already have (Slurm, Open MPI, MPICH's
 //! Hydra): no network layer of its own.
 //!
-//! - [`launcher`]: who we are — job, step, node, local rank and size — read from the
-//!   environment the launcher set (a plain map, so detection is pure and testable).
+//! - [`job_launcher`]: which job launcher started us (`srun`, `mpirun`, `mpiexec` or none)
+//!   and who we are — job, step, node, local rank and size — read from the environment it
+//!   set (a plain map, so detection is pure and testable).
 //! - [`rendezvous`]: the local ranks of one step meet in a node-local directory (files only,
 //!   no sockets), exchange one small message per round, and drop ranks that die or never come.
 //! - [`coordinated`]: a [`autopin_engine::strategy::Strategy`] wrapper that makes the local
@@ -12,12 +13,12 @@
 //!   (rendezvous, split, affinity, output names, the engine's launch plan).
 
 pub mod coordinated;
-pub mod launcher;
+pub mod job_launcher;
 pub mod names;
 pub mod node;
 pub mod rendezvous;
 
 pub use coordinated::{Combine, Coordinated, Coordinator, UnknownCombine};
-pub use launcher::{detect, Launch, TasksPerNodeError};
+pub use job_launcher::{detect, Launch, TasksPerNodeError};
 pub use names::PatternError;
 pub use rendezvous::{Rendezvous, RendezvousConfig};

@@ -79,7 +79,7 @@ mod tests {
             local_rank: 1,
             local_size: 2,
         };
-        let plain = crate::launcher::Launch::plain().place;
+        let plain = crate::job_launcher::Launch::plain().place;
         assert_eq!(
             expand("autopin-%j.%s.%n.%r-%l-100%%.json", &l).unwrap(),
             "autopin-7.0.node2.3-1-100%.json"

@@ -7,7 +7,7 @@
 //! One call, plain values in: `prepare(&NodeOptions, machine)`. The CLI maps its options to
 //! `NodeOptions` and hands the result to the run plan.
 
-use crate::launcher::{self, Launch};
+use crate::job_launcher::{self, Launch};
 use crate::{names, rendezvous, Combine, Coordinator, Rendezvous, RendezvousConfig};
 use autopin_engine::report::{JobLauncher, LaunchRecord};
 use autopin_engine::run::{Coordination, LaunchPlan};
@@ -29,7 +29,7 @@ pub struct NodeOptions {
     /// The process the launcher started for this rank, when it is not this process's
     /// parent (`autopin run`'s keeper stands in between): the ranks of a launch are told
     /// apart from another launch's by the parent they share (see
-    /// [`launcher::parent_key`]). None: this process's parent.
+    /// [`job_launcher::parent_key`]). None: this process's parent.
     pub launch_parent: Option<u32>,
 }
 
@@ -89,7 +89,7 @@ fn gpu_of_this_rank(
 
 /// Detects the launcher from this process's environment and prepares the node.
 pub fn prepare(opts: &NodeOptions, machine: Machine) -> Result<NodeShare, NodeError> {
-    prepare_for(opts, machine, launcher::from_process())
+    prepare_for(opts, machine, job_launcher::from_process())
 }
 
 /// Reads one environment variable (the process's, or a test's).
@@ -144,7 +144,7 @@ fn prepare_with_env(
     };
     let parent = opts
         .launch_parent
-        .map_or_else(launcher::parent_key, launcher::key_of);
+        .map_or_else(job_launcher::parent_key, job_launcher::key_of);
     let dir = rendezvous::directory_for(&launch.step_key(&parent));
     let my_gpu = gpu_of_this_rank(&machine, &launch, env, &mut lines);
     let (rv, joined) = Rendezvous::join(
@@ -281,7 +281,7 @@ mod tests {
     /// binding): they tell each other when they meet, and each gets its GPU's package.
     #[test]
     fn ranks_that_each_see_one_gpu_get_the_package_of_their_gpu() {
-        let own = crate::launcher::parent_key();
+        let own = crate::job_launcher::parent_key();
         let shares: Vec<(usize, String, Vec<String>)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..2usize)
                 .map(|r| {

@@ -4,7 +4,7 @@
 //! says what it could not read; expansion gives a name or an error; never a panic.
 //! `PROPTEST_CASES` runs more cases.
 
-use autopin_cluster::launcher::{detect, tasks_on_node};
+use autopin_cluster::job_launcher::{detect, tasks_on_node};
 use autopin_cluster::names::expand;
 use proptest::prelude::*;
 use std::collections::BTreeMap;

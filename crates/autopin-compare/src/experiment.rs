@@ -3,7 +3,7 @@
 //! an adaptive mode that adds rounds until each comparison is decided, and a clean stop
 //! when interrupted.
 
-use crate::runner::{Interrupt, Launcher};
+use crate::runner::{Interrupt, Runner};
 pub use crate::runs::{Experiment, RunRecord};
 use crate::stats::Better;
 use crate::strategy::{Frontend, Strategy};
@@ -82,7 +82,7 @@ impl Experiment {
         &mut self,
         setup: &Setup,
         cfg: &Config,
-        launcher: &mut dyn Launcher,
+        runner: &mut dyn Runner,
         interrupt: &Interrupt,
         progress: &mut dyn FnMut(Event),
     ) -> Result<(), LaunchError> {
@@ -118,13 +118,13 @@ impl Experiment {
                     done,
                     planned,
                 });
-                let launch = self.strategies[s].launch(
+                let command = self.strategies[s].command(
                     setup.front,
                     setup.program,
                     setup.allowed_cpus,
                     &mut rng,
                 );
-                let measured = launcher.launch(&launch.argv)?;
+                let measured = runner.run(&command.argv)?;
                 done += 1;
                 if interrupt.requested() {
                     // The run was cut short by the signal: it is not a measurement.
@@ -151,7 +151,7 @@ impl Experiment {
                     success: measured.exit.success(),
                     metric,
                     metric_error,
-                    cpus: launch.cpus,
+                    cpus: command.cpus,
                 };
                 progress(Event::Finished {
                     strategy: &name,
@@ -241,15 +241,15 @@ mod tests {
     use crate::runner::{ExitStatus, Measured};
     use crate::strategy::StrategyKind;
 
-    /// A launcher that answers from a table keyed by the command's first word(s).
+    /// A runner that answers from a table keyed by the command's first word(s).
     struct Fake {
         calls: Vec<Vec<String>>,
         fail_every: Option<usize>,
         interrupt_after: Option<(usize, Interrupt)>,
     }
 
-    impl Launcher for Fake {
-        fn launch(&mut self, argv: &[OsString]) -> Result<Measured, LaunchError> {
+    impl Runner for Fake {
+        fn run(&mut self, argv: &[OsString]) -> Result<Measured, LaunchError> {
             let words: Vec<String> = argv
                 .iter()
                 .map(|s| s.to_string_lossy().into_owned())

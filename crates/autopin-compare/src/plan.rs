@@ -6,7 +6,7 @@
 
 use crate::experiment::{compile_metric, Config, Event, Setup};
 use crate::report::Document;
-use crate::runner::{Interrupt, Launcher};
+use crate::runner::{Interrupt, Runner};
 use crate::runs::{Experiment, RunRecord};
 use crate::stats::Better;
 use crate::strategy::{parse_strategy, MachineCheck, Strategy};
@@ -221,13 +221,13 @@ pub struct Comparison {
 pub fn compare(
     plan: &ComparePlan,
     setup: &Setup,
-    launcher: &mut dyn Launcher,
+    runner: &mut dyn Runner,
     interrupt: &Interrupt,
     progress: &mut dyn FnMut(Event),
 ) -> Comparison {
     let mut experiment = Experiment::new(plan.strategies.clone(), plan.baseline);
     let stopped_by = experiment
-        .run(setup, &plan.config, launcher, interrupt, progress)
+        .run(setup, &plan.config, runner, interrupt, progress)
         .err();
     let summaries = summarize(&experiment, &plan.config.summary);
     Comparison {

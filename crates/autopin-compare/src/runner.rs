@@ -2,7 +2,7 @@
 //! (from `wait4`, which reports the child and the descendants it waited for), exit status
 //! and captured output. The program is started by autopin's one launcher (`autopin-launch`,
 //! which `run` and `pin` use too), so exit statuses and signal forwarding mean the same.
-//! The experiment talks to this through the `Launcher` trait so its scheduling and
+//! The experiment talks to this through the `Runner` trait so its scheduling and
 //! bookkeeping can be tested without processes.
 
 pub use autopin_launch::ExitStatus;
@@ -57,15 +57,15 @@ pub struct Measured {
     pub stderr_tail: String,
 }
 
-/// Starts a command and waits for it.
-pub trait Launcher {
+/// Runs a command to its end and measures it.
+pub trait Runner {
     /// Runs `argv` to its end. An error means it could not be started (or waited for) at
     /// all; a program that ran and failed is a `Measured` with its exit status.
-    fn launch(&mut self, argv: &[OsString]) -> Result<Measured, LaunchError>;
+    fn run(&mut self, argv: &[OsString]) -> Result<Measured, LaunchError>;
 }
 
 /// Shared interrupt state: set when SIGINT/SIGTERM (or another forwarded signal) reached
-/// autopin, or by a caller; no new run starts afterwards. The launcher forwards the signal
+/// autopin, or by a caller; no new run starts afterwards. The runner forwards the signal
 /// to the running program.
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt {
@@ -85,7 +85,7 @@ impl Interrupt {
         self.forwarding.lock().map(|f| f.is_some()).unwrap_or(true)
     }
 
-    /// Installs the launcher's signal forwarding for the whole experiment.
+    /// Installs the runner's signal forwarding for the whole experiment.
     pub fn install(&self) -> Result<(), SignalHandlersError> {
         let f = Forwarding::begin().map_err(|cause| SignalHandlersError { cause })?;
         *self.forwarding.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
@@ -100,8 +100,8 @@ pub struct SignalHandlersError {
     pub cause: std::io::Error,
 }
 
-/// The real launcher: spawns the command with piped output, waits with `wait4`.
-pub struct ProcessLauncher {
+/// The real runner: spawns the command with piped output, waits with `wait4`.
+pub struct ProcessRunner {
     /// Echo the program's output (stdout and stderr) to our stderr as it arrives.
     pub show_output: bool,
     pub interrupt: Interrupt,
@@ -110,8 +110,8 @@ pub struct ProcessLauncher {
 /// How much of the program's stderr is kept to explain a failure.
 const STDERR_TAIL: usize = 2000;
 
-impl Launcher for ProcessLauncher {
-    fn launch(&mut self, argv: &[OsString]) -> Result<Measured, LaunchError> {
+impl Runner for ProcessRunner {
+    fn run(&mut self, argv: &[OsString]) -> Result<Measured, LaunchError> {
         let (prog, args) = argv.split_first().ok_or_else(|| LaunchError::NotFound {
             program: String::new(),
         })?;
@@ -186,8 +186,8 @@ fn drain(mut r: impl Read, echo: bool, keep: usize) -> String {
 mod tests {
     use super::*;
 
-    fn launcher() -> ProcessLauncher {
-        ProcessLauncher {
+    fn runner() -> ProcessRunner {
+        ProcessRunner {
             show_output: false,
             interrupt: Interrupt::default(),
         }
@@ -199,8 +199,8 @@ mod tests {
     #[test]
     fn measures_a_real_child() {
         // A child that burns ~0.2 s of CPU and prints a metric.
-        let m = launcher()
-            .launch(&argv(&[
+        let m = runner()
+            .run(&argv(&[
                 "sh",
                 "-c",
                 "i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done; echo 'rate = 42.5'",
@@ -217,18 +217,14 @@ mod tests {
 
     #[test]
     fn reports_exit_codes_signals_and_spawn_errors() {
-        let m = launcher()
-            .launch(&argv(&["sh", "-c", "echo oops >&2; exit 3"]))
+        let m = runner()
+            .run(&argv(&["sh", "-c", "echo oops >&2; exit 3"]))
             .unwrap();
         assert_eq!(m.exit.exit_code(), Some(3));
         assert!(m.stderr_tail.contains("oops"));
-        let m = launcher()
-            .launch(&argv(&["sh", "-c", "kill -9 $$"]))
-            .unwrap();
+        let m = runner().run(&argv(&["sh", "-c", "kill -9 $$"])).unwrap();
         assert_eq!(m.exit.signal(), Some(9));
-        let e = launcher()
-            .launch(&argv(&["/nonexistent/prog"]))
-            .unwrap_err();
+        let e = runner().run(&argv(&["/nonexistent/prog"])).unwrap_err();
         assert_eq!(e.exit_code(), 127);
         assert!(
             e.to_string().contains("/nonexistent/prog: no such file"),
@@ -238,8 +234,8 @@ mod tests {
 
     #[test]
     fn stderr_tail_is_bounded() {
-        let m = launcher()
-            .launch(&argv(&[
+        let m = runner()
+            .run(&argv(&[
                 "sh",
                 "-c",
                 "i=0; while [ $i -lt 2000 ]; do echo line$i >&2; i=$((i+1)); done",

@@ -166,9 +166,9 @@ pub fn parse_strategy(text: &str, check: &dyn PlacementCheck) -> Result<Strategy
     }
 }
 
-/// One run's concrete launch: the command line and, for random, the CPUs it drew.
+/// One run's concrete command: the command line and, for random, the CPUs it drew.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Launch {
+pub struct RunCommand {
     pub argv: Vec<OsString>,
     pub cpus: Option<Vec<u32>>,
 }
@@ -183,13 +183,13 @@ pub struct Frontend {
 
 impl Strategy {
     /// The command line for one run; `random` draws a fresh permutation of `allowed` from `rng`.
-    pub fn launch<R: Rng>(
+    pub fn command<R: Rng>(
         &self,
         front: &Frontend,
         program: &[OsString],
         allowed: &[u32],
         rng: &mut R,
-    ) -> Launch {
+    ) -> RunCommand {
         let cpus = match self.kind {
             StrategyKind::Random => {
                 let mut p = allowed.to_vec();
@@ -198,7 +198,7 @@ impl Strategy {
             }
             _ => None,
         };
-        Launch {
+        RunCommand {
             argv: command_for(&self.kind, front, cpus.as_deref(), program),
             cpus,
         }
@@ -521,7 +521,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let draws: Vec<Vec<u32>> = (0..6)
             .map(|_| {
-                s.launch(&front(), &prog(), &[0, 1, 2, 3], &mut rng)
+                s.command(&front(), &prog(), &[0, 1, 2, 3], &mut rng)
                     .cpus
                     .unwrap()
             })
@@ -537,7 +537,7 @@ mod tests {
         );
         let mut rng2 = ChaCha8Rng::seed_from_u64(1);
         assert_eq!(
-            s.launch(&front(), &prog(), &[0, 1, 2, 3], &mut rng2)
+            s.command(&front(), &prog(), &[0, 1, 2, 3], &mut rng2)
                 .cpus
                 .unwrap(),
             draws[0]

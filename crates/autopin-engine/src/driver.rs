@@ -4,8 +4,8 @@
 //! and the simulated machine.
 
 use crate::error::EngineError;
-use crate::os::{Clock, Meter, Reading, ThreadSnapshot, ThreadSource};
 use crate::pinner::{PinError, Pinner};
+use crate::sensors::{Clock, Meter, Reading, ThreadSnapshot, ThreadSource};
 use crate::session::{Action, Interval, Session};
 use autopin_placement::Pinning;
 use autopin_topology::CpuSet;
@@ -588,7 +588,7 @@ pub fn interval(
     cur: &Reading,
     t0: f64,
     t1: f64,
-    snap: &crate::os::ThreadSnapshot,
+    snap: &crate::sensors::ThreadSnapshot,
 ) -> Interval {
     // Thread → index, for per-thread amounts only: a meter that reads the program as a whole
     // (thousands of threads) has none, and needs no map of them every tick.

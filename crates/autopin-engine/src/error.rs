@@ -67,10 +67,10 @@ impl EngineError {
 
 /// A failure of the OS side: a refusal is the user's to fix (another user's process), every
 /// other kind is the OS's.
-impl From<crate::os::OsError> for EngineError {
-    fn from(e: crate::os::OsError) -> Self {
+impl From<crate::sensors::OsError> for EngineError {
+    fn from(e: crate::sensors::OsError) -> Self {
         match e {
-            crate::os::OsError::PermissionDenied(m) => EngineError::Permission(m),
+            crate::sensors::OsError::PermissionDenied(m) => EngineError::Permission(m),
             other => EngineError::Os(other.to_string()),
         }
     }
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn an_os_refusal_is_the_users_to_fix_and_keeps_its_message() {
-        use crate::os::OsError;
+        use crate::sensors::OsError;
         let refused = EngineError::from(OsError::PermissionDenied("move_pages(7): EPERM".into()));
         assert_eq!(
             (refused.exit_code(), refused.kind()),

@@ -4,9 +4,9 @@
 //! thread's pages live, what distance to them costs, pages that move when the platform
 //! migrates them). Runs a 96-CPU, 4-socket machine through a whole search in milliseconds.
 
-use crate::os::{Clock, Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
 use crate::pinner::{PinError, Pinner};
 use crate::rng::Rng;
+use crate::sensors::{Clock, Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
 use autopin_placement::Pinning;
 use autopin_topology::{CpuSet, Machine, ObjType};
 use std::collections::{BTreeMap, HashMap};
@@ -53,7 +53,7 @@ impl SimTopo {
                 .map(|c| m.obj(c).logical_index as usize);
             core_of.insert(os, core.unwrap_or(os as usize));
             package_of.insert(os, pkg.unwrap_or(0));
-            if let Some(n) = crate::run::memory::nodes_of(m, &[os]).first() {
+            if let Some(n) = crate::run::page_migration::nodes_of(m, &[os]).first() {
                 node_of.insert(os, *n);
             }
         }
@@ -1203,7 +1203,9 @@ impl crate::run::Platform for SimPlatform {
         self.migrated
             .push((self.sim.now(), pid, cpus.to_vec(), files));
         // The simulated pages move, so the threads' rates change from here on.
-        let to: Vec<u32> = crate::run::memory::nodes_of(m, cpus).into_iter().collect();
+        let to: Vec<u32> = crate::run::page_migration::nodes_of(m, cpus)
+            .into_iter()
+            .collect();
         if to.is_empty() {
             return Err(OsError::NotSupported(format!(
                 "CPUs {cpus:?} are on no NUMA node"

@@ -38,7 +38,7 @@ impl LatencyError {
     }
 }
 
-/// Why a memory budget such as `256MiB` was refused ([`crate::memory::parse_size`]).
+/// Why a memory budget such as `256MiB` was refused ([`crate::measure::memory_speed::parse_size`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {
     #[error("`{text}` is not a size (examples: 256MiB, 1GiB, 64M)")]

@@ -15,7 +15,6 @@ pub mod heatmap;
 pub mod infer;
 pub mod matrix;
 pub mod measure;
-pub mod memory;
 pub mod read;
 
 pub use error::{LatencyError, Result, SizeError};

@@ -3,12 +3,12 @@
 //! on the old node). Pages move with `move_pages(2)` in bounded batches, so the target keeps
 //! running between them and the result is known per page: where it went, or why it stayed.
 
-use autopin_engine::os::OsError;
+use autopin_engine::sensors::OsError;
 use autopin_topology::Machine;
 use std::time::Instant;
 
 pub use autopin_engine::report::MigrationOutcome;
-pub use autopin_engine::run::memory::nodes_of;
+pub use autopin_engine::run::page_migration::nodes_of;
 
 /// Which mappings move.
 #[derive(Clone, Debug)]

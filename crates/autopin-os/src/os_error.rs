@@ -1,7 +1,7 @@
 //! The OS side's failures as the engine's [`OsError`], by kind: perf's errors (counting
 //! refused, an energy counter unreadable) and failed system calls.
 
-use autopin_engine::os::OsError;
+use autopin_engine::sensors::OsError;
 use autopin_objective::PerfError;
 
 /// `e` as the engine sees it; the message is perf's, unchanged.

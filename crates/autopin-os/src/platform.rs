@@ -6,11 +6,11 @@
 use crate::process::{self, LaunchSpec, PinPlan};
 use crate::sources::{self, Lifetime, PerfMeter, ProcCpuMeter, ProcThreads};
 use autopin_engine::error::EngineError;
-use autopin_engine::os::{Meter, OsError};
 use autopin_engine::report::MigrationOutcome;
 use autopin_engine::run::{
     BusyWatch, CountingCheck, LaunchOptions, ObjectiveSource, Platform, Started, TargetSpec,
 };
+use autopin_engine::sensors::{Meter, OsError};
 use autopin_objective::{CountingCost, EventSpec, Objective, Sysfs};
 use autopin_perf::HeartbeatChannel;
 use autopin_topology::{CpuSet, Machine};

@@ -5,7 +5,7 @@
 use crate::process::exit_watch::ExitWatch;
 use crate::process::offspring::Offspring;
 use crate::process::{Launched, ProcFs, Registry, SkipMask, TaskScan, ThreadOrder};
-use autopin_engine::os::{Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
+use autopin_engine::sensors::{Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
 use autopin_objective::{CountingMode, Objective};
 use autopin_perf::{
     EnergySource, HeartbeatChannel, ModeChoice, PerfCounterSource, Sample, Sampler, Target,
@@ -207,7 +207,7 @@ impl ThreadSource for ProcThreads {
     fn wait_for_end(&mut self, seconds: f64) -> bool {
         match &self.exit_watch {
             Some(w) => {
-                w.wait(autopin_engine::os::duration_of(seconds));
+                w.wait(autopin_engine::sensors::duration_of(seconds));
                 true
             }
             None => false,

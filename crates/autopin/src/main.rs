@@ -10,7 +10,7 @@ mod decision_memory;
 mod doctor_checks;
 mod error;
 mod machine_args;
-mod mem_args;
+mod mem_policy_args;
 mod number_args;
 mod output;
 mod program_arg;

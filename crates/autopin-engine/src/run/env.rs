@@ -7,10 +7,10 @@
 
 use super::plan::{ObjectiveSource, TargetSpec};
 use crate::error::EngineError;
-use crate::os::{Clock, Meter, OsError, ThreadSource};
 use crate::pin_plan::SkipMask;
 use crate::pinner::Pinner;
 use crate::report::{MigrationOutcome, Report};
+use crate::sensors::{Clock, Meter, OsError, ThreadSource};
 use autopin_objective::{CountingCost, EventSpec, Objective};
 use autopin_placement::MemPolicy;
 use autopin_topology::{CpuSet, Machine};

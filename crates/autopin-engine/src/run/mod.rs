@@ -14,15 +14,15 @@
 pub mod binding;
 mod birth;
 pub mod env;
-pub mod memory;
 mod objective;
+pub mod page_migration;
 pub mod plan;
 mod team;
 
 pub use env::{
     BusyWatch, CountingCheck, DeviceWatch, LaunchOptions, Platform, RunEnv, RunSink, Started,
 };
-pub use memory::describe_single_node;
+pub use page_migration::describe_single_node;
 pub use plan::{
     CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, Remembered,
     RememberedPhase, RunPlan, SearchParams, StrategyChoice, TargetSpec, ThreadsChoice, BORN_WAIT,
@@ -30,8 +30,8 @@ pub use plan::{
 
 use crate::driver::{Driver, DriverConfig, Outcome};
 use crate::error::EngineError;
-use crate::os::{Meter, ThreadSource};
 use crate::report::{Report, Start};
+use crate::sensors::{Meter, ThreadSource};
 use crate::session::{CandidateFactory, CandidateList, Session, SessionConfig, StrategyFactory};
 use crate::strategy::{Autopin1, Fixed, Race, RaceParams};
 use autopin_objective::{CountingMode, WarningContext};
@@ -511,7 +511,7 @@ fn drive(
     };
     // One machine, no migration: say so once instead of at every decision.
     let migrate = plan.migrate_memory && {
-        let single = memory::describe_single_node(p.machine);
+        let single = page_migration::describe_single_node(p.machine);
         if let Some(note) = &single {
             env.sink.message(None, note);
             session.report.notes.push(note.clone());
@@ -538,8 +538,13 @@ fn drive(
             }
             if migrate && s.report.decisions.len() > migrations.len() {
                 for d in &s.report.decisions[migrations.len()..] {
-                    let rec =
-                        memory::after_decision(p.machine, p.pid, d, plan.migrate_files, platform);
+                    let rec = page_migration::after_decision(
+                        p.machine,
+                        p.pid,
+                        d,
+                        plan.migrate_files,
+                        platform,
+                    );
                     sink.borrow_mut().message(Some(d.at), &rec.line());
                     migrations.push(rec);
                 }

@@ -5,8 +5,8 @@
 use super::env::{Platform, RunEnv, RunSink};
 use super::plan::{ObjectiveSource, RunPlan};
 use crate::error::EngineError;
-use crate::os::ThreadSource;
 use crate::report::ObjectiveInfo;
+use crate::sensors::ThreadSource;
 use crate::session::Interval;
 use autopin_human::duration;
 use autopin_objective::Objective;

@@ -12,8 +12,8 @@
 //! next run's start, from memory.
 
 use super::{CandidateSource, RunPlan, ThreadsChoice};
-use crate::os::{Meter, OsError, Reading};
 use crate::report::{CandidateRecord, ThreadCount};
+use crate::sensors::{Meter, OsError, Reading};
 use autopin_objective::progress::TeamState;
 use autopin_placement::Pinning;
 use autopin_topology::Machine;

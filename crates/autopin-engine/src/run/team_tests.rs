@@ -6,7 +6,7 @@
 
 use super::tests::{go, launch, plan, topology};
 use super::*;
-use crate::os::OsError;
+use crate::sensors::OsError;
 use crate::sim::{BarrierModel, Sim, SimPlatform};
 use autopin_objective::progress::TeamFlags;
 

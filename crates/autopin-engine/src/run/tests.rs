@@ -2,9 +2,9 @@
 //! incomplete searches, attach without a trace, reports. Milliseconds each.
 
 use super::*;
-use crate::os::OsError;
 use crate::phase::WatchParams;
 use crate::pin_plan::SkipMask;
+use crate::sensors::OsError;
 use crate::sim::{HpcModel, Sim, SimPlatform, SimSink, SimTopo};
 use autopin_objective::Objective;
 

@@ -1,6 +1,6 @@
 use super::*;
 use crate::driver::{Driver, DriverConfig, DECIDED_TICK};
-use crate::os::{Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
+use crate::sensors::{Meter, OsError, Reading, ThreadSnapshot, ThreadSource};
 use crate::session::{Session, SessionConfig};
 use crate::strategy::{Autopin1, Autopin1Params, Race, RaceParams, Strategy};
 use std::collections::BTreeMap;

@@ -1,7 +1,9 @@
-//! Live measurements on this machine: the core-to-core latency matrix and the SMT test.
+//! Live measurements on this machine: the core-to-core latency matrix, the SMT test, and
+//! each NUMA node's memory latency and bandwidth ([`memory_speed`]).
 
 pub mod affinity;
 pub mod clock;
+pub mod memory_speed;
 pub mod pair;
 pub mod smt;
 

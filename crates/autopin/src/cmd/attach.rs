@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    if args.engine.memory.given() {
+    if args.engine.mem_policy.given() {
         return Err(crate::error::CliError::usage(
             "--membind/--interleave/--preferred/--localalloc set the policy of a program autopin starts (pin, run); for a running process use --migrate-memory",
         ));

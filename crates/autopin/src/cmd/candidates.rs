@@ -50,7 +50,7 @@ pub fn run(mut args: Args) -> CmdResult {
     if args.verbose {
         say!(
             "autopin: launcher: {}",
-            autopin_cluster::launcher::from_process()
+            autopin_cluster::job_launcher::from_process()
         );
     }
     let opts = CandidateOptions {

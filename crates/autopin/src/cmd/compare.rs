@@ -6,7 +6,7 @@
 use crate::error::{CliError, CmdResult};
 use crate::machine_args::MachineArgs;
 use autopin_compare::report::{self, Document};
-use autopin_compare::runner::{Interrupt, ProcessLauncher};
+use autopin_compare::runner::{Interrupt, ProcessRunner};
 use autopin_compare::{compare, CompareError, ComparePlan, Frontend, MachineCheck, Request, Setup};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -127,7 +127,7 @@ pub fn run(args: Args) -> CmdResult {
     let allowed = autopin_compare::PlacementCheck::allowed_cpus(&check);
     let interrupt = Interrupt::default();
     interrupt.install()?;
-    let mut launcher = ProcessLauncher {
+    let mut runner = ProcessRunner {
         show_output: args.show_output,
         interrupt: interrupt.clone(),
     };
@@ -140,7 +140,7 @@ pub fn run(args: Args) -> CmdResult {
         allowed_cpus: &allowed,
     };
     let mut progress = crate::compare_progress::Progress::new(plan.planned_runs(), args.quiet);
-    let comparison = compare(&plan, &setup, &mut launcher, &interrupt, &mut |e| {
+    let comparison = compare(&plan, &setup, &mut runner, &interrupt, &mut |e| {
         progress.event(e)
     });
     progress.finish();

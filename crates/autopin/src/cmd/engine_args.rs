@@ -149,7 +149,7 @@ pub struct EngineArgs {
     pub migrate_files: bool,
     /// Memory policy for a program autopin starts (numactl's options)
     #[command(flatten)]
-    pub memory: crate::mem_args::MemPolicyArgs,
+    pub mem_policy: crate::mem_policy_args::MemPolicyArgs,
     /// likwid-pin skip mask (hex): bit i set = the i-th created thread is not pinned
     #[arg(short = 's', long, value_name = "MASK")]
     pub skip: Option<String>,
@@ -246,7 +246,7 @@ impl EngineArgs {
             },
         };
         let (strategy, init) = strategy(a);
-        let mem_policy = a.memory.resolve(&machine)?;
+        let mem_policy = a.mem_policy.resolve(&machine)?;
         Ok(RunPlan {
             machine,
             target,

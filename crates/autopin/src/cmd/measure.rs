@@ -3,10 +3,10 @@
 
 use crate::error::{CliError, CmdResult};
 use crate::output::write_atomically;
-use autopin_latency::measure::{self, affinity::Affinity, affinity::Linux, pair::PairConfig, smt};
-use autopin_latency::{
-    build, compare, heatmap, infer, memory, read::c2c, Hints, Inference, LatencyMatrix,
+use autopin_latency::measure::{
+    self, affinity::Affinity, affinity::Linux, memory_speed, pair::PairConfig, smt,
 };
+use autopin_latency::{build, compare, heatmap, infer, read::c2c, Hints, Inference, LatencyMatrix};
 use autopin_topology::{source::json, CpuSet, Machine, ObjType};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -449,8 +449,8 @@ fn progress_bar(total: u64) -> indicatif::ProgressBar {
 }
 
 fn memory_cmd(a: MemoryArgs) -> CmdResult {
-    let budget =
-        memory::parse_size(&a.budget).map_err(|e| CliError::usage(format!("--budget {e}")))?;
+    let budget = memory_speed::parse_size(&a.budget)
+        .map_err(|e| CliError::usage(format!("--budget {e}")))?;
     if let Some(p) = &a.out {
         if !matches!(out_kind(p)?, OutKind::Json) {
             return Err(CliError::usage(format!("--out {}: memory measurements are written as a topology document; use a .json file", p.display())));
@@ -465,16 +465,16 @@ fn memory_cmd(a: MemoryArgs) -> CmdResult {
             .map_err(|e| CliError::internal(e.to_string()))?,
     );
     // One source per socket: its allowed CPUs.
-    let mut sources: Vec<memory::Source> = os
+    let mut sources: Vec<memory_speed::Source> = os
         .objects_of(ObjType::Package)
         .into_iter()
-        .map(|p| memory::Source {
+        .map(|p| memory_speed::Source {
             cpus: os.obj(p).cpuset.intersection(&allowed).iter().collect(),
         })
         .filter(|s| !s.cpus.is_empty())
         .collect();
     if sources.is_empty() {
-        sources.push(memory::Source {
+        sources.push(memory_speed::Source {
             cpus: allowed.iter().collect(),
         });
     }
@@ -484,7 +484,7 @@ fn memory_cmd(a: MemoryArgs) -> CmdResult {
         os.numa_nodes.iter().map(|n| n.os_index).collect()
     };
     let bind = nodes.len() > 1;
-    let cfg = memory::MemoryConfig {
+    let cfg = memory_speed::MemoryConfig {
         budget,
         ..Default::default()
     };
@@ -501,7 +501,7 @@ fn memory_cmd(a: MemoryArgs) -> CmdResult {
     let mut results = Vec::new();
     for src in &sources {
         for &node in &nodes {
-            let r = memory::measure_node(node, bind, src, &cfg, &aff)
+            let r = memory_speed::measure_node(node, bind, src, &cfg, &aff)
                 .map_err(|e| CliError::internal(format!("node {node}: {e}")))?;
             results.push(r);
             bar.inc(1);

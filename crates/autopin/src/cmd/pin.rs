@@ -54,7 +54,7 @@ pub struct Args {
     pub os_decides: bool,
     /// Memory policy for the program (numactl's options)
     #[command(flatten)]
-    pub memory: crate::mem_args::MemPolicyArgs,
+    pub mem_policy: crate::mem_policy_args::MemPolicyArgs,
     #[command(flatten)]
     pub machine: MachineArgs,
     /// The program and its arguments, after `--`
@@ -68,7 +68,7 @@ pub fn run(args: Args) -> CmdResult {
         return print(&args, &machine);
     }
     if args.os_decides {
-        let mem = args.memory.resolve(&machine)?;
+        let mem = args.mem_policy.resolve(&machine)?;
         return launch_unpinned(&args, mem);
     }
     let (team, cpus) = select_cpus(&args, &machine)?.ok_or_else(|| {
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> CmdResult {
         .map_err(|e| CliError::internal(format!("cannot read our own affinity: {e}")))?;
     check_allowed(&cpus, &allowed)?;
     let plan = PinPlan::new(cpus, skip)?;
-    let mem = args.memory.resolve(&machine)?;
+    let mem = args.mem_policy.resolve(&machine)?;
     launch(
         &args,
         program,
@@ -263,7 +263,7 @@ fn launch(
     if args.verbose {
         say!(
             "autopin: launcher: {}",
-            autopin_cluster::launcher::from_process()
+            autopin_cluster::job_launcher::from_process()
         );
         let list: Vec<String> = plan.cpus.iter().map(u32::to_string).collect();
         let skip = if plan.skip.is_empty() {

@@ -6,9 +6,9 @@
 use crate::cmd::engine_args::{perf_sysfs, EngineArgs};
 use crate::error::{CliError, CmdResult};
 use crate::messages::Messages;
-use autopin_engine::os::SystemClock;
 use autopin_engine::report::Report;
 use autopin_engine::run::{RunEnv, RunSink, TargetSpec};
+use autopin_engine::sensors::SystemClock;
 use autopin_os::LinuxPinner;
 use autopin_os::LinuxPlatform;
 

@@ -7,7 +7,7 @@ use autopin_engine::report::{JobLauncher, JobPlace};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// What the launcher told this process about itself.
+/// What the job launcher told this process about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
     /// Where this process stands in the job (the report's record of the launch shares it).

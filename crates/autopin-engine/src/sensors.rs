@@ -1,7 +1,8 @@
-//! The narrow traits through which the driver reaches the OS, besides
-//! [`crate::pinner::Pinner`]: time, the target's threads, and the objective's counters. The
-//! engine implements only the clock (std's monotonic one); the Linux side (autopin-os) and
-//! the simulator ([`crate::sim`]) implement the rest.
+//! What the driver senses of the target, through narrow traits (its one hand is
+//! [`crate::pinner::Pinner`]): time, the target's threads, and the objective's counters,
+//! with [`OsError`], why the OS side could not answer. The engine implements only the clock
+//! (std's monotonic one); the Linux side (autopin-os) and the simulator ([`crate::sim`])
+//! implement the rest.
 
 use std::collections::BTreeMap;
 
