@@ -538,3 +538,129 @@ kill $pid"],
     eprintln!("guest numa_maps:\n{maps}");
     assert!(maps.contains(" N1="), "{maps}");
 }
+
+fn ompwork() -> std::path::PathBuf {
+    // Linked dynamically: `autopin run` counts its OpenMP work through the preload library,
+    // and vm.sh puts the libraries ldd names (libgomp, libc) in the guest.
+    autopin_testkit::build_c_file(Path::new("workloads/ompwork.c"), &["-O2", "-fopenmp"])
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The text after the line `@@name` up to the next `@@` line.
+fn section<'a>(text: &'a str, name: &str) -> &'a str {
+    let head = format!("@@{name}\n");
+    let at = text
+        .find(&head)
+        .unwrap_or_else(|| panic!("no {head:?} in:\n{text}"))
+        + head.len();
+    let end = text[at..].find("\n@@").map_or(text.len(), |e| at + e + 1);
+    &text[at..end]
+}
+
+/// A 16-vCPU node (2 sockets × 4 cores × 2 SMT threads, one NUMA node a socket), as big as
+/// a TCG guest here can be in CI's time: `topology` and its views name what QEMU was told;
+/// `autopin run` of a 16-thread OpenMP program (ompwork, its work counted through the
+/// OpenMP runtime, no hardware counters in the guest) decides, and after the decision every
+/// thread of the program sits on one CPU of the decided candidate, as the kernel says in
+/// /proc/PID/task/*/status; `show` gives each thread's package and node as the shape has
+/// them, `stat` sees the program's threads on the guest's CPUs. Timing inside an
+/// overcommitted TCG guest says nothing about the machine: this checks function only.
+#[test]
+fn sixteen_vcpus_two_sockets_smt_run_decides_and_threads_sit_where_decided() {
+    require_vm!();
+    let shape = Shape {
+        sockets: 2,
+        cores: 4,
+        threads: 2,
+        nodes: vec![("0-7", 512), ("8-15", 512)],
+        distances: vec![(0, 1, 21)],
+    };
+    let omp = ompwork();
+    let run = "autopin run --report /tmp/r.json -q -- ompwork -m private -w 2000 -t 50 >/tmp/ow.out 2>/tmp/ow.err &
+apid=$!
+while ! pidof ompwork >/dev/null; do sleep 0.1; done
+pid=$(pidof ompwork)
+sleep 3
+autopin show $pid >/tmp/show.txt 2>&1
+autopin stat -p $pid --duration 2 --json /tmp/s.json >/dev/null 2>/tmp/stat.err || cat /tmp/stat.err >&2
+i=0
+while kill -0 $pid 2>/dev/null; do
+  i=$((i+1))
+  for t in /proc/$pid/task/*; do echo \"$(basename $t) $(awk '/Cpus_allowed_list/ {print $2}' $t/status 2>/dev/null)\"; done >/tmp/snap.$i 2>/dev/null
+  sleep 1
+done
+wait $apid; echo \"status $?\"
+echo @@out; cat /tmp/ow.out
+echo @@show; cat /tmp/show.txt
+echo @@stat; cat /tmp/s.json; echo
+echo @@snap; cat /tmp/snap.$((i-1))
+echo @@report; cat /tmp/r.json";
+    let mut cmds = topology_commands(&[]);
+    cmds.push(run);
+    let outs = vm::run(&shape, &[autopin_bin(), &omp], &cmds);
+    check_topology(
+        &shape,
+        &json(outs[0].ok("topology json")),
+        outs[3].ok("meminfo"),
+    );
+    check_views(&shape, outs[1].ok("boxes"), outs[2].ok("svg"));
+
+    let text = outs[4].ok("run");
+    assert!(text.starts_with("status 0\n"), "{text}\n{}", outs[4].stderr);
+    assert!(section(text, "out").contains("checksum"), "{text}");
+    let report = json(section(text, "report"));
+    eprintln!(
+        "guest run: {} candidates, decision {}",
+        report["candidates"].as_array().map_or(0, Vec::len),
+        report["decision"]
+    );
+    let decided: Vec<u64> = report["decision"]["cpus"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no decision with CPUs: {}", report["decision"]))
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert!(decided.iter().all(|&c| c < 16), "{decided:?}");
+    // The last whole look at the program's threads before it ended, each thread's mask.
+    let mut seen: Vec<u64> = section(text, "snap")
+        .lines()
+        .filter_map(|l| {
+            let (_, cpus) = l.split_once(' ')?;
+            let cpus = cpus.trim();
+            (!cpus.is_empty()).then(|| {
+                cpus.parse::<u64>()
+                    .unwrap_or_else(|_| panic!("a thread allowed more than one CPU: {l}"))
+            })
+        })
+        .collect();
+    seen.sort_unstable();
+    let mut want = decided.clone();
+    want.sort_unstable();
+    assert_eq!(seen, want, "threads' CPUs vs the decision {decided:?}");
+
+    // show: every thread's package and NUMA node as the shape puts its CPU (8 CPUs each).
+    let show = section(text, "show");
+    let mut rows = 0;
+    for l in show.lines() {
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        let Some(Ok(_tid)) = cols.first().map(|c| c.parse::<u32>()) else {
+            continue;
+        };
+        // TID NAME STATE CPU MAY-USE CORE PACKAGE NUMA
+        let cpu: u32 = cols[3].parse().unwrap_or_else(|_| panic!("{l}"));
+        assert_eq!(cols[6], (cpu / 8).to_string(), "package of CPU {cpu}: {l}");
+        assert_eq!(cols[7], (cpu / 8).to_string(), "node of CPU {cpu}: {l}");
+        rows += 1;
+    }
+    assert!(rows >= 8, "{show}");
+
+    // stat: the program's threads, each on the guest's CPUs.
+    let stat = json(section(text, "stat"));
+    let threads = stat["threads"].as_array().expect("threads");
+    assert!(threads.len() >= 8, "{stat}");
+    for t in threads {
+        for c in t["cpus"].as_array().expect("cpus") {
+            assert!(c.as_u64().unwrap() < 16, "{t}");
+        }
+    }
+}
