@@ -7,8 +7,10 @@
 use autopin_objective::{CountingCost, EventSpec, PerfError};
 use autopin_perf::{CounterOptions, CounterSource, CounterValue, PerfCounterSource, Target};
 use autopin_stat::counting::ThreadCounts;
-use autopin_stat::groups::Missing;
+use autopin_stat::groups::{self, Group, Missing};
+use autopin_stat::{Snapshot, StatReport};
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
 
 /// What the machine allows for the events of the chosen groups.
 pub struct CountingPlan {
@@ -236,6 +238,100 @@ impl<S: CounterSource> GroupCounters<S> {
                 })
             })
             .collect()
+    }
+}
+
+/// The plan for the events of `groups` on a program: which can be counted on the CPUs
+/// `pid` may use (0: this process's), how, and at what cost. Found before the program
+/// starts, so that the probes do not run beside it.
+pub fn plan_for(pid: i32, groups: &[&Group]) -> CountingPlan {
+    let cpus: Vec<u32> = autopin_topology::affinity::get(pid)
+        .map(|m| m.iter().collect())
+        .unwrap_or_default();
+    plan(&groups::events_of(groups), &cpus, true)
+}
+
+/// `stat -g`: the groups' counters on a program's threads, and the reading each report
+/// counts from, on the looks' clock.
+pub struct Counting {
+    plan: CountingPlan,
+    groups: Vec<&'static Group>,
+    counters: Option<GroupCounters<PerfCounterSource>>,
+    begun: Instant,
+    /// The reading at the first look, and at the start of the current interval.
+    first: Reading,
+    interval: Reading,
+}
+
+impl Counting {
+    /// Counts `plan`'s events on the threads of the first look; `begun` starts the looks'
+    /// clock.
+    pub fn begin(
+        plan: CountingPlan,
+        groups: Vec<&'static Group>,
+        first: &Snapshot,
+        begun: Instant,
+    ) -> Self {
+        let mut c = Counting {
+            counters: GroupCounters::for_plan(&plan),
+            plan,
+            groups,
+            begun,
+            first: Reading::default(),
+            interval: Reading::default(),
+        };
+        c.follow(first);
+        c.first = c.read();
+        c.interval = c.first.clone();
+        c
+    }
+
+    /// Counts the threads a look sees for the first time.
+    pub fn follow(&mut self, look: &Snapshot) {
+        if let Some(c) = self.counters.as_mut() {
+            c.follow(look.threads.iter().map(|t| t.tid), look.t);
+        }
+    }
+
+    fn read(&mut self) -> Reading {
+        let t = self.begun.elapsed().as_secs_f64();
+        match self.counters.as_mut() {
+            Some(c) => c.read(t),
+            None => Reading::empty(t),
+        }
+    }
+
+    /// Puts the counts since the first look (or, for an interval, since the last interval)
+    /// into `report`, with how they were counted and what counting cost.
+    pub fn fill(&mut self, report: &mut StatReport, interval: bool) {
+        let now = self.read();
+        let from = if interval {
+            &self.interval
+        } else {
+            &self.first
+        };
+        let (counts, mut missing) = match &self.counters {
+            Some(c) => (c.counts(from, &now), c.refused()),
+            None => Default::default(),
+        };
+        missing.splice(0..0, self.plan.missing.iter().cloned());
+        autopin_stat::counting::apply(report, &self.groups, &counts, missing);
+        report.counting_mode = Some(self.plan.mode.clone());
+        let threads = &report.figures.threads;
+        report.counting_overhead = self.plan.cost.as_ref().map(|cost| {
+            let switches: u64 = threads
+                .iter()
+                .map(|t| t.voluntary_switches + t.involuntary_switches)
+                .sum();
+            let cpus: BTreeSet<u32> = threads.iter().flat_map(|t| t.cpus.clone()).collect();
+            cost.estimated_slowdown(
+                switches as f64 / report.figures.seconds.max(1e-9),
+                cpus.len(),
+            )
+        });
+        if interval {
+            self.interval = now;
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! thread or changes the program.
 
 use crate::process::proc_scan::split_stat;
-use autopin_stat::{Neighbour, ThreadSample, Throttling};
+use autopin_stat::{Context, Neighbour, Snapshot, Subject, ThreadSample, Throttling};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Clock ticks per second of /proc's CPU times (USER_HZ, 100 on every Linux port).
@@ -222,6 +223,114 @@ pub fn throttling(pid: i32) -> Option<Throttling> {
             throttled_ns,
         })
     })
+}
+
+/// The looks `stat` takes at one program: its threads and those of the processes it
+/// started, their cgroup's throttling and the program's own progress at every look; the
+/// other processes and (on a machine of several NUMA nodes) where its pages are only at
+/// the looks a report is made of, as those reads are long. The clock starts at `new`.
+pub struct StatSource {
+    pid: i32,
+    multi_node: bool,
+    progress: Option<ProgressChannel>,
+    begun: std::time::Instant,
+}
+
+impl StatSource {
+    /// Looks at `pid`; `multi_node` as [`Context::multi_node`] says of the machine.
+    pub fn new(pid: i32, multi_node: bool, progress: Option<ProgressChannel>) -> Self {
+        StatSource {
+            pid,
+            multi_node,
+            progress,
+            begun: std::time::Instant::now(),
+        }
+    }
+
+    /// Seconds since the source began: the looks' clock.
+    pub fn elapsed(&self) -> f64 {
+        self.begun.elapsed().as_secs_f64()
+    }
+
+    /// When the source began, for counters read on the same clock.
+    pub fn begun(&self) -> std::time::Instant {
+        self.begun
+    }
+
+    /// A look now, with the surroundings when `full`; None when the program's threads are
+    /// gone.
+    pub fn look(&self, full: bool) -> Option<Snapshot> {
+        let threads = tree_samples(self.pid).ok().filter(|t| !t.is_empty())?;
+        let mut s = Snapshot {
+            t: self.elapsed(),
+            threads,
+            throttling: throttling(self.pid),
+            progress: self.progress.as_ref().map(ProgressChannel::read),
+            ..Snapshot::default()
+        };
+        if full {
+            self.surround(&mut s);
+        }
+        Some(s)
+    }
+
+    /// Adds to `look` the other processes now and, on a machine of several nodes, where
+    /// the program's pages are.
+    pub fn surround(&self, look: &mut Snapshot) {
+        look.neighbours = neighbours(&self.ours());
+        if self.multi_node {
+            look.pages = pages_by_node(self.pid);
+        }
+    }
+
+    /// What is not a neighbour: autopin, the process watched (also when the pid names one
+    /// of its threads) and every process it started, whose threads are watched with its
+    /// own.
+    fn ours(&self) -> Vec<i32> {
+        let mut v = process_tree(self.pid);
+        v.push(std::process::id() as i32);
+        v.extend(process_of(self.pid));
+        v
+    }
+}
+
+/// What the verdicts need to know of the machine: the CPUs `pid` may use, the core and the
+/// NUMA node of each CPU (empty where sysfs cannot be read).
+pub fn context(pid: i32, subject: Subject) -> Context {
+    let machine = autopin_topology::source::sysfs::read(Path::new("/")).ok();
+    let allowed: Vec<u32> = autopin_topology::affinity::get(pid)
+        .map(|m| m.iter().collect())
+        .or_else(|_| {
+            machine
+                .as_ref()
+                .map(|m| m.allowed_cpuset().iter().collect())
+                .ok_or(())
+        })
+        .unwrap_or_default();
+    let core_of: BTreeMap<u32, usize> = machine
+        .as_ref()
+        .map(|m| {
+            m.flat_pus()
+                .into_iter()
+                .filter_map(|p| Some((p.os, p.core?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let node_of: BTreeMap<u32, u32> = machine
+        .as_ref()
+        .map(|m| {
+            m.numa_nodes
+                .iter()
+                .flat_map(|n| n.cpuset.iter().map(move |c| (c, n.os_index)))
+                .collect()
+        })
+        .unwrap_or_default();
+    Context {
+        allowed,
+        core_of,
+        subject,
+        node_of,
+    }
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ pub fn apply(
             });
         }
     }
-    for t in &mut report.threads {
+    for t in &mut report.figures.threads {
         let Some(c) = counts.get(&t.tid) else {
             continue;
         };
@@ -115,7 +115,7 @@ pub fn render(r: &StatReport) -> String {
             }
         }));
         let mut rows = vec![head];
-        for t in &r.threads {
+        for t in &r.figures.threads {
             let mut row = vec![t.tid.to_string()];
             for e in &counted {
                 let mux = t.multiplexed.iter().any(|m| m == e);
@@ -145,8 +145,8 @@ pub fn render(r: &StatReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::figures::ThreadStat;
     use crate::groups::select;
-    use crate::verdict::ThreadStat;
 
     fn thread(tid: i32) -> ThreadStat {
         ThreadStat {
@@ -167,13 +167,15 @@ mod tests {
 
     fn report(tids: &[i32]) -> StatReport {
         StatReport {
-            seconds: 2.0,
-            threads: tids.iter().map(|t| thread(*t)).collect(),
-            neighbours: vec![],
-            throttled_seconds: None,
-            heartbeats_per_second: None,
-            openmp_constructs_per_second: None,
-            pages_per_node: vec![],
+            figures: crate::figures::Figures {
+                seconds: 2.0,
+                threads: tids.iter().map(|t| thread(*t)).collect(),
+                neighbours: vec![],
+                throttled_seconds: None,
+                heartbeats_per_second: None,
+                openmp_constructs_per_second: None,
+                pages_per_node: vec![],
+            },
             verdicts: vec![],
             groups: vec![],
             counters_missing: None,
@@ -223,12 +225,12 @@ mod tests {
             &BTreeMap::from([(10, a), (11, b)]),
             missing,
         );
-        let t = &r.threads[0];
+        let t = &r.figures.threads[0];
         assert_eq!(t.metrics["IPC"], 2.0);
         assert_eq!(t.metrics["GHz"], 2.0);
         assert_eq!(t.metrics["CPUs"], 1.0);
         assert_eq!(t.metrics["cs/s"], 5.0);
-        let u = &r.threads[1];
+        let u = &r.figures.threads[1];
         assert_eq!(u.metrics["CPUs"], 0.5);
         assert_eq!(u.metrics["cs/s"], 4.0);
         assert!(!u.metrics.contains_key("IPC"));

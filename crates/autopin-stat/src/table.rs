@@ -24,7 +24,7 @@ pub fn render(r: &StatReport) -> String {
         "VCSW".into(),
         "ICSW".into(),
     ]];
-    for t in &r.threads {
+    for t in &r.figures.threads {
         rows.push([
             t.tid.to_string(),
             t.name.clone(),
@@ -38,13 +38,13 @@ pub fn render(r: &StatReport) -> String {
     }
     let mut out = format!(
         "{} thread(s) over {:.2} s (CPU%: of one CPU; WAIT%: runnable but waiting for a CPU)\n",
-        r.threads.len(),
-        r.seconds
+        r.figures.threads.len(),
+        r.figures.seconds
     );
     // Names and CPU lists read left-aligned, numbers right-aligned.
     out.push_str(&autopin_human::columns(&rows, |i| i != 1 && i != 4));
     out.push_str(&crate::counting::render(r));
-    for (pid, name, share, cpus) in &r.neighbours {
+    for (pid, name, share, cpus) in &r.figures.neighbours {
         out.push_str(&format!(
             "neighbour: PID {pid} ({name}) ran {:.0}% of a CPU on CPU {}\n",
             100.0 * share,
@@ -55,18 +55,19 @@ pub fn render(r: &StatReport) -> String {
         ));
     }
     let mut progress = Vec::new();
-    if let Some(h) = r.heartbeats_per_second {
+    if let Some(h) = r.figures.heartbeats_per_second {
         progress.push(format!("{} heartbeats/s", autopin_human::si(h)));
     }
-    if let Some(o) = r.openmp_constructs_per_second {
+    if let Some(o) = r.figures.openmp_constructs_per_second {
         progress.push(format!("{} OpenMP constructs/s", autopin_human::si(o)));
     }
     if !progress.is_empty() {
         out.push_str(&format!("progress: {}\n", progress.join(", ")));
     }
-    let pages: u64 = r.pages_per_node.iter().map(|p| p.1).sum();
+    let pages: u64 = r.figures.pages_per_node.iter().map(|p| p.1).sum();
     if pages > 0 {
         let each: Vec<String> = r
+            .figures
             .pages_per_node
             .iter()
             .map(|(n, p)| {
@@ -79,7 +80,7 @@ pub fn render(r: &StatReport) -> String {
             .collect();
         out.push_str(&format!("memory by NUMA node: {}\n", each.join(", ")));
     }
-    if let Some(s) = r.throttled_seconds {
+    if let Some(s) = r.figures.throttled_seconds {
         out.push_str(&format!("cgroup throttling: {s:.2} s\n"));
     }
     // What the intervals found that the whole run's figures do not show (a contention in
@@ -99,7 +100,7 @@ pub fn render(r: &StatReport) -> String {
     } else if r.verdicts.is_empty() {
         out.push_str(&format!(
             "verdict: nothing wrong found over the whole {:.1} s, but {} (see them above)\n",
-            r.seconds,
+            r.figures.seconds,
             only_in_intervals.join(", ")
         ));
     } else if !only_in_intervals.is_empty() {

@@ -1,7 +1,9 @@
-//! From two snapshots to per-thread figures and verdicts.
+//! What the figures mean: the verdicts, each with its evidence and a command to try, and
+//! the report that joins them to the figures.
 
-use crate::rules::{self, NEIGHBOUR};
-use crate::sample::{pages_mib, CpusSeen, Snapshot, ThreadSample};
+use crate::figures::{Figures, ThreadStat};
+use crate::rules;
+use crate::sample::{pages_mib, CpusSeen, Snapshot};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -92,35 +94,6 @@ impl Context {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ThreadStat {
-    pub tid: i32,
-    pub name: String,
-    /// Share of one CPU it ran.
-    pub cpu_share: f64,
-    /// Share of the time it was runnable but waited for a CPU.
-    pub run_delay_fraction: f64,
-    /// The CPUs it was seen on.
-    pub cpus: Vec<u32>,
-    /// Migrations between CPUs in the period (None: the kernel does not say).
-    pub migrations: Option<u64>,
-    pub voluntary_switches: u64,
-    pub involuntary_switches: u64,
-    /// The NUMA nodes of the CPUs it ran on (empty on a machine of one node).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub numa_nodes: Vec<u32>,
-    /// `-g` groups' event counts (perf's event names; clocks in seconds), scaled where
-    /// multiplexed; an event not counted is absent.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub counters: BTreeMap<String, f64>,
-    /// The groups' derived metrics (shares as fractions).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub metrics: BTreeMap<String, f64>,
-    /// Events of `counters` the kernel multiplexed (counted part of the time, scaled up).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub multiplexed: Vec<String>,
-}
-
 /// One finding, with what shows it and what to try.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
@@ -152,26 +125,13 @@ impl IntervalTally {
     }
 }
 
+/// One period's report: what was measured, what it means, and (with `-g`, `-I`) how the
+/// counters counted and what the intervals found. Its JSON is flat: the figures' fields
+/// first, as `--json` has always written them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StatReport {
-    /// Seconds between the first and the last sample.
-    pub seconds: f64,
-    pub threads: Vec<ThreadStat>,
-    /// Other processes that took CPU time on the program's CPUs: (pid, name, share of a
-    /// CPU, the CPUs).
-    pub neighbours: Vec<(i32, String, f64, Vec<u32>)>,
-    /// Seconds the cgroup quota held the program back (None: no quota counters).
-    pub throttled_seconds: Option<f64>,
-    /// Heartbeats the program reported a second (None: it reported none).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub heartbeats_per_second: Option<f64>,
-    /// OpenMP constructs its threads completed a second (None: not counted).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub openmp_constructs_per_second: Option<f64>,
-    /// Where the process's pages were at the end: (NUMA node, pages); empty on a machine of
-    /// one node.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub pages_per_node: Vec<(u32, u64)>,
+    #[serde(flatten)]
+    pub figures: Figures,
     pub verdicts: Vec<Verdict>,
     /// The `-g` event groups counted (empty: none asked for).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -235,71 +195,33 @@ fn move_to_free(ctx: &Context, threads: usize, free: &[u32]) -> String {
 /// The figures and verdicts between `first` and `last`; `seen` holds the CPUs each thread
 /// ran on in the looks between them.
 pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context) -> StatReport {
-    let wall = (last.t - first.t).max(1e-9);
-    let multi_node = ctx.multi_node();
-    let before: BTreeMap<i32, &ThreadSample> = first.threads.iter().map(|t| (t.tid, t)).collect();
-    let threads: Vec<ThreadStat> = last
-        .threads
-        .iter()
-        .map(|t| {
-            // A thread born since the first sample: its counters are its whole life.
-            let b = before.get(&t.tid);
-            let d = |now: u64, then: fn(&ThreadSample) -> u64| {
-                now.saturating_sub(b.map_or(0, |b| then(b)))
-            };
-            let mut cpus = seen.of(t.tid);
-            if cpus.is_empty() {
-                // Never caught running: where it sits is all there is to say.
-                cpus.insert(t.cpu);
-            }
-            let numa_nodes: BTreeSet<u32> = cpus
-                .iter()
-                .filter_map(|c| ctx.node_of.get(c).copied())
-                .collect();
-            ThreadStat {
-                tid: t.tid,
-                name: t.name.clone(),
-                cpu_share: d(t.cpu_ns, |b| b.cpu_ns) as f64 * 1e-9 / wall,
-                run_delay_fraction: d(t.wait_ns, |b| b.wait_ns) as f64 * 1e-9 / wall,
-                cpus: cpus.into_iter().collect(),
-                migrations: t
-                    .migrations
-                    .map(|m| m.saturating_sub(b.and_then(|b| b.migrations).unwrap_or(0))),
-                voluntary_switches: d(t.voluntary_switches, |b| b.voluntary_switches),
-                involuntary_switches: d(t.involuntary_switches, |b| b.involuntary_switches),
-                numa_nodes: if multi_node {
-                    numa_nodes.into_iter().collect()
-                } else {
-                    Vec::new()
-                },
-                counters: BTreeMap::new(),
-                metrics: BTreeMap::new(),
-                multiplexed: Vec::new(),
-            }
-        })
-        .collect();
+    let figures = crate::figures::measure(first, last, seen, ctx);
+    let verdicts = judge(&figures, ctx);
+    StatReport {
+        figures,
+        verdicts,
+        groups: Vec::new(),
+        counters_missing: None,
+        counting_mode: None,
+        counting_overhead: None,
+        intervals: None,
+    }
+}
+
+/// What the figures mean: each verdict whose rule ([`crate::rules`]) they meet, in the
+/// order the report prints them.
+pub fn judge(figures: &Figures, ctx: &Context) -> Vec<Verdict> {
+    let Figures {
+        seconds: wall,
+        threads,
+        neighbours,
+        throttled_seconds,
+        pages_per_node,
+        ..
+    } = figures;
+    let wall = *wall;
     let working: Vec<&ThreadStat> = threads.iter().filter(|t| rules::is_working(t)).collect();
     let program_cpus = rules::cpus_used(&working);
-    let earlier: BTreeMap<i32, u64> = first.neighbours.iter().map(|n| (n.pid, n.cpu_ns)).collect();
-    let mut neighbours: Vec<(i32, String, f64, Vec<u32>)> = last
-        .neighbours
-        .iter()
-        .filter_map(|n| {
-            let share = n.cpu_ns.saturating_sub(*earlier.get(&n.pid)?) as f64 * 1e-9 / wall;
-            let on: Vec<u32> = n
-                .cpus
-                .iter()
-                .copied()
-                .filter(|c| program_cpus.contains(c))
-                .collect();
-            (share >= NEIGHBOUR && !on.is_empty()).then(|| (n.pid, n.name.clone(), share, on))
-        })
-        .collect();
-    neighbours.sort_by(|a, b| b.2.total_cmp(&a.2));
-    let throttled_seconds = match (first.throttling, last.throttling) {
-        (Some(a), Some(b)) => Some(b.throttled_ns.saturating_sub(a.throttled_ns) as f64 * 1e-9),
-        _ => None,
-    };
     let mut verdicts = Vec::new();
     let waiting: Vec<&ThreadStat> = working
         .iter()
@@ -505,40 +427,10 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
             ),
         });
     }
-    let pages_per_node = if multi_node {
-        // The last look that read the pages: where they are now.
-        [last, first]
-            .iter()
-            .map(|s| s.pages.clone())
-            .find(|p| !p.is_empty())
-            .unwrap_or_default()
-    } else {
-        Vec::new()
-    };
-    if let Some(v) = numa_remote(&working, &pages_per_node, ctx) {
+    if let Some(v) = numa_remote(&working, pages_per_node, ctx) {
         verdicts.push(v);
     }
-    let (a, b) = (
-        first.progress.unwrap_or_default(),
-        last.progress.unwrap_or_default(),
-    );
-    StatReport {
-        seconds: wall,
-        threads,
-        neighbours,
-        throttled_seconds,
-        heartbeats_per_second: (b.beats > 0).then(|| b.beats.saturating_sub(a.beats) as f64 / wall),
-        openmp_constructs_per_second: b
-            .openmp
-            .map(|n| n.saturating_sub(a.openmp.unwrap_or(0)) as f64 / wall),
-        pages_per_node,
-        verdicts,
-        groups: Vec::new(),
-        counters_missing: None,
-        counting_mode: None,
-        counting_overhead: None,
-        intervals: None,
-    }
+    verdicts
 }
 
 /// The working threads run on nodes that hold few of the process's pages: weighted by each
@@ -601,7 +493,7 @@ fn numa_remote(working: &[&ThreadStat], pages: &[(u32, u64)], ctx: &Context) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sample::Neighbour;
+    use crate::sample::{Neighbour, ThreadSample};
 
     fn thread(tid: i32, cpu: u32, cpu_ms: u64, wait_ms: u64) -> ThreadSample {
         ThreadSample {
@@ -656,11 +548,19 @@ mod tests {
         assert_eq!(ended.len(), 1);
         let seen = looked(&[&first, &second, &last]);
         let r = analyze(&first, &last.with_ended(&ended), &seen, &ctx());
-        assert_eq!(r.threads.len(), 2, "{r:?}");
-        let two = r.threads.iter().find(|t| t.tid == 2).expect("thread 2");
+        assert_eq!(r.figures.threads.len(), 2, "{r:?}");
+        let two = r
+            .figures
+            .threads
+            .iter()
+            .find(|t| t.tid == 2)
+            .expect("thread 2");
         assert!((two.cpu_share - 0.5 / 1.5).abs() < 1e-9, "{two:?}");
         // Without the ended threads, the report lost it.
-        assert_eq!(analyze(&first, &last, &seen, &ctx()).threads.len(), 1);
+        assert_eq!(
+            analyze(&first, &last, &seen, &ctx()).figures.threads.len(),
+            1
+        );
     }
 
     #[test]
@@ -732,8 +632,8 @@ mod tests {
         assert!(v.text.contains("10%"), "{}", v.text);
         assert!(v.evidence[0].contains("node 1"), "{:?}", v.evidence);
         assert!(v.suggestion.contains("-c 0,1"), "{}", v.suggestion);
-        assert_eq!(r.threads[0].numa_nodes, vec![1]);
-        assert_eq!(r.pages_per_node, vec![(0, 14_746), (1, 1_638)]);
+        assert_eq!(r.figures.threads[0].numa_nodes, vec![1]);
+        assert_eq!(r.figures.pages_per_node, vec![(0, 14_746), (1, 1_638)]);
         // The same threads on node 0, near the pages: nothing to say.
         let r = looks([0, 1], vec![(0, 14_746), (1, 1_638)]);
         assert!(
@@ -753,7 +653,7 @@ mod tests {
         let mut b = snap(1.0, vec![thread(1, 0, 900, 0)]);
         b.pages = vec![(0, 20_000)];
         let r = analyze(&a, &b, &CpusSeen::default(), &ctx());
-        assert!(r.threads[0].numa_nodes.is_empty() && r.pages_per_node.is_empty());
+        assert!(r.figures.threads[0].numa_nodes.is_empty() && r.figures.pages_per_node.is_empty());
     }
 
     #[test]
@@ -762,7 +662,7 @@ mod tests {
         let b = snap(1.0, vec![thread(1, 0, 500, 500), thread(2, 0, 500, 500)]);
         let r = analyze(&a, &b, &looked(&[&a, &b]), &ctx());
         assert_eq!(kinds(&r), vec!["contention"]);
-        assert!((r.threads[0].run_delay_fraction - 0.5).abs() < 1e-9);
+        assert!((r.figures.threads[0].run_delay_fraction - 0.5).abs() < 1e-9);
         assert!(
             r.verdicts[0].suggestion.contains("CPU 1 is idle"),
             "{:?}",
@@ -777,7 +677,7 @@ mod tests {
         let a = snap(0.0, vec![thread(1, 0, 10, 0), thread(2, 1, 0, 0)]);
         let b = snap(1.0, vec![thread(1, 0, 500, 500), thread(2, 0, 500, 500)]);
         let r = analyze(&a, &b, &looked(&[&a, &b]), &ctx());
-        assert_eq!(r.threads[1].cpus, vec![0]);
+        assert_eq!(r.figures.threads[1].cpus, vec![0]);
         assert_eq!(kinds(&r), vec!["contention"]);
     }
 
@@ -796,7 +696,7 @@ mod tests {
         }
         let refs: Vec<&Snapshot> = looks.iter().collect();
         let r = analyze(&looks[0], &looks[9], &looked(&refs), &ctx());
-        assert_eq!(r.threads[1].cpus, vec![0]);
+        assert_eq!(r.figures.threads[1].cpus, vec![0]);
         assert_eq!(kinds(&r), vec!["contention"]);
     }
 

@@ -1,20 +1,18 @@
 //! `autopin stat`: why a program is slow where it runs. Runs a program (or watches a running
-//! one) without moving any thread, samples what Linux keeps per thread (autopin-os
-//! `stat_source`), and prints the per-thread table and verdicts (autopin-stat) on stderr,
-//! as `perf stat` does, so the program's own output stays alone on stdout.
+//! one) without moving any thread and prints the per-thread table and verdicts on stderr,
+//! as `perf stat` does, so the program's own output stays alone on stdout. What happens
+//! where: autopin-os takes the looks (`stat_source`) and counts the `-g` events
+//! (`stat_counters`); autopin-stat's `Watch` keeps the looks and makes each report, its
+//! figures first and then their verdicts. This file maps the arguments, starts or checks
+//! the program, drives the loop and prints.
 
 use crate::error::{CliError, CmdResult};
 use crate::number_args::positive_seconds;
-use autopin_os::stat_counters::{self, CountingPlan, GroupCounters, Reading};
-use autopin_os::stat_source::{
-    neighbours, pages_by_node, process_of, process_tree, throttling, tree_samples, ProgressChannel,
-};
-use autopin_perf::PerfCounterSource;
-use autopin_stat::groups::{self, Group};
-use autopin_stat::{analyze, Context, CpusSeen, Snapshot, StatReport, Subject};
-use std::collections::BTreeMap;
+use autopin_os::stat_counters::{self, Counting};
+use autopin_os::stat_source::{self, ProgressChannel, StatSource};
+use autopin_stat::groups;
+use autopin_stat::{StatReport, Subject, Watch, WatchPlan};
 use std::path::PathBuf;
-use std::time::Instant;
 
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
@@ -62,6 +60,9 @@ pub struct Args {
 /// How often threads are looked at: which CPUs they run on is only seen at a look.
 const LOOK: f64 = 0.1;
 
+/// Maps the arguments, drives the watch (autopin-stat's [`Watch`]) with the looks of the
+/// OS layer's [`StatSource`] (and, with `-g`, its counters) until the program ends or the
+/// duration is over, and prints each report.
 pub fn run(args: Args) -> CmdResult {
     if args
         .groups
@@ -85,127 +86,67 @@ pub fn run(args: Args) -> CmdResult {
     }
     // Which events can be counted, and what counting costs, is found before the program
     // starts, so that the probes do not run beside it.
-    let plan = (!groups.is_empty()).then(|| {
-        let cpus: Vec<u32> = autopin_topology::affinity::get(args.pid.unwrap_or(0))
-            .map(|m| m.iter().collect())
-            .unwrap_or_default();
-        stat_counters::plan(&groups::events_of(&groups), &cpus, true)
-    });
+    let plan =
+        (!groups.is_empty()).then(|| stat_counters::plan_for(args.pid.unwrap_or(0), &groups));
     let mut target = match start(&args)? {
         Start::Watching(t) => t,
         Start::Failed(code) => return Ok(code),
     };
     let pid = target.pid;
-    let ctx = context(pid, target.subject.clone());
+    let ctx = stat_source::context(pid, target.subject.clone());
     // Where the pages live is read only where there is more than one node to be on.
-    let multi_node = ctx.multi_node();
-    let me = std::process::id() as i32;
-    // Not neighbours: autopin, the process watched (also when -p names one of its threads)
-    // and every process it started, whose threads are watched with its own.
-    let ours = || {
-        let mut v = process_tree(pid);
-        v.push(me);
-        v.extend(process_of(pid));
-        v
-    };
-    let begun = Instant::now();
-    let look = |with_neighbours: bool| -> Option<Snapshot> {
-        let threads = tree_samples(pid).ok().filter(|t| !t.is_empty())?;
-        Some(Snapshot {
-            t: begun.elapsed().as_secs_f64(),
-            threads,
-            neighbours: if with_neighbours {
-                neighbours(&ours())
-            } else {
-                Vec::new()
-            },
-            throttling: throttling(pid),
-            pages: if with_neighbours && multi_node {
-                pages_by_node(pid)
-            } else {
-                Vec::new()
-            },
-            progress: target.progress.as_ref().map(ProgressChannel::read),
-        })
-    };
-    let Some(first) = look(true) else {
+    let source = StatSource::new(pid, ctx.multi_node(), target.progress.take());
+    let Some(first) = source.look(true) else {
         return finish_without_samples(target.child.as_mut(), pid);
     };
-    let mut samples = Samples::new(args.svg.is_some());
-    samples.record(&first);
-    let mut counting = plan.map(|plan| Counting::begin(plan, groups, &first, begun));
-    let duration = args.duration.or(target.child.is_none().then_some(5.0));
-    let mut last = first.clone();
-    let mut interval_from = first.clone();
-    // Threads that ended between looks, at their last counters: over the whole watch, and
-    // since the interval's start.
-    let mut ended: Vec<autopin_stat::ThreadSample> = Vec::new();
-    let mut ended_in_interval: Vec<autopin_stat::ThreadSample> = Vec::new();
+    let mut counting = plan.map(|plan| Counting::begin(plan, groups, &first, source.begun()));
+    let mut watch = Watch::new(
+        first,
+        ctx,
+        WatchPlan {
+            interval: args.interval,
+            duration: args.duration.or(target.child.is_none().then_some(5.0)),
+            picture: args.svg.is_some(),
+        },
+    );
     let mut status = None;
-    let mut tally = args
-        .interval
-        .map(|_| autopin_stat::IntervalTally::default());
     loop {
         std::thread::sleep(std::time::Duration::from_secs_f64(LOOK));
         if let Some(Ok(Some(code))) = target.child.as_mut().map(|c| c.try_wait()) {
             status = Some(code);
             break;
         }
-        let elapsed = begun.elapsed().as_secs_f64();
-        let due = args
-            .interval
-            .is_some_and(|i| elapsed - interval_from.t >= i - 1e-9);
-        let ending = duration.is_some_and(|d| elapsed >= d);
-        let Some(mut s) = look(false) else { break };
-        if due || ending {
-            s.neighbours = neighbours(&ours());
-            if multi_node {
-                s.pages = pages_by_node(pid);
-            }
-        }
-        samples.record(&s);
+        let moment = watch.at(source.elapsed());
+        let Some(look) = source.look(moment.full_look()) else {
+            break;
+        };
         if let Some(c) = counting.as_mut() {
-            c.follow(&s);
+            c.follow(&look);
         }
-        let gone = s.ended_since(&last);
-        ended.extend(gone.iter().cloned());
-        ended_in_interval.extend(gone);
-        last = s;
-        if due {
-            let upto = last.with_ended(&ended_in_interval);
-            let mut report = analyze(&interval_from, &upto, &samples.seen, &ctx);
+        watch.record(look);
+        if moment.interval_due {
+            let mut i = watch.end_interval();
             if let Some(c) = counting.as_mut() {
-                c.fill(&mut report, true);
-            }
-            if let Some(t) = tally.as_mut() {
-                t.add(&report);
+                c.fill(&mut i.report, true);
             }
             eprint!(
                 "autopin stat: {:.1}–{:.1} s\n{}",
-                interval_from.t,
-                last.t,
-                autopin_stat::table::render(&report)
+                i.from,
+                i.to,
+                autopin_stat::table::render(&i.report)
             );
-            interval_from = last.clone();
-            ended_in_interval.clear();
         }
-        if ending {
+        if moment.ending {
             break;
         }
     }
-    if last.neighbours.is_empty() && last.t > first.t {
-        // The program ended between looks: the neighbours are taken now (up to one look
-        // later than the threads, so their share is overstated by at most that much).
-        last.neighbours = neighbours(&ours());
-        if multi_node {
-            last.pages = pages_by_node(pid);
-        }
+    if let Some(last) = watch.last_without_surroundings() {
+        source.surround(last);
     }
-    let mut report = analyze(&first, &last.with_ended(&ended), &samples.seen, &ctx);
+    let mut report = watch.report();
     if let Some(c) = counting.as_mut() {
         c.fill(&mut report, false);
     }
-    report.intervals = tally.filter(|t| t.intervals > 0);
     eprint!("{}", autopin_stat::table::render(&report));
     if let Some(missing) = &report.counters_missing {
         // Once, after the last table: what was not counted, and why.
@@ -217,7 +158,7 @@ pub fn run(args: Args) -> CmdResult {
             100.0 * o
         );
     }
-    let written = write_outputs(&args, &report, &samples, &ctx);
+    let written = write_outputs(&args, &report, &watch);
     let code = match (status, target.child.as_mut()) {
         (Some(code), _) => code,
         // Watched for --duration (or its threads are gone): the program goes on to its
@@ -291,105 +232,18 @@ fn start(args: &Args) -> Result<Start, CliError> {
     }
 }
 
-/// What the verdicts need to know of the machine: the CPUs the process may use and the
-/// core of each CPU.
-fn context(pid: i32, subject: Subject) -> Context {
-    let machine = autopin_topology::source::sysfs::read(std::path::Path::new("/")).ok();
-    let allowed: Vec<u32> = autopin_topology::affinity::get(pid)
-        .map(|m| m.iter().collect())
-        .or_else(|_| {
-            machine
-                .as_ref()
-                .map(|m| m.allowed_cpuset().iter().collect())
-                .ok_or(())
-        })
-        .unwrap_or_default();
-    let core_of: BTreeMap<u32, usize> = machine
-        .as_ref()
-        .map(|m| {
-            m.flat_pus()
-                .into_iter()
-                .filter_map(|p| Some((p.os, p.core?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let node_of: BTreeMap<u32, u32> = machine
-        .as_ref()
-        .map(|m| {
-            m.numa_nodes
-                .iter()
-                .flat_map(|n| n.cpuset.iter().map(move |c| (c, n.os_index)))
-                .collect()
-        })
-        .unwrap_or_default();
-    Context {
-        allowed,
-        core_of,
-        subject,
-        node_of,
-    }
-}
-
-/// Everything seen at the looks: the CPUs each thread was on, the CSV rows, and (for the
-/// picture, thinned on long runs) the looks themselves.
-struct Samples {
-    seen: CpusSeen,
-    csv: String,
-    looks: Option<Vec<Snapshot>>,
-}
-
-impl Samples {
-    fn new(picture: bool) -> Self {
-        Samples {
-            seen: CpusSeen::default(),
-            csv: String::from("t,tid,name,cpu,cpu_seconds,wait_seconds\n"),
-            looks: picture.then(Vec::new),
-        }
-    }
-
-    fn record(&mut self, s: &Snapshot) {
-        self.seen.record(s);
-        for t in &s.threads {
-            self.csv.push_str(&format!(
-                "{:.3},{},{},{},{:.6},{:.6}\n",
-                s.t,
-                t.tid,
-                t.name.replace(',', " "),
-                t.cpu,
-                t.cpu_ns as f64 * 1e-9,
-                t.wait_ns as f64 * 1e-9
-            ));
-        }
-        if let Some(looks) = self.looks.as_mut() {
-            looks.push(s.clone());
-            autopin_stat::svg::thin(looks);
-        }
-    }
-}
-
 /// The files asked for: JSON figures and verdicts, CSV samples, the SVG picture.
-fn write_outputs(
-    args: &Args,
-    report: &autopin_stat::StatReport,
-    samples: &Samples,
-    ctx: &Context,
-) -> Result<(), CliError> {
+fn write_outputs(args: &Args, report: &StatReport, watch: &Watch) -> Result<(), CliError> {
     if let Some(p) = &args.json {
         let text =
             serde_json::to_string_pretty(report).map_err(|e| CliError::internal(e.to_string()))?;
         crate::output::write_atomically(p, text.as_bytes())?;
     }
     if let Some(p) = &args.csv {
-        crate::output::write_atomically(p, samples.csv.as_bytes())?;
+        crate::output::write_atomically(p, watch.csv().as_bytes())?;
     }
-    if let (Some(p), Some(looks)) = (&args.svg, &samples.looks) {
-        let title = format!(
-            "autopin stat: {}, {} thread(s) over {:.1} s",
-            ctx.subject.name(),
-            report.threads.len(),
-            report.seconds
-        );
-        crate::output::write_atomically(p, autopin_stat::svg::render(looks, &title).as_bytes())?;
+    if let (Some(p), Some(svg)) = (&args.svg, watch.picture(report)) {
+        crate::output::write_atomically(p, svg.as_bytes())?;
     }
     Ok(())
 }
@@ -408,85 +262,5 @@ fn finish_without_samples(
         None => Err(CliError::usage(format!(
             "-p {pid}: the process ended before it could be looked at"
         ))),
-    }
-}
-
-/// `-g`: the groups' counters on the program's threads, and the reading each report
-/// counts from.
-struct Counting {
-    plan: CountingPlan,
-    groups: Vec<&'static Group>,
-    counters: Option<GroupCounters<PerfCounterSource>>,
-    begun: Instant,
-    /// The reading at the first look, and at the start of the current interval.
-    first: Reading,
-    interval: Reading,
-}
-
-impl Counting {
-    fn begin(
-        plan: CountingPlan,
-        groups: Vec<&'static Group>,
-        first: &Snapshot,
-        begun: Instant,
-    ) -> Self {
-        let mut c = Counting {
-            counters: GroupCounters::for_plan(&plan),
-            plan,
-            groups,
-            begun,
-            first: Reading::default(),
-            interval: Reading::default(),
-        };
-        c.follow(first);
-        c.first = c.read();
-        c.interval = c.first.clone();
-        c
-    }
-
-    /// Counts the threads a look sees for the first time.
-    fn follow(&mut self, look: &Snapshot) {
-        if let Some(c) = self.counters.as_mut() {
-            c.follow(look.threads.iter().map(|t| t.tid), look.t);
-        }
-    }
-
-    fn read(&mut self) -> Reading {
-        let t = self.begun.elapsed().as_secs_f64();
-        match self.counters.as_mut() {
-            Some(c) => c.read(t),
-            None => Reading::empty(t),
-        }
-    }
-
-    /// Puts the counts since the first look (or, for an interval, since the last interval)
-    /// into `report`.
-    fn fill(&mut self, report: &mut StatReport, interval: bool) {
-        let now = self.read();
-        let from = if interval {
-            &self.interval
-        } else {
-            &self.first
-        };
-        let (counts, mut missing) = match &self.counters {
-            Some(c) => (c.counts(from, &now), c.refused()),
-            None => Default::default(),
-        };
-        missing.splice(0..0, self.plan.missing.iter().cloned());
-        autopin_stat::counting::apply(report, &self.groups, &counts, missing);
-        report.counting_mode = Some(self.plan.mode.clone());
-        report.counting_overhead = self.plan.cost.as_ref().map(|cost| {
-            let switches: u64 = report
-                .threads
-                .iter()
-                .map(|t| t.voluntary_switches + t.involuntary_switches)
-                .sum();
-            let cpus: std::collections::BTreeSet<u32> =
-                report.threads.iter().flat_map(|t| t.cpus.clone()).collect();
-            cost.estimated_slowdown(switches as f64 / report.seconds.max(1e-9), cpus.len())
-        });
-        if interval {
-            self.interval = now;
-        }
     }
 }
