@@ -38,7 +38,9 @@ pub use expr::{pin_expression, team_expression};
 pub use mempolicy::{mem_policy, node_list, MemPolicy, MemPolicyMode};
 pub use pinning::{cpu_text, Pinning, Place, UNPINNED_LABEL};
 pub use policy::{policy_pinning, POLICY_NAMES};
-pub use sharing::{place_with_matrix, sharing_pinning, SharingMatrix, SHARING_STRATEGIES};
+#[cfg(feature = "files")]
+pub use sharing::sharing_pinning;
+pub use sharing::{place_with_matrix, SharingMatrix, SHARING_STRATEGIES};
 pub use split::{
     gpu_note, gpus_of_ranks, gpus_unused, rank_share, rank_share_near_gpus, restrict_to,
     split_node, split_node_near, SplitError,

@@ -15,7 +15,7 @@
 //! style swaps between parts until no swap increases the weight kept inside parts. Part sizes
 //! are fixed by the domains' capacity (threads split evenly), so swaps keep the balance.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use autopin_topology::{Machine, ObjId};
 use rustworkx_core::petgraph::graph::UnGraph;
@@ -122,11 +122,12 @@ impl SharingMatrix {
         })
     }
 
+    #[cfg(feature = "files")]
     pub fn read(path: &Path) -> Result<SharingMatrix, PlacementError> {
         let text =
             autopin_files::read_to_string_bounded(path, autopin_files::MAX_INPUT).map_err(|e| {
                 PlacementError::Matrix {
-                    path: PathBuf::from(path),
+                    path: path.to_path_buf(),
                     line: 0,
                     message: e.to_string(),
                 }
@@ -135,6 +136,7 @@ impl SharingMatrix {
     }
 }
 
+#[cfg(feature = "files")]
 pub fn sharing_pinning(
     m: &Machine,
     strategy: &str,

@@ -3,6 +3,7 @@
 //! One tree of objects as in hwloc (see [`model`]); sources in [`source`] read it from Linux
 //! sysfs, a synthetic spec, a JSON file or hwloc XML; views in [`view`] show it.
 
+#[cfg(feature = "linux")]
 pub mod affinity;
 pub mod builder;
 pub mod cpuset;

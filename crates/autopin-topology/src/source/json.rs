@@ -1,8 +1,7 @@
 //! Loading a model back from `autopin topology --format json`.
 
-use crate::error::{JsonTopologyError, Result, TopologyError};
+use crate::error::JsonTopologyError;
 use crate::model::Machine;
-use std::path::Path;
 
 /// The JSON document `--format json` writes: the full model plus the flat `pus` view (which
 /// is derived, so loading ignores it).
@@ -23,10 +22,13 @@ pub fn to_document(m: &Machine) -> Document {
     }
 }
 
-pub fn load(path: &Path) -> Result<Machine> {
+/// Loads a model from a file `--format json` wrote (bounded and symlink-safe: the
+/// `linux` feature).
+#[cfg(feature = "linux")]
+pub fn load(path: &std::path::Path) -> crate::Result<Machine> {
     let text = autopin_files::read_to_string_bounded(path, autopin_files::MAX_INPUT)
-        .map_err(|e| TopologyError::file(path, e.to_string()))?;
-    from_str(&text).map_err(|e| TopologyError::file(path, e.to_string()))
+        .map_err(|e| crate::TopologyError::file(path, e.to_string()))?;
+    from_str(&text).map_err(|e| crate::TopologyError::file(path, e.to_string()))
 }
 
 pub fn from_str(text: &str) -> std::result::Result<Machine, JsonTopologyError> {
