@@ -41,6 +41,10 @@ use birth::{birth, Birth};
 pub use objective::ObjectiveChoice;
 use objective::{choose_objective, TargetFacts};
 
+// Over 100 lines on purpose: the run path in the order it happens (check, start, objective,
+// meter, session, drive, finish), each step one call; what a step finds (the pid, the
+// threads, the allowed CPUs, the team) is a local the later steps read, and cut in two the
+// half-made run would have to travel between the halves as a struct of its own.
 /// Carries out `plan` in `env` and returns the finished report. A target that could not be
 /// started is `EngineError::Launch`; when the run fails after the start, the partial report
 /// goes to [`RunSink::checkpoint`] before the error is returned.

@@ -6,6 +6,7 @@
 use super::models::{model_named, ProgramModel, PHASE_SECONDS};
 use super::{Sim, SimPhase, SimPlatform, SimSink, SimTopo};
 use crate::error::EngineError;
+use crate::report::{DecisionRecord, Report};
 use crate::run::{
     run, CandidateSource, ObjectivePlan, RunEnv, RunPlan, SearchParams, StrategyChoice, TargetSpec,
     ThreadsChoice,
@@ -62,10 +63,7 @@ pub fn simulate(machine: &Machine, spec: &Spec) -> Result<Outcome, EngineError> 
 
 /// Runs `spec` on `machine`: its outcome and the run's whole report (what `autopin run
 /// --report` writes: every probe, decision and tick, for `autopin report` to read back).
-pub fn simulate_reported(
-    machine: &Machine,
-    spec: &Spec,
-) -> Result<(Outcome, crate::report::Report), EngineError> {
+pub fn simulate_reported(machine: &Machine, spec: &Spec) -> Result<(Outcome, Report), EngineError> {
     let topo = SimTopo::from_machine(machine);
     let allowed = machine.allowed_cpuset().len();
     if spec.threads == 0 || spec.threads > allowed {
@@ -75,36 +73,7 @@ pub fn simulate_reported(
         )));
     }
     let model = model_named(&spec.model, &topo).map_err(EngineError::usage)?;
-    let sim = if spec.model == "phases" {
-        let phase = |name: &str| -> Result<SimPhase, EngineError> {
-            Ok(SimPhase {
-                name: name.into(),
-                duration: PHASE_SECONDS,
-                model: model_named(name, &topo).map_err(EngineError::usage)?,
-            })
-        };
-        Sim::new(
-            machine,
-            model_named("bandwidth", &topo).map_err(EngineError::usage)?,
-            spec.threads,
-            spec.noise,
-            spec.seed,
-            spec.seconds,
-        )
-        .with_phases(vec![phase("bandwidth")?, phase("pairs")?])
-    } else {
-        Sim::new(
-            machine,
-            model_named(&spec.model, &topo).map_err(EngineError::usage)?,
-            spec.threads,
-            spec.noise,
-            spec.seed,
-            spec.seconds,
-        )
-    };
-    // A moved thread's caches refill within milliseconds on real machines (GROMACS's
-    // pinnings read as fast at 20 ms as over their probes, docs/search.md).
-    let sim = sim.with_cold(COLD);
+    let sim = sim_for(machine, spec, &topo)?;
     let mut platform = SimPlatform::new(sim);
     platform.busy = model.busy();
     let plan = plan_for(machine, spec.race);
@@ -120,35 +89,8 @@ pub fn simulate_reported(
             sink: &mut sink,
         },
     )?;
-    // The pinning in force at the end of each phase (one, without phases).
-    let mut last: Vec<&crate::report::DecisionRecord> = Vec::new();
-    for d in &report.decisions {
-        match last.iter_mut().find(|x| x.phase == d.phase) {
-            Some(x) => *x = d,
-            None => last.push(d),
-        }
-    }
-    let score = |m: &dyn ProgramModel, d: &crate::report::DecisionRecord| -> f64 {
-        let placement: Vec<Option<u32>> = (0..spec.threads)
-            .map(|i| d.cpus.as_ref().map(|c| c[i % c.len()]))
-            .collect();
-        let rate: f64 = m.rates(&topo, &placement).iter().sum();
-        rate / m.optimum(&topo, spec.threads).max(f64::MIN_POSITIVE)
-    };
-    let ratios: Vec<f64> = if spec.model == "phases" {
-        ["bandwidth", "pairs"]
-            .iter()
-            .map(|name| {
-                let m = model_named(name, &topo).map_err(EngineError::usage)?;
-                Ok(last
-                    .iter()
-                    .find(|d| d.phase.as_deref() == Some(*name))
-                    .map_or(0.0, |d| score(m.as_ref(), d)))
-            })
-            .collect::<Result<_, EngineError>>()?
-    } else {
-        vec![last.first().map_or(0.0, |d| score(model.as_ref(), d))]
-    };
+    let last = last_decisions(&report);
+    let ratios = ratios(&last, spec, &topo, model.as_ref())?;
     let outcome = Outcome {
         model: spec.model.clone(),
         threads: spec.threads,
@@ -168,6 +110,82 @@ pub fn simulate_reported(
             .unwrap_or_default(),
     };
     Ok((outcome, report))
+}
+
+/// The simulated machine running `spec`'s model (for `phases`, bandwidth then pairs).
+fn sim_for(machine: &Machine, spec: &Spec, topo: &SimTopo) -> Result<Sim, EngineError> {
+    let sim = if spec.model == "phases" {
+        let phase = |name: &str| -> Result<SimPhase, EngineError> {
+            Ok(SimPhase {
+                name: name.into(),
+                duration: PHASE_SECONDS,
+                model: model_named(name, topo).map_err(EngineError::usage)?,
+            })
+        };
+        Sim::new(
+            machine,
+            model_named("bandwidth", topo).map_err(EngineError::usage)?,
+            spec.threads,
+            spec.noise,
+            spec.seed,
+            spec.seconds,
+        )
+        .with_phases(vec![phase("bandwidth")?, phase("pairs")?])
+    } else {
+        Sim::new(
+            machine,
+            model_named(&spec.model, topo).map_err(EngineError::usage)?,
+            spec.threads,
+            spec.noise,
+            spec.seed,
+            spec.seconds,
+        )
+    };
+    // A moved thread's caches refill within milliseconds on real machines (GROMACS's
+    // pinnings read as fast at 20 ms as over their probes, docs/search.md).
+    Ok(sim.with_cold(COLD))
+}
+
+/// The decision in force at the end of each phase (one, without phases).
+fn last_decisions(report: &Report) -> Vec<&DecisionRecord> {
+    let mut last: Vec<&DecisionRecord> = Vec::new();
+    for d in &report.decisions {
+        match last.iter_mut().find(|x| x.phase == d.phase) {
+            Some(x) => *x = d,
+            None => last.push(d),
+        }
+    }
+    last
+}
+
+/// How close each of the `last` decisions came to its model's optimum, as rate ÷ optimum.
+fn ratios(
+    last: &[&DecisionRecord],
+    spec: &Spec,
+    topo: &SimTopo,
+    model: &dyn ProgramModel,
+) -> Result<Vec<f64>, EngineError> {
+    let score = |m: &dyn ProgramModel, d: &DecisionRecord| -> f64 {
+        let placement: Vec<Option<u32>> = (0..spec.threads)
+            .map(|i| d.cpus.as_ref().map(|c| c[i % c.len()]))
+            .collect();
+        let rate: f64 = m.rates(topo, &placement).iter().sum();
+        rate / m.optimum(topo, spec.threads).max(f64::MIN_POSITIVE)
+    };
+    Ok(if spec.model == "phases" {
+        ["bandwidth", "pairs"]
+            .iter()
+            .map(|name| {
+                let m = model_named(name, topo).map_err(EngineError::usage)?;
+                Ok(last
+                    .iter()
+                    .find(|d| d.phase.as_deref() == Some(*name))
+                    .map_or(0.0, |d| score(m.as_ref(), d)))
+            })
+            .collect::<Result<_, EngineError>>()?
+    } else {
+        vec![last.first().map_or(0.0, |d| score(model, d))]
+    })
 }
 
 /// `autopin run`'s default plan on `machine`: topology candidates, the race.
