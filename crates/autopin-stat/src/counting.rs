@@ -145,8 +145,8 @@ pub fn render(r: &StatReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::figures::ThreadStat;
     use crate::groups::select;
+    use crate::thread_stat::ThreadStat;
 
     fn thread(tid: i32) -> ThreadStat {
         ThreadStat {

@@ -10,6 +10,7 @@
 //! ([`verdict`]: what it means); the figures borrow from [`rules`] only which threads
 //! work and which neighbours are worth naming. [`table`], [`svg`] and `--json` print it.
 
+pub mod context;
 pub mod counting;
 pub mod figures;
 pub mod groups;
@@ -17,10 +18,13 @@ pub mod rules;
 pub mod sample;
 pub mod svg;
 pub mod table;
+pub mod thread_stat;
 pub mod verdict;
 pub mod watch;
 
-pub use figures::{measure, Figures, ThreadStat};
+pub use context::{Context, Subject};
+pub use figures::{measure, Figures};
 pub use sample::{CpusSeen, Neighbour, Progress, Snapshot, ThreadSample, Throttling};
-pub use verdict::{analyze, judge, Context, IntervalTally, StatReport, Subject, Verdict};
+pub use thread_stat::ThreadStat;
+pub use verdict::{analyze, judge, IntervalTally, StatReport, Verdict};
 pub use watch::{IntervalReport, Moment, Watch, WatchPlan};

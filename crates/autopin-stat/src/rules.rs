@@ -2,7 +2,7 @@
 //! one program over its watch ([`crate::analyze`]), `top` to every thread of the machine at
 //! each refresh (autopin-top's flags). A rule changed here changes both.
 
-use crate::figures::ThreadStat;
+use crate::thread_stat::ThreadStat;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A thread counts as working from this share of a CPU on.

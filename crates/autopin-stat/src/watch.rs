@@ -5,8 +5,9 @@
 //! call: the caller takes each look and hands it over, so that the same watch runs on
 //! recorded looks in a test.
 
+use crate::context::Context;
 use crate::sample::{CpusSeen, Snapshot, ThreadSample};
-use crate::verdict::{analyze, Context, IntervalTally, StatReport};
+use crate::verdict::{analyze, IntervalTally, StatReport};
 
 /// How long to watch and what to keep besides the figures.
 #[derive(Debug, Clone, Copy, Default)]
