@@ -123,143 +123,222 @@ pub fn analyze(first: &Snapshot, last: &Snapshot, seen: &CpusSeen, ctx: &Context
     }
 }
 
+/// What every rule of a verdict looks at: the figures, the machine, and what the figures
+/// say of the program's threads and CPUs.
+struct Scene<'a> {
+    ctx: &'a Context,
+    figures: &'a Figures,
+    /// The threads that ran enough to count ([`rules::is_working`]).
+    working: Vec<&'a ThreadStat>,
+    /// The working threads that waited for a CPU ([`rules::is_waiting`]).
+    waiting: Vec<&'a ThreadStat>,
+    /// The CPUs the working threads ran on.
+    used: BTreeSet<u32>,
+    /// The CPUs the program may use that neither it nor a busy neighbour ran on.
+    free: Vec<u32>,
+}
+
+impl<'a> Scene<'a> {
+    fn of(figures: &'a Figures, ctx: &'a Context) -> Self {
+        let working: Vec<&ThreadStat> = figures
+            .threads
+            .iter()
+            .filter(|t| rules::is_working(t))
+            .collect();
+        let waiting = working
+            .iter()
+            .copied()
+            .filter(|t| rules::is_waiting(t))
+            .collect();
+        let used = rules::cpus_used(&working);
+        let neighbour_cpus: BTreeSet<u32> = figures
+            .neighbours
+            .iter()
+            .flat_map(|n| n.3.clone())
+            .collect();
+        let free = rules::free_cpus(&ctx.allowed, &used, &neighbour_cpus);
+        Scene {
+            ctx,
+            figures,
+            working,
+            waiting,
+            used,
+            free,
+        }
+    }
+}
+
+/// The rules of the verdicts, in the order the report prints what they find.
+const RULES: [fn(&Scene) -> Option<Verdict>; 8] = [
+    contention,
+    busy_neighbour,
+    migrations,
+    imbalance,
+    throttled,
+    smt_shared,
+    idle_cpus,
+    numa_remote,
+];
+
 /// What the figures mean: each verdict whose rule ([`crate::rules`]) they meet, in the
 /// order the report prints them.
 pub fn judge(figures: &Figures, ctx: &Context) -> Vec<Verdict> {
-    let Figures {
-        seconds: wall,
-        threads,
-        neighbours,
-        throttled_seconds,
-        pages_per_node,
+    let scene = Scene::of(figures, ctx);
+    RULES.iter().filter_map(|rule| rule(&scene)).collect()
+}
+
+/// The program's own working threads crowd its CPUs: more of them than CPUs they run on,
+/// and some wait.
+fn contention(s: &Scene) -> Option<Verdict> {
+    let Scene {
+        ctx,
+        working,
+        waiting,
+        used,
+        free,
         ..
-    } = figures;
-    let wall = *wall;
-    let working: Vec<&ThreadStat> = threads.iter().filter(|t| rules::is_working(t)).collect();
-    let program_cpus = rules::cpus_used(&working);
-    let mut verdicts = Vec::new();
-    let waiting: Vec<&ThreadStat> = working
-        .iter()
-        .copied()
-        .filter(|t| rules::is_waiting(t))
-        .collect();
-    let used = program_cpus;
-    let neighbour_cpus: BTreeSet<u32> = neighbours.iter().flat_map(|n| n.3.clone()).collect();
-    let free = rules::free_cpus(&ctx.allowed, &used, &neighbour_cpus);
-    if !waiting.is_empty() {
-        // The program's own working threads crowd its CPUs: more of them than CPUs they run on.
-        if rules::crowded(&working) {
-            verdicts.push(Verdict {
-                kind: "contention",
-                text: format!(
-                    "{} working thread(s) share {} CPU(s) ({}): each waits for a CPU",
-                    working.len(),
-                    used.len(),
-                    list(&used.iter().copied().collect::<Vec<_>>())
-                ),
-                evidence: waiting
-                    .iter()
-                    .map(|t| {
-                        format!(
-                            "thread {} ({}): runs {}, waits {} of the time",
-                            t.tid,
-                            t.name,
-                            pct(t.cpu_share),
-                            pct(t.run_delay_fraction)
-                        )
-                    })
-                    .collect(),
-                suggestion: if ctx.allowed.len() < working.len() {
-                    format!(
+    } = s;
+    if waiting.is_empty() || !rules::crowded(working) {
+        return None;
+    }
+    Some(Verdict {
+        kind: "contention",
+        text: format!(
+            "{} working thread(s) share {} CPU(s) ({}): each waits for a CPU",
+            working.len(),
+            used.len(),
+            list(&used.iter().copied().collect::<Vec<_>>())
+        ),
+        evidence: waiting
+            .iter()
+            .map(|t| {
+                format!(
+                    "thread {} ({}): runs {}, waits {} of the time",
+                    t.tid,
+                    t.name,
+                    pct(t.cpu_share),
+                    pct(t.run_delay_fraction)
+                )
+            })
+            .collect(),
+        suggestion: if ctx.allowed.len() < working.len() {
+            format!(
                         "it may use {} CPU(s) for {} working threads: as many threads as CPUs (e.g. OMP_NUM_THREADS={}), or more CPUs (taskset, the job's cgroup)",
                         ctx.allowed.len(),
                         working.len(),
                         ctx.allowed.len()
                     )
-                } else if free.is_empty() {
-                    format!("`{}` finds the placement that suffers least", ctx.optimize(""))
-                } else {
-                    format!(
-                        "spread the threads: `{}` ({})",
-                        ctx.optimize(""),
-                        idle_phrase(&free)
-                    )
-                },
-            });
-        }
-        if !neighbours.is_empty() {
-            verdicts.push(Verdict {
-                kind: "busy_neighbour",
-                text: format!(
-                    "another process takes CPU time on the program's CPUs: {}",
-                    neighbours
-                        .iter()
-                        .map(|n| format!(
-                            "PID {} ({}) {} of CPU {}",
-                            n.0,
-                            n.1,
-                            pct(n.2),
-                            list(&n.3)
-                        ))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-                evidence: waiting
-                    .iter()
-                    .map(|t| {
-                        format!(
-                            "thread {} ({}) on CPU {}: waits {} of the time",
-                            t.tid,
-                            t.name,
-                            list(&t.cpus),
-                            pct(t.run_delay_fraction)
-                        )
-                    })
-                    .collect(),
-                suggestion: if free.is_empty() {
-                    format!(
-                        "`{}` moves the threads to where they wait least",
-                        ctx.optimize("")
-                    )
-                } else {
-                    move_to_free(ctx, working.len(), &free)
-                },
-            });
-        }
+        } else if free.is_empty() {
+            format!(
+                "`{}` finds the placement that suffers least",
+                ctx.optimize("")
+            )
+        } else {
+            format!(
+                "spread the threads: `{}` ({})",
+                ctx.optimize(""),
+                idle_phrase(free)
+            )
+        },
+    })
+}
+
+/// Another process takes CPU time on the CPUs where the program's threads wait.
+fn busy_neighbour(s: &Scene) -> Option<Verdict> {
+    let Scene {
+        ctx,
+        figures,
+        working,
+        waiting,
+        free,
+        ..
+    } = s;
+    let neighbours = &figures.neighbours;
+    if waiting.is_empty() || neighbours.is_empty() {
+        return None;
     }
-    let migrating: Vec<&ThreadStat> = working
+    Some(Verdict {
+        kind: "busy_neighbour",
+        text: format!(
+            "another process takes CPU time on the program's CPUs: {}",
+            neighbours
+                .iter()
+                .map(|n| format!("PID {} ({}) {} of CPU {}", n.0, n.1, pct(n.2), list(&n.3)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        evidence: waiting
+            .iter()
+            .map(|t| {
+                format!(
+                    "thread {} ({}) on CPU {}: waits {} of the time",
+                    t.tid,
+                    t.name,
+                    list(&t.cpus),
+                    pct(t.run_delay_fraction)
+                )
+            })
+            .collect(),
+        suggestion: if free.is_empty() {
+            format!(
+                "`{}` moves the threads to where they wait least",
+                ctx.optimize("")
+            )
+        } else {
+            move_to_free(ctx, working.len(), free)
+        },
+    })
+}
+
+/// Working threads move between CPUs often ([`rules::is_migrating`]).
+fn migrations(s: &Scene) -> Option<Verdict> {
+    let wall = s.figures.seconds;
+    let migrating: Vec<&ThreadStat> = s
+        .working
         .iter()
         .copied()
         .filter(|t| rules::is_migrating(t, wall))
         .collect();
-    if !migrating.is_empty() {
-        verdicts.push(Verdict {
-            kind: "migrations",
-            text: format!("{} thread(s) bounce between CPUs", migrating.len()),
-            evidence: migrating
-                .iter()
-                .map(|t| {
-                    format!(
-                        "thread {} ({}): {:.0} migrations/s over CPUs {}",
-                        t.tid,
-                        t.name,
-                        t.migrations.unwrap_or(0) as f64 / wall,
-                        list(&t.cpus)
-                    )
-                })
-                .collect(),
-            suggestion: format!("pin the threads: `{}`", ctx.optimize("")),
-        });
+    if migrating.is_empty() {
+        return None;
     }
-    if waiting.is_empty() && working.len() >= 2 {
-        let max = working.iter().map(|t| t.cpu_share).fold(0.0, f64::max);
-        let idle: Vec<&ThreadStat> = working
+    let ctx = s.ctx;
+    Some(Verdict {
+        kind: "migrations",
+        text: format!("{} thread(s) bounce between CPUs", migrating.len()),
+        evidence: migrating
             .iter()
-            .copied()
-            .filter(|t| t.cpu_share < max / 3.0)
-            .collect();
-        if !idle.is_empty() {
-            verdicts.push(Verdict {
+            .map(|t| {
+                format!(
+                    "thread {} ({}): {:.0} migrations/s over CPUs {}",
+                    t.tid,
+                    t.name,
+                    t.migrations.unwrap_or(0) as f64 / wall,
+                    list(&t.cpus)
+                )
+            })
+            .collect(),
+        suggestion: format!("pin the threads: `{}`", ctx.optimize("")),
+    })
+}
+
+/// Nobody waits, yet some working threads run less than a third of the busiest: the work,
+/// not the placement, is uneven.
+fn imbalance(s: &Scene) -> Option<Verdict> {
+    let working = &s.working;
+    if !s.waiting.is_empty() || working.len() < 2 {
+        return None;
+    }
+    let max = working.iter().map(|t| t.cpu_share).fold(0.0, f64::max);
+    let idle: Vec<&ThreadStat> = working
+        .iter()
+        .copied()
+        .filter(|t| t.cpu_share < max / 3.0)
+        .collect();
+    if idle.is_empty() {
+        return None;
+    }
+    Some(Verdict {
                 kind: "imbalance",
                 text: format!(
                     "{} of {} working threads run less than a third of the busiest ({})",
@@ -272,85 +351,101 @@ pub fn judge(figures: &Figures, ctx: &Context) -> Vec<Verdict> {
                     .map(|t| format!("thread {} ({}): runs {}", t.tid, t.name, pct(t.cpu_share)))
                     .collect(),
                 suggestion: "balance the work (a dynamic schedule, smaller chunks); pinning cannot help threads that have nothing to do".into(),
-            });
-        }
+            })
+}
+
+/// The cgroup's CPU quota held the program back.
+fn throttled(s: &Scene) -> Option<Verdict> {
+    let wall = s.figures.seconds;
+    let held = s.figures.throttled_seconds.filter(|h| *h > 0.0)?;
+    Some(Verdict {
+        kind: "throttled",
+        text: format!("the cgroup's CPU quota held the program back {held:.2} s of {wall:.2} s"),
+        evidence: vec![format!("cpu.stat throttled time grew by {held:.3} s")],
+        suggestion:
+            "a larger quota (cpu.max / cpu.cfs_quota_us), or as many threads as the quota's CPUs"
+                .into(),
+    })
+}
+
+/// Busy threads share a core's hardware threads while whole cores the program may use
+/// are idle.
+fn smt_shared(s: &Scene) -> Option<Verdict> {
+    let ctx = s.ctx;
+    if ctx.core_of.is_empty() {
+        return None;
     }
-    if let Some(s) = throttled_seconds.filter(|s| *s > 0.0) {
-        verdicts.push(Verdict {
-            kind: "throttled",
-            text: format!(
-                "the cgroup's CPU quota held the program back {:.2} s of {wall:.2} s",
-                s
-            ),
-            evidence: vec![format!("cpu.stat throttled time grew by {s:.3} s")],
-            suggestion: "a larger quota (cpu.max / cpu.cfs_quota_us), or as many threads as the quota's CPUs".into(),
-        });
+    let rules::SmtShare {
+        busy,
+        busy_cores,
+        shared,
+    } = rules::smt_share(&s.working, &ctx.core_of);
+    let idle_cores = rules::idle_cores(&ctx.allowed, &ctx.core_of, &busy_cores);
+    if shared.is_empty() || idle_cores.is_empty() {
+        return None;
     }
-    if !ctx.core_of.is_empty() {
-        let rules::SmtShare {
-            busy,
-            busy_cores,
-            shared,
-        } = rules::smt_share(&working, &ctx.core_of);
-        let idle_cores = rules::idle_cores(&ctx.allowed, &ctx.core_of, &busy_cores);
-        if !shared.is_empty() && !idle_cores.is_empty() {
-            verdicts.push(Verdict {
-                kind: "smt_shared",
-                text: format!(
-                    "busy threads share a core's hardware threads while {} core(s) are idle",
-                    idle_cores.len()
-                ),
-                evidence: shared
-                    .iter()
-                    .map(|(core, ts)| {
-                        format!(
-                            "core {core}: threads {}",
-                            ts.iter()
-                                .map(|t| format!("{} (CPU {})", t.tid, t.cpus[0]))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    })
-                    .collect(),
-                suggestion: format!(
-                    "one thread per core: `{}`",
-                    ctx.pin(&format!("E:N:{}:1:2", busy.len()))
-                ),
-            });
-        }
+    Some(Verdict {
+        kind: "smt_shared",
+        text: format!(
+            "busy threads share a core's hardware threads while {} core(s) are idle",
+            idle_cores.len()
+        ),
+        evidence: shared
+            .iter()
+            .map(|(core, ts)| {
+                format!(
+                    "core {core}: threads {}",
+                    ts.iter()
+                        .map(|t| format!("{} (CPU {})", t.tid, t.cpus[0]))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+            .collect(),
+        suggestion: format!(
+            "one thread per core: `{}`",
+            ctx.pin(&format!("E:N:{}:1:2", busy.len()))
+        ),
+    })
+}
+
+/// Every working thread runs all the time, none waits, and CPUs the program may use stay
+/// idle: more threads could use them.
+fn idle_cpus(s: &Scene) -> Option<Verdict> {
+    let Scene {
+        working,
+        waiting,
+        used,
+        free,
+        ..
+    } = s;
+    let all_busy = !working.is_empty() && working.iter().all(|t| t.cpu_share >= 0.9);
+    if !waiting.is_empty() || !all_busy || free.is_empty() {
+        return None;
     }
-    if waiting.is_empty()
-        && !working.is_empty()
-        && working.iter().all(|t| t.cpu_share >= 0.9)
-        && !free.is_empty()
-    {
-        verdicts.push(Verdict {
-            kind: "idle_cpus",
-            text: format!(
-                "every working thread runs all the time and {} CPU(s) it may use stay idle ({})",
-                free.len(),
-                list(&free)
-            ),
-            evidence: vec![format!(
-                "{} working thread(s) on CPUs {}",
-                working.len(),
-                list(&used.iter().copied().collect::<Vec<_>>())
-            )],
-            suggestion: format!(
-                "more threads (e.g. OMP_NUM_THREADS={})",
-                working.len() + free.len()
-            ),
-        });
-    }
-    if let Some(v) = numa_remote(&working, pages_per_node, ctx) {
-        verdicts.push(v);
-    }
-    verdicts
+    Some(Verdict {
+        kind: "idle_cpus",
+        text: format!(
+            "every working thread runs all the time and {} CPU(s) it may use stay idle ({})",
+            free.len(),
+            list(free)
+        ),
+        evidence: vec![format!(
+            "{} working thread(s) on CPUs {}",
+            working.len(),
+            list(&used.iter().copied().collect::<Vec<_>>())
+        )],
+        suggestion: format!(
+            "more threads (e.g. OMP_NUM_THREADS={})",
+            working.len() + free.len()
+        ),
+    })
 }
 
 /// The working threads run on nodes that hold few of the process's pages: weighted by each
 /// thread's CPU time, the share of the pages on its own node is below [`LOCAL_PAGES`].
-fn numa_remote(working: &[&ThreadStat], pages: &[(u32, u64)], ctx: &Context) -> Option<Verdict> {
+fn numa_remote(s: &Scene) -> Option<Verdict> {
+    let (working, pages, ctx) = (&s.working, &s.figures.pages_per_node[..], s.ctx);
     let l = rules::locality(working, pages).filter(rules::Locality::remote)?;
     let (local, time, busy_nodes) = (l.local, l.time, l.per_node);
     let total: u64 = pages.iter().map(|p| p.1).sum();
