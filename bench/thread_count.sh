@@ -22,21 +22,7 @@ ROUNDS=${1:-6}
 SCALE=${2:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 AUTOPIN=${AUTOPIN:-$ROOT/target/release/autopin}
-W=$(mktemp -d)
-cleanup() { [ -n "${BUSY_PID:-}" ] && kill "$BUSY_PID" 2>/dev/null; rm -rf "$W"; }
-trap cleanup EXIT
-export OMP_NUM_THREADS=2
-export GMX_MAXBACKUP=-1
-gcc -O2 -fopenmp -o "$W/ompwork" "$ROOT/workloads/ompwork.c"
-gcc -O2 -fopenmp -I"$ROOT/include" -o "$W/syncbench" "$ROOT/workloads/syncbench.c"
-sc() { python3 -c "print(int($1 * $SCALE))"; }
-ALL="ompwork syncbench"
-if command -v gmx >/dev/null 2>&1; then
-  (cd "$W" && gmx solvate -cs spc216.gro -box 2.5 2.5 2.5 -o water.gro >/dev/null 2>&1 &&
-    printf '#include "oplsaa.ff/forcefield.itp"\n#include "oplsaa.ff/spce.itp"\n[ system ]\nwater\n[ molecules ]\nSOL %s\n' "$(grep -c OW water.gro)" > topol.top &&
-    printf 'integrator = md\nnsteps = 1000000\ndt = 0.002\ncutoff-scheme = Verlet\ncoulombtype = PME\nrcoulomb = 1.0\nrvdw = 1.0\ntcoupl = v-rescale\ntc-grps = System\ntau-t = 0.1\nref-t = 300\nconstraints = h-bonds\nnstxout = 0\nnstvout = 0\nnstenergy = 0\nnstlog = 0\nnstcalcenergy = 100\n' > md.mdp &&
-    gmx grompp -f md.mdp -c water.gro -p topol.top -o md.tpr -maxwarn 2 >/dev/null 2>&1) && ALL="$ALL gromacs"
-fi
+. "$ROOT/bench/programs_common.sh"
 PROGS=${PROGS:-$ALL}
 cmd() {
   case $1 in
