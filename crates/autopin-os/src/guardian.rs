@@ -92,7 +92,7 @@ impl Guardian {
         let mut child = cmd.spawn()?;
         // The keeper (under `run`) learns who guards the program: should the guardian be
         // gone when the engine dies, the keeper does its work itself.
-        crate::keeper::tell_guardian(child.id());
+        crate::keeper_channel::tell_guardian(child.id());
         let mut g = Guardian {
             pipe: child.stdin.take(),
             unconfirmed: child.stdout.take(),
@@ -158,13 +158,13 @@ impl Guardian {
     /// is gone, costs nothing).
     pub fn file(&mut self, path: &Path) {
         self.send(&format!("file {}", path.display()));
-        crate::keeper::tell_file(path);
+        crate::keeper_channel::tell_file(path);
     }
 
     /// A directory of autopin's, told before it is made; removed once empty.
     pub fn dir(&mut self, path: &Path) {
         self.send(&format!("dir {}", path.display()));
-        crate::keeper::tell_dir(path);
+        crate::keeper_channel::tell_dir(path);
     }
 
     /// A lock file of autopin's, taken after the guardian started.

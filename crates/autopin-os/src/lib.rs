@@ -18,6 +18,7 @@ pub mod cost_cache;
 pub mod doctor_facts;
 pub mod guardian;
 pub mod keeper;
+pub mod keeper_channel;
 pub mod opened_gpus;
 pub mod show_source;
 pub mod sources;

@@ -93,7 +93,7 @@ impl LinuxPlatform {
         // autopin die mid-search.
         let start_mask = autopin_topology::affinity::get(0).ok();
         if let Some(m) = &start_mask {
-            crate::keeper::tell_mask(m);
+            crate::keeper_channel::tell_mask(m);
         }
         // The guardian first, before autopin has a file to leave behind: every file is told
         // to it before it is made, and the program's PID once it exists.
@@ -197,7 +197,7 @@ impl LinuxPlatform {
             .as_ref()
             .and_then(|g| g.pid_note())
             .into_iter()
-            .chain(crate::keeper::pid_note())
+            .chain(crate::keeper_channel::pid_note())
             .collect();
         let launched = process::spawn(&spec).map_err(|e| EngineError::Launch {
             message: e.to_string(),
@@ -212,7 +212,7 @@ impl LinuxPlatform {
                 self.guardian = None;
             }
         }
-        crate::keeper::tell_launched(pid);
+        crate::keeper_channel::tell_launched(pid);
         let preload_active = preload_reaches && registry.is_some();
         let mut threads = ProcThreads::new(pid, opts.skip.clone(), Lifetime::Child(launched));
         if let Some(r) = registry {
@@ -489,7 +489,7 @@ impl Platform for LinuxPlatform {
     }
 
     fn decision_in_force(&mut self, yes: bool) {
-        crate::keeper::tell_decided(yes);
+        crate::keeper_channel::tell_decided(yes);
         if let Some(g) = self.guardian.as_mut() {
             g.decided(yes);
         }

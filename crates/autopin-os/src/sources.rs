@@ -178,7 +178,7 @@ impl ProcThreads {
         match &mut self.lifetime {
             Lifetime::Child(c) => match c.try_wait() {
                 Ok(Some(code)) => {
-                    crate::keeper::tell_exit(code);
+                    crate::keeper_channel::tell_exit(code);
                     Some(Some(code))
                 }
                 Ok(None) => None,

@@ -220,9 +220,10 @@ fn process_row(before: Option<&ProcessLook>, now: &ProcessLook, wall: f64) -> Pr
     }
 }
 
-/// The frame between two looks. `watched` says which processes are the watched programs'
-/// (those the view shows); `shape` is the machine the map draws.
-pub fn frame(
+/// The frame between two looks, measured and not yet flagged (`crate::frame` adds the
+/// flags). `watched` says which processes are the watched programs' (those the view shows);
+/// `shape` is the machine the map draws.
+pub(crate) fn measured(
     before: &Look,
     now: &Look,
     shape: &Shape,
@@ -286,16 +287,14 @@ pub fn frame(
         c.watched = c.watched.min(c.busy().max(if c.known { 0.0 } else { 1.0 }));
         c.others = (c.busy() - c.watched).max(0.0);
     }
-    let mut f = Frame {
+    Frame {
         t: now.t,
         seconds: wall,
         cpus: cpus.into_values().collect(),
         processes,
         flags: Vec::new(),
         ended: Vec::new(),
-    };
-    crate::flags::apply(&mut f, before, now, shape);
-    f
+    }
 }
 
 /// The CPUs where other work (not a working thread's) keeps a CPU busy, and the CPUs used

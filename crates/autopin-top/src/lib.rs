@@ -17,7 +17,22 @@ pub mod table;
 pub mod ui;
 pub mod view;
 
-pub use frame::{frame, CpuLoad, Flag, Frame, ProcessRow, ThreadRow};
+pub use frame::{CpuLoad, Flag, Frame, ProcessRow, ThreadRow};
+
+/// The frame between two looks: what was measured ([`frame::measured`]), then flagged by
+/// stat's rules ([`flags`]). Composed here so that the flags read frames and frames know
+/// nothing of the flags. `watched` says which processes are the watched programs' (those
+/// the view shows); `shape` is the machine the map draws.
+pub fn frame(
+    before: &look::Look,
+    now: &look::Look,
+    shape: &shape::Shape,
+    watched: &dyn Fn(&ProcessRow) -> bool,
+) -> Frame {
+    let mut f = frame::measured(before, now, shape, watched);
+    flags::apply(&mut f, before, now, shape);
+    f
+}
 pub use look::{CpuTicks, Look, Pages, ProcessLook, ThreadLook};
 pub use shape::Shape;
 pub use view::{Filter, Row, Sort, SortKey, View};

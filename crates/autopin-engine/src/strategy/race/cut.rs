@@ -3,8 +3,8 @@
 //! a collapse (`look_reference`, `warmup_below`); each further tick of it would be lost
 //! work.
 
-use super::eliminate::HALF_THE_LEADER;
 use super::estimate::{best_by_mean, Estimate};
+use super::params::HALF_THE_LEADER;
 use super::Race;
 use crate::strategy::{COLLAPSE, WARMUP_CUT};
 

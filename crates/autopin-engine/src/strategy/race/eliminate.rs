@@ -5,6 +5,7 @@
 //! probes and ticks (`unsettled`). docs/search.md, "Elimination".
 
 use super::estimate::Estimate;
+use super::params::HALF_THE_LEADER;
 use super::Race;
 use crate::strategy::WARMUP_CUT;
 
@@ -26,11 +27,6 @@ pub(super) enum Why {
 
 /// The error level of an elimination on one probe's ticks.
 const ONE_PROBE_ERROR: f64 = 0.05;
-
-/// Rule 3's line: a challenger whose every tick is below this share of every tick of the
-/// leader goes after one probe (and an OS placement still waiting for its ticks has its
-/// probe cut there, `seen_enough`).
-pub(super) const HALF_THE_LEADER: f64 = 0.5;
 
 /// 1 / C(a + b, b): the chance that b values all fall below a others when all a + b are
 /// exchangeable.

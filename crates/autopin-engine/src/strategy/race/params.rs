@@ -178,3 +178,9 @@ impl RaceParams {
         self.far_probe.min(self.base_probe()).max(self.min_probe)
     }
 }
+
+/// Rule 3's line: a challenger whose every tick is below this share of every tick of the
+/// leader goes after one probe (and an OS placement still waiting for its ticks has its
+/// probe cut there, `seen_enough`). A fixed line of the rules, not a setting; it lives here
+/// because elimination, swing and cut all read it (and would otherwise import in a circle).
+pub(super) const HALF_THE_LEADER: f64 = 0.5;

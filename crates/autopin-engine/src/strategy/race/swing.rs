@@ -3,7 +3,7 @@
 //! `swings_against`), the variance it stands for (`swing_variance`, `with_swing`), and the
 //! highest mean rate it could reach (`swing_reach`).
 
-use super::eliminate::HALF_THE_LEADER;
+use super::params::HALF_THE_LEADER;
 use super::Race;
 use crate::strategy::COLLAPSE;
 use statrs::distribution::{Beta, ContinuousCDF};
