@@ -31,7 +31,15 @@ cmd() {
     gromacs) echo "gmx mdrun -s $W/md.tpr -ntmpi 1 -ntomp $2 -pin off -nb cpu -nsteps $(sc 2000) -deffnm $W/gmx" ;;
   esac
 }
-t() { s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); python3 -c "print(($e - $s) / 1e9)"; }
+# Seconds a command took; a command that fails stops the bench (its time would be a
+# program's error path, not its run: GROMACS ends at once when OMP_NUM_THREADS and -ntomp
+# differ).
+t() {
+  s=$(date +%s%N)
+  "$@" >/dev/null 2>"$W/err" || { echo "bench: failed: $*" >&2; tail -n 5 "$W/err" >&2; echo FAILED; return; }
+  e=$(date +%s%N)
+  python3 -c "print(($e - $s) / 1e9)"
+}
 if [ "${BUSY:-1}" = 1 ]; then
   taskset -c 0 sh -c 'while :; do :; done' & BUSY_PID=$!
   sleep 1
@@ -54,10 +62,11 @@ for prog in $PROGS; do
         os) v=$(t $C) ;;
         pin01) v=$(t "$AUTOPIN" pin -c 0,1 -- $C) ;;
         pin10) v=$(t "$AUTOPIN" pin -c 1,0 -- $C) ;;
-        one) if [ "$prog" = gromacs ]; then v=$(t "$AUTOPIN" pin -c 1 -- $C1); else v=$(t "$AUTOPIN" pin -c 1:1 -- $C); fi ;;
+        one) if [ "$prog" = gromacs ]; then v=$(OMP_NUM_THREADS=1 t "$AUTOPIN" pin -c 1 -- $C1); else v=$(t "$AUTOPIN" pin -c 1:1 -- $C); fi ;;
         first) v=$(AUTOPIN_MEMORY=off t "$AUTOPIN" run --report "$W/first.json" -- $C) ;;
         mem) v=$(AUTOPIN_MEMORY="$W/$prog.db" t "$AUTOPIN" run --report "$W/mem.json" -- $C) ;;
       esac
+      [ "$v" != FAILED ] || exit 1
       echo "$v" >> "$W/$prog.$s"
     done
     python3 - "$W" "$prog" "$i" "$SIDES" <<'PY'
