@@ -196,6 +196,74 @@ pub fn needed_libraries(path: &Path) -> io::Result<Vec<String>> {
     Ok(parse_needed(&bytes).unwrap_or_default())
 }
 
+/// The libraries an ELF program loads, its own DT_NEEDED first and then, breadth first,
+/// those of each library as found in `dirs` (the dynamic loader's search order without
+/// ld.so.cache and RUNPATH: `LD_LIBRARY_PATH` and the system directories, see
+/// [`library_dirs`]), until `enough` says a name is the one looked for or `limit` libraries
+/// were read. What a program links through a library of its own counts: GROMACS's `gmx` and
+/// LAMMPS's `lmp` name only libgromacs and liblammps, which name libgomp. The C runtime's
+/// libraries are not read (they load no OpenMP runtime, and libc alone is 2 MB).
+pub fn linked_libraries(
+    path: &Path,
+    dirs: &[PathBuf],
+    mut enough: impl FnMut(&str) -> bool,
+    limit: usize,
+) -> io::Result<Vec<String>> {
+    const RUNTIME: [&str; 8] = [
+        "libc.so",
+        "libm.so",
+        "libpthread.so",
+        "libdl.so",
+        "librt.so",
+        "libgcc_s.so",
+        "libstdc++.so",
+        "ld-linux",
+    ];
+    let mut names = needed_libraries(path)?;
+    let mut read = 0;
+    let mut next = 0;
+    while next < names.len() {
+        let name = names[next].clone();
+        next += 1;
+        if enough(&name) {
+            break;
+        }
+        if read >= limit || RUNTIME.iter().any(|r| name.starts_with(r)) || name.contains('/') {
+            continue;
+        }
+        let Some(file) = dirs.iter().map(|d| d.join(&name)).find(|f| f.is_file()) else {
+            continue;
+        };
+        read += 1;
+        for n in needed_libraries(&file).unwrap_or_default() {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// Where [`linked_libraries`] looks: the directories of `LD_LIBRARY_PATH` (as given), then
+/// the multiarch and plain system library directories.
+pub fn library_dirs(ld_library_path: Option<&OsStr>) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = ld_library_path
+        .map(|v| {
+            std::env::split_paths(v)
+                .filter(|p| p.is_absolute())
+                .collect()
+        })
+        .unwrap_or_default();
+    let multiarch = format!("{}-linux-gnu", std::env::consts::ARCH);
+    for d in ["/lib", "/usr/lib"] {
+        dirs.push(Path::new(d).join(&multiarch));
+    }
+    for d in ["/lib64", "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib"] {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs
+}
+
 /// DT_NEEDED names of an ELF image in memory; None when it is not a well-formed ELF.
 fn parse_needed(b: &[u8]) -> Option<Vec<String>> {
     const SHT_DYNAMIC: u32 = 6;
@@ -417,5 +485,55 @@ mod tests {
                 .kind(),
             io::ErrorKind::NotFound
         );
+    }
+
+    /// A program that names only a library of its own, which names libgomp (as GROMACS's
+    /// gmx names libgromacs): the OpenMP runtime is found through the library, in the
+    /// directories given, and not without them.
+    #[test]
+    fn a_runtime_named_by_the_programs_own_library_is_found_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::write(
+            d.join("mid.c"),
+            "#include <omp.h>\nint mid(void) { return omp_get_max_threads(); }\n",
+        )
+        .unwrap();
+        fs::write(
+            d.join("main.c"),
+            "int mid(void);\nint main(void) { return mid() < 0; }\n",
+        )
+        .unwrap();
+        let cc = |args: &[&str]| {
+            let ok = std::process::Command::new("cc")
+                .current_dir(d)
+                .args(args)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "cc {args:?} (gcc with libgomp is a build dependency)");
+        };
+        cc(&["-fopenmp", "-shared", "-fPIC", "-o", "libmid.so", "mid.c"]);
+        cc(&["-o", "main", "main.c", "-L.", "-lmid", "-Wl,--as-needed"]);
+        let direct = needed_libraries(&d.join("main")).unwrap();
+        assert!(direct.iter().any(|n| n == "libmid.so"), "{direct:?}");
+        assert!(
+            !direct.iter().any(|n| n.starts_with("libgomp")),
+            "{direct:?}"
+        );
+        let is_gomp = |n: &str| n.starts_with("libgomp");
+        let deep = linked_libraries(&d.join("main"), &[d.to_path_buf()], is_gomp, 16).unwrap();
+        assert!(deep.iter().any(|n| is_gomp(n)), "{deep:?}");
+        // Without the library's directory nothing says OpenMP; a limit of 0 reads none.
+        let blind = linked_libraries(&d.join("main"), &[], is_gomp, 16).unwrap();
+        assert!(!blind.iter().any(|n| is_gomp(n)), "{blind:?}");
+        let none = linked_libraries(&d.join("main"), &[d.to_path_buf()], is_gomp, 0).unwrap();
+        assert!(!none.iter().any(|n| is_gomp(n)), "{none:?}");
+        // The search order: LD_LIBRARY_PATH's absolute directories first.
+        let dirs = library_dirs(Some(OsStr::new("/opt/x:relative:/opt/y")));
+        assert_eq!(
+            dirs[..2],
+            [PathBuf::from("/opt/x"), PathBuf::from("/opt/y")]
+        );
+        assert!(dirs.contains(&PathBuf::from("/usr/lib")), "{dirs:?}");
     }
 }

@@ -107,15 +107,21 @@ impl LinuxPlatform {
         self.heartbeat = Some(channel);
         let mut spec = LaunchSpec::new(&argv[0], &argv[1..]);
         spec.forward_signals = true;
-        // Which OpenMP runtime the program links, and whether the preload library can sit
-        // in it (a dynamic executable): then it counts the program's OpenMP work.
+        // Which OpenMP runtime the program links (itself or through its own libraries), and
+        // whether the preload library can sit in it (a dynamic executable): then it counts
+        // the program's OpenMP work.
         let path_var = std::env::var_os("PATH");
         let (openmp_runtime, preload_reaches, thread_local_data) =
             match process::elf::resolve_program(argv[0].as_ref(), path_var.as_deref()) {
                 Ok(p) => (
-                    process::elf::needed_libraries(&p)
-                        .ok()
-                        .and_then(|n| autopin_perf::openmp_runtime(&n)),
+                    process::elf::linked_libraries(
+                        &p,
+                        &process::elf::library_dirs(std::env::var_os("LD_LIBRARY_PATH").as_deref()),
+                        |n| autopin_perf::openmp_runtime(&[n.to_string()]).is_some(),
+                        16,
+                    )
+                    .ok()
+                    .and_then(|n| autopin_perf::openmp_runtime(&n)),
                     process::elf::linkage(&p).is_ok_and(|l| l.preload_works()),
                     process::elf::has_thread_local_data(&p).unwrap_or(true),
                 ),
