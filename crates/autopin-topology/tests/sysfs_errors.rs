@@ -205,6 +205,29 @@ fn offline_and_cgroup_cpus() {
     assert!(!flat[1].online && !flat[1].allowed);
 }
 
+/// No cgroup hierarchy mounted (a minimal initramfs, as in the QEMU guests, or a bare
+/// container): an empty /proc/self/cgroup is no fault, nothing confines the process, and
+/// nothing is said about it.
+#[test]
+fn no_cgroup_mounted_and_an_empty_proc_self_cgroup_say_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_root(tmp.path());
+    fs::create_dir_all(tmp.path().join("proc/self")).unwrap();
+    fs::write(
+        tmp.path().join("proc/mounts"),
+        "proc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\n",
+    )
+    .unwrap();
+    fs::write(tmp.path().join("proc/self/cgroup"), "").unwrap();
+    let m = sysfs::read_with_affinity(tmp.path(), None).unwrap();
+    assert!(
+        !m.warnings.iter().any(|w| w.contains("cgroup")),
+        "{:?}",
+        m.warnings
+    );
+    assert_eq!(m.allowed_cpuset(), m.online_cpuset());
+}
+
 #[test]
 fn live_host_reads_and_validates() {
     let m = sysfs::read(Path::new("/")).unwrap();

@@ -924,10 +924,15 @@ fn cgroup_cpuset(fs: &SysfsFiles) -> (Option<CpuSet>, Option<CpuSet>) {
             _ => {}
         }
     }
-    // Which cgroup are we in?
+    // No cpuset hierarchy mounted (a minimal initramfs, some containers): nothing confines
+    // the process, and /proc/self/cgroup may well be empty then, which is no fault.
+    if v1_mount.is_none() && v2_mount.is_none() {
+        return (None, None);
+    }
+    // Which cgroup are we in? (An empty file: a kernel without active hierarchies.)
     let mut v1_path = None;
     let mut v2_path = None;
-    if let Some((t, _)) = fs.text("proc/self/cgroup", no_cgroup) {
+    if let Some((t, _)) = fs.text_or_empty("proc/self/cgroup", no_cgroup) {
         for line in t.lines() {
             let parts: Vec<&str> = line.splitn(3, ':').collect();
             if parts.len() == 3 {
