@@ -8,8 +8,10 @@ use std::process::{Command, Output};
 
 /// The program: says which CPUs its main thread starts on, works ~0.4 s, exits 4.
 const SCRIPT: &str = "grep Cpus_allowed_list: /proc/self/status; i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; echo done; exit 4";
-/// The same, working long enough (~2 s) for a check to finish.
-const LONG_SCRIPT: &str = "grep Cpus_allowed_list: /proc/self/status; i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done; echo done; exit 4";
+/// The same, working long enough for a check to finish: about 3 s on an idle machine (at
+/// half of it, 1.5 s, a check between two tied candidates could still be going when the
+/// program ended, and the overturn test found the record unchecked).
+const LONG_SCRIPT: &str = "grep Cpus_allowed_list: /proc/self/status; i=0; while [ $i -lt 4000000 ]; do i=$((i+1)); done; echo done; exit 4";
 
 /// The tests of this file run one at a time: the overturn test measures a CPU held by busy
 /// loops, and the load guard (`OutsideLoad`) counts the programs of sibling tests in this
