@@ -142,6 +142,12 @@ fn truncated_files_fall_back_with_one_warning_each() {
     let m = sysfs::read_with_affinity(tmp.path(), None).unwrap();
     assert!(one_warning_naming(&m, &c.join("level")).contains("skipped"));
     assert!(m.caches_of_level(1).is_empty());
+
+    // A level as high as a level can be (255): read without overflow (the fuzz test found
+    // an addition on the level's byte that overflowed).
+    fs::write(c.join("level"), "255").unwrap();
+    let m = sysfs::read_with_affinity(tmp.path(), None).unwrap();
+    assert!(m.caches_of_level(1).is_empty());
 }
 
 #[test]

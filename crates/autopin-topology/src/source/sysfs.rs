@@ -107,7 +107,9 @@ pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> 
         .ok()
         .map(|v| v.into_iter().collect());
     let has = |name: &&str| topo_names.as_ref().is_none_or(|n| n.contains(*name));
-    let mut seen: BTreeSet<(u8, String, u32, Option<u32>)> = BTreeSet::new();
+    // Keyed by kind (the topology levels by index, caches by 10 + their level: a u16, since a
+    // cache's level may be anything up to 255) and CPU set.
+    let mut seen: BTreeSet<(u16, String, u32, Option<u32>)> = BTreeSet::new();
     let mut packages: BTreeMap<String, (CpuSet, Option<u32>)> = BTreeMap::new();
     let mut has_core_info = false;
     for cpu in online.iter() {
@@ -194,7 +196,7 @@ pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> 
                 packages.entry(set.to_list()).or_insert((set.clone(), id));
                 continue;
             }
-            let key = (i as u8, set.to_list(), 0, None);
+            let key = (i as u16, set.to_list(), 0, None);
             if seen.insert(key) {
                 let mut o = Object::new(*ty, id, set);
                 match *id_file {
@@ -278,7 +280,7 @@ fn read_caches(
     fs: &SysfsFiles,
     cpu: u32,
     online: &CpuSet,
-    seen: &mut BTreeSet<(u8, String, u32, Option<u32>)>,
+    seen: &mut BTreeSet<(u16, String, u32, Option<u32>)>,
     b: &mut Builder,
 ) {
     let dir = fs.path(&format!("sys/devices/system/cpu/cpu{cpu}/cache"));
@@ -337,7 +339,12 @@ fn read_caches(
             }
             None => CacheKind::Unified,
         };
-        let key = (10 + level, format!("{kind:?}:{}", set.to_list()), 0, None);
+        let key = (
+            10 + u16::from(level),
+            format!("{kind:?}:{}", set.to_list()),
+            0,
+            None,
+        );
         if !seen.insert(key) {
             continue;
         }
