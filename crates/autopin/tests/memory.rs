@@ -1125,3 +1125,79 @@ fn fewer_threads_tried_from_the_start_are_kept_when_faster() {
     let (stdout, _, err) = run();
     assert_eq!(stdout, "threads 1 ok\n", "{err}");
 }
+
+/// A program that reports its own progress (heartbeats, include/autopin.h) is judged on it
+/// across team sizes too (#61): syncbench beside a busy loop on the first CPU, its barriers
+/// in one long parallel region, leaves a trial of one thread to its next run, which starts
+/// with one thread (its own output says so) and keeps its result right (the checksum).
+/// Before, the heartbeat objective kept the count out of the search and the program ran
+/// its two threads beside the busy loop run after run (4.7× slower than one thread in
+/// bench/thread_count.sh).
+#[test]
+fn a_program_with_heartbeats_gets_fewer_threads_in_its_next_run_beside_a_busy_cpu() {
+    let _serial = one_at_a_time();
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let (first, _) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
+    let exe = autopin_testkit::syncbench();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.db");
+    let report = dir.path().join("r.json");
+    let mut busy = Command::new("taskset")
+        .args(["-c", &first, "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    // A neighbour counts as busy once it has computed for a while (0.5 s of its life).
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let load = autopin_testkit::OutsideLoad::start();
+    let run = || {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+            .env("OMP_NUM_THREADS", "2")
+            .args(["run", "--memory"])
+            .arg(&store)
+            .arg("--report")
+            .arg(&report)
+            .args([
+                "--",
+                exe.to_str().unwrap(),
+                "-s",
+                "0",
+                "-b",
+                "4000000",
+                "-r",
+                "1",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
+        (stdout, read_json(&report))
+    };
+    let (first_out, r1) = run();
+    let (second_out, r2) = run();
+    let outside = load.cpus() - 1.0;
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert_eq!(r1["objective"]["unit"], "beats/s", "{}", r1["objective"]);
+    autopin_testkit::require!(
+        r1["threads"]["searched"] != "no" || outside < 0.5,
+        "other work used {outside:.1} CPUs: {}",
+        r1["threads"]
+    );
+    assert_eq!(r1["threads"]["trial"]["team"], 1, "{}", r1["threads"]);
+    assert!(first_out.contains("threads=2"), "{first_out}");
+    assert!(
+        second_out.contains("threads=1"),
+        "{second_out}\n{}",
+        r2["memory"]
+    );
+    let checksum = |s: &str| {
+        s.split("checksum=")
+            .nth(1)
+            .map(str::trim)
+            .map(str::to_string)
+    };
+    assert_eq!(checksum(&first_out), checksum(&second_out));
+}

@@ -107,8 +107,15 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         .platform
         .open_meter(choice.source, &choice.objective, &allowed)
         .inspect_err(|_| threads.terminate())?;
-    // Team candidates compare only on the team-free objective.
-    if choice.objective.kind() == autopin_objective::ObjectiveKind::OpenMpTeam {
+    // Team candidates compare only on a team-free objective: OpenMP work counted once per
+    // team, or the program's own heartbeats (its progress as it reports it, whatever the
+    // team: a program that beat once per thread would read slower with fewer threads, so
+    // a smaller team would lose its probes, never win them wrongly).
+    use autopin_objective::ObjectiveKind;
+    if matches!(
+        choice.objective.kind(),
+        ObjectiveKind::OpenMpTeam | ObjectiveKind::Heartbeat
+    ) {
         meter = team.meter(meter);
     } else {
         team.disable(format!(

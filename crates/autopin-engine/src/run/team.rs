@@ -28,6 +28,8 @@ const LONG_REGION_READINGS: usize = 5;
 
 /// The unit of the team-free objective (`openmp-team`).
 const TEAM_UNIT: &str = "OpenMP team constructs/s";
+/// The heartbeat objective's unit: the program's own progress, team-free too.
+const HEARTBEAT_UNIT: &str = "beats/s";
 
 /// The count's part in a run, shared by the meter (which reads the library's view), the
 /// candidate factory (which offers team candidates) and the report.
@@ -111,7 +113,7 @@ impl TeamSearch {
             .remembered
             .as_ref()
             .and_then(|r| r.rate.as_ref())
-            .is_some_and(|(_, unit)| unit == TEAM_UNIT)
+            .is_some_and(|(_, unit)| unit == TEAM_UNIT || unit == HEARTBEAT_UNIT)
             && f.openmp_runtime.is_some()
             && f.preload_active;
         let at_launch = off
