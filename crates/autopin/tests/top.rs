@@ -438,12 +438,17 @@ impl Tmux {
     }
 
     /// Waits up to `secs` for a screen that `ok` accepts; the last screen either way.
+    /// The screen once `ok` holds for it and it is drawn whole: the same 50 ms later (a
+    /// capture can catch a redraw halfway, its last lines not yet written).
     fn wait_for(&self, secs: f64, ok: impl Fn(&str) -> bool) -> (bool, String) {
         let end = Instant::now() + Duration::from_secs_f64(secs);
         loop {
             let s = self.screen();
             if ok(&s) {
-                return (true, s);
+                std::thread::sleep(Duration::from_millis(50));
+                if self.screen() == s {
+                    return (true, s);
+                }
             }
             if Instant::now() > end {
                 return (false, s);
@@ -645,13 +650,13 @@ fn the_screen_shows_two_squeezed_threads_on_a_flagged_cpu_beside_an_idle_one() {
     );
     assert!(screen.contains("thread(s) over"), "stat's table: {screen}");
     tmux.keys(&["Enter"]);
-    let (back, screen) =
-        tmux.wait_for(20.0, |s| s.starts_with("autopin top") && s.contains("PID▲"));
-    assert!(back, "{screen}");
-    assert!(
-        screen.contains(&format!("autopin stat -p {low}: done")),
-        "the key line says so: {screen}"
-    );
+    // The screen is watched until it is drawn whole: a capture can catch a redraw halfway,
+    // its key line (the last) not yet written.
+    let done = format!("autopin stat -p {low}: done");
+    let (back, screen) = tmux.wait_for(20.0, |s| {
+        s.starts_with("autopin top") && s.contains("PID▲") && s.contains(&done)
+    });
+    assert!(back, "the key line says so: {screen}");
 
     // q: the screen as it was, the terminal's settings too.
     tmux.keys(&["q"]);
