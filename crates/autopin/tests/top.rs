@@ -766,3 +766,44 @@ fn a_small_terminal_gets_a_compact_view_that_says_so_and_a_wide_one_the_whole_ma
         assert!(left, "{screen}");
     }
 }
+
+/// The terminal goes away under top (its window closed, its tmux session killed): top ends
+/// within a second or so instead of spinning on the hung-up terminal's endless end-of-file
+/// (a leftover top of a failed test run once took a whole CPU for half an hour).
+#[test]
+fn top_ends_when_its_terminal_goes_away() {
+    autopin_testkit::require!(autopin_testkit::have("tmux"), "tmux is not installed");
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(80, 24, dir.path());
+    let marker = format!("{}/top-pid", dir.path().display());
+    tmux.type_line(&format!(
+        "echo $$ > {marker}; exec {} top -d 0.5",
+        bin().display()
+    ));
+    let (shown, screen) = tmux.wait_for(20.0, |s| s.starts_with("autopin top"));
+    assert!(shown, "{screen}");
+    let pid: i32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    drop(tmux);
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        !Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+    });
+    if !gone {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    assert!(
+        gone,
+        "top (PID {pid}) still runs 5 s after its terminal went away"
+    );
+}

@@ -116,6 +116,16 @@ pub(super) fn run(top: &mut Top, args: &Args) -> CmdResult {
     let _signals = autopin_os::process::signals::Forwarding::begin().map_err(io_error)?;
     let mut signal_seen = autopin_os::process::signals::received();
     let mut term = ratatui::try_init().map_err(io_error)?;
+    // A terminal that hung up (its window closed, its tmux session killed) reads as endless
+    // end-of-file, and crossterm's reader then spins inside its poll without returning (a
+    // test's leftover top took a CPU for half an hour): a watcher ends top as a hangup would
+    // (128 + SIGHUP), nothing being left to show or restore.
+    std::thread::spawn(|| loop {
+        std::thread::sleep(Duration::from_millis(250));
+        if !rustix::termios::isatty(std::io::stdout()) {
+            std::process::exit(128 + 1);
+        }
+    });
     let delay = Duration::from_secs_f64(args.delay);
     let mut next = Instant::now() + delay;
     let mut refreshes = 0u64;
@@ -144,25 +154,28 @@ pub(super) fn run(top: &mut Top, args: &Args) -> CmdResult {
             Err(e) => break Err(io_error(e)),
             Ok(true) => match event::read() {
                 Err(e) => break Err(io_error(e)),
+                // A key top has no use for is passed over, and the checks below still run
+                // (a terminal gone away can read as an endless run of such keys).
                 Ok(Event::Key(k)) => {
-                    let Some(k) = key(k) else { continue };
-                    match top.ui.key(k, &top.frame, page) {
-                        Action::Quit => break Ok(0),
-                        Action::Refilter => top.remake(),
-                        Action::Stat(pid) => {
-                            let said = stat(pid);
-                            term = match ratatui::try_init() {
-                                Ok(t) => t,
-                                Err(e) => break Err(io_error(e)),
-                            };
-                            signal_seen = autopin_os::process::signals::received();
-                            match said {
-                                Ok(s) => top.ctx.message = Some(s),
-                                Err(e) => break Err(e),
+                    if let Some(k) = key(k) {
+                        match top.ui.key(k, &top.frame, page) {
+                            Action::Quit => break Ok(0),
+                            Action::Refilter => top.remake(),
+                            Action::Stat(pid) => {
+                                let said = stat(pid);
+                                term = match ratatui::try_init() {
+                                    Ok(t) => t,
+                                    Err(e) => break Err(io_error(e)),
+                                };
+                                signal_seen = autopin_os::process::signals::received();
+                                match said {
+                                    Ok(s) => top.ctx.message = Some(s),
+                                    Err(e) => break Err(e),
+                                }
+                                message_until = Some(Instant::now() + Duration::from_secs(5));
                             }
-                            message_until = Some(Instant::now() + Duration::from_secs(5));
+                            Action::Redraw | Action::Nothing => {}
                         }
-                        Action::Redraw | Action::Nothing => {}
                     }
                 }
                 Ok(_) => {}
