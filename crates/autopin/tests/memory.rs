@@ -1148,8 +1148,16 @@ fn a_program_with_heartbeats_gets_fewer_threads_in_its_next_run_beside_a_busy_cp
         .args(["-c", &first, "sh", "-c", "while :; do :; done"])
         .spawn()
         .unwrap();
-    // A neighbour counts as busy once it has computed for a while (0.5 s of its life).
+    // A neighbour counts as busy once it has computed for a while (0.5 s of its life) for
+    // more than half of its life: other work on that CPU can keep it below that, and then
+    // nothing here is a busy CPU to avoid.
     std::thread::sleep(std::time::Duration::from_millis(1200));
+    let share = life_share(busy.id());
+    autopin_testkit::require!(
+        share > 0.6,
+        "the busy loop got {:.0}% of its CPU (other work shares it)",
+        100.0 * share
+    );
     let load = autopin_testkit::OutsideLoad::start();
     let run = || {
         let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
@@ -1200,4 +1208,27 @@ fn a_program_with_heartbeats_gets_fewer_threads_in_its_next_run_beside_a_busy_cp
             .map(str::to_string)
     };
     assert_eq!(checksum(&first_out), checksum(&second_out));
+}
+
+/// The share of its life a process spent on a CPU (/proc/PID/stat's utime + stime against
+/// its start, in clock ticks of 1/100 s).
+fn life_share(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let f: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|u| u.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    // After the ')': state is field 0, utime 11, stime 12, starttime 19.
+    let life = uptime * 100.0 - num(19);
+    if life <= 0.0 {
+        return 0.0;
+    }
+    (num(11) + num(12)) / life
 }
