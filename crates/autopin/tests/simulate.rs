@@ -17,27 +17,41 @@ fn dump(name: &str) -> String {
         .to_string()
 }
 
+/// `autopin simulate ARGS --json FILE`, which must succeed: the JSON document and stdout.
+fn simulated(args: &[&str]) -> (serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("o.json");
+    let out = autopin()
+        .arg("simulate")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    let doc = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (doc, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 #[test]
 fn every_model_is_searched_to_within_five_percent_of_its_optimum() {
     for (name, threads) in [("16amd64-8n2c", "8"), ("64fake-4n2s2ca2c2t", "16")] {
         for model in ["bandwidth", "pairs", "smt", "barrier", "phases"] {
-            let dir = tempfile::tempdir().unwrap();
-            let json = dir.path().join("o.json");
-            let out = autopin()
-                .args(["simulate", "--sysfs-root", &dump(name), "--model", model])
-                .args(["-n", threads, "--seeds", "3", "--json"])
-                .arg(&json)
-                .output()
-                .unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(0), "{name} {model}: {err}");
-            let doc: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            let (doc, stdout) = simulated(&[
+                "--sysfs-root",
+                &dump(name),
+                "--model",
+                model,
+                "-n",
+                threads,
+                "--seeds",
+                "3",
+            ]);
             let ratio = doc["median"]["ratio"].as_f64().unwrap();
             assert!(
                 ratio >= 0.95,
-                "{name} {model}: rate ÷ optimum {ratio}: {}",
-                String::from_utf8_lossy(&out.stdout)
+                "{name} {model}: rate ÷ optimum {ratio}: {stdout}"
             );
             assert_eq!(doc["outcomes"].as_array().unwrap().len(), 3);
         }
@@ -50,28 +64,18 @@ fn every_model_is_searched_to_within_five_percent_of_its_optimum() {
 /// optimum before).
 #[test]
 fn pairs_on_a_machine_with_offline_cpus_stay_together() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("o.json");
-    let out = autopin()
-        .args(["simulate", "--sysfs-root", &dump("16em64t-4s2c2t-offlines")])
-        .args(["--model", "pairs", "-n", "7", "--seeds", "3", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (doc, stdout) = simulated(&[
+        "--sysfs-root",
+        &dump("16em64t-4s2c2t-offlines"),
+        "--model",
+        "pairs",
+        "-n",
+        "7",
+        "--seeds",
+        "3",
+    ]);
     let ratio = doc["median"]["ratio"].as_f64().unwrap();
-    assert!(
-        ratio >= 0.95,
-        "rate ÷ optimum {ratio}: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert!(ratio >= 0.95, "rate ÷ optimum {ratio}: {stdout}");
 }
 
 /// `--race` changes the search (a longer probe (0.4 s, whole ticks of 0.1 s) shows in the report `--report` writes, which
