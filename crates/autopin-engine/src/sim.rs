@@ -742,6 +742,20 @@ impl Sim {
         self
     }
 
+    /// The program names its own team size `n` (omp_set_num_threads, num_threads clauses):
+    /// the preload library reports it beside the SET flag.
+    pub fn with_named_team(self, n: u32) -> Self {
+        {
+            let mut s = self.lock();
+            let mut t = s.team.unwrap_or_default();
+            t.flags.0 |= autopin_objective::progress::TeamFlags::SET;
+            t.named = n;
+            t.own = n;
+            s.team = Some(t);
+        }
+        self
+    }
+
     /// The program runs one long parallel region (a time-step loop inside it): no want
     /// reaches its team.
     pub fn with_one_region(self) -> Self {

@@ -4,7 +4,7 @@
 //! `autopin` binary only opens the store, reads and writes the record, and prints.
 
 use crate::{
-    DecisionKey, Outcome, PhaseDecision, Record, RememberedPinning, TeamTrial, TrialState,
+    DecisionKey, Outcome, PhaseDecision, Record, RememberedPinning, TeamTrial, TrialState, WholeRun,
 };
 use autopin_engine::report::{DecisionRecord, MemoryUse, Report};
 use autopin_engine::run::{
@@ -59,6 +59,7 @@ pub fn recall(r: &Record, trying: bool) -> (Remembered, Vec<String>) {
             pinning: to_pinning(&t.pinning),
             runner_up: None,
             settled: false,
+            trying_team: true,
             // Not a check's reference (an unsettled start is not checked): its unit keeps the
             // run on the team-free objective the record was measured with.
             rate: r.rate.map(|v| (v, r.unit.clone())),
@@ -99,6 +100,7 @@ pub fn recall(r: &Record, trying: bool) -> (Remembered, Vec<String>) {
         pinning: to_pinning(&r.pinning),
         runner_up: r.runner_up.as_ref().map(to_pinning),
         settled: r.outcome != Outcome::Unfinished,
+        trying_team: false,
         rate: r.rate.map(|v| (v, r.unit.clone())),
         phases: r
             .phases
@@ -143,14 +145,42 @@ pub fn settle(
         (None, _) => None,
     };
     let Some((label, runner_up_label, rate, unfinished)) = chosen else {
-        // Nothing to remember (no probe, autopin stood back, or a check the program's
-        // end cut short): the record stays as it was.
+        // Nothing measured to remember (no probe, autopin stood back, or a check the
+        // program's end cut short): the record stays as it was, but a team trial is
+        // judged by its whole run where it can be.
         use_.outcome = if use_.hit { "unchecked" } else { "none" }.into();
-        return None;
+        if found.is_none() {
+            return first_trial(key, report, use_, now);
+        }
+        let found = found.filter(|_| trying)?;
+        let trial = found.team_trial.as_ref()?;
+        let mut record = found.clone();
+        record.pinning = trial.pinning.clone();
+        use_.team_trial = Some(settle_trial(found, &mut record, report));
+        let judged = record.team_trial.as_ref().map(|t| t.state) != Some(TrialState::Pending);
+        if !judged {
+            return None;
+        }
+        record.uses += 1;
+        record.updated = now;
+        return Some(record);
     };
-    let pinning = remembered(report, label);
-    let runner_up = runner_up_label.map(|label| remembered(report, label));
-    let phases = phase_decisions(report, found);
+    // A run that started with a remembered count (a kept team trial) ran every candidate
+    // with it: what it decided keeps that count, unless it decided another.
+    let run_team = found
+        .filter(|_| !trying)
+        .and_then(|r| r.pinning.team)
+        .filter(|_| use_.hit);
+    let with_run_team = |mut p: RememberedPinning| {
+        p.team = p.team.or(run_team);
+        p
+    };
+    let pinning = with_run_team(remembered(report, label));
+    let runner_up = runner_up_label.map(|label| with_run_team(remembered(report, label)));
+    let mut phases = phase_decisions(report, found);
+    for p in &mut phases {
+        p.pinning.team = p.pinning.team.or(run_team);
+    }
     let outcome = outcome_of(found, &pinning, &phases, unfinished);
     // Confirmed by its first probe alone (it ran at its remembered rate), nothing else
     // was measured: the runner-up and the rate to hold it to next time stay as they were,
@@ -270,9 +300,12 @@ fn remembered(report: &Report, label: String) -> RememberedPinning {
 /// more than one run's probes do.
 const TRIAL_MARGIN: f64 = 0.05;
 
-/// A run that tried fewer threads from its start: kept when its decided rate beat the
-/// record's (the program's own count, the same team-free unit) by `TRIAL_MARGIN`, else
-/// dropped and the record's pinning and rate stay. Returns the report's words for it.
+/// A run that tried fewer threads from its start: kept when it beat the program's own
+/// count by `TRIAL_MARGIN`, else dropped and the record's pinning and rate stay. Its decided
+/// rate is compared with the record's (the same team-free unit); the whole run with the
+/// run that offered the trial (the same command) where rates cannot be: a program that
+/// names its own count (GROMACS runs fewer parallel regions per step with one thread), or
+/// a run that decided no rate. Returns the report's words for it.
 fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String {
     let Some(mut trial) = found.team_trial.clone() else {
         return String::new();
@@ -286,24 +319,62 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         .and_then(|d| d.rate)
         .filter(|_| failed.is_none());
     let comparable = found.unit == report.objective.unit;
-    let ratio = match (ran, found.rate) {
-        (Some(a), Some(b)) if comparable && b > 0.0 => Some(a / b),
+    let names_its_count = report.threads.as_ref().is_some_and(|t| t.named.is_some());
+    let by_rate = match (ran, found.rate) {
+        (Some(a), Some(b)) if comparable && b > 0.0 && !names_its_count => Some(a / b),
         _ => None,
+    };
+    let this_run = WholeRun::of(report.wall_time, &report.command);
+    let whole_runs = trial
+        .baseline
+        .as_ref()
+        .filter(|_| by_rate.is_none() && failed.is_none())
+        .filter(|b| b.command == this_run.command && this_run.seconds > 0.0);
+    let ratio = by_rate.or_else(|| whole_runs.map(|b| b.seconds / this_run.seconds));
+    let measure = match whole_runs.filter(|_| by_rate.is_none()) {
+        Some(b) => format!(
+            "the run took {:.2} s against {:.2} s at the program's own count",
+            this_run.seconds, b.seconds
+        ),
+        None => "its rate against the program's own count".to_string(),
     };
     trial.rate = ran;
     let keep_record = |record: &mut Record| {
         record.pinning = found.pinning.clone();
         record.runner_up = found.runner_up.clone();
         record.rate = found.rate;
-        record.outcome = Outcome::Confirmed;
+        // (a record that measured nothing yet confirms nothing)
+        record.outcome = if found.outcome == Outcome::Unfinished {
+            Outcome::Unfinished
+        } else {
+            Outcome::Confirmed
+        };
     };
+    // A program that names its own count and did not take the trial's from OMP_NUM_THREADS
+    // ran more threads than the trial's CPUs: its rate says nothing of fewer threads.
+    let ran_more = report
+        .threads
+        .as_ref()
+        .and_then(|t| t.named)
+        .zip(team)
+        .filter(|(ran, team)| ran > team)
+        .map(|(ran, _)| ran);
     let words = match ratio {
+        _ if ran_more.is_some() => {
+            trial.state = TrialState::Dropped;
+            keep_record(record);
+            format!(
+                "tried {} from the start, but the program ran {} threads (it names its count itself, not from OMP_NUM_THREADS); dropped (later runs keep their count)",
+                trial.pinning.label,
+                ran_more.unwrap_or_default()
+            )
+        }
         Some(r) if r >= 1.0 + TRIAL_MARGIN => {
             trial.state = TrialState::Kept;
             // The whole run ran the trial's count: whatever it decided runs with it.
             record.pinning.team = team;
             format!(
-                "tried {} from the start: {r:.2}× the rate of the program's own count; kept (later runs start with it)",
+                "tried {} from the start: {r:.2}× the speed of the program's own count ({measure}); kept (later runs start with it)",
                 trial.pinning.label
             )
         }
@@ -311,7 +382,7 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
             trial.state = TrialState::Dropped;
             keep_record(record);
             format!(
-                "tried {} from the start: {r:.2}× the rate of the program's own count; dropped (later runs keep their count)",
+                "tried {} from the start: {r:.2}× the speed of the program's own count ({measure}); dropped (later runs keep their count)",
                 trial.pinning.label
             )
         }
@@ -322,6 +393,14 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
                 "tried {} from the start, and the program exited with status {}; dropped (later runs keep their count)",
                 trial.pinning.label,
                 failed.unwrap_or_default()
+            )
+        }
+        None if names_its_count => {
+            trial.state = TrialState::Dropped;
+            keep_record(record);
+            format!(
+                "tried {} from the start, but the program names its own count and this run cannot be compared with the one that offered the trial (another command, or no such run kept); dropped",
+                trial.pinning.label
             )
         }
         None if !comparable => {
@@ -347,6 +426,44 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
     words
 }
 
+/// A first run that measured nothing (a short program ends before any probe) but found
+/// that fewer threads might run faster: a record of the OS placement, unfinished and
+/// without a rate, that holds the team trial for the next run (judged by whole runs).
+fn first_trial(
+    key: DecisionKey,
+    report: &Report,
+    use_: &mut MemoryUse,
+    now: f64,
+) -> Option<Record> {
+    let os = Pinning::unpinned();
+    let mut record = Record {
+        id: key.id(),
+        key,
+        pinning: RememberedPinning {
+            label: os.label,
+            cpus: None,
+            team: None,
+        },
+        runner_up: None,
+        rate: None,
+        unit: report.objective.unit.clone(),
+        outcome: Outcome::Unfinished,
+        uses: 1,
+        created: now,
+        updated: now,
+        phases: Vec::new(),
+        source: Some(report.objective.source.clone()).filter(|s| !s.is_empty()),
+        busy: report.busy_cpus.clone(),
+        team_trial: None,
+    };
+    let words = offer_trial(&mut record, report)?;
+    // (nothing to judge the trial by without a whole run of the program's own count)
+    record.team_trial.as_ref()?.baseline.as_ref()?;
+    use_.team_trial = Some(words);
+    use_.outcome = "unfinished".into();
+    Some(record)
+}
+
 /// A run whose count could not change mid-run, where fewer threads might run faster:
 /// the next run tries them from its start (once; a trial already tried stays as it was).
 fn offer_trial(record: &mut Record, report: &Report) -> Option<String> {
@@ -363,6 +480,9 @@ fn offer_trial(record: &mut Record, report: &Report) -> Option<String> {
         },
         state: TrialState::Pending,
         rate: None,
+        // (a run that failed is no measure of the program's own count)
+        baseline: (report.exit_status == Some(0) && report.wall_time > 0.0)
+            .then(|| WholeRun::of(report.wall_time, &report.command)),
     });
     Some(format!("the next run tries {} from its start", trial.label))
 }
@@ -489,6 +609,7 @@ mod tests {
         });
         r.threads = Some(ThreadCount {
             own: Some(2),
+            named: None,
             searched: if trial.is_some() { "across runs" } else { "no" }.into(),
             why: String::new(),
             trial,
@@ -560,6 +681,144 @@ mod tests {
         let mut next = found.clone();
         let r = report("1 thread: 1", Some(1), 400.0, "OpenMP constructs/s", None);
         assert!(settle_trial(&found, &mut next, &r).contains("cannot be compared"));
+    }
+
+    #[test]
+    fn a_program_that_names_its_count_is_judged_by_whole_runs_of_the_same_command() {
+        // GROMACS runs fewer parallel regions per step with one thread: its constructs/s
+        // read 0.70× while the run took 2.52 s against 2.90 s. Whole runs decide.
+        const UNIT: &str = "OpenMP team constructs/s";
+        let command = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        let mut rec = record(&[1, 0], Outcome::New);
+        let mut offering = report("1,0", None, 100.0, UNIT, Some(trial_candidate()));
+        offering.exit_status = Some(0);
+        offering.wall_time = 2.90;
+        offering.command = command(&["gmx", "mdrun", "-s", "md.tpr"]);
+        offer_trial(&mut rec, &offering).expect("offered");
+        let baseline = rec.team_trial.as_ref().and_then(|t| t.baseline.clone());
+        assert_eq!(baseline.as_ref().map(|b| b.seconds), Some(2.90));
+        let mut found = rec.clone();
+        found.unit = UNIT.into();
+        let trial_run = |rate: f64, seconds: f64, args: &[&str], named: usize| {
+            let mut r = report("1 thread: 1", Some(1), rate, UNIT, None);
+            r.exit_status = Some(0);
+            r.wall_time = seconds;
+            r.command = command(args);
+            if let Some(t) = r.threads.as_mut() {
+                t.named = Some(named);
+            }
+            r
+        };
+        // Its rate fell, its run was 1.15× faster: kept.
+        let mut next = found.clone();
+        let r = trial_run(70.0, 2.52, &["gmx", "mdrun", "-s", "md.tpr"], 1);
+        let said = settle_trial(&found, &mut next, &r);
+        assert!(said.contains("1.15×") && said.contains("kept"), "{said}");
+        assert!(said.contains("2.52 s against 2.90 s"), "{said}");
+        assert_eq!(next.pinning.team, Some(1));
+        // The same at 1.02× the speed: dropped.
+        let mut next = found.clone();
+        let r = trial_run(70.0, 2.85, &["gmx", "mdrun", "-s", "md.tpr"], 1);
+        assert!(settle_trial(&found, &mut next, &r).contains("dropped"));
+        assert_eq!(next.pinning, found.pinning);
+        // Another command is not the same work: dropped, and said so.
+        let mut next = found.clone();
+        let r = trial_run(70.0, 1.0, &["gmx", "mdrun", "-s", "other.tpr"], 1);
+        let said = settle_trial(&found, &mut next, &r);
+        assert!(
+            said.contains("cannot be compared") && said.contains("dropped"),
+            "{said}"
+        );
+        // It named more threads than the trial's (it did not take OMP_NUM_THREADS):
+        // dropped whatever its time.
+        let mut next = found.clone();
+        let r = trial_run(70.0, 1.0, &["gmx", "mdrun", "-s", "md.tpr"], 2);
+        let said = settle_trial(&found, &mut next, &r);
+        assert!(
+            said.contains("ran 2 threads") && said.contains("dropped"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn a_short_program_without_a_decided_rate_is_judged_by_its_whole_run() {
+        const UNIT: &str = "OpenMP team constructs/s";
+        let mut rec = record(&[1, 0], Outcome::New);
+        let mut offering = report("1,0", None, 100.0, UNIT, Some(trial_candidate()));
+        offering.exit_status = Some(0);
+        offering.wall_time = 2.0;
+        offer_trial(&mut rec, &offering).expect("offered");
+        let mut found = rec.clone();
+        found.unit = UNIT.into();
+        // The trial's run ended before any probe: nothing decided, nothing measured.
+        let mut r = Report::default();
+        r.objective.unit = UNIT.into();
+        r.exit_status = Some(0);
+        r.wall_time = 1.0;
+        let mut use_ = MemoryUse::default();
+        let next = settle(
+            Some(&found),
+            found.key.clone(),
+            true,
+            &mut r,
+            &mut use_,
+            5.0,
+        )
+        .expect("the trial is judged and kept");
+        let said = use_.team_trial.clone().unwrap_or_default();
+        assert!(said.contains("2.00×") && said.contains("kept"), "{said}");
+        assert_eq!(next.pinning.team, Some(1));
+        assert_eq!(next.pinning.cpus, Some(vec![1]));
+        assert_eq!(
+            next.team_trial.as_ref().map(|t| t.state),
+            Some(TrialState::Kept)
+        );
+        // Slower: dropped, the record keeps its pinning and its count.
+        r.wall_time = 3.0;
+        let mut use_ = MemoryUse::default();
+        let next = settle(
+            Some(&found),
+            found.key.clone(),
+            true,
+            &mut r,
+            &mut use_,
+            5.0,
+        )
+        .expect("the trial is judged and dropped");
+        assert_eq!(
+            (next.pinning.clone(), next.pinning.team),
+            (found.pinning.clone(), None)
+        );
+    }
+
+    #[test]
+    fn a_run_that_started_with_a_kept_count_keeps_it_whatever_it_decides() {
+        // ompwork beside a busy CPU kept one thread; its next run (one thread from its
+        // start) searched and ended on the OS placement, and the record lost the count:
+        // the run after it started two threads again, 3× slower.
+        const UNIT: &str = "OpenMP team constructs/s";
+        let mut found = record(&[1], Outcome::Confirmed);
+        found.pinning.team = Some(1);
+        found.unit = UNIT.into();
+        let mut r = report("unpinned (OS decides)", None, 100.0, UNIT, None);
+        r.candidates[0].cpus = None;
+        let mut use_ = MemoryUse {
+            hit: true,
+            ..MemoryUse::default()
+        };
+        let next = settle(
+            Some(&found),
+            found.key.clone(),
+            false,
+            &mut r,
+            &mut use_,
+            5.0,
+        )
+        .expect("a record");
+        assert_eq!(
+            (next.pinning.cpus.clone(), next.pinning.team),
+            (None, Some(1))
+        );
     }
 
     #[test]

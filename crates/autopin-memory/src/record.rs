@@ -25,6 +25,31 @@ pub struct TeamTrial {
     /// The rate the trial ran at, in the record's unit (None before it was tried).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// The whole run that offered the trial, at the program's own count: the trial's run
+    /// is compared with it where rates cannot be (a program that names its own count may
+    /// run other OpenMP constructs with fewer threads, so its constructs/s at two counts
+    /// do not compare; a short program may end before any rate is decided).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<WholeRun>,
+}
+
+/// One whole run of a program: its wall time and which command it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WholeRun {
+    /// Seconds from its start to its end.
+    pub seconds: f64,
+    /// 16 hex digits of a SHA-256 over its command line: two runs compare only when they
+    /// ran the same command.
+    pub command: String,
+}
+
+impl WholeRun {
+    pub fn of(seconds: f64, command: &[String]) -> WholeRun {
+        WholeRun {
+            seconds,
+            command: crate::fingerprint(command),
+        }
+    }
 }
 
 /// Where a [`TeamTrial`] stands.
@@ -253,6 +278,10 @@ impl Record {
         if let Some(t) = &self.team_trial {
             check_pinning("team_trial", &t.pinning)?;
             check_number("team_trial.rate", t.rate)?;
+            check_number(
+                "team_trial.baseline.seconds",
+                t.baseline.as_ref().map(|b| b.seconds),
+            )?;
         }
         if self.phases.len() > MAX_PHASES {
             return Err(format!(

@@ -130,6 +130,9 @@ pub struct TeamState {
     pub own: u32,
     /// Outermost parallel regions begun so far: a team change applies at the next one.
     pub starts: u32,
+    /// The largest team size the program named itself (omp_set_num_threads, num_threads
+    /// clauses; 0: none).
+    pub named: u32,
 }
 
 /// The OpenMP part of the file, once the program made an OpenMP call.

@@ -24,6 +24,7 @@
 //! | 160 | `u32 team_flags` | written by the library: what it saw of the program ([`TeamFlags`]) |
 //! | 164 | `u32 team_own` | written by the library: the team size the program's regions get on their own |
 //! | 168 | `u32 team_starts` | written by the library: outermost parallel regions begun so far |
+//! | 172 | `u32 team_named` | written by the library: the largest team size the program named itself (omp_set_num_threads, num_threads clauses) |
 //! | 192 | `slot[omp_slots]` | 64 bytes each: `u64 regions, chunks, barriers, tasks, other, team` |
 //!
 //! A file of only 128 bytes (an older engine) still works for heartbeats; the preload
@@ -53,6 +54,7 @@ pub const OFF_TEAM_APPLIED: usize = 156;
 pub const OFF_TEAM_FLAGS: usize = 160;
 pub const OFF_TEAM_OWN: usize = 164;
 pub const OFF_TEAM_STARTS: usize = 168;
+pub const OFF_TEAM_NAMED: usize = 172;
 /// Per-thread slots that fit in the file.
 pub const OMP_SLOTS: usize = (FILE_SIZE - OFF_OMP_SLOTS) / OMP_SLOT_SIZE;
 /// Size of the C struct (`sizeof(struct autopin_heartbeat)`).
@@ -217,6 +219,7 @@ fn read_omp(m: &Mapping) -> Option<OmpProgress> {
             flags: TeamFlags(word(OFF_TEAM_FLAGS)),
             own: word(OFF_TEAM_OWN),
             starts: word(OFF_TEAM_STARTS),
+            named: word(OFF_TEAM_NAMED),
         },
     })
 }

@@ -844,6 +844,10 @@ unsigned GOMP_sections_next(void)
  *   offset 168 u32 starts   outermost parallel regions begun so far (atomic): a program
  *                           whose count stops growing runs one long region, whose team
  *                           no want can change until it ends
+ *   offset 172 u32 named    the largest team size the program named itself
+ *                           (omp_set_num_threads, a num_threads clause; atomic max): one
+ *                           that names the count its environment gave it (GROMACS and
+ *                           LAMMPS read OMP_NUM_THREADS) takes a smaller one at its start
  *
  * The rule (docs/threads.md): a team's size changes mid-run only between outermost
  * regions, only to fewer threads than the program's own count, and only when no
@@ -860,6 +864,7 @@ unsigned GOMP_sections_next(void)
 #define TEAM_FLAGS 160u
 #define TEAM_OWN 164u
 #define TEAM_STARTS 168u
+#define TEAM_NAMED 172u
 enum {
     T_ASKED = 1,
     T_SET = 2,
@@ -879,6 +884,19 @@ static void team_flag(uint32_t f)
     pthread_once(&omp_once, omp_map_file);
     if (omp_map_base && !(__atomic_load_n(team_word(TEAM_FLAGS), __ATOMIC_RELAXED) & f))
         __atomic_fetch_or(team_word(TEAM_FLAGS), f, __ATOMIC_RELAXED);
+}
+
+/* A team size the program named itself (set or clause): the largest is kept. */
+static void team_named(int n)
+{
+    pthread_once(&omp_once, omp_map_file);
+    if (!omp_map_base || n <= 0)
+        return;
+    uint32_t *w = team_word(TEAM_NAMED);
+    uint32_t old = __atomic_load_n(w, __ATOMIC_RELAXED);
+    while (old < (uint32_t)n &&
+           !__atomic_compare_exchange_n(w, &old, (uint32_t)n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
 }
 
 /* The runtime's own functions (not our wrappers of them). */
@@ -939,8 +957,10 @@ static inline void team_region(unsigned nthreads)
         if (!omp_map_base)
             return;
     }
-    if (nthreads)
+    if (nthreads) {
         team_flag(T_CLAUSE);
+        team_named((int)nthreads);
+    }
     if (!in_region())
         __atomic_fetch_add(team_word(TEAM_STARTS), 1, __ATOMIC_RELAXED);
     uint32_t want = __atomic_load_n(team_word(TEAM_WANT), __ATOMIC_ACQUIRE);
@@ -970,6 +990,7 @@ void omp_set_num_threads(int n)
 {
     NEXT(void (*)(int), omp_set_num_threads);
     team_flag(T_SET);
+    team_named(n);
     real(n);
 }
 
@@ -977,6 +998,8 @@ void omp_set_num_threads_(int *n)
 {
     NEXT(void (*)(int *), omp_set_num_threads_);
     team_flag(T_SET);
+    if (n)
+        team_named(*n);
     real(n);
 }
 
@@ -985,6 +1008,7 @@ void __kmpc_push_num_threads(ident_t *loc, int32_t gtid, int32_t n)
 {
     NEXT(void (*)(ident_t *, int32_t, int32_t), __kmpc_push_num_threads);
     team_flag(T_CLAUSE);
+    team_named(n);
     real(loc, gtid, n);
 }
 

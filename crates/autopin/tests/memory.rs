@@ -1144,27 +1144,7 @@ fn a_program_with_heartbeats_gets_fewer_threads_in_its_next_run_beside_a_busy_cp
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("d.db");
     let report = dir.path().join("r.json");
-    // In a Vec, as the overturn test keeps its loops: every path below kills and reaps it.
-    let mut busy = vec![Command::new("taskset")
-        .args(["-c", &first, "sh", "-c", "while :; do :; done"])
-        .spawn()
-        .unwrap()];
-    // A neighbour counts as busy once it has computed for a while (0.5 s of its life) for
-    // more than half of its life: other work on that CPU can keep it below that, and then
-    // nothing here is a busy CPU to avoid.
-    std::thread::sleep(std::time::Duration::from_millis(1200));
-    let share = life_share(busy[0].id());
-    if share <= 0.6 {
-        for b in &mut busy {
-            let _ = b.kill();
-            let _ = b.wait();
-        }
-    }
-    autopin_testkit::require!(
-        share > 0.6,
-        "the busy loop got {:.0}% of its CPU (other work shares it)",
-        100.0 * share
-    );
+    let mut busy = autopin_testkit::ok_or_skip!(BusyLoop::on(&first));
     let load = autopin_testkit::OutsideLoad::start();
     let run = || {
         let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
@@ -1193,10 +1173,7 @@ fn a_program_with_heartbeats_gets_fewer_threads_in_its_next_run_beside_a_busy_cp
     let (first_out, r1) = run();
     let (second_out, r2) = run();
     let outside = load.cpus() - 1.0;
-    for b in &mut busy {
-        let _ = b.kill();
-        let _ = b.wait();
-    }
+    busy.stop();
     assert_eq!(r1["objective"]["unit"], "beats/s", "{}", r1["objective"]);
     autopin_testkit::require!(
         r1["threads"]["searched"] != "no" || outside < 0.5,
@@ -1218,6 +1195,171 @@ fn a_program_with_heartbeats_gets_fewer_threads_in_its_next_run_beside_a_busy_cp
     };
     assert_eq!(checksum(&first_out), checksum(&second_out));
 }
+
+/// A shell spinning on one CPU, killed and reaped when stopped or dropped, whatever path a
+/// test takes.
+struct BusyLoop(std::process::Child);
+
+impl BusyLoop {
+    /// A loop on `cpu`, once it is busy: a neighbour counts as busy once it has computed
+    /// for a while (0.5 s of its life) for more than half of its life, and other work on
+    /// that CPU can keep it below that: then nothing here is a busy CPU to avoid (Err).
+    fn on(cpu: &str) -> Result<BusyLoop, String> {
+        let child = Command::new("taskset")
+            .args(["-c", cpu, "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .map_err(|e| format!("taskset: {e}"))?;
+        let mut busy = BusyLoop(child);
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        let share = life_share(busy.0.id());
+        if share <= 0.6 {
+            busy.stop();
+            return Err(format!(
+                "the busy loop got {:.0}% of its CPU (other work shares it)",
+                100.0 * share
+            ));
+        }
+        Ok(busy)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for BusyLoop {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// GROMACS and LAMMPS name their own team size, read from OMP_NUM_THREADS: no team size
+/// asked mid-run reaches them, but a smaller OMP_NUM_THREADS at their next start does.
+/// A program built here the same way (omp_set_num_threads and num_threads clauses with the
+/// count from OMP_NUM_THREADS, and one more region per step only with more than one thread,
+/// as GROMACS skips a reduction, so its constructs/s at two counts do not compare), short
+/// enough to end before any probe, beside a busy CPU: the first run leaves a team trial, the
+/// second starts with one thread and is judged by its whole run against the first, and the
+/// program's result is the same in every run. One that names the count in its arguments too
+/// (GROMACS's `-ntomp 2`, which ends at once beside a different OMP_NUM_THREADS) gets no
+/// trial and keeps its two threads.
+#[test]
+fn a_program_that_names_its_count_from_the_environment_tries_fewer_threads_at_its_next_start() {
+    let _serial = one_at_a_time();
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let (first, _) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
+    let exe = autopin_testkit::ok_or_skip!(autopin_testkit::build_c(
+        "names_count",
+        NAMES_COUNT_C,
+        &["-O2", "-fopenmp"]
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let mut busy = autopin_testkit::ok_or_skip!(BusyLoop::on(&first));
+    let run = |store: &Path, args: &[&str]| {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+            .env("OMP_NUM_THREADS", "2")
+            .args(["run", "--memory"])
+            .arg(store)
+            .arg("--report")
+            .arg(&report)
+            .arg("--")
+            .arg(&exe)
+            .args(args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
+        (stdout, read_json(&report))
+    };
+    let store = dir.path().join("d.db");
+    let (out1, r1) = run(&store, &["150000"]);
+    let (out2, r2) = run(&store, &["150000"]);
+    let (out3, r3) = run(&store, &["150000"]);
+    let other = dir.path().join("other.db");
+    let (out_named, r_named) = run(&other, &["150000", "2"]);
+    let (out_named2, _) = run(&other, &["150000", "2"]);
+    busy.stop();
+    let t1 = &r1["threads"];
+    assert_eq!(
+        (t1["named"].as_u64(), t1["trial"]["team"].as_u64()),
+        (Some(2), Some(1)),
+        "{t1}\n{}\n{}",
+        r1["notes"],
+        r1["busy_cpus"]
+    );
+    assert!(out1.contains("threads=2"), "{out1}");
+    // The second run tried one thread from its start, judged by its whole run.
+    assert!(out2.contains("threads=1"), "{out2}\n{}", r2["memory"]);
+    let judged = r2["memory"]["team_trial"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(judged.contains("the run took"), "{judged}");
+    // Kept: later runs start with it; dropped: they keep their two threads.
+    let kept = judged.contains("kept");
+    assert!(kept || judged.contains("dropped"), "{judged}");
+    let third = if kept { "threads=1" } else { "threads=2" };
+    assert!(out3.contains(third), "{judged}\n{out3}\n{}", r3["memory"]);
+    // Its arguments name its count: no trial, two threads in every run.
+    assert_eq!(
+        r_named["threads"]["searched"], "no",
+        "{}",
+        r_named["threads"]
+    );
+    assert!(
+        r_named["threads"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("its arguments name 2 too")),
+        "{}",
+        r_named["threads"]
+    );
+    assert!(out_named.contains("threads=2") && out_named2.contains("threads=2"));
+    let checksum = |s: &str| s.split("checksum=").nth(1).map(|c| c.trim().to_string());
+    for out in [&out2, &out3, &out_named, &out_named2] {
+        assert_eq!(checksum(out), checksum(&out1), "{out}");
+    }
+}
+
+/// The program of the test above. An argument after the step count is ignored, but names a
+/// count, as GROMACS's `-ntomp 2` does.
+const NAMES_COUNT_C: &str = r#"
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    long steps = argc > 1 ? atol(argv[1]) : 20000;
+    const char *e = getenv("OMP_NUM_THREADS");
+    int n = e ? atoi(e) : omp_get_num_procs();
+    if (n < 1)
+        n = 1;
+    omp_set_num_threads(n);
+    double sum = 0;
+    int team = 0;
+    for (long step = 0; step < steps; step++) {
+#pragma omp parallel num_threads(n) reduction(+ : sum)
+        {
+#pragma omp master
+            team = omp_get_num_threads();
+            int me = omp_get_thread_num();
+            for (long i = me; i < 2000; i += n)
+                sum += (double)((i * 7 + step) % 13);
+        }
+        if (n > 1) {
+#pragma omp parallel num_threads(n)
+            {
+            }
+        }
+    }
+    printf("threads=%d checksum=%.0f\n", team, sum);
+    return 0;
+}
+"#;
 
 /// The share of its life a process spent on a CPU (/proc/PID/stat's utime + stime against
 /// its start, in clock ticks of 1/100 s).

@@ -388,6 +388,10 @@ pub struct ThreadCount {
     /// The team size the program's OpenMP regions get on their own, when seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own: Option<usize>,
+    /// The largest team size the program named itself (omp_set_num_threads, num_threads
+    /// clauses), when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub named: Option<usize>,
     /// How fewer threads were searched: `mid-run` (team candidates in the search),
     /// `across runs` (the program may notice a smaller team: the next run starts with
     /// `trial`), or `no`.

@@ -89,6 +89,10 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             thread_local_data,
             threads: openmp_threads,
             busy: busy_at_launch.as_deref().unwrap_or_default(),
+            args: match &plan.target {
+                TargetSpec::Launch(argv) => argv,
+                TargetSpec::Attach { .. } => &[],
+            },
         },
     );
     let target = TargetFacts {

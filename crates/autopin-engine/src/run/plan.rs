@@ -245,6 +245,8 @@ pub struct Remembered {
     pub pinning: Pinning,
     pub runner_up: Option<Pinning>,
     pub settled: bool,
+    /// This run tries the record's team trial: `pinning` is fewer threads, from the start.
+    pub trying_team: bool,
     /// The decided pinning's rate then, with its unit: a settled pinning that runs at that
     /// rate again (within `RaceParams::confirm_band`) is confirmed by its first probe, with
     /// no probe of another candidate.

@@ -59,6 +59,10 @@ struct Shared {
     /// The first team candidate at launch (fewer threads plausible then): the next run's
     /// trial when the program ends before any search could offer fewer threads.
     at_launch: Option<Pinning>,
+    /// The threads the program was started to run (OMP_NUM_THREADS, else its CPUs).
+    start_threads: usize,
+    /// The counts its arguments name (`2` in `-ntomp 2`, `--threads=2`).
+    arg_counts: Vec<usize>,
 }
 
 /// What the run knows of the program when it plans the count.
@@ -71,14 +75,29 @@ pub(super) struct Facts<'a> {
     pub(super) threads: usize,
     /// CPUs busy with other work at launch.
     pub(super) busy: &'a [u32],
+    /// The program's arguments (none for an attached program).
+    pub(super) args: &'a [String],
 }
 
 impl TeamSearch {
     /// Plans the count for `plan` on `machine` (the CPUs the program may use).
     pub(super) fn plan(plan: &RunPlan, machine: &Machine, f: &Facts) -> TeamSearch {
+        // A remembered team (a trial kept, or one this run tries): the count is memory's.
+        let remembered_team = plan
+            .remembered
+            .as_ref()
+            .and_then(|r| r.pinning.team.map(|n| (n, r.trying_team)));
         let off = match plan.threads {
             ThreadsChoice::Keep => Some("--threads keep".to_string()),
             ThreadsChoice::Count(n) => Some(format!("--threads {n}: the program runs {n}")),
+            ThreadsChoice::Auto if remembered_team.is_some() => {
+                let (n, trying) = remembered_team.unwrap_or_default();
+                Some(if !trying {
+                    format!("the count is remembered: {n} thread(s) from the start, kept when an earlier run that tried them ran faster")
+                } else {
+                    format!("this run tries {n} thread(s) from its start (an earlier run could not change the count mid-run)")
+                })
+            }
             ThreadsChoice::Auto if !f.launched => {
                 Some("an attached program keeps its count (no preload library in it)".into())
             }
@@ -126,6 +145,8 @@ impl TeamSearch {
             at_launch,
             off,
             thread_local_data: f.thread_local_data,
+            start_threads: f.threads,
+            arg_counts: f.args.iter().skip(1).filter_map(|a| arg_count(a)).collect(),
             ..Shared::default()
         })))
     }
@@ -174,11 +195,29 @@ impl TeamSearch {
             return (Vec::new(), None);
         };
         // A program that names its teams' sizes itself (num_threads clauses, or
-        // omp_set_num_threads) keeps them whatever is asked, mid-run or at its start: a
-        // team candidate would only put its threads on fewer CPUs.
+        // omp_set_num_threads) keeps them whatever is asked mid-run: a team candidate would
+        // only put its threads on fewer CPUs. One that names the count its environment gave
+        // it (GROMACS and LAMMPS read OMP_NUM_THREADS) takes a smaller one at its start:
+        // that is left to the next run.
         use autopin_objective::progress::TeamFlags;
         if state.flags.has(TeamFlags::CLAUSE | TeamFlags::SET) {
-            let why = "the program sets its own thread counts (num_threads clauses or omp_set_num_threads), which no team size asked for changes".to_string();
+            let follows = follows_environment(&state, s.start_threads, &s.arg_counts);
+            let first = follows
+                .then(|| autopin_placement::team_candidates(machine, state.named as usize, busy))
+                .and_then(|t| t.into_iter().next());
+            if let Some(first) = first {
+                let why = format!(
+                    "the program sets its own thread counts (num_threads clauses or omp_set_num_threads), which no team size asked mid-run changes; it named {}, the count it was started with, so it may take fewer from OMP_NUM_THREADS",
+                    state.named
+                );
+                let note = format!(
+                    "thread count: {} may run faster, but {why}: its count stays in this run, and the next run starts with them to try (from memory)",
+                    first.label
+                );
+                s.trial = Some((first, why));
+                return (Vec::new(), Some(note));
+            }
+            let why = names_why(&state, s.start_threads, &s.arg_counts);
             let note = format!("thread count: not searched: {why}");
             s.enabled = false;
             s.off = Some(why);
@@ -243,11 +282,13 @@ impl TeamSearch {
         // Only where the library saw the program name no team size of its own: one that
         // takes its count from its arguments (GROMACS's -ntomp) may refuse an
         // OMP_NUM_THREADS that differs.
-        let names_its_own = |t: &TeamState| {
+        // (a program that names its own team sizes, not from its environment)
+        let names_its_own = s.state.filter(|t| {
             use autopin_objective::progress::TeamFlags;
             t.flags.has(TeamFlags::CLAUSE | TeamFlags::SET)
-        };
-        let seen_plain = s.state.is_some_and(|t| !names_its_own(&t));
+                && !follows_environment(t, s.start_threads, &s.arg_counts)
+        });
+        let seen_plain = s.state.is_some() && names_its_own.is_none();
         if s.enabled && seen_plain && s.offered.is_empty() && s.trial.is_none() && s.off.is_none() {
             if let Some(first) = s.at_launch.clone() {
                 s.trial = Some((
@@ -257,6 +298,7 @@ impl TeamSearch {
             }
         }
         let own = s.state.map(|t| t.own as usize).filter(|n| *n > 0);
+        let named = s.state.map(|t| t.named as usize).filter(|n| *n > 0);
         let (searched, why) = if let Some(off) = &s.off {
             ("no", off.clone())
         } else if !s.offered.is_empty() {
@@ -267,6 +309,8 @@ impl TeamSearch {
             )
         } else if let Some((_, why)) = &s.trial {
             ("across runs", why.clone())
+        } else if let Some(t) = names_its_own {
+            ("no", names_why(&t, s.start_threads, &s.arg_counts))
         } else {
             (
                 "no",
@@ -276,10 +320,42 @@ impl TeamSearch {
         };
         ThreadCount {
             own,
+            named,
             searched: searched.into(),
             why,
             trial: s.trial.as_ref().map(|(p, _)| CandidateRecord::from(0, p)),
         }
+    }
+}
+
+/// The count an argument names: a whole number (`2` in `-ntomp 2`), or one after `=`
+/// (`--threads=2`).
+fn arg_count(arg: &str) -> Option<usize> {
+    let value = arg.rsplit_once('=').map_or(arg, |(_, v)| v);
+    value.parse().ok()
+}
+
+/// Whether a program that names its own team sizes takes them from its environment, so
+/// that a smaller OMP_NUM_THREADS at its start reaches it: the largest size it named is
+/// the count it was started with (OMP_NUM_THREADS, else its CPUs), and none of its
+/// arguments names that count. (A program told its count twice may refuse an
+/// OMP_NUM_THREADS that differs: GROMACS ends at once when `-ntomp 2` meets
+/// OMP_NUM_THREADS=1.)
+fn follows_environment(t: &TeamState, start_threads: usize, arg_counts: &[usize]) -> bool {
+    let named = t.named as usize;
+    named > 1 && named == start_threads && !arg_counts.contains(&named)
+}
+
+/// Why a program that names its own team sizes is not searched, in words.
+fn names_why(t: &TeamState, start_threads: usize, arg_counts: &[usize]) -> String {
+    let named = t.named as usize;
+    let base = "the program sets its own thread counts (num_threads clauses or omp_set_num_threads), which no team size asked for changes";
+    if named > 1 && named == start_threads && arg_counts.contains(&named) {
+        format!("{base}; its arguments name {named} too, so a smaller OMP_NUM_THREADS could conflict with them")
+    } else if named > 0 && named != start_threads {
+        format!("{base}; it named {named}, not the {start_threads} it was started with")
+    } else {
+        base.to_string()
     }
 }
 

@@ -79,6 +79,50 @@ fn a_program_that_asked_for_its_count_keeps_it_and_the_next_run_is_told_to_try()
 }
 
 #[test]
+fn a_program_that_names_the_count_it_was_started_with_is_told_to_try_fewer_next_run() {
+    // GROMACS and LAMMPS read OMP_NUM_THREADS and set it themselves: a smaller one at the
+    // next start reaches them.
+    let m = two_cpus();
+    let mut p = platform(true, 0);
+    p.sim = p.sim.clone().with_named_team(2);
+    let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
+    assert_ne!(p.sim.team().map(|t| t.applied), Some(1));
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(
+        (t.searched.as_str(), t.named),
+        ("across runs", Some(2)),
+        "{t:?}"
+    );
+    assert!(
+        t.why.contains("it named 2, the count it was started with"),
+        "{t:?}"
+    );
+    assert_eq!(t.trial.as_ref().and_then(|c| c.team), Some(1), "{t:?}");
+    // Its arguments name the count too (GROMACS's `-ntomp 2`): a different
+    // OMP_NUM_THREADS could conflict with them (GROMACS ends at once), so no trial.
+    let mut p = platform(true, 0);
+    p.sim = p.sim.clone().with_named_team(2);
+    let argv = ["gmx", "mdrun", "-ntomp", "2"].map(String::from).to_vec();
+    let r = go(&plan(&m, TargetSpec::Launch(argv), topology()), &mut p)
+        .0
+        .unwrap();
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(
+        (t.searched.as_str(), t.trial.is_none()),
+        ("no", true),
+        "{t:?}"
+    );
+    assert!(t.why.contains("its arguments name 2 too"), "{t:?}");
+    // One that names a count of its own, not its start's: no trial either.
+    let mut p = platform(true, 0);
+    p.sim = p.sim.clone().with_named_team(3);
+    let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "no", "{t:?}");
+    assert!(t.why.contains("it named 3, not the 2"), "{t:?}");
+}
+
+#[test]
 fn thread_local_data_keeps_the_count_too() {
     let m = two_cpus();
     let mut p = platform(true, 0);
@@ -127,6 +171,7 @@ fn a_count_asked_for_or_remembered_is_the_programs_from_its_start() {
         pinning: Pinning::from_cpus(vec![1]).with_team(1),
         runner_up: None,
         settled: true,
+        trying_team: false,
         rate: None,
         phases: Vec::new(),
         objective: None,
