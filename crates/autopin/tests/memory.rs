@@ -1325,6 +1325,200 @@ fn a_program_that_names_its_count_from_the_environment_tries_fewer_threads_at_it
     }
 }
 
+/// GROMACS (Debian's `gmx`, when installed) with its count from OMP_NUM_THREADS=2, beside a
+/// busy CPU: the first run under `autopin run` keeps two threads and leaves a team trial,
+/// the second starts with one (GROMACS's log says so), and every run's energies at its first
+/// step equal a run without autopin within `gmx check`'s default relative tolerance (1e-3;
+/// one and two threads sum in other orders: the potential energy differs by about 1e-4).
+/// The energies later in a run are not compared: molecular dynamics is chaotic, and two
+/// runs without autopin at one and two threads part within a few hundred steps.
+#[test]
+fn gromacs_keeps_its_energies_when_its_next_run_tries_fewer_threads() {
+    let _serial = one_at_a_time();
+    autopin_testkit::require!(
+        autopin_testkit::have("gmx"),
+        "gmx (GROMACS) is not installed"
+    );
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let (first, _) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let gmx = |args: &[&str], stdin: &str| {
+        let mut child = Command::new("gmx")
+            .args(args)
+            .current_dir(d)
+            .env("GMX_MAXBACKUP", "-1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "gmx {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // A box of water with PME, as bench/programs_common.sh makes it.
+    gmx(
+        &[
+            "solvate",
+            "-cs",
+            "spc216.gro",
+            "-box",
+            "2.5",
+            "2.5",
+            "2.5",
+            "-o",
+            "water.gro",
+        ],
+        "",
+    );
+    let waters = std::fs::read_to_string(d.join("water.gro"))
+        .unwrap()
+        .matches("OW")
+        .count();
+    std::fs::write(
+        d.join("topol.top"),
+        format!("#include \"oplsaa.ff/forcefield.itp\"\n#include \"oplsaa.ff/spce.itp\"\n[ system ]\nwater\n[ molecules ]\nSOL {waters}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("md.mdp"),
+        "integrator = md\nnsteps = 1000\ndt = 0.002\ncutoff-scheme = Verlet\ncoulombtype = PME\nrcoulomb = 1.0\nrvdw = 1.0\ntcoupl = v-rescale\ntc-grps = System\ntau-t = 0.1\nref-t = 300\nconstraints = h-bonds\nnstxout = 0\nnstvout = 0\nnstenergy = 100\nnstlog = 0\nnstcalcenergy = 100\n",
+    )
+    .unwrap();
+    gmx(
+        &[
+            "grompp",
+            "-f",
+            "md.mdp",
+            "-c",
+            "water.gro",
+            "-p",
+            "topol.top",
+            "-o",
+            "md.tpr",
+            "-maxwarn",
+            "2",
+        ],
+        "",
+    );
+    let mdrun = |name: &str| -> Vec<String> {
+        [
+            "gmx", "mdrun", "-s", "md.tpr", "-ntmpi", "1", "-pin", "off", "-nb", "cpu", "-deffnm",
+            name,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    // The first step's energies of run `name`: every term `gmx energy` lists.
+    let energies = |name: &str| -> Vec<f64> {
+        let terms = (1..=40)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join("\n");
+        gmx(
+            &[
+                "energy",
+                "-f",
+                &format!("{name}.edr"),
+                "-o",
+                &format!("{name}.xvg"),
+            ],
+            &format!("{terms}\n\n"),
+        );
+        let xvg = std::fs::read_to_string(d.join(format!("{name}.xvg"))).unwrap();
+        let first = xvg
+            .lines()
+            .find(|l| !l.starts_with('#') && !l.starts_with('@') && !l.trim().is_empty())
+            .unwrap_or_default()
+            .to_string();
+        first
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect()
+    };
+    let plain = Command::new(&mdrun("plain")[0])
+        .args(&mdrun("plain")[1..])
+        .current_dir(d)
+        .env("OMP_NUM_THREADS", "2")
+        .env("GMX_MAXBACKUP", "-1")
+        .output()
+        .unwrap();
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let reference = energies("plain");
+    assert!(reference.len() > 5, "{reference:?}");
+    let mut busy = autopin_testkit::ok_or_skip!(BusyLoop::on(&first));
+    let store = d.join("d.db");
+    let runs: Vec<(String, serde_json::Value)> = (1..=3)
+        .map(|k| {
+            let name = format!("run{k}");
+            let report = d.join(format!("{name}.json"));
+            let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+                .current_dir(d)
+                .env("OMP_NUM_THREADS", "2")
+                .env("GMX_MAXBACKUP", "-1")
+                .args(["run", "--memory"])
+                .arg(&store)
+                .arg("--report")
+                .arg(&report)
+                .arg("--")
+                .args(mdrun(&name))
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let log = std::fs::read_to_string(d.join(format!("{name}.log"))).unwrap_or_default();
+            (log, read_json(&report))
+        })
+        .collect();
+    busy.stop();
+    let r1 = &runs[0].1;
+    assert_eq!(r1["threads"]["named"], 2, "{}", r1["threads"]);
+    assert_eq!(
+        r1["threads"]["searched"], "across runs",
+        "{}",
+        r1["threads"]
+    );
+    assert!(
+        runs[0].0.contains("Using 2 OpenMP threads"),
+        "{}",
+        runs[0].0
+    );
+    assert!(
+        runs[1].0.contains("Using 1 OpenMP thread"),
+        "{}\n{}",
+        runs[1].1["memory"],
+        runs[1].0
+    );
+    for (k, _) in runs.iter().enumerate() {
+        let got = energies(&format!("run{}", k + 1));
+        assert_eq!(got.len(), reference.len(), "run {}", k + 1);
+        for (a, b) in got.iter().zip(&reference) {
+            assert!(
+                (a - b).abs() <= 1e-3 * b.abs().max(1.0),
+                "run {}: {got:?} against {reference:?}",
+                k + 1
+            );
+        }
+    }
+}
+
 /// The program of the test above. An argument after the step count is ignored, but names a
 /// count, as GROMACS's `-ntomp 2` does.
 const NAMES_COUNT_C: &str = r#"
