@@ -78,6 +78,43 @@ fn pairs_on_a_machine_with_offline_cpus_stay_together() {
     assert!(ratio >= 0.95, "rate ÷ optimum {ratio}: {stdout}");
 }
 
+/// A clean first search (nothing busy beside the program, no swing) decides within 3 s of
+/// the program's start: on the 256-PU POWER dump (8 nodes, SMT4), bandwidth-bound and
+/// SMT-sensitive programs of 64 threads, where a dozen classes of candidates lie within a
+/// few percent of each other, decided at 2.7–2.9 s (medians of 3 seeds), at about 4.8 s
+/// with `--race deadline=20`; the answer stays within 5% of the optimum.
+#[test]
+fn a_clean_search_decides_within_three_seconds_of_the_start() {
+    let at = |model: &str, race: &str| {
+        let (doc, stdout) = simulated(&[
+            "--sysfs-root",
+            &dump("256ppc-8n8s4t"),
+            "--model",
+            model,
+            "-n",
+            "64",
+            "--seeds",
+            "3",
+            "--race",
+            race,
+        ]);
+        let ratio = doc["median"]["ratio"].as_f64().unwrap();
+        assert!(ratio >= 0.95, "{model}: rate ÷ optimum {ratio}: {stdout}");
+        doc["median"]["decided_at"]
+            .as_f64()
+            .unwrap_or(f64::INFINITY)
+    };
+    for model in ["bandwidth", "smt"] {
+        let quick = at(model, "deadline=2.4");
+        assert!(quick <= 3.0, "{model}: decided at {quick} s");
+        let slow = at(model, "deadline=20");
+        assert!(
+            slow > quick,
+            "{model}: {slow} s without the deadline, {quick} s with it"
+        );
+    }
+}
+
 /// `--race` changes the search (a longer probe (0.4 s, whole ticks of 0.1 s) shows in the report `--report` writes, which
 /// `autopin report` reads back like any run's); a setting it does not know is a usage error.
 #[test]

@@ -1024,12 +1024,20 @@ fn plain_strategy_factory(choice: StrategyChoice) -> StrategyFactory {
         StrategyChoice::Autopin1(p) => Box::new(move |n, _| Box::new(Autopin1::new(p, n))),
         StrategyChoice::Fixed => Box::new(|_, _| Box::new(Fixed::new(0))),
         StrategyChoice::Race(base) => Box::new(move |n, search| {
-            let budget = if search == 0 {
-                base.budget
+            // (a re-search keeps to its budget: the deadline is the first decision's)
+            let (budget, deadline) = if search == 0 {
+                (base.budget, base.deadline)
             } else {
-                (base.budget / 2.0).max(2.0)
+                ((base.budget / 2.0).max(2.0), f64::INFINITY)
             };
-            Box::new(Race::new(RaceParams { budget, ..base }, n))
+            Box::new(Race::new(
+                RaceParams {
+                    budget,
+                    deadline,
+                    ..base
+                },
+                n,
+            ))
         }),
     }
 }

@@ -170,15 +170,24 @@ impl Race {
                 d > q * se
             })
         });
+        // A clean search ends at its deadline, and says so.
+        let spent = if self.clean() && self.p.deadline < self.p.budget {
+            format!(
+                "{:.1} s of search spent with nothing seen that needs longer (no busy CPU beside, no swing, no change of the whole machine)",
+                self.p.deadline
+            )
+        } else {
+            "search budget spent".to_string()
+        };
         if ahead {
-            return self.decision(est, l, ci, "search budget spent: best so far");
+            return self.decision(est, l, ci, &format!("{spent}: best so far"));
         }
         let why = if self.os_alive_besides(l) {
-            "search budget spent before the leader was confidently ahead of the OS placement"
+            format!("{spent} before the leader was confidently ahead of the OS placement")
         } else {
-            "search budget spent before the best so far was confidently ahead"
+            format!("{spent} before the best so far was confidently ahead")
         };
-        self.indistinguishable(est, l, ci, why)
+        self.indistinguishable(est, l, ci, &why)
     }
 
     fn os_alive_besides(&self, l: usize) -> bool {
@@ -195,7 +204,7 @@ impl Race {
     /// the OS placement when it survives, else the first surviving candidate; beside CPUs
     /// busy with other work, the best pinning when the OS placement leads (None when what
     /// stays is the leader).
-    fn fallback(&self, est: &[Option<Estimate>], l: usize) -> Option<usize> {
+    pub(super) fn fallback(&self, est: &[Option<Estimate>], l: usize) -> Option<usize> {
         if let Some(i) = self.incumbent.filter(|&i| i != l && self.arms[i].alive) {
             return Some(i);
         }

@@ -135,6 +135,19 @@ impl Race {
                     .map_or(f64::NEG_INFINITY, |e| e.mean)
                     .total_cmp(&est[*a].map_or(f64::NEG_INFINITY, |e| e.mean))
             });
+            // A round that cannot end before the budget: what its end compares (the
+            // leader against what a tie keeps, `at_budget_end`) is measured first.
+            let round: f64 = order
+                .iter()
+                .map(|&c| self.p.warmup + self.arms[c].probe_len)
+                .sum();
+            if let Some(l) = l.filter(|_| self.clock + round > self.end()) {
+                if let Some(f) = self.fallback(&est, l) {
+                    order.retain(|&c| c != f && c != l);
+                    order.insert(0, l);
+                    order.insert(0, f);
+                }
+            }
         }
         self.queue = order;
         self.queue.reverse();
@@ -142,14 +155,41 @@ impl Race {
         None
     }
 
+    /// The budget this search keeps to now: the deadline while it is clean
+    /// (`Race::clean`), else the whole budget.
+    pub(super) fn end(&self) -> f64 {
+        if self.clean() {
+            self.p.deadline.min(self.p.budget)
+        } else {
+            self.p.budget
+        }
+    }
+
+    /// Whether nothing the search has seen needs its whole budget: no neighbour's busy CPU
+    /// beside it (the OS placement's rate may swing or stack there), no change of the whole
+    /// machine taken out of its probes, no probe lengthened (a coarse objective, noisy close
+    /// calls), no candidate whose ticks swing.
+    pub(super) fn clean(&self) -> bool {
+        let base = self.p.base_probe();
+        !self.busy_neighbours
+            && !self.level_changed
+            && self.arms.iter().all(|a| a.probe_len <= base)
+            && (0..self.arms.len()).all(|c| !self.ticks_swing(c))
+    }
+
     /// The next probe of the round, or the decision when it would not fit in the budget.
     fn next_in_round(&mut self, elapsed: f64) -> Step {
         let c = *self.queue.last().expect("queue filled above");
         let measure = self.arms[c].probe_len;
-        if elapsed + self.p.warmup + measure > self.p.budget {
+        let past_end = elapsed + self.p.warmup + measure > self.end();
+        // (a deadline reached before any usable measurement leaves the budget to it)
+        let within_budget = elapsed + self.p.warmup + measure <= self.p.budget;
+        if past_end {
             if let Some(d) = self.judge(true) {
                 return Step::Decide(d);
             }
+        }
+        if past_end && !within_budget {
             // Not one usable probe (e.g. the program changes phase faster than a probe):
             // stop anyway rather than search forever, and say so.
             return Step::Decide(Decision::unmeasured(

@@ -288,6 +288,7 @@ fn the_budget_end_is_a_decision_with_its_reason() {
     // 1% apart with 6% noise between probes: cannot separate within 4 s.
     let p = RaceParams {
         budget: 4.0,
+        deadline: f64::INFINITY,
         ..RaceParams::default()
     };
     let noisy = |c: usize, k: usize| {
@@ -298,6 +299,12 @@ fn the_budget_end_is_a_decision_with_its_reason() {
     assert!(t <= 4.0 + 1e-9);
     assert_eq!(d.candidate, 1, "OS placement kept: {}", d.reason);
     assert!(d.reason.contains("budget spent"), "{}", d.reason);
+    // A clean search (nothing busy beside, nothing swinging) ends at its deadline, the
+    // same way, and says so.
+    let (d, _, t) = drive(2, Some(1), RaceParams::default(), noisy);
+    assert!(t <= RaceParams::default().deadline + 1e-9, "{t}");
+    assert_eq!(d.candidate, 1, "OS placement kept: {}", d.reason);
+    assert!(d.reason.contains("2.4 s of search spent"), "{}", d.reason);
     // Two pinned candidates are compared over the rounds that probed both: here the
     // noise (6%) differs between the two probes of a round (what the machine does to
     // both would cancel in their pairs).
