@@ -755,17 +755,14 @@ mod tests {
         r.objective.unit = UNIT.into();
         r.exit_status = Some(0);
         r.wall_time = 1.0;
-        let mut use_ = MemoryUse::default();
-        let next = settle(
-            Some(&found),
-            found.key.clone(),
-            true,
-            &mut r,
-            &mut use_,
-            5.0,
-        )
-        .expect("the trial is judged and kept");
-        let said = use_.team_trial.clone().unwrap_or_default();
+        // (the trial's run settled against the record: the new record and the words)
+        let judge = |r: &mut Report| {
+            let mut use_ = MemoryUse::default();
+            let next = settle(Some(&found), found.key.clone(), true, r, &mut use_, 5.0)
+                .expect("the trial is judged");
+            (next, use_.team_trial.unwrap_or_default())
+        };
+        let (next, said) = judge(&mut r);
         assert!(said.contains("2.00×") && said.contains("kept"), "{said}");
         assert_eq!(next.pinning.team, Some(1));
         assert_eq!(next.pinning.cpus, Some(vec![1]));
@@ -775,16 +772,7 @@ mod tests {
         );
         // Slower: dropped, the record keeps its pinning and its count.
         r.wall_time = 3.0;
-        let mut use_ = MemoryUse::default();
-        let next = settle(
-            Some(&found),
-            found.key.clone(),
-            true,
-            &mut r,
-            &mut use_,
-            5.0,
-        )
-        .expect("the trial is judged and dropped");
+        let (next, _) = judge(&mut r);
         assert_eq!(
             (next.pinning.clone(), next.pinning.team),
             (found.pinning.clone(), None)
