@@ -279,21 +279,21 @@ impl PlacementCheck for MachineCheck<'_> {
     }
 }
 
-/// A physical CPU sequence like `0,0` or `0-3,8`: unlike a CPU set it keeps order and
-/// repeats, because thread i goes to the i-th entry. The placement crate's schedule parser
-/// reads it (one grammar for CPU lists in the workspace).
-pub fn parse_cpu_sequence(expr: &str) -> Result<Vec<u32>, String> {
-    let mut lists =
-        autopin_placement::schedule::parse_schedule_lists(expr).map_err(|e| e.to_string())?;
-    match lists.len() {
-        1 => Ok(lists.remove(0)),
-        n => Err(format!("`{expr}` is {n} CPU lists; give one")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A physical CPU sequence like `0,0` or `0-3,8`: unlike a CPU set it keeps order and
+    /// repeats, because thread i goes to the i-th entry. The placement crate's schedule parser
+    /// reads it (one grammar for CPU lists in the workspace).
+    fn parse_cpu_sequence(expr: &str) -> Result<Vec<u32>, String> {
+        let mut lists =
+            autopin_placement::schedule::parse_schedule_lists(expr).map_err(|e| e.to_string())?;
+        match lists.len() {
+            1 => Ok(lists.remove(0)),
+            n => Err(format!("`{expr}` is {n} CPU lists; give one")),
+        }
+    }
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 

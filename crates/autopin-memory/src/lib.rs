@@ -15,6 +15,7 @@ pub mod store;
 
 pub use key::{fingerprint, program_identity, DecisionKey};
 pub use record::{
-    Outcome, PhaseDecision, Record, RememberedPinning, Selector, TeamTrial, TrialState, WholeRun,
+    InvalidRecord, Outcome, PhaseDecision, Record, RememberedPinning, Selector, TeamTrial,
+    TrialState, WholeRun,
 };
 pub use store::{default_path, MemoryError, Store, SCHEMA_VERSION};

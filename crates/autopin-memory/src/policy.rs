@@ -13,23 +13,36 @@ use autopin_engine::run::{
 use autopin_placement::Pinning;
 use autopin_topology::CpuSet;
 
+/// Why a remembered decision is not applied in this run ([`fits`]): its words are the
+/// warning to say.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unfit {
+    #[error("warning: the remembered decision is not one autopin writes ({0}): it is not applied, and this run searches afresh")]
+    NotOurs(crate::InvalidRecord),
+    #[error("warning: the remembered pinning {label} uses CPU {cpu}, which this run may not use (allowed: {allowed}): it is not applied, and this run searches afresh")]
+    CpuNotAllowed {
+        label: String,
+        cpu: u32,
+        allowed: String,
+    },
+}
+
 /// Whether the record is one autopin could have written and every CPU it names is one this
-/// run may use (`allowed`); why not, as a warning to say. (A record of this key was
-/// decided on these CPUs, but an imported or edited one may name any: one with `1,1` under
-/// `taskset -c 0` moved the threads to CPU 1.)
-pub fn fits(r: &Record, allowed: &CpuSet) -> Result<(), String> {
-    if let Err(why) = r.check() {
-        return Err(format!("warning: the remembered decision is not one autopin writes ({why}): it is not applied, and this run searches afresh"));
-    }
+/// run may use (`allowed`); why not. (A record of this key was decided on these CPUs, but
+/// an imported or edited one may name any: one with `1,1` under `taskset -c 0` moved the
+/// threads to CPU 1.)
+pub fn fits(r: &Record, allowed: &CpuSet) -> Result<(), Unfit> {
+    r.check().map_err(Unfit::NotOurs)?;
     let pinnings = std::iter::once(&r.pinning)
         .chain(r.runner_up.as_ref())
         .chain(r.phases.iter().map(|p| &p.pinning));
     for p in pinnings {
         if let Some(cpu) = p.cpus.iter().flatten().find(|c| !allowed.contains(**c)) {
-            return Err(format!(
-                "warning: the remembered pinning {} uses CPU {cpu}, which this run may not use (allowed: {allowed}): it is not applied, and this run searches afresh",
-                p.label
-            ));
+            return Err(Unfit::CpuNotAllowed {
+                label: p.label.clone(),
+                cpu: *cpu,
+                allowed: allowed.to_string(),
+            });
         }
     }
     Ok(())

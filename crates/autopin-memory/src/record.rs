@@ -234,12 +234,22 @@ pub fn parse_cpu_ranges(text: &str) -> Result<Vec<(u32, u32)>, String> {
     Ok(out)
 }
 
+/// Why a record is not one autopin could have written (`Record::check`), in words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidRecord(pub String);
+
 impl Record {
     /// Checks that the record could have been written by autopin: every CPU it names lies
     /// in the record's own CPU set (`key.cpus`), lists and texts are of sizes a run makes,
     /// and numbers are finite. A store's import refuses a record that is not; a lookup
     /// passes over one (a store edited by hand).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), InvalidRecord> {
+        self.problem().map_err(InvalidRecord)
+    }
+
+    /// The first thing wrong with the record (`check`).
+    fn problem(&self) -> Result<(), String> {
         let cpus = parse_cpu_ranges(&self.key.cpus).map_err(|e| format!("key.cpus: {e}"))?;
         let inside = |cpu: u32| cpus.iter().any(|&(lo, hi)| (lo..=hi).contains(&cpu));
         let check_cpus = |what: &str, list: &[u32]| -> Result<(), String> {
@@ -410,22 +420,25 @@ mod tests {
     #[test]
     fn a_record_names_only_cpus_of_its_own_cpu_set() {
         record("0-1", &[1, 0]).check().unwrap();
-        let e = record("0", &[1, 1]).check().unwrap_err();
+        let e = record("0", &[1, 1]).check().unwrap_err().to_string();
         assert!(e.contains("CPU 1, outside the record's CPU set 0"), "{e}");
-        let e = record("0-1", &[4294967295]).check().unwrap_err();
+        let e = record("0-1", &[4294967295])
+            .check()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("CPU 4294967295"), "{e}");
         assert!(record("0-1", &[]).check().is_err());
         assert!(record("0-1", &vec![0; MAX_THREADS + 1]).check().is_err());
         let mut r = record("0-1", &[0]);
         r.busy = Some(vec![7]);
-        assert!(r.check().unwrap_err().contains("busy uses CPU 7"));
+        assert!(r.check().unwrap_err().0.contains("busy uses CPU 7"));
         let mut r = record("0-1", &[0]);
         r.runner_up = Some(RememberedPinning {
             label: "x".into(),
             cpus: Some(vec![2]),
             team: None,
         });
-        assert!(r.check().unwrap_err().contains("runner_up"));
+        assert!(r.check().unwrap_err().0.contains("runner_up"));
         let mut r = record("0-1", &[0]);
         r.phases = vec![
             PhaseDecision {
@@ -439,12 +452,12 @@ mod tests {
             };
             MAX_PHASES + 1
         ];
-        assert!(r.check().unwrap_err().contains("phases"));
+        assert!(r.check().unwrap_err().0.contains("phases"));
         let mut r = record("0-1", &[0]);
         r.pinning.label = "x".repeat(MAX_TEXT + 1);
-        assert!(r.check().unwrap_err().contains("pinning.label"));
+        assert!(r.check().unwrap_err().0.contains("pinning.label"));
         let mut r = record("0-1", &[0]);
         r.created = f64::NAN;
-        assert!(r.check().unwrap_err().contains("created"));
+        assert!(r.check().unwrap_err().0.contains("created"));
     }
 }

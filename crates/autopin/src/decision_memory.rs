@@ -88,7 +88,7 @@ impl RunMemory {
                 m.found = found.filter(|r| match policy::fits(r, &allowed) {
                     Ok(()) => true,
                     Err(warning) => {
-                        sink.message(None, &warning);
+                        sink.message(None, &warning.to_string());
                         false
                     }
                 });

@@ -9,7 +9,7 @@ mod race;
 
 pub use autopin1::{Autopin1, Autopin1Params};
 pub use fixed::Fixed;
-pub use race::{Race, RaceParams};
+pub use race::{Race, RaceParams, SettingError};
 
 use serde::Serialize;
 

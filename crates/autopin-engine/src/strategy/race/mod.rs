@@ -56,7 +56,7 @@ mod swing;
 #[cfg(test)]
 mod tests;
 
-pub use params::RaceParams;
+pub use params::{RaceParams, SettingError};
 
 use super::{ProbeOutcome, Step, Strategy, COLLAPSE};
 use arm::Arm;

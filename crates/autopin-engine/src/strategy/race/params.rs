@@ -138,21 +138,36 @@ impl Default for RaceParams {
 /// The settings `RaceParams::with_settings` knows, as they are written.
 pub const SETTING_NAMES: &str = "probe min_probe os_probes os_ticks os_swing allowance warmup quiet_warmup error end_error close stall_share decisive_gap target_cv indistinct tolerance min_rounds budget deadline cut ceiling";
 
+/// A race setting that `RaceParams::with_settings` cannot take: the pair that is wrong and
+/// what is valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingError {
+    #[error("{0:?} is not name=value (names: {SETTING_NAMES})")]
+    NotAPair(String),
+    #[error("{name}={value:?}: the value is not a number of 0 or more")]
+    BadValue { name: String, value: String },
+    #[error("unknown setting {0:?} (names: {SETTING_NAMES})")]
+    UnknownName(String),
+}
+
 impl RaceParams {
     /// The defaults changed as `spec` says: `name=value` pairs apart by spaces, e.g.
     /// `"tolerance=0.02 indistinct=0.05"` (names: [`SETTING_NAMES`]). For exploring the
     /// search on the simulator; an error names the pair that is wrong and what is valid.
-    pub fn with_settings(spec: &str) -> Result<RaceParams, String> {
+    pub fn with_settings(spec: &str) -> Result<RaceParams, SettingError> {
         let mut p = RaceParams::default();
         for kv in spec.split_whitespace() {
             let Some((k, v)) = kv.split_once('=') else {
-                return Err(format!("{kv:?} is not name=value (names: {SETTING_NAMES})"));
+                return Err(SettingError::NotAPair(kv.to_string()));
             };
             let x = v
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| format!("{k}={v:?}: the value is not a number of 0 or more"))?;
+                .ok_or_else(|| SettingError::BadValue {
+                    name: k.to_string(),
+                    value: v.to_string(),
+                })?;
             let count = x.round() as usize;
             match k {
                 "probe" => p.probe = x,
@@ -176,7 +191,7 @@ impl RaceParams {
                 "deadline" => p.deadline = x,
                 "cut" => p.cut_below = x,
                 "ceiling" => p.ceiling = x,
-                _ => return Err(format!("unknown setting {k:?} (names: {SETTING_NAMES})")),
+                _ => return Err(SettingError::UnknownName(k.to_string())),
             }
         }
         Ok(p)
