@@ -1010,10 +1010,21 @@ pub fn topology_candidates(
 
 /// The strategy of each search, tied to the other ranks' when the launch coordinates them.
 fn strategy_factory(choice: StrategyChoice, launch: Option<&LaunchPlan>) -> StrategyFactory {
-    let mut plain = plain_strategy_factory(choice);
     match launch.and_then(|l| l.coordination.clone()) {
-        None => plain,
-        Some(c) => Box::new(move |n, search| c.wrap(plain(n, search), search)),
+        None => plain_strategy_factory(choice),
+        // Ranks that search together keep to the budget: a clean search's deadline rests
+        // on what each rank sees, and they must end alike.
+        Some(c) => {
+            let choice = match choice {
+                StrategyChoice::Race(p) => StrategyChoice::Race(RaceParams {
+                    deadline: f64::INFINITY,
+                    ..p
+                }),
+                other => other,
+            };
+            let mut plain = plain_strategy_factory(choice);
+            Box::new(move |n, search| c.wrap(plain(n, search), search))
+        }
     }
 }
 

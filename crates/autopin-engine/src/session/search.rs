@@ -129,6 +129,7 @@ impl Session {
                 .as_ref()
                 .is_some_and(|b| !b.is_empty()),
         );
+        strat.set_started_at(now);
         let threads = self.tracked.max(1);
         for (i, c) in self.candidates.iter().enumerate() {
             if c.shares_cpus(threads) {

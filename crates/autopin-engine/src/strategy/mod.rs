@@ -98,6 +98,9 @@ pub trait Strategy {
     /// on a free one), while a pinning's cannot: a search that cannot tell the OS placement
     /// from the best pinning keeps the pinning. Ignored by default.
     fn set_busy_neighbours(&mut self, _busy: bool) {}
+    /// How long the program had run when the search started, seconds: a deadline counted
+    /// from the program's start (the race's `deadline`). Ignored by default.
+    fn set_started_at(&mut self, _program_seconds: f64) {}
     /// A candidate that puts two of the program's threads or more on one CPU: a collapse
     /// right after a move to it is what it does (threads waiting for each other on one
     /// CPU), where after a move to any other it may be the move's own stall. Ignored by

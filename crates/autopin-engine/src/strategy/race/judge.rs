@@ -171,10 +171,10 @@ impl Race {
             })
         });
         // A clean search ends at its deadline, and says so.
-        let spent = if self.clean() && self.p.deadline < self.p.budget {
+        let spent = if self.clean() && self.end() < self.p.budget {
             format!(
-                "{:.1} s of search spent with nothing seen that needs longer (no busy CPU beside, no swing, no change of the whole machine)",
-                self.p.deadline
+                "the clean search's deadline ({:.1} s from the program's start; nothing seen that needs longer: no OS placement beside busy CPUs, no swing, no change of the whole machine)",
+                self.started_at + self.end()
             )
         } else {
             "search budget spent".to_string()

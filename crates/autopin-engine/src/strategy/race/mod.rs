@@ -95,6 +95,8 @@ pub struct Race {
     warmup_deficits: Vec<f64>,
     /// The warm-up is `quiet_warmup` now: a whole probe after a move showed no stall.
     quiet_moves: bool,
+    /// How long the program had run when the search started (`Strategy::set_started_at`).
+    started_at: f64,
 }
 
 /// The most autopin's moves of the threads may take of one CPU while the race searches
@@ -122,6 +124,7 @@ impl Race {
             warm_reading: None,
             warmup_deficits: Vec::new(),
             quiet_moves: false,
+            started_at: 0.0,
         }
     }
 
@@ -168,6 +171,12 @@ impl Strategy for Race {
 
     fn set_busy_neighbours(&mut self, busy: bool) {
         self.busy_neighbours = busy;
+    }
+
+    fn set_started_at(&mut self, program_seconds: f64) {
+        if program_seconds.is_finite() && program_seconds >= 0.0 {
+            self.started_at = program_seconds;
+        }
     }
 
     fn set_shares_cpus(&mut self, candidate: usize) {

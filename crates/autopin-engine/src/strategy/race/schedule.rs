@@ -22,6 +22,10 @@ const SCOUT_MIN: usize = 4;
 /// pinning's mean).
 const FAR_BEHIND: f64 = 0.1;
 
+/// The least time a clean search gets before its deadline, seconds, however late it began
+/// (`Race::end`).
+const MIN_CLEAN_SEARCH: f64 = 1.0;
+
 impl Race {
     /// The strategy's next step (`Strategy::next`): a probe, or the decision.
     pub(super) fn next_step(&mut self, elapsed: f64) -> Step {
@@ -159,7 +163,9 @@ impl Race {
     /// (`Race::clean`), else the whole budget.
     pub(super) fn end(&self) -> f64 {
         if self.clean() {
-            self.p.deadline.min(self.p.budget)
+            (self.p.deadline - self.started_at)
+                .max(MIN_CLEAN_SEARCH)
+                .min(self.p.budget)
         } else {
             self.p.budget
         }
@@ -171,7 +177,10 @@ impl Race {
     /// calls), no candidate whose ticks swing.
     pub(super) fn clean(&self) -> bool {
         let base = self.p.base_probe();
-        !self.busy_neighbours
+        let os_alive = self
+            .os_placement
+            .is_some_and(|o| self.arms.get(o).is_some_and(|a| a.alive));
+        (!self.busy_neighbours || !os_alive)
             && !self.level_changed
             && self.arms.iter().all(|a| a.probe_len <= base)
             && (0..self.arms.len()).all(|c| !self.ticks_swing(c))
