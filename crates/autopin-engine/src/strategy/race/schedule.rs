@@ -152,6 +152,17 @@ impl Race {
                     order.insert(0, f);
                 }
             }
+            // Past the deadline beside busy CPUs, only the OS placement still racing keeps
+            // the search from being clean: its looks (one a round) and the leader's probes
+            // alone, so that it is known, or gone, rounds sooner.
+            if let Some(l) = l.filter(|_| self.started_at + self.clock >= self.p.deadline) {
+                let os = self
+                    .os_placement
+                    .filter(|&o| o != l && self.busy_neighbours && self.arms[o].alive);
+                if let Some(o) = os {
+                    order = vec![o, l];
+                }
+            }
         }
         self.queue = order;
         self.queue.reverse();
