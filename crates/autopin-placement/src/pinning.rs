@@ -27,6 +27,13 @@ pub struct Pinning {
     /// program's own count). A candidate with a team puts its first `team` threads on
     /// `cpus`; the others wait idle in the runtime's pool.
     pub team: Option<usize>,
+    /// Where the threads beyond a team go (the other CPUs the program may use; empty: they
+    /// wrap onto the team's CPUs). A team applies at the program's next outermost parallel
+    /// region: a region in progress keeps its whole team until it ends, and its threads
+    /// beyond the team must not stack on the team's CPUs meanwhile (syncbench's phase of
+    /// back-to-back barriers in one region ran two spinning threads on CPU 1 that way, at a
+    /// fifth of its rate, for a minute).
+    pub spare: Vec<u32>,
 }
 
 /// A pinning as JSON documents (reports, exports) hold it: `cpus` empty and `unpinned` true
@@ -41,6 +48,8 @@ struct PinningDoc {
     description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     team: Option<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    spare: Vec<u32>,
 }
 
 impl From<Pinning> for PinningDoc {
@@ -55,6 +64,7 @@ impl From<Pinning> for PinningDoc {
             label: p.label,
             description: p.description,
             team: p.team,
+            spare: p.spare,
         }
     }
 }
@@ -70,6 +80,7 @@ impl From<PinningDoc> for Pinning {
             label: d.label,
             description: d.description,
             team: d.team.filter(|n| *n > 0),
+            spare: d.spare,
         }
     }
 }
@@ -89,6 +100,7 @@ impl Pinning {
             label: label.into(),
             description: String::new(),
             team: None,
+            spare: Vec::new(),
         }
     }
 
@@ -111,6 +123,7 @@ impl Pinning {
             label: UNPINNED_LABEL.to_string(),
             description: UNPINNED_LABEL.to_string(),
             team: None,
+            spare: Vec::new(),
         }
     }
 
@@ -147,9 +160,22 @@ impl Pinning {
         }
     }
 
-    /// The CPU for thread `index`, or None when unpinned.
+    /// Threads beyond a team go to `cpus` (see `spare`).
+    pub fn with_spare(mut self, cpus: Vec<u32>) -> Self {
+        self.spare = cpus;
+        self
+    }
+
+    /// The CPU for thread `index`, or None when unpinned: the team's threads on the list
+    /// (wrapping), those beyond a team on the spare CPUs when there are any.
     pub fn cpu_for(&self, index: usize) -> Option<u32> {
-        self.cpu_list().map(|c| c[index % c.len()])
+        let c = self.cpu_list()?;
+        match self.team {
+            Some(k) if index >= k && !self.spare.is_empty() => {
+                Some(self.spare[(index - k) % self.spare.len()])
+            }
+            _ => Some(c[index % c.len()]),
+        }
     }
 
     /// The CPU of each of `n` threads (None when unpinned).
