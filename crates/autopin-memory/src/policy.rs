@@ -372,69 +372,66 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         .zip(team)
         .filter(|(ran, team)| ran > team)
         .map(|(ran, _)| ran);
-    let words = match ratio {
-        _ if ran_more.is_some() => {
-            trial.state = TrialState::Dropped;
-            keep_record(record);
+    let label = &trial.pinning.label;
+    let (state, words) = match ratio {
+        _ if ran_more.is_some() => (
+            TrialState::Dropped,
             format!(
-                "tried {} from the start, but the program ran {} threads (it names its count itself, not from OMP_NUM_THREADS); dropped (later runs keep their count)",
-                trial.pinning.label,
+                "tried {label} from the start, but the program ran {} threads (it names its count itself, not from OMP_NUM_THREADS); dropped (later runs keep their count)",
                 ran_more.unwrap_or_default()
-            )
-        }
-        Some(r) if r >= 1.0 + TRIAL_MARGIN => {
-            trial.state = TrialState::Kept;
-            // The whole run ran the trial's count: whatever it decided runs with it.
-            record.pinning.team = team;
+            ),
+        ),
+        Some(r) if r >= 1.0 + TRIAL_MARGIN => (
+            TrialState::Kept,
             format!(
-                "tried {} from the start: {r:.2}× the speed of the program's own count ({measure}); kept (later runs start with it)",
-                trial.pinning.label
-            )
-        }
-        Some(r) => {
-            trial.state = TrialState::Dropped;
-            keep_record(record);
+                "tried {label} from the start: {r:.2}× the speed of the program's own count ({measure}); kept (later runs start with it)"
+            ),
+        ),
+        Some(r) => (
+            TrialState::Dropped,
             format!(
-                "tried {} from the start: {r:.2}× the speed of the program's own count ({measure}); dropped (later runs keep their count)",
-                trial.pinning.label
-            )
-        }
-        None if failed.is_some() => {
-            trial.state = TrialState::Dropped;
-            keep_record(record);
+                "tried {label} from the start: {r:.2}× the speed of the program's own count ({measure}); dropped (later runs keep their count)"
+            ),
+        ),
+        None if failed.is_some() => (
+            TrialState::Dropped,
             format!(
-                "tried {} from the start, and the program exited with status {}; dropped (later runs keep their count)",
-                trial.pinning.label,
+                "tried {label} from the start, and the program exited with status {}; dropped (later runs keep their count)",
                 failed.unwrap_or_default()
-            )
-        }
-        None if names_its_count => {
-            trial.state = TrialState::Dropped;
-            keep_record(record);
+            ),
+        ),
+        None if names_its_count => (
+            TrialState::Dropped,
             format!(
-                "tried {} from the start, but the program names its own count and this run cannot be compared with the one that offered the trial (another command, or no such run kept); dropped",
-                trial.pinning.label
-            )
-        }
-        None if !comparable => {
-            trial.state = TrialState::Dropped;
-            keep_record(record);
+                "tried {label} from the start, but the program names its own count and this run cannot be compared with the one that offered the trial (another command, or no such run kept); dropped"
+            ),
+        ),
+        None if !comparable => (
+            TrialState::Dropped,
             format!(
-                "tried {} from the start, but its rate cannot be compared with the record's ({} against {}); dropped",
-                trial.pinning.label, report.objective.unit, found.unit
-            )
-        }
+                "tried {label} from the start, but its rate cannot be compared with the record's ({} against {}); dropped",
+                report.objective.unit, found.unit
+            ),
+        ),
         // No measured rate (the program ended before a decision): the trial stays for the
         // next run, and the record as it was.
-        None => {
+        None => (
+            TrialState::Pending,
+            format!(
+                "tried {label} from the start, but the run measured no decided rate to compare; the next run tries again"
+            ),
+        ),
+    };
+    match state {
+        // The whole run ran the trial's count: whatever it decided runs with it.
+        TrialState::Kept => record.pinning.team = team,
+        TrialState::Dropped => keep_record(record),
+        TrialState::Pending => {
             keep_record(record);
             record.outcome = found.outcome;
-            format!(
-                "tried {} from the start, but the run measured no decided rate to compare; the next run tries again",
-                trial.pinning.label
-            )
         }
-    };
+    }
+    trial.state = state;
     record.team_trial = Some(trial);
     words
 }

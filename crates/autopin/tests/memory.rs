@@ -1445,8 +1445,9 @@ fn gromacs_keeps_its_energies_when_its_next_run_tries_fewer_threads() {
             .filter_map(|x| x.parse().ok())
             .collect()
     };
-    let plain = Command::new(&mdrun("plain")[0])
-        .args(&mdrun("plain")[1..])
+    let plain_command = mdrun("plain");
+    let plain = Command::new(&plain_command[0])
+        .args(&plain_command[1..])
         .current_dir(d)
         .env("OMP_NUM_THREADS", "2")
         .env("GMX_MAXBACKUP", "-1")

@@ -30,6 +30,9 @@ const LONG_REGION_READINGS: usize = 5;
 const TEAM_UNIT: &str = "OpenMP team constructs/s";
 /// The heartbeat objective's unit: the program's own progress, team-free too.
 const HEARTBEAT_UNIT: &str = "beats/s";
+/// Why a program that names its own team sizes keeps them (the words go on: "mid-run
+/// changes", "for changes").
+const SETS_ITS_OWN: &str = "the program sets its own thread counts (num_threads clauses or omp_set_num_threads), which no team size asked";
 
 /// The count's part in a run, shared by the meter (which reads the library's view), the
 /// candidate factory (which offers team candidates) and the report.
@@ -207,7 +210,7 @@ impl TeamSearch {
                 .and_then(|t| t.into_iter().next());
             if let Some(first) = first {
                 let why = format!(
-                    "the program sets its own thread counts (num_threads clauses or omp_set_num_threads), which no team size asked mid-run changes; it named {}, the count it was started with, so it may take fewer from OMP_NUM_THREADS",
+                    "{SETS_ITS_OWN} mid-run changes; it named {}, the count it was started with, so it may take fewer from OMP_NUM_THREADS",
                     state.named
                 );
                 let note = format!(
@@ -349,13 +352,13 @@ fn follows_environment(t: &TeamState, start_threads: usize, arg_counts: &[usize]
 /// Why a program that names its own team sizes is not searched, in words.
 fn names_why(t: &TeamState, start_threads: usize, arg_counts: &[usize]) -> String {
     let named = t.named as usize;
-    let base = "the program sets its own thread counts (num_threads clauses or omp_set_num_threads), which no team size asked for changes";
+    let base = format!("{SETS_ITS_OWN} for changes");
     if named > 1 && named == start_threads && arg_counts.contains(&named) {
         format!("{base}; its arguments name {named} too, so a smaller OMP_NUM_THREADS could conflict with them")
     } else if named > 0 && named != start_threads {
         format!("{base}; it named {named}, not the {start_threads} it was started with")
     } else {
-        base.to_string()
+        base
     }
 }
 

@@ -171,7 +171,8 @@ impl Race {
             })
         });
         // A clean search ends at its deadline, and says so.
-        let spent = if self.clean() && self.end() < self.p.budget {
+        // (`end` is below the budget only while the search is clean)
+        let spent = if self.end() < self.p.budget {
             format!(
                 "the clean search's deadline ({:.1} s from the program's start; nothing seen that needs longer: no OS placement beside busy CPUs, no swing, no change of the whole machine)",
                 self.started_at + self.end()
