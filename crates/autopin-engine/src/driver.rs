@@ -7,6 +7,7 @@ use crate::error::EngineError;
 use crate::pinner::{PinError, Pinner};
 use crate::sensors::{Clock, Meter, Reading, ThreadSnapshot, ThreadSource};
 use crate::session::{Action, Interval, Session};
+use autopin_objective::progress::{TeamFlags, TeamState};
 use autopin_placement::Pinning;
 use autopin_topology::CpuSet;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -409,6 +410,8 @@ impl Driver<'_> {
         let mut last_wake = ticks_from;
         // The team size last asked of the program's OpenMP runtime (0: its own count).
         let mut team_wanted = 0u32;
+        // The library's view of the teams at the last reading.
+        let mut team_before: Option<TeamState> = self.meter.team();
         loop {
             if let Some(status) = snap.ended {
                 let now = self.clock.now() - t0;
@@ -438,6 +441,7 @@ impl Driver<'_> {
                 if counting {
                     self.meter.whole_program(session.is_decided());
                     prev = self.meter.read(&snap.all).map_err(EngineError::from)?;
+                    team_before = self.meter.team();
                     prev_set = ThreadSet::of(&snap.all);
                     prev_t = self.clock.now() - t0;
                 }
@@ -478,6 +482,19 @@ impl Driver<'_> {
                 let set = ThreadSet::of(&snap.all);
                 let mut iv = interval(&prev, &cur, prev_t, now, &snap);
                 iv.disturbed |= set != prev_set;
+                // A team size asked of the program reaches it at its next region's start;
+                // until the library says it applied it, a region begun under the team
+                // before runs on. An interval measured the candidate's team only where
+                // it was in force at both its readings: one in which the region began
+                // ran the team before for a part nobody can tell (a want the program
+                // refuses never comes: its candidate runs the program's own team, and is
+                // measured as it runs).
+                let team_now = self.meter.team();
+                let lags = |t: &Option<TeamState>| {
+                    t.is_some_and(|t| t.applied != team_wanted && !t.flags.has(TeamFlags::REFUSED))
+                };
+                iv.team_lag = lags(&team_now) || lags(&team_before);
+                team_before = team_now;
                 actions = session.on_interval(&iv);
                 prev = cur;
                 prev_set = set;
@@ -623,6 +640,7 @@ pub fn interval(
         amount,
         per_thread,
         disturbed: !same,
+        team_lag: false,
         tracked: snap.tracked.len(),
         existed: snap.existed,
         phase: cur.phase.clone(),

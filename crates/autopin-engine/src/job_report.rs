@@ -380,6 +380,7 @@ mod tests {
                 churn: false,
                 phase: None,
                 off_phase_intervals: 0,
+                team_lag_intervals: 0,
                 progress_rate: None,
                 startup: false,
             });

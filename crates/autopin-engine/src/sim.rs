@@ -429,6 +429,11 @@ struct SimState {
     team: Option<autopin_objective::progress::TeamState>,
     /// The program runs one long parallel region: no region begins after the first.
     one_region: bool,
+    /// The program's parallel regions last this long each (None: short, 100 a second,
+    /// and a want is in force at once): a want waits for the next region's start.
+    region_every: Option<f64>,
+    /// A team size the library applies at the next region's start.
+    pending_team: Option<u32>,
 }
 
 impl SimState {
@@ -467,8 +472,28 @@ impl SimState {
     }
 
     /// Counts the work done from the last reading up to now, at the rates of the
-    /// placement and pages in force over that interval.
+    /// placement, team and pages in force over that interval.
     fn advance(&mut self) {
+        // A team size waiting for a region's start comes into force there; the work
+        // before it ran the team before.
+        if let (Some(every), Some(want)) = (self.region_every, self.pending_team) {
+            let boundary = ((self.last_read / every).floor() + 1.0) * every;
+            if boundary <= self.now {
+                let end = self.now;
+                self.now = boundary;
+                self.advance_span();
+                self.now = end;
+                if let Some(t) = self.team.as_mut() {
+                    t.applied = want;
+                }
+                self.pending_team = None;
+            }
+        }
+        self.advance_span();
+    }
+
+    /// `advance` over a span in which the placement, team and pages do not change.
+    fn advance_span(&mut self) {
         let dt = self.now - self.last_read;
         if dt > 0.0 {
             let order: Vec<u32> = self.placement.keys().copied().collect();
@@ -505,9 +530,13 @@ impl SimState {
     /// A program of short regions begins 100 a second; one that runs a single long region
     /// begins one.
     fn regions_begin(&mut self) {
-        let (once, now) = (self.one_region, self.now);
+        let (once, now, every) = (self.one_region, self.now, self.region_every);
         if let Some(t) = self.team.as_mut() {
-            t.starts = if once { 1 } else { 1 + (now * 100.0) as u32 };
+            t.starts = match every {
+                _ if once => 1,
+                Some(e) => 1 + (now / e) as u32,
+                None => 1 + (now * 100.0) as u32,
+            };
         }
     }
 
@@ -524,14 +553,17 @@ impl SimState {
     /// only where its rule allows.
     fn want_team(&mut self, want: u32) {
         self.advance();
-        let once = self.one_region;
+        let (once, long_regions) = (self.one_region, self.region_every.is_some());
         if let Some(t) = self.team.as_mut() {
             t.want = want;
             // One long region: the team it began with stays until it ends.
             if once {
                 return;
             }
-            if t.flags.mid_run_allowed() {
+            if t.flags.mid_run_allowed() && long_regions {
+                let n = want.min(t.own);
+                self.pending_team = (n != t.applied).then_some(n);
+            } else if t.flags.mid_run_allowed() {
                 t.applied = want.min(t.own);
             } else if want != t.applied {
                 t.flags.0 |= autopin_objective::progress::TeamFlags::REFUSED;
@@ -661,6 +693,8 @@ impl Sim {
                 loaded_at: None,
                 team: None,
                 one_region: false,
+                region_every: None,
+                pending_team: None,
             })),
             threads,
             ends_at,
@@ -760,6 +794,14 @@ impl Sim {
     /// reaches its team.
     pub fn with_one_region(self) -> Self {
         self.lock().one_region = true;
+        self
+    }
+
+    /// The program's parallel regions last `seconds` each, back to back: a team size the
+    /// engine wants reaches the program at the next region's start (syncbench's barrier
+    /// regions), and the readings in between show the team before.
+    pub fn with_regions_of(self, seconds: f64) -> Self {
+        self.lock().region_every = Some(seconds);
         self
     }
 

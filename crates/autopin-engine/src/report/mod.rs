@@ -65,6 +65,11 @@ pub struct ProbeRecord {
     /// Intervals left out because they belonged to another phase or spanned a change.
     #[serde(default)]
     pub off_phase_intervals: usize,
+    /// Intervals left out because the candidate's thread count was not yet in force: a
+    /// parallel region begun under the team before still ran (a team changes only at a
+    /// region's start). Counted in `rate` only where nothing else was left.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub team_lag_intervals: usize,
     /// The program's own progress rate during the probe (heartbeats or OpenMP constructs
     /// per second), when known besides the objective.
     #[serde(default)]
@@ -527,6 +532,11 @@ impl Report {
         }
         out
     }
+}
+
+/// For `skip_serializing_if`: a count of none is left out of the JSON.
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

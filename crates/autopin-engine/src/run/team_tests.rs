@@ -235,3 +235,55 @@ fn a_program_that_ends_before_the_search_leaves_fewer_threads_to_its_next_run() 
     assert!(t.why.contains("ended before a search"), "{t:?}");
     assert_eq!(t.trial.as_ref().and_then(|c| c.team), Some(1));
 }
+
+#[test]
+fn a_probe_measures_only_while_its_team_is_the_programs() {
+    // Regions of 0.15 s each: a team size asked of the program reaches it when the next
+    // region begins. A stacked full-team candidate (1,1: 250 units/s) probed while a
+    // one-thread region ran on read up to 7300 units/s, near the one-thread leader's
+    // 10 000, before probes counted only readings with the candidate's team in force: the
+    // slip that once kept `1,1` as a "significant win" (docs/threads.md).
+    let m = two_cpus();
+    for seed in 0..5 {
+        let model = BarrierModel {
+            base: 10_000.0,
+            busy: vec![0],
+            stacked: 0.05,
+        };
+        let sim = Sim::new(&m, Box::new(model), 2, 0.02, seed, 12.0)
+            .with_team(0)
+            .with_regions_of(0.15);
+        let mut p = SimPlatform::new(sim);
+        p.counting = Err(OsError::NotSupported("no PMU".into()));
+        p.openmp_runtime = Some("libgomp.so.1".into());
+        p.busy = vec![0];
+        let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+        let r = r.unwrap();
+        let stacked: Vec<f64> = r
+            .probes
+            .iter()
+            .filter(|p| p.label.starts_with("1,1 "))
+            .map(|p| p.rate)
+            .collect();
+        assert!(!stacked.is_empty(), "seed {seed}: {:?}", sink.messages);
+        assert!(
+            stacked.iter().all(|r| *r < 500.0),
+            "seed {seed}: 1,1 runs at 250/s, read {stacked:?}\n{:?}",
+            sink.messages
+        );
+        assert!(
+            r.probes.iter().any(|p| p.team_lag_intervals > 0),
+            "seed {seed}: {:?}",
+            r.probes
+        );
+        let d = r.decision.expect("decided");
+        assert_eq!(d.team, Some(1), "seed {seed}: {d:?}");
+        // The start-up ran the program's own team: it is a probe of 1,0, never of a
+        // team candidate whose spare thread would sit on the same CPUs.
+        let first = &r.probes[0];
+        assert!(
+            first.startup && first.label.starts_with("1,0 "),
+            "{first:?}"
+        );
+    }
+}

@@ -74,6 +74,10 @@ pub struct Interval {
     pub per_thread: Vec<(u32, usize, f64)>,
     /// Threads were born or exited during the interval.
     pub disturbed: bool,
+    /// The team size asked of the program's OpenMP runtime was not in force at the
+    /// interval's end: a region begun under the team before still ran, so what was measured
+    /// is not the candidate's (the region keeps its team until it ends). Probes leave it out.
+    pub team_lag: bool,
     /// Number of tracked (pinned) threads at the end of the interval.
     pub tracked: usize,
     /// Threads the target has had so far, where known (see `ThreadSnapshot::existed`).
@@ -86,6 +90,14 @@ pub struct Interval {
     /// The program's own progress over the interval (heartbeats or OpenMP constructs) and
     /// its name, when known besides the objective.
     pub progress: Option<(f64, &'static str)>,
+}
+
+impl Interval {
+    /// Whether the interval is wholly the probe's in `phase`: no thread came or went, the
+    /// candidate's team was in force, and the program stayed in that phase.
+    pub(crate) fn clean_in(&self, phase: &Option<String>) -> bool {
+        !self.disturbed && !self.team_lag && !self.phase_changed && self.phase == *phase
+    }
 }
 
 /// What the driver must do.
@@ -227,6 +239,13 @@ pub struct Session {
     phase: Option<String>,
     phases: BTreeMap<Option<String>, PhaseMemo>,
     phase_searches: usize,
+    /// When the program entered its current phase (session time).
+    phase_since: f64,
+    /// Phases left sooner than `BRIEF_PHASE` after they were entered, during a search.
+    brief_phases: usize,
+    /// The program's phases change faster than a probe can measure one: it is searched as
+    /// one program, its phase names set aside (`Session::set_phases_aside`).
+    phases_aside: bool,
     decided_once: bool,
     /// Name of the program's own progress measure seen in probes (for the objective check).
     progress_source: Option<&'static str>,
@@ -301,6 +320,9 @@ impl Session {
             phase: None,
             phases,
             phase_searches: 0,
+            phase_since: 0.0,
+            brief_phases: 0,
+            phases_aside: false,
             decided_once: false,
             progress_source: None,
             said_no_progress: false,

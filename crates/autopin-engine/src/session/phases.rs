@@ -26,7 +26,53 @@ pub(super) struct Parked {
     pub(super) elapsed: f64,
 }
 
+/// A phase left sooner than this after it was entered, while a search probed it, is brief:
+/// no probe of it could end (a warm-up and a probe take 0.2–0.5 s).
+const BRIEF_PHASE: f64 = 0.5;
+
+/// Brief phases during searches after which the program is searched as one: its phases
+/// change faster than a probe can measure one of them.
+const BRIEF_PHASES: usize = 4;
+
 impl Session {
+    /// Counts a phase left during a search at `now`, and once `BRIEF_PHASES` of them were
+    /// brief sets the phases aside (true; a search of the whole program has begun). A
+    /// search by phase drops a probe at each change, and the faster a candidate runs a
+    /// phase, the sooner that phase ends under it: syncbench's barrier phase lasts 10 ms on
+    /// `1,0` beside a busy CPU 0 and 80 s with its threads stacked, so only the stacked
+    /// candidates' probes ever ended, and the search kept a pinning 8000× slower.
+    pub(super) fn phases_too_brief(&mut self, now: f64, out: &mut Vec<Action>) -> bool {
+        let searching = matches!(self.state, State::Warmup { .. } | State::Measure(_));
+        if searching && self.phase.is_some() && now - self.phase_since < BRIEF_PHASE {
+            self.brief_phases += 1;
+        }
+        self.phase_since = now;
+        if self.brief_phases < BRIEF_PHASES || !searching {
+            return false;
+        }
+        self.set_phases_aside(now, out);
+        true
+    }
+
+    /// From now on the program is searched as one, whatever phase it names: the searches
+    /// parked by phase are dropped and a search of the whole program begins.
+    fn set_phases_aside(&mut self, now: f64, out: &mut Vec<Action>) {
+        self.phases_aside = true;
+        self.count_search_time(now);
+        self.strategy = None;
+        for memo in self.phases.values_mut() {
+            memo.parked = None;
+        }
+        self.phase = None;
+        let msg = format!(
+            "the program's phases change faster than a probe can measure one ({} of them lasted under {BRIEF_PHASE:.1} s during the search): it is searched as one program from now on, its phases' progress together",
+            self.brief_phases
+        );
+        self.report.notes.push(msg.clone());
+        out.push(Action::Message(msg));
+        self.begin_search(now, "phases too brief to search one by one".into(), out);
+    }
+
     /// The program entered phase `to` at `now` (the interval that spans the change is not
     /// used). An unfinished search is parked and resumed when its phase returns; the new
     /// phase gets its decided pinning back, its parked search resumed, or a new search.

@@ -22,7 +22,9 @@ pub(super) struct ProbeAccumulator {
     pub(super) all_time: f64,
     pub(super) intervals: usize,
     pub(super) disturbed: usize,
-    pub(super) off_phase: usize,
+    pub(super) off_phase: u32,
+    /// Intervals whose team was not yet the candidate's (`Interval::team_lag`).
+    pub(super) lagged: u32,
     pub(super) phase: Option<String>,
     pub(super) rates: Vec<f64>,
     /// Readings shorter than `tick` (looks between ticks, `Session::look_due`) gather here
@@ -58,6 +60,7 @@ impl ProbeAccumulator {
             intervals: 0,
             disturbed: 0,
             off_phase: 0,
+            lagged: 0,
             phase,
             rates: Vec::new(),
             tick: 0.0,
@@ -85,6 +88,10 @@ impl ProbeAccumulator {
         }
         if iv.disturbed {
             self.disturbed += 1;
+            return;
+        }
+        if iv.team_lag {
+            self.lagged += 1;
             return;
         }
         self.good_amount += iv.amount;

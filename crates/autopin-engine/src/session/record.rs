@@ -84,7 +84,8 @@ impl Session {
             disturbed_intervals: acc.disturbed,
             churn,
             phase: acc.phase.clone(),
-            off_phase_intervals: acc.off_phase,
+            off_phase_intervals: acc.off_phase as usize,
+            team_lag_intervals: acc.lagged as usize,
             progress_rate: acc
                 .progress
                 .filter(|p| !churn && p.1 > 0.0)

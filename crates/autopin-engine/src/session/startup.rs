@@ -76,7 +76,8 @@ impl Session {
 
     /// The candidate the program ran on during its start-up: the OS placement, or the
     /// candidate whose CPUs its threads were pinned to at birth (None when the list for
-    /// the threads found has no such candidate).
+    /// the threads found has no such candidate). Never a team candidate: the program ran
+    /// its own count then, whatever CPUs a smaller team's spare threads would share.
     fn startup_candidate(&self, os: Option<usize>) -> Option<usize> {
         let Some(cpus) = &self.cfg.startup_pinned else {
             return os.filter(|_| self.cfg.startup_is_os);
@@ -85,7 +86,7 @@ impl Session {
         let born = Pinning::from_cpus(cpus.clone()).cpus_for(n);
         self.candidates
             .iter()
-            .position(|c| !c.is_unpinned() && c.cpus_for(n) == born)
+            .position(|c| !c.is_unpinned() && c.team.is_none() && c.cpus_for(n) == born)
     }
 
     /// The start-up's tail as its candidate's first probe (the OS placement's, or the

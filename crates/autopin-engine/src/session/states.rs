@@ -37,6 +37,18 @@ struct Reading<'a> {
 impl Session {
     /// Feeds one interval; returns what to do.
     pub fn on_interval(&mut self, iv: &Interval) -> Vec<Action> {
+        // Phases set aside: the interval is the whole program's.
+        let whole;
+        let iv = if self.phases_aside && (iv.phase.is_some() || iv.phase_changed) {
+            whole = Interval {
+                phase: None,
+                phase_changed: false,
+                ..iv.clone()
+            };
+            &whole
+        } else {
+            iv
+        };
         let dt = (iv.end - iv.start).max(1e-9);
         let rate = iv.amount / dt;
         self.tracked = iv.tracked;
@@ -69,6 +81,9 @@ impl Session {
             if matches!(self.state, State::Init { .. }) && self.searches_started == 0 {
                 self.startup = None;
                 self.startup_progressed |= iv.amount > 0.0;
+            }
+            if self.phases_too_brief(now, &mut out) {
+                return out;
             }
             let to = iv.phase.clone();
             self.switch_phase(now, to, &mut out);
@@ -168,7 +183,7 @@ impl Session {
             // spinning barrier whose threads now share a CPU, a thread on a busy CPU)
             // is its probe: a tick more of it would be work lost. The reading must be
             // clean (no thread came or went, one phase) and fine enough to be a rate.
-            let clean = !iv.disturbed && !iv.phase_changed && iv.phase == acc.phase;
+            let clean = iv.clean_in(&acc.phase);
             let readable = clean && self.grain.resolves(dt, WARMUP_CUT);
             let score = self.score(rate);
             if let Some(s) = self.strategy.as_mut().filter(|_| readable) {
@@ -226,6 +241,12 @@ impl Session {
             && acc.good_amount <= 0.0
             && elapsed < Granularity::MAX_PROBE
             && !self.grain.resolves(elapsed, COLLAPSE);
+        // A probe whose every reading so far ran a region begun under another team size
+        // (`Interval::team_lag`) has measured another candidate: it waits for the
+        // candidate's team, up to `Granularity::MAX_PROBE` too.
+        let waiting_team =
+            acc.lagged > 0 && acc.good_time <= 0.0 && elapsed < Granularity::MAX_PROBE;
+        let blind = blind || waiting_team;
         // The strategy may end a probe early once its ticks put the candidate out of
         // the running (each further tick of it is lost work). Not on a coarse
         // objective, whose ticks are mostly rounding.
@@ -328,7 +349,7 @@ impl Session {
         let State::Measure(acc) = &self.state else {
             return false;
         };
-        let clean = !iv.disturbed && !iv.phase_changed && iv.phase == acc.phase;
+        let clean = iv.clean_in(&acc.phase);
         let cand = acc.cand;
         let score = self.score(rate);
         clean

@@ -1267,3 +1267,47 @@ fn the_thread_source_hears_of_the_first_move_before_it_is_made() {
     assert_eq!(threads.told_after, vec![0]);
     assert!(pinner.sets.into_inner() > 0);
 }
+
+#[test]
+fn phases_briefer_than_a_probe_are_searched_as_one_program() {
+    // Two phases of 0.15 s each, both best on 2,3: no probe of one phase can end before
+    // the other begins. After four brief phases the program is searched as one, and it
+    // decides 2,3 for the whole program.
+    let brief = |seed| {
+        let phases = vec![
+            prefers_phase("barrier", 0.15, [2, 3], 1e4, 0.3),
+            prefers_phase("triad", 0.15, [2, 3], 2e4, 0.3),
+        ];
+        let cands = vec![
+            Pinning::pinned("0,1", vec![0, 1]),
+            Pinning::pinned("2,3", vec![2, 3]),
+            Pinning::pinned("1,2", vec![1, 2]),
+        ];
+        run_phases(phases, cands, SessionConfig::default(), None, (seed, 20.0))
+    };
+    for seed in 0..4 {
+        let r = brief(seed);
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.starts_with("the program's phases change faster than a probe")),
+            "seed {seed}: {:?}",
+            r.notes
+        );
+        let d = r.decision.clone().expect("decided");
+        assert_eq!(
+            (d.candidate.as_str(), d.phase),
+            ("2,3", None),
+            "seed {seed}"
+        );
+        assert!(d.at < 3.0, "seed {seed}: decided at {:.1} s", d.at);
+    }
+    // Phases of 4 s are searched one by one, as before.
+    let r = phased_run(1);
+    assert!(
+        !r.notes.iter().any(|n| n.contains("phases change faster")),
+        "{:?}",
+        r.notes
+    );
+    assert!(r.decisions.iter().all(|d| d.phase.is_some()));
+}
