@@ -16,6 +16,11 @@ fn two_cpus() -> Machine {
 
 /// The program on two CPUs, CPU 0 busy when `busy`, its preload library reporting `flags`.
 fn platform(busy: bool, flags: u32) -> SimPlatform {
+    platform_seeded(busy, flags, 3)
+}
+
+/// `platform` with the simulation's noise drawn from `seed`.
+fn platform_seeded(busy: bool, flags: u32, seed: u64) -> SimPlatform {
     let m = two_cpus();
     let busy_cpus = if busy { vec![0] } else { vec![] };
     let model = BarrierModel {
@@ -23,7 +28,7 @@ fn platform(busy: bool, flags: u32) -> SimPlatform {
         busy: busy_cpus.clone(),
         stacked: 0.05,
     };
-    let sim = Sim::new(&m, Box::new(model), 2, 0.02, 3, 12.0).with_team(flags);
+    let sim = Sim::new(&m, Box::new(model), 2, 0.02, seed, 12.0).with_team(flags);
     let mut p = SimPlatform::new(sim);
     p.counting = Err(OsError::NotSupported("no PMU".into()));
     p.openmp_runtime = Some("libgomp.so.1".into());
@@ -245,18 +250,8 @@ fn a_probe_measures_only_while_its_team_is_the_programs() {
     // slip that once kept `1,1` as a "significant win" (docs/threads.md).
     let m = two_cpus();
     for seed in 0..5 {
-        let model = BarrierModel {
-            base: 10_000.0,
-            busy: vec![0],
-            stacked: 0.05,
-        };
-        let sim = Sim::new(&m, Box::new(model), 2, 0.02, seed, 12.0)
-            .with_team(0)
-            .with_regions_of(0.15);
-        let mut p = SimPlatform::new(sim);
-        p.counting = Err(OsError::NotSupported("no PMU".into()));
-        p.openmp_runtime = Some("libgomp.so.1".into());
-        p.busy = vec![0];
+        let mut p = platform_seeded(true, 0, seed);
+        p.sim = p.sim.clone().with_regions_of(0.15);
         let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
         let r = r.unwrap();
         let stacked: Vec<f64> = r
