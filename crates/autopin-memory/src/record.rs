@@ -207,7 +207,7 @@ pub const MAX_TEXT: usize = 1 << 20;
 
 /// A CPU list (`0-3,8,10-11`) as ranges, not expanded (so a huge one costs nothing);
 /// every id below [`MAX_CPU_ID`].
-pub fn parse_cpu_ranges(text: &str) -> Result<Vec<(u32, u32)>, String> {
+pub(crate) fn parse_cpu_ranges(text: &str) -> Result<Vec<(u32, u32)>, String> {
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let num = |s: &str| {

@@ -44,7 +44,7 @@ pub trait ProgramModel: RateModel {
 pub const MODELS: [&str; 5] = ["bandwidth", "pairs", "smt", "barrier", "phases"];
 
 /// The model called `name` for `topo`, or why not.
-pub fn model_named(name: &str, topo: &SimTopo) -> Result<Box<dyn ProgramModel>, String> {
+pub(crate) fn model_named(name: &str, topo: &SimTopo) -> Result<Box<dyn ProgramModel>, String> {
     Ok(match name {
         "bandwidth" => Box::new(Bandwidth::default()),
         "pairs" => Box::new(Pairs::default()),
