@@ -560,11 +560,14 @@ impl SimState {
             if once {
                 return;
             }
-            if t.flags.mid_run_allowed() && long_regions {
+            if t.flags.mid_run_allowed() {
                 let n = want.min(t.own);
-                self.pending_team = (n != t.applied).then_some(n);
-            } else if t.flags.mid_run_allowed() {
-                t.applied = want.min(t.own);
+                // Long regions: the next one to begin takes it.
+                if long_regions {
+                    self.pending_team = (n != t.applied).then_some(n);
+                } else {
+                    t.applied = n;
+                }
             } else if want != t.applied {
                 t.flags.0 |= autopin_objective::progress::TeamFlags::REFUSED;
             }

@@ -74,9 +74,10 @@ pub struct Interval {
     pub per_thread: Vec<(u32, usize, f64)>,
     /// Threads were born or exited during the interval.
     pub disturbed: bool,
-    /// The team size asked of the program's OpenMP runtime was not in force at the
-    /// interval's end: a region begun under the team before still ran, so what was measured
-    /// is not the candidate's (the region keeps its team until it ends). Probes leave it out.
+    /// The team size asked of the program's OpenMP runtime was not in force at one of the
+    /// interval's readings: a region begun under the team before ran for some of it, so what
+    /// was measured is not the candidate's (a region keeps its team until it ends). Probes
+    /// leave it out.
     pub team_lag: bool,
     /// Number of tracked (pinned) threads at the end of the interval.
     pub tracked: usize,
