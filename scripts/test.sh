@@ -12,6 +12,16 @@ echo "== format, lint, build" >&2
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo build --workspace --all-targets --quiet
+# The engine makes no system call (docs/architecture.md): no libc, no rustix in its tree.
+echo "== the engine's dependency tree" >&2
+for crate in libc rustix; do
+    held=$(cargo tree -p autopin-engine -e normal -i "$crate" 2>/dev/null || true)
+    if [ -n "$held" ]; then
+        echo "autopin-engine depends on $crate:" >&2
+        echo "$held" >&2
+        exit 1
+    fi
+done
 echo "== unused dependencies (cargo-machete)" >&2
 cargo machete
 # The declared rust-version must build; CI machines have the toolchain (scripts/msrv.sh).

@@ -22,6 +22,7 @@ mod mempolicy;
 mod pinning;
 mod policy;
 pub mod schedule;
+#[cfg(feature = "sharing")]
 mod sharing;
 mod split;
 mod summary;
@@ -38,8 +39,9 @@ pub use expr::{pin_expression, team_expression};
 pub use mempolicy::{mem_policy, node_list, MemPolicy, MemPolicyMode};
 pub use pinning::{cpu_text, Pinning, Place, UNPINNED_LABEL};
 pub use policy::{policy_pinning, POLICY_NAMES};
-#[cfg(feature = "files")]
+#[cfg(all(feature = "files", feature = "sharing"))]
 pub use sharing::sharing_pinning;
+#[cfg(feature = "sharing")]
 pub use sharing::{place_with_matrix, SharingMatrix, SHARING_STRATEGIES};
 pub use split::{
     gpu_note, gpus_of_ranks, gpus_unused, rank_share, rank_share_near_gpus, restrict_to,
