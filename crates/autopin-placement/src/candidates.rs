@@ -548,9 +548,18 @@ impl Levels {
         let total = v.pus.len();
         let mut kept: Vec<(usize, String, HashMap<u32, usize>)> = Vec::new();
         let mut seen: Vec<Vec<Vec<u32>>> = Vec::new();
-        for (name, map) in cands {
-            if map.len() != total {
+        for (name, mut map) in cands {
+            // A level some PUs lack (a dump whose third package has no L3 and whose fourth
+            // NUMA node no package) still tells classes apart where it is: each PU without
+            // it is a group of its own, as it shares that level with no other PU. Dropped
+            // instead, 10 threads in a package with an L3 and 10 in the one without were
+            // described alike, and the farthest-first order left the better class 206th.
+            if map.is_empty() {
                 continue;
+            }
+            let groups_seen = map.values().copied().max().map_or(0, |g| g + 1);
+            for (i, &p) in v.pus.iter().enumerate() {
+                map.entry(v.os(p)).or_insert(groups_seen + i);
             }
             // Keep a level only if it splits the PUs in a new way, into more than one group
             // and not into single PUs.

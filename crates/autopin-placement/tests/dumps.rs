@@ -120,3 +120,35 @@ fn restricted_cpuset_dump() {
     let n = pin_expression(&m, "N").unwrap();
     assert_eq!(n.len(), allowed.len());
 }
+
+/// A dump whose third package has no L3 and whose fourth NUMA node no package (hwloc's
+/// pci-conflicts test machine, 4 × 10 cores): 20 threads in the two packages that have an
+/// L3 each, one pair of neighbouring threads never apart from its cache, are among the
+/// first twelve candidates, and told apart from 10 + 10 in the odd package and node. With
+/// the levels some PUs lack left out of the descriptions, all four ways to fill two nodes
+/// read `NUMA 10+10` and the one with both L3s came 206th of 476.
+#[test]
+fn a_level_some_cpus_lack_still_tells_classes_apart() {
+    let Some((m, _d)) = dump("40intel64-4n10c+pci-conflicts") else {
+        return;
+    };
+    let first = candidates(
+        &m,
+        20,
+        &CandidateOptions {
+            max: Some(12),
+            include_unpinned: false,
+        },
+    );
+    let with_both_l3 = first
+        .iter()
+        .find(|p| p.description.contains("L3 10+10"))
+        .unwrap_or_else(|| {
+            let labels: Vec<&str> = first.iter().map(|p| p.description.as_str()).collect();
+            panic!("no class with two whole L3s among {labels:#?}")
+        });
+    assert_eq!(
+        CpuList(with_both_l3.cpus().to_vec()).to_list(),
+        "0,4,8,12,16,20,24,28,32,36,1,5,9,13,17,21,25,29,33,37"
+    );
+}

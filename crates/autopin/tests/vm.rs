@@ -562,7 +562,8 @@ fn section<'a>(text: &'a str, name: &str) -> &'a str {
 /// `autopin run` of a 16-thread OpenMP program (ompwork, its work counted through the
 /// OpenMP runtime, no hardware counters in the guest) decides, and after the decision every
 /// thread of the program sits on one CPU of the decided candidate, as the kernel says in
-/// /proc/PID/task/*/status; `show` gives each thread's package and node as the shape has
+/// /proc/PID/task/*/status (the OS placement is left out of the candidates: the decision
+/// is always a pinning); `show` gives each thread's package and node as the shape has
 /// them, `stat` sees the program's threads on the guest's CPUs. Timing inside an
 /// overcommitted TCG guest says nothing about the machine: this checks function only.
 #[test]
@@ -576,7 +577,11 @@ fn sixteen_vcpus_two_sockets_smt_run_decides_and_threads_sit_where_decided() {
         distances: vec![(0, 1, 21)],
     };
     let omp = ompwork();
-    let run = "autopin run --report /tmp/r.json -q -- ompwork -m private -w 2000 -t 50 >/tmp/ow.out 2>/tmp/ow.err &
+    // Without the OS placement among the candidates: in an overcommitted TCG guest the
+    // program's rate (10–80 OpenMP constructs/s) is too noisy for a leader to be shown
+    // ahead of it within the budget, and the search then keeps it (one run in five or so),
+    // which leaves nothing pinned to check.
+    let run = "autopin run --no-unpinned --report /tmp/r.json -q -- ompwork -m private -w 2000 -t 50 >/tmp/ow.out 2>/tmp/ow.err &
 apid=$!
 while ! pidof ompwork >/dev/null; do sleep 0.1; done
 pid=$(pidof ompwork)
@@ -616,7 +621,21 @@ echo @@report; cat /tmp/r.json";
     );
     let decided: Vec<u64> = report["decision"]["cpus"]
         .as_array()
-        .unwrap_or_else(|| panic!("no decision with CPUs: {}", report["decision"]))
+        .unwrap_or_else(|| {
+            let probes: Vec<String> = report["probes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| format!("{} {:.2}s {}", p["label"], p["start"], p["rate"]))
+                .collect();
+            panic!(
+                "no decision with CPUs: {}\nbusy CPUs: {}\nnotes: {}\nprobes:\n{}",
+                report["decision"],
+                report["busy_cpus"],
+                report["notes"],
+                probes.join("\n")
+            )
+        })
         .iter()
         .map(|c| c.as_u64().unwrap())
         .collect();
