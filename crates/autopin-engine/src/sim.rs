@@ -26,6 +26,9 @@ pub struct SimTopo {
     pub distances: HashMap<(u32, u32), u32>,
     /// Each PU's ancestors, nearest first, with the level each stands for.
     pub ancestors: HashMap<u32, Vec<(autopin_topology::ObjId, models::Level)>>,
+    /// On hybrid machines, each PU's speed relative to the fastest kind's (`kind_speeds`);
+    /// absent: 1.
+    pub speed: HashMap<u32, f64>,
 }
 
 impl SimTopo {
@@ -76,7 +79,14 @@ impl SimTopo {
             node_of,
             distances,
             ancestors,
+            speed: kind_speeds(m),
         }
+    }
+
+    /// How fast a thread runs on `pu` relative to one on the fastest kind of core (1 on a
+    /// machine of one kind).
+    pub fn speed(&self, pu: u32) -> f64 {
+        self.speed.get(&pu).copied().unwrap_or(1.0)
     }
 
     /// The level at which PUs `a` and `b` meet: the cheapest their common ancestors share.
@@ -137,6 +147,32 @@ impl SimTopo {
         let slot = (i / packages) * 2 % per_pkg;
         self.pus[(pkg * per_pkg + slot) % self.pus.len()]
     }
+}
+
+/// Each PU's speed on a hybrid machine whose core kinds carry a figure (`base_freq=1400MHz`,
+/// `max_freq=N`, `capacity=N`, as the topology names them): the kind's figure ÷ the highest
+/// kind's. Kinds named without one (`IntelAtom`, `IntelCore`) say no ratio, and every PU
+/// is then taken as fast as any (empty). On the 13th-generation Core i7 dump the E-cores
+/// run at 1400 ÷ 1900 = 0.74 of a P-core: a frequency ratio, a floor on the real gap (their
+/// narrower cores also do less per cycle).
+fn kind_speeds(m: &Machine) -> HashMap<u32, f64> {
+    let figure = |name: &str| -> Option<f64> {
+        let (_, value) = name.split_once('=')?;
+        let digits: String = value.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse::<f64>().ok().filter(|x| *x > 0.0)
+    };
+    let figures: Vec<Option<f64>> = m.core_kinds.iter().map(|k| figure(&k.name)).collect();
+    if m.core_kinds.len() < 2 || figures.iter().any(Option::is_none) {
+        return HashMap::new();
+    }
+    let top = figures.iter().flatten().copied().fold(0.0, f64::max);
+    let mut speed = HashMap::new();
+    for (k, f) in m.core_kinds.iter().zip(figures.iter().flatten()) {
+        for cpu in k.cpuset.iter() {
+            speed.insert(cpu, f / top);
+        }
+    }
+    speed
 }
 
 /// The ancestors of PU `id`, nearest first, each with the level it stands for (the machine
@@ -340,7 +376,8 @@ impl RateModel for BarrierModel {
         for c in &placed {
             *per_pu.entry(*c).or_default() += 1;
         }
-        let share = |c: &u32| 1.0 / (per_pu[c] + usize::from(self.busy.contains(c))) as f64;
+        let share =
+            |c: &u32| topo.speed(*c) / (per_pu[c] + usize::from(self.busy.contains(c))) as f64;
         let mut pace = placed.iter().map(share).fold(1.0, f64::min);
         if per_pu.values().any(|k| *k > 1) {
             pace *= self.stacked;

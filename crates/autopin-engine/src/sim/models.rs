@@ -78,7 +78,7 @@ fn cpu_shares(topo: &SimTopo, placed: &[u32], smt_gain: f64) -> Vec<f64> {
             } else {
                 1.0
             };
-            core / per_pu[c] as f64
+            topo.speed(*c) * core / per_pu[c] as f64
         })
         .collect()
 }
@@ -93,16 +93,20 @@ fn placed(topo: &SimTopo, placement: &[Option<u32>]) -> Vec<u32> {
 }
 
 /// The PUs in order: the first hardware thread of every core (cores in the machine's
-/// order), then the second of every core, and so on.
+/// order, the fastest kind's first on a hybrid machine), then the second of every core, and
+/// so on.
 fn cores_first(topo: &SimTopo) -> Vec<u32> {
     let mut by_core: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
     for &p in &topo.pus {
         by_core.entry(topo.core_of[&p]).or_default().push(p);
     }
+    // The fastest cores first on a hybrid machine (stable: the machine's order otherwise).
+    let mut cores: Vec<&Vec<u32>> = by_core.values().collect();
+    cores.sort_by(|a, b| topo.speed(b[0]).total_cmp(&topo.speed(a[0])));
     let mut out = Vec::new();
     let mut k = 0;
     loop {
-        let round: Vec<u32> = by_core.values().filter_map(|v| v.get(k).copied()).collect();
+        let round: Vec<u32> = cores.iter().filter_map(|v| v.get(k).copied()).collect();
         if round.is_empty() {
             return out;
         }
@@ -233,13 +237,39 @@ impl RateModel for Pairs {
     }
 }
 
+impl Pairs {
+    /// `n` threads (at most one per core of `cores`) paired on `cores`: closest first, then
+    /// by what each pair runs (on a hybrid machine a close pair of slow cores may be worth
+    /// less than a farther pair of fast ones; closest first among equals, kept by the stable
+    /// sort), the best pairs taken, an odd thread on the first core left.
+    fn paired_on(&self, topo: &SimTopo, cores: &[u32], n: usize) -> Vec<u32> {
+        let mut pairs = topo.pairs_closest_first(cores);
+        let worth = |&(a, b): &(u32, u32)| self.comm(topo, a, b) * (topo.speed(a) + topo.speed(b));
+        pairs.sort_by(|x, y| worth(y).total_cmp(&worth(x)));
+        let mut cpus: Vec<u32> = pairs
+            .iter()
+            .take(n / 2)
+            .flat_map(|(a, b)| [*a, *b])
+            .collect();
+        if n % 2 == 1 {
+            let used: std::collections::BTreeSet<u32> = cpus.iter().copied().collect();
+            if let Some(p) = cores.iter().find(|p| !used.contains(p)) {
+                cpus.push(*p);
+            }
+        }
+        cpus
+    }
+}
+
 impl ProgramModel for Pairs {
     /// With no more threads than cores: one thread per core, the cores paired closest
     /// first (two cores of one L2 before two of one L3, and so on: on a tree of nested
     /// domains this pairs as many as can be at every level, and a pair's cost only grows
-    /// with its level), the best pairs taken. A pair of one core's hardware threads costs
-    /// its CPU share (`smt_gain` ÷ 2), more than any level's cost here. Beyond the cores,
-    /// the cores-first order so paired (the model's best guess, not proven).
+    /// with its level), the best pairs taken. On a hybrid machine also the fastest `n`
+    /// cores so paired, and the better of the two (a pair of fast cores far apart may beat
+    /// a close pair of slow ones, or not). A pair of one core's hardware threads costs its
+    /// CPU share (`smt_gain` ÷ 2), more than any level's cost here. Beyond the cores, the
+    /// cores-first order so paired (the model's best guess, not proven).
     fn optimum(&self, topo: &SimTopo, n: usize) -> f64 {
         let order = cores_first(topo);
         let ncores = topo
@@ -248,27 +278,19 @@ impl ProgramModel for Pairs {
             .map(|p| topo.core_of[p])
             .collect::<std::collections::BTreeSet<_>>()
             .len();
-        let cpus: Vec<u32> = if n <= ncores {
-            let pairs = topo.pairs_closest_first(&order[..ncores]);
-            let mut cpus: Vec<u32> = pairs
-                .iter()
-                .take(n / 2)
-                .flat_map(|(a, b)| [*a, *b])
-                .collect();
-            if n % 2 == 1 {
-                let used: std::collections::BTreeSet<u32> = cpus.iter().copied().collect();
-                if let Some(p) = order[..ncores].iter().find(|p| !used.contains(p)) {
-                    cpus.push(*p);
-                }
-            }
-            cpus
+        let total = |cpus: Vec<u32>| -> f64 {
+            let placement: Vec<Option<u32>> = cpus.into_iter().map(Some).collect();
+            self.rates(topo, &placement).iter().sum()
+        };
+        if n <= ncores {
+            let all = total(self.paired_on(topo, &order[..ncores], n));
+            let fastest = total(self.paired_on(topo, &order[..n], n));
+            all.max(fastest)
         } else {
             let mut all = topo.pairs_closest_first(&order[..ncores]);
             all.extend(topo.pairs_closest_first(&order[ncores..]));
-            all.into_iter().flat_map(|(a, b)| [a, b]).take(n).collect()
-        };
-        let placement: Vec<Option<u32>> = cpus.into_iter().map(Some).collect();
-        self.rates(topo, &placement).iter().sum()
+            total(all.into_iter().flat_map(|(a, b)| [a, b]).take(n).collect())
+        }
     }
 }
 
@@ -329,17 +351,21 @@ impl RateModel for Barrier {
 }
 
 impl ProgramModel for Barrier {
-    /// Every thread on a free CPU of its own: the pace of a CPU each. With fewer free CPUs
-    /// than threads, one thread per CPU, the rest beside the other work: half the pace.
+    /// Every thread on a free CPU of its own (the fastest kind's first on a hybrid machine):
+    /// the pace of a CPU each. With fewer free CPUs than threads, one thread per CPU, the
+    /// rest beside the other work: half the pace.
     fn optimum(&self, topo: &SimTopo, n: usize) -> f64 {
-        let free = topo.pus.iter().filter(|p| !self.0.busy.contains(p)).count();
-        if n <= free {
-            self.0.base
-        } else if n <= topo.pus.len() {
-            self.0.base * 0.5
-        } else {
-            self.0.base * 0.5 * self.0.stacked
+        if n > topo.pus.len() {
+            let slowest = topo.pus.iter().map(|p| topo.speed(*p)).fold(1.0, f64::min);
+            return self.0.base * 0.5 * slowest * self.0.stacked;
         }
+        // The pace is the slowest thread's: the n CPUs where a thread runs fastest (free
+        // ones at their speed, busy ones at half of it).
+        let mut pus = topo.pus.clone();
+        let pace = |p: &u32| topo.speed(*p) * if self.0.busy.contains(p) { 0.5 } else { 1.0 };
+        pus.sort_by(|a, b| pace(b).total_cmp(&pace(a)));
+        let placement: Vec<Option<u32>> = pus.into_iter().take(n).map(Some).collect();
+        self.rates(topo, &placement).iter().sum()
     }
     fn busy(&self) -> Vec<u32> {
         self.0.busy.clone()
@@ -429,5 +455,47 @@ mod tests {
             e.contains("\"fast\"") && e.contains("bandwidth, pairs"),
             "{e}"
         );
+    }
+
+    /// A hybrid machine of two L2s, each with a fast core and a slow one (half its speed).
+    /// Every model's optimum is reached by some placement and beaten by none: for pairs,
+    /// the two fast cores, which meet only at the package (0.78 each), beat a fast and a
+    /// slow core of one L2 (0.97 × 1.5 for the pair), the pair closest-first pairing finds.
+    #[test]
+    fn on_a_hybrid_machine_the_optima_take_the_fast_cores() {
+        let mut t = topo("package:1 l2:2 core:2 pu:1");
+        for cpu in [1, 3] {
+            t.speed.insert(cpu, 0.5);
+        }
+        let pairs = Pairs::default();
+        let fast = total(&pairs, &t, &[0, 2]);
+        assert!(fast > total(&pairs, &t, &[0, 1]));
+        assert!((pairs.optimum(&t, 2) - fast).abs() < 1e-6 * fast);
+        let smt = Smt::default();
+        assert!((smt.optimum(&t, 2) - 2e9).abs() < 1.0);
+        for name in MODELS {
+            let m = model_named(name, &t).unwrap();
+            for n in 1..=4 {
+                let opt = m.optimum(&t, n);
+                let mut best: f64 = 0.0;
+                // Every ordered choice of n CPUs of the four.
+                for code in 0..4usize.pow(n as u32) {
+                    let cpus: Vec<u32> = (0..n)
+                        .map(|i| (code / 4usize.pow(i as u32) % 4) as u32)
+                        .collect();
+                    let mut seen = cpus.clone();
+                    seen.sort_unstable();
+                    seen.dedup();
+                    if seen.len() == n {
+                        best = best.max(total(m.as_ref(), &t, &cpus));
+                    }
+                }
+                assert!(best <= opt * (1.0 + 1e-9), "{name} n={n}: {best} > {opt}");
+                assert!(
+                    best >= opt * (1.0 - 1e-9),
+                    "{name} n={n}: optimum {opt} not reached, best {best}"
+                );
+            }
+        }
     }
 }
