@@ -29,6 +29,12 @@ pub struct SimTopo {
     /// On hybrid machines, each PU's speed relative to the fastest kind's (`kind_speeds`);
     /// absent: 1.
     pub speed: HashMap<u32, f64>,
+    /// CPUs other work keeps busy, which the OS placement's good state keeps off
+    /// (`Sim::with_os_swing`).
+    pub os_avoid: Vec<u32>,
+    /// The OS placement is in its good state: its threads spread over the CPUs not in
+    /// `os_avoid`, as a pinning would put them.
+    pub os_off_busy: bool,
 }
 
 impl SimTopo {
@@ -80,6 +86,8 @@ impl SimTopo {
             distances,
             ancestors,
             speed: kind_speeds(m),
+            os_avoid: Vec::new(),
+            os_off_busy: false,
         }
     }
 
@@ -139,8 +147,20 @@ impl SimTopo {
         }
     }
 
-    /// Where the OS runs unpinned thread `i`: spread over packages, one per core.
+    /// Where the OS runs unpinned thread `i`: spread over packages, one per core; in its
+    /// good state beside busy CPUs, over the other CPUs in their order.
     pub fn os_cpu(&self, i: usize) -> u32 {
+        if self.os_off_busy {
+            let free: Vec<u32> = self
+                .pus
+                .iter()
+                .copied()
+                .filter(|p| !self.os_avoid.contains(p))
+                .collect();
+            if !free.is_empty() {
+                return free[i % free.len()];
+            }
+        }
         let packages = self.packages.max(1);
         let per_pkg = (self.pus.len() / packages).max(1);
         let pkg = i % packages;
@@ -471,6 +491,9 @@ struct SimState {
     region_every: Option<f64>,
     /// A team size the library applies at the next region's start.
     pending_team: Option<u32>,
+    /// The OS placement swings (`Sim::with_os_swing`): the mean seconds it stays on the
+    /// busy CPUs, and off them.
+    os_swing: Option<(f64, f64)>,
 }
 
 impl SimState {
@@ -533,6 +556,14 @@ impl SimState {
     fn advance_span(&mut self) {
         let dt = self.now - self.last_read;
         if dt > 0.0 {
+            // The OS placement may change state for this span: a stay of mean `on` (or
+            // `off`) seconds ends in it with the chance an exponential gives.
+            if let Some((on, off)) = self.os_swing {
+                let mean = if self.topo.os_off_busy { off } else { on };
+                if self.rng.uniform() < 1.0 - (-dt / mean).exp() {
+                    self.topo.os_off_busy = !self.topo.os_off_busy;
+                }
+            }
             let order: Vec<u32> = self.placement.keys().copied().collect();
             // A smaller team in force: the threads past it wait idle in the pool.
             let working = self.working();
@@ -735,6 +766,7 @@ impl Sim {
                 one_region: false,
                 region_every: None,
                 pending_team: None,
+                os_swing: None,
             })),
             threads,
             ends_at,
@@ -861,6 +893,20 @@ impl Sim {
     pub fn libraries_loaded(&self) -> Option<bool> {
         let s = self.lock();
         s.loaded_at.map(|at| s.now >= at)
+    }
+
+    /// The OS placement swings beside CPUs other work keeps busy, as the kernel's does: it
+    /// stays on them (its own spread, `SimTopo::os_cpu`) for `on` seconds on average, then
+    /// off them, spread over the others like a pinning, for `off` (GROMACS's OS placement
+    /// beside a busy CPU read 13 000 OpenMP constructs/s at one tick and 190 at the next,
+    /// and stayed in a state for a probe or more).
+    pub fn with_os_swing(self, busy: &[u32], on: f64, off: f64) -> Self {
+        {
+            let mut s = self.lock();
+            s.topo.os_avoid = busy.to_vec();
+            s.os_swing = Some((on.max(1e-3), off.max(1e-3)));
+        }
+        self
     }
 
     /// How long a moved thread's caches stay cold (half speed meanwhile; default 0.1 s).

@@ -15,6 +15,11 @@ use crate::strategy::RaceParams;
 use autopin_topology::Machine;
 use serde::Serialize;
 
+/// The OS placement's swing beside busy CPUs (`Sim::with_os_swing`): on them 1 s on
+/// average, then off them 0.5 s.
+const OS_ON_BUSY: f64 = 1.0;
+const OS_OFF_BUSY: f64 = 0.5;
+
 /// How long a moved thread's caches stay cold in `simulate` (half speed meanwhile), seconds.
 const COLD: f64 = 0.01;
 
@@ -31,6 +36,9 @@ pub struct Spec {
     pub noise: f64,
     /// The race's settings (the defaults unless exploring them).
     pub race: RaceParams,
+    /// Beside busy CPUs (the barrier model's), the OS placement swings between them and the
+    /// free CPUs (`Sim::with_os_swing`); otherwise it stays where it spreads its threads.
+    pub os_swing: bool,
 }
 
 /// What one simulation found.
@@ -143,7 +151,16 @@ fn sim_for(machine: &Machine, spec: &Spec, topo: &SimTopo) -> Result<Sim, Engine
     };
     // A moved thread's caches refill within milliseconds on real machines (GROMACS's
     // pinnings read as fast at 20 ms as over their probes, docs/search.md).
-    Ok(sim.with_cold(COLD))
+    let sim = sim.with_cold(COLD);
+    // Beside busy CPUs (the barrier model's neighbours) the OS placement swings.
+    let busy = model_named(&spec.model, topo)
+        .map(|m| m.busy())
+        .unwrap_or_default();
+    Ok(if busy.is_empty() || !spec.os_swing {
+        sim
+    } else {
+        sim.with_os_swing(&busy, OS_ON_BUSY, OS_OFF_BUSY)
+    })
 }
 
 /// The decision in force at the end of each phase (one, without phases).
@@ -242,6 +259,7 @@ mod tests {
                     seconds: if model == "phases" { 40.0 } else { 20.0 },
                     noise: 0.02,
                     race: RaceParams::default(),
+                    os_swing: false,
                 },
             )
             .unwrap();
@@ -261,6 +279,7 @@ mod tests {
             seconds: 5.0,
             noise: 0.0,
             race: RaceParams::default(),
+            os_swing: false,
         };
         let e = simulate(&m, &spec("nope", 2)).unwrap_err();
         assert_eq!(e.kind(), crate::error::ErrorKind::Usage);

@@ -36,6 +36,11 @@ pub struct Args {
     /// Relative noise of each simulated reading
     #[arg(long, value_name = "FRACTION", default_value_t = 0.03, value_parser = crate::number_args::fraction)]
     pub noise: f64,
+    /// Beside busy CPUs (the barrier model's neighbours), let the OS placement swing as the
+    /// kernel's does: on the busy CPUs 1 s on average, then off them, spread like a
+    /// pinning, 0.5 s (off by default: the OS placement stays where it spreads its threads)
+    #[arg(long)]
+    pub os_swing: bool,
     /// Write every seed's outcome and the medians as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
@@ -89,6 +94,7 @@ pub fn run(args: Args) -> CmdResult {
             seconds,
             noise: args.noise,
             race,
+            os_swing: args.os_swing,
         };
         let before = autopin_os::sources::self_cpu_seconds();
         let (o, report) = simulate_reported(&machine, &spec).map_err(CliError::from)?;
@@ -120,6 +126,7 @@ pub fn run(args: Args) -> CmdResult {
             "threads": threads,
             "seconds": seconds,
             "noise": args.noise,
+            "os_swing": args.os_swing,
             "outcomes": outcomes,
             "median": summary,
         });

@@ -984,3 +984,27 @@ fn a_warm_up_cut_allows_for_what_moves_cost() {
     assert!(cut_at_30(Some(0.95)));
     assert!(cut_at_30(None));
 }
+
+/// The clean deadline waits for no candidate that is out of the race: an OS placement whose
+/// ticks swung (between a pinning's rate and half of it, as beside busy CPUs) keeps a search
+/// from its deadline only while it races. Gone, it weighs in no comparison left; before,
+/// its old swing held the search to its whole budget while ties among the pinnings were
+/// certified (8–9 rounds, up to 6.5 s, in the simulator with `--os-swing`).
+#[test]
+fn a_swing_of_a_candidate_out_of_the_race_leaves_the_search_clean() {
+    let mut r = race_with_os(3, 0, false);
+    r.record(quiet_probe(1, 1000.0, 0.2, 2));
+    r.record(quiet_probe(2, 990.0, 0.2, 2));
+    r.record(ProbeOutcome {
+        interval_range: Some((480.0, 1000.0)),
+        ..quiet_probe(0, 700.0, 0.2, 2)
+    });
+    assert!(r.ticks_swing(0));
+    assert!(
+        !r.clean(),
+        "a racing OS placement that swings needs the budget"
+    );
+    r.arms[0].alive = false;
+    assert!(r.clean(), "out of the race, its swing is no reason to wait");
+    assert!(r.end() < r.p.budget);
+}
