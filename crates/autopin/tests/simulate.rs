@@ -34,6 +34,27 @@ fn simulated(args: &[&str]) -> (serde_json::Value, String) {
     (doc, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// `autopin simulate` of `model` with `threads` threads on the dump called `name`, over
+/// `seeds` seeds: the median rate ÷ optimum, the median decision's time (infinite when
+/// none came) and what it printed.
+fn medians(name: &str, model: &str, threads: &str, seeds: &str) -> (f64, f64, String) {
+    let (doc, stdout) = simulated(&[
+        "--sysfs-root",
+        &dump(name),
+        "--model",
+        model,
+        "-n",
+        threads,
+        "--seeds",
+        seeds,
+    ]);
+    let ratio = doc["median"]["ratio"].as_f64().unwrap_or(0.0);
+    let at = doc["median"]["decided_at"]
+        .as_f64()
+        .unwrap_or(f64::INFINITY);
+    (ratio, at, stdout)
+}
+
 #[test]
 fn every_model_is_searched_to_within_five_percent_of_its_optimum() {
     for (name, threads) in [("16amd64-8n2c", "8"), ("64fake-4n2s2ca2c2t", "16")] {
@@ -64,17 +85,7 @@ fn every_model_is_searched_to_within_five_percent_of_its_optimum() {
 /// optimum before).
 #[test]
 fn pairs_on_a_machine_with_offline_cpus_stay_together() {
-    let (doc, stdout) = simulated(&[
-        "--sysfs-root",
-        &dump("16em64t-4s2c2t-offlines"),
-        "--model",
-        "pairs",
-        "-n",
-        "7",
-        "--seeds",
-        "3",
-    ]);
-    let ratio = doc["median"]["ratio"].as_f64().unwrap();
+    let (ratio, _, stdout) = medians("16em64t-4s2c2t-offlines", "pairs", "7", "3");
     assert!(ratio >= 0.95, "rate ÷ optimum {ratio}: {stdout}");
 }
 
@@ -211,17 +222,7 @@ fn every_topology_and_model_keeps_the_floor() {
 #[test]
 fn on_a_hybrid_machine_the_fast_cores_are_the_optimum() {
     for model in ["pairs", "smt", "barrier"] {
-        let (doc, stdout) = simulated(&[
-            "--sysfs-root",
-            &dump("20em64t-hybrid-1p6c2t+2ca4co1t"),
-            "--model",
-            model,
-            "-n",
-            "4",
-            "--seeds",
-            "3",
-        ]);
-        let ratio = doc["median"]["ratio"].as_f64().unwrap();
+        let (ratio, _, stdout) = medians("20em64t-hybrid-1p6c2t+2ca4co1t", model, "4", "3");
         assert!(ratio >= 0.95, "{model}: rate ÷ optimum {ratio}: {stdout}");
     }
 }
@@ -234,21 +235,8 @@ fn on_a_hybrid_machine_the_fast_cores_are_the_optimum() {
 #[test]
 fn a_barrier_code_beside_busy_cpus_decides_within_three_seconds() {
     for (name, threads) in [("16amd64-8n2c", "8"), ("64fake-4n2s2ca2c2t", "4")] {
-        let (doc, stdout) = simulated(&[
-            "--sysfs-root",
-            &dump(name),
-            "--model",
-            "barrier",
-            "-n",
-            threads,
-            "--seeds",
-            "3",
-        ]);
-        let ratio = doc["median"]["ratio"].as_f64().unwrap();
+        let (ratio, at, stdout) = medians(name, "barrier", threads, "3");
         assert!(ratio >= 0.95, "{name}: rate ÷ optimum {ratio}: {stdout}");
-        let at = doc["median"]["decided_at"]
-            .as_f64()
-            .unwrap_or(f64::INFINITY);
         assert!(at <= 3.0, "{name}: decided at {at} s: {stdout}");
     }
 }
