@@ -29,11 +29,11 @@ pub struct SimTopo {
     /// On hybrid machines, each PU's speed relative to the fastest kind's (`kind_speeds`);
     /// absent: 1.
     pub speed: HashMap<u32, f64>,
-    /// CPUs other work keeps busy, which the OS placement's good state keeps off
-    /// (`Sim::with_os_swing`).
-    pub os_avoid: Vec<u32>,
-    /// The OS placement is in its good state: its threads spread over the CPUs not in
-    /// `os_avoid`, as a pinning would put them.
+    /// The CPUs other work leaves free, in the machine's order, where the OS placement's
+    /// good state spreads its threads (`Sim::with_os_swing`; empty without a swing).
+    pub os_free: Vec<u32>,
+    /// The OS placement is in its good state: its threads spread over `os_free`, as a
+    /// pinning would put them.
     pub os_off_busy: bool,
 }
 
@@ -86,7 +86,7 @@ impl SimTopo {
             distances,
             ancestors,
             speed: kind_speeds(m),
-            os_avoid: Vec::new(),
+            os_free: Vec::new(),
             os_off_busy: false,
         }
     }
@@ -150,16 +150,8 @@ impl SimTopo {
     /// Where the OS runs unpinned thread `i`: spread over packages, one per core; in its
     /// good state beside busy CPUs, over the other CPUs in their order.
     pub fn os_cpu(&self, i: usize) -> u32 {
-        if self.os_off_busy {
-            let free: Vec<u32> = self
-                .pus
-                .iter()
-                .copied()
-                .filter(|p| !self.os_avoid.contains(p))
-                .collect();
-            if !free.is_empty() {
-                return free[i % free.len()];
-            }
+        if self.os_off_busy && !self.os_free.is_empty() {
+            return self.os_free[i % self.os_free.len()];
         }
         let packages = self.packages.max(1);
         let per_pkg = (self.pus.len() / packages).max(1);
@@ -903,7 +895,14 @@ impl Sim {
     pub fn with_os_swing(self, busy: &[u32], on: f64, off: f64) -> Self {
         {
             let mut s = self.lock();
-            s.topo.os_avoid = busy.to_vec();
+            // Found once here: the OS placement is asked for every thread at every reading.
+            s.topo.os_free = s
+                .topo
+                .pus
+                .iter()
+                .copied()
+                .filter(|p| !busy.contains(p))
+                .collect();
             s.os_swing = Some((on.max(1e-3), off.max(1e-3)));
         }
         self

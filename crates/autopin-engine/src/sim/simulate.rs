@@ -122,7 +122,20 @@ pub fn simulate_reported(machine: &Machine, spec: &Spec) -> Result<(Outcome, Rep
 
 /// The simulated machine running `spec`'s model (for `phases`, bandwidth then pairs).
 fn sim_for(machine: &Machine, spec: &Spec, topo: &SimTopo) -> Result<Sim, EngineError> {
-    let sim = if spec.model == "phases" {
+    let phased = spec.model == "phases";
+    let model = model_named(if phased { "bandwidth" } else { &spec.model }, topo)
+        .map_err(EngineError::usage)?;
+    // Beside busy CPUs (the barrier model's neighbours) the OS placement may swing.
+    let busy = model.busy();
+    let mut sim = Sim::new(
+        machine,
+        model,
+        spec.threads,
+        spec.noise,
+        spec.seed,
+        spec.seconds,
+    );
+    if phased {
         let phase = |name: &str| -> Result<SimPhase, EngineError> {
             Ok(SimPhase {
                 name: name.into(),
@@ -130,37 +143,15 @@ fn sim_for(machine: &Machine, spec: &Spec, topo: &SimTopo) -> Result<Sim, Engine
                 model: model_named(name, topo).map_err(EngineError::usage)?,
             })
         };
-        Sim::new(
-            machine,
-            model_named("bandwidth", topo).map_err(EngineError::usage)?,
-            spec.threads,
-            spec.noise,
-            spec.seed,
-            spec.seconds,
-        )
-        .with_phases(vec![phase("bandwidth")?, phase("pairs")?])
-    } else {
-        Sim::new(
-            machine,
-            model_named(&spec.model, topo).map_err(EngineError::usage)?,
-            spec.threads,
-            spec.noise,
-            spec.seed,
-            spec.seconds,
-        )
-    };
+        sim = sim.with_phases(vec![phase("bandwidth")?, phase("pairs")?]);
+    }
     // A moved thread's caches refill within milliseconds on real machines (GROMACS's
     // pinnings read as fast at 20 ms as over their probes, docs/search.md).
-    let sim = sim.with_cold(COLD);
-    // Beside busy CPUs (the barrier model's neighbours) the OS placement swings.
-    let busy = model_named(&spec.model, topo)
-        .map(|m| m.busy())
-        .unwrap_or_default();
-    Ok(if busy.is_empty() || !spec.os_swing {
-        sim
-    } else {
-        sim.with_os_swing(&busy, OS_ON_BUSY, OS_OFF_BUSY)
-    })
+    sim = sim.with_cold(COLD);
+    if spec.os_swing && !busy.is_empty() {
+        sim = sim.with_os_swing(&busy, OS_ON_BUSY, OS_OFF_BUSY);
+    }
+    Ok(sim)
 }
 
 /// The decision in force at the end of each phase (one, without phases).
