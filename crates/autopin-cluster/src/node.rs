@@ -10,7 +10,7 @@
 use crate::job_launcher::{self, Launch};
 use crate::{names, rendezvous, Combine, Coordinator, Rendezvous, RendezvousConfig};
 use autopin_engine::report::{JobLauncher, LaunchRecord};
-use autopin_engine::run::{Coordination, LaunchPlan};
+use autopin_engine::run::{Coordination, LaunchPlan, RunPlan};
 use autopin_topology::{CpuSet, Machine};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -237,6 +237,29 @@ impl NodeShare {
             },
             coordination: self.coordinator.clone().map(|c| c as Arc<dyn Coordination>),
         }
+    }
+
+    /// The plan as this rank runs it: on its share of the node, with the launch's part, and
+    /// without the phase watch when the ranks search together (a re-search starts on one
+    /// rank's own rate drop; the others could not follow in step).
+    pub fn share_plan(&self, plan: &mut RunPlan) {
+        plan.machine = self.machine.clone();
+        plan.launch = Some(self.launch_plan());
+        if self.coordinated() {
+            plan.search.watch = None;
+        }
+    }
+
+    /// This rank's names for the output files asked for ([`Self::output_path`] of each).
+    pub fn output_paths<const N: usize>(
+        &self,
+        paths: [Option<PathBuf>; N],
+    ) -> Result<[Option<PathBuf>; N], NodeError> {
+        let mut out: [Option<PathBuf>; N] = std::array::from_fn(|_| None);
+        for (slot, p) in out.iter_mut().zip(paths) {
+            *slot = p.map(|p| self.output_path(&p)).transpose()?;
+        }
+        Ok(out)
     }
 
     /// This rank's name for an output file: `%j %s %n %r %l` expanded; with several ranks

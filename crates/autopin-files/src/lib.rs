@@ -14,6 +14,8 @@
 //! - an existing regular file or FIFO in such a directory is opened for writing or
 //!   replaced only when the writer owns it, or its owner owns the directory.
 
+pub mod write;
+
 use std::ffi::OsString;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};

@@ -11,6 +11,7 @@
 pub mod key;
 pub mod policy;
 pub mod record;
+pub mod run_memory;
 pub mod store;
 
 pub use key::{fingerprint, program_identity, DecisionKey};
@@ -18,4 +19,5 @@ pub use record::{
     InvalidRecord, Outcome, PhaseDecision, Record, RememberedPinning, Selector, TeamTrial,
     TrialState, WholeRun,
 };
+pub use run_memory::{MemoryRequest, RunMemory};
 pub use store::{default_path, MemoryError, Store, SCHEMA_VERSION};

@@ -24,6 +24,7 @@ pub mod show_source;
 pub mod sources;
 pub mod stat_counters;
 pub mod stat_source;
+pub mod stat_target;
 pub mod top_source;
 pub use autopin_launch::mempolicy;
 pub mod numa;

@@ -1,38 +1,15 @@
-//! A run's use of the decision store: the key of this program here (from the options and
-//! the program's file), the store opened, read and written, and the faults said once (the
-//! run goes on without the store). What a record means for the run, and what the run's
-//! report makes of it, is autopin-memory's policy (`recall`, `settle`).
+//! What a run's options ask of the decision store ([`autopin_memory::MemoryRequest`]): its
+//! file, whether the search named on the command line wins over a remembered decision, and
+//! the key's parts the options set. The store's use in the run is autopin-memory's
+//! (`RunMemory`), and so is what a record means for it (`policy`).
 
 use crate::cmd::engine_args::EngineArgs;
-use autopin_engine::report::{MemoryUse, Report};
-use autopin_engine::run::{RunPlan, RunSink, TargetSpec};
-use autopin_memory::{
-    fingerprint, policy, program_identity, DecisionKey, MemoryError, Record, Store,
-};
+use autopin_memory::MemoryRequest;
 use std::path::PathBuf;
 
-/// How long a run waits for a store another process holds locked, before the program
-/// starts and after it ended: long enough for the ranks of a node writing their decisions
-/// at once (milliseconds each), too short for anyone to notice. A writer that holds the
-/// lock longer (another process's open transaction) is said, and the run goes on without
-/// the store; the program never waits for it.
-const LOOKUP_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
-const WRITE_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
-
-pub struct RunMemory {
-    store: Option<Store>,
-    path: String,
-    key: Option<DecisionKey>,
-    found: Option<Record>,
-    /// Why memory is not used: ("disabled", reason) or ("error", the fault).
-    off: Option<(&'static str, String)>,
-    /// This run tries the record's pending team trial (fewer threads from its start).
-    trying: bool,
-}
-
-/// The store's file for these options: `--memory`, else the default (None: turned off by
-/// `--no-memory` or `AUTOPIN_MEMORY=off`, or no home directory).
-pub fn store_path(a: &EngineArgs) -> Result<PathBuf, String> {
+/// The store's file for these options: `--memory`, else the default (an error saying why
+/// not: `--no-memory`, `AUTOPIN_MEMORY=off`, or no home directory).
+fn store_path(a: &EngineArgs) -> Result<PathBuf, String> {
     if a.no_memory {
         return Err("--no-memory".into());
     }
@@ -45,162 +22,8 @@ pub fn store_path(a: &EngineArgs) -> Result<PathBuf, String> {
     autopin_memory::default_path().ok_or_else(|| "no home directory for the store".into())
 }
 
-impl RunMemory {
-    /// Opens the store and looks this run up.
-    pub fn open(a: &EngineArgs, plan: &RunPlan, sink: &mut dyn RunSink) -> RunMemory {
-        let mut m = RunMemory {
-            store: None,
-            path: String::new(),
-            key: None,
-            found: None,
-            off: None,
-            trying: false,
-        };
-        let path = match store_path(a) {
-            Ok(p) => p,
-            Err(why) => {
-                m.off = Some(("disabled", why));
-                return m;
-            }
-        };
-        m.path = path.display().to_string();
-        // What the user names is what runs: memory serves the default search.
-        if let Some(named) = a.named_search().filter(|_| !a.recall) {
-            let why = format!(
-                "{named} named on the command line: the search runs as asked, and its outcome is not remembered (--recall applies a remembered decision anyway)"
-            );
-            sink.message(None, &format!("remembered decisions not used: {why}"));
-            m.off = Some(("skipped", why));
-            return m;
-        }
-        let key = match key_for(a, plan) {
-            Ok(k) => k,
-            Err(why) => {
-                m.off = Some(("disabled", why));
-                return m;
-            }
-        };
-        match Store::open_with_wait(&path, LOOKUP_WAIT).and_then(|s| s.lookup(&key).map(|r| (s, r)))
-        {
-            Ok((store, found)) => {
-                m.store = Some(store);
-                let allowed = plan.machine.allowed_cpuset();
-                m.found = found.filter(|r| match policy::fits(r, &allowed) {
-                    Ok(()) => true,
-                    Err(warning) => {
-                        sink.message(None, &warning.to_string());
-                        false
-                    }
-                });
-                m.trying = m
-                    .found
-                    .as_ref()
-                    .is_some_and(|r| policy::tries_trial(r, plan));
-            }
-            Err(e) => m.fail(e, sink),
-        }
-        m.key = Some(key);
-        m
-    }
-
-    fn fail(&mut self, e: MemoryError, sink: &mut dyn RunSink) {
-        sink.message(
-            None,
-            &format!(
-                "warning: remembered decisions unavailable ({e}); this run goes on without them"
-            ),
-        );
-        self.off = Some(("error", format!("{} ({})", e, e.kind())));
-        self.store = None;
-    }
-
-    /// A remembered decision becomes the plan's check (or the start of its team trial).
-    pub fn apply(&self, plan: &mut RunPlan, sink: &mut dyn RunSink) {
-        let Some(r) = &self.found else { return };
-        let (remembered, lines) = policy::recall(r, self.trying);
-        for l in lines {
-            sink.message(None, &l);
-        }
-        plan.remembered = Some(remembered);
-    }
-
-    /// Writes what the run decided back, and says in the report what memory did.
-    pub fn finish(mut self, report: &mut Report, sink: &mut dyn RunSink) {
-        let mut use_ = MemoryUse {
-            path: self.path.clone(),
-            key: self.key.as_ref().map(DecisionKey::id).unwrap_or_default(),
-            hit: self.found.is_some(),
-            busy_then: self.found.as_ref().and_then(|r| r.busy.clone()),
-            ..MemoryUse::default()
-        };
-        if let Some((outcome, why)) = &self.off {
-            use_.outcome = outcome.to_string();
-            use_.error = Some(why.clone());
-            report.memory = Some(use_);
-            return;
-        }
-        if use_.hit {
-            let mut seen = Vec::new();
-            for p in &report.probes {
-                if !seen.contains(&p.label) {
-                    seen.push(p.label.clone());
-                }
-            }
-            use_.checked = seen;
-        }
-        let Some(key) = self.key.clone() else {
-            return;
-        };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        let record = policy::settle(
-            self.found.as_ref(),
-            key,
-            self.trying,
-            report,
-            &mut use_,
-            now,
-        );
-        if let (Some(store), Some(record)) = (&self.store, &record) {
-            if let Err(e) = store
-                .set_busy_wait(WRITE_WAIT)
-                .and_then(|()| store.put(record))
-            {
-                self.fail(e, sink);
-                use_.outcome = "error".into();
-                use_.error = self.off.as_ref().map(|(_, w)| w.clone());
-            }
-        }
-        report.memory = Some(use_);
-    }
-}
-
-/// The key of this run: what makes a decision valid for it.
-fn key_for(a: &EngineArgs, plan: &RunPlan) -> Result<DecisionKey, String> {
-    let (program, args) = match &plan.target {
-        TargetSpec::Launch(argv) => {
-            let path = std::env::var_os("PATH");
-            let p = autopin_os::process::elf::resolve_program(argv[0].as_ref(), path.as_deref())
-                .map_err(|e| format!("{}: {e}", argv[0]))?;
-            (p, argv[1..].to_vec())
-        }
-        TargetSpec::Attach { pid, .. } => {
-            let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
-                .map_err(|e| format!("/proc/{pid}/exe: {e}"))?;
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let args = cmdline
-                .split(|b| *b == 0)
-                .skip(1)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            (exe, args)
-        }
-    };
-    let program = program.canonicalize().unwrap_or(program);
-    let program_id =
-        program_identity(&program).map_err(|e| format!("{}: {e}", program.display()))?;
+/// What these options ask of the store.
+pub fn request(a: &EngineArgs) -> MemoryRequest {
     let threads = a
         .threads
         .and_then(|t| t.count())
@@ -216,25 +39,12 @@ fn key_for(a: &EngineArgs, plan: &RunPlan) -> Result<DecisionKey, String> {
         .clone()
         .or_else(|| a.event.clone())
         .unwrap_or_else(|| "default".into());
-    let share = plan
-        .launch
-        .as_ref()
-        .map(|l| &l.record)
-        .filter(|r| r.place.local_size > 1)
-        .map(|r| {
-            format!(
-                "rank {} of {} on the node",
-                r.place.local_rank, r.place.local_size
-            )
-        });
-    Ok(DecisionKey {
-        program: program.display().to_string(),
-        program_id,
-        args: (a.memory_key == "args").then_some(args),
-        machine: fingerprint(&plan.machine.summary_lines()),
-        cpus: plan.machine.allowed_cpuset().to_string(),
+    MemoryRequest {
+        store: store_path(a),
+        // What the user names is what runs: memory serves the default search.
+        named: a.named_search().filter(|_| !a.recall),
+        key_args: a.memory_key == "args",
         threads,
         objective,
-        share,
-    })
+    }
 }

@@ -60,12 +60,11 @@ impl Messages {
 
     /// Lines of rank `rank` of `size`: named by the rank when there are several, and brief
     /// warnings on every rank but rank 0.
-    pub fn for_rank(mut self, rank: usize, size: usize) -> Self {
+    pub fn name_rank(&mut self, rank: usize, size: usize) {
         if size > 1 {
             self.name = format!("autopin[rank {rank}]");
             self.brief = rank != 0;
         }
-        self
     }
 
     /// Prints `text` (at run time `at` seconds, if given) unless quiet or a warning said before.

@@ -24,8 +24,9 @@ pub use env::{
 };
 pub use page_migration::describe_single_node;
 pub use plan::{
-    CandidateSource, Coordination, LaunchPlan, ObjectivePlan, ObjectiveSource, Remembered,
-    RememberedPhase, RunPlan, SearchParams, StrategyChoice, TargetSpec, ThreadsChoice, BORN_WAIT,
+    CandidateSource, Coordination, LaunchPlan, ListedCandidates, ObjectivePlan, ObjectiveSource,
+    Remembered, RememberedPhase, RunPlan, SearchParams, StrategyChoice, TargetSpec, ThreadsChoice,
+    BORN_WAIT,
 };
 
 use crate::driver::{Driver, DriverConfig, Outcome};
@@ -49,6 +50,8 @@ use objective::{choose_objective, TargetFacts};
 /// started is `EngineError::Launch`; when the run fails after the start, the partial report
 /// goes to [`RunSink::checkpoint`] before the error is returned.
 pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
+    let resolved = plan.with_listed_resolved(env.sink)?;
+    let plan = resolved.as_ref().unwrap_or(plan);
     plan.validate()?;
     let counting = check_counting(plan, env)?;
     let explicit = explicit_candidates(plan);
@@ -186,6 +189,8 @@ fn explicit_candidates(plan: &RunPlan) -> Option<Vec<Pinning>> {
     match (&plan.remembered, &plan.candidates) {
         (Some(r), _) => Some(r.candidates()),
         (None, CandidateSource::Explicit(list)) => Some(list.clone()),
+        // (Read on the machine when the run starts: not here any more.)
+        (None, CandidateSource::Listed(l)) => Some(l.lists.clone()),
         (None, CandidateSource::Topology { .. }) => None,
     }
 }
@@ -953,6 +958,8 @@ fn candidate_factory(
             }
         }
         (None, CandidateSource::Explicit(list)) => list.clone().into(),
+        // (Read on the machine when the run starts: not here any more.)
+        (None, CandidateSource::Listed(l)) => l.lists.clone().into(),
     })
 }
 

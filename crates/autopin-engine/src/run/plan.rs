@@ -8,6 +8,7 @@ use crate::error::EngineError;
 use crate::phase::WatchParams;
 use crate::pin_plan::SkipMask;
 use crate::report::LaunchRecord;
+use crate::run::RunSink;
 use crate::strategy::{Autopin1Params, RaceParams, Strategy};
 use autopin_objective::Objective;
 use autopin_placement::{MemPolicy, Pinning};
@@ -119,12 +120,59 @@ impl ObjectivePlan {
 pub enum CandidateSource {
     /// Given by the user (`--schedule`, `SCHEDULE`, `--candidates`), in this order.
     Explicit(Vec<Pinning>),
+    /// Given by the user with likwid-pin expressions among them: read on the plan's machine
+    /// when the run starts ([`RunPlan::with_listed_resolved`]), which for a rank of a launch
+    /// is its share of the node, and then [`CandidateSource::Explicit`].
+    Listed(ListedCandidates),
     /// Planned from the machine's topology for the threads seen after init (or `threads`).
     Topology {
         max: usize,
         include_unpinned: bool,
         threads: Option<usize>,
     },
+}
+
+/// Candidates the user listed: CPU lists (`--schedule`, `SCHEDULE`), then pin expressions
+/// (`--candidates`), then the OS placement when asked for (`--unpinned`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ListedCandidates {
+    pub lists: Vec<Pinning>,
+    pub expressions: Vec<String>,
+    pub unpinned: bool,
+}
+
+impl ListedCandidates {
+    /// The pinnings on `machine`, in the order given; an expression that names a pinning
+    /// already listed (`S0:0-1` and `E:N:2:1:1`) is probed once, and the user told so.
+    pub fn resolve(
+        &self,
+        machine: &Machine,
+        sink: &mut dyn RunSink,
+    ) -> Result<Vec<Pinning>, EngineError> {
+        let mut out = self.lists.clone();
+        for e in &self.expressions {
+            let cpus = autopin_placement::pin_expression(machine, e)
+                .map_err(|err| EngineError::usage(format!("--candidates {e:?}: {err}")))?;
+            if let Some(same) = out.iter().find(|c| c.cpus() == cpus) {
+                sink.message(
+                    None,
+                    &format!(
+                        "--candidates {e:?} is the same pinning as {} (CPUs {}): probed once",
+                        same.label,
+                        autopin_placement::cpu_text(&cpus)
+                    ),
+                );
+                continue;
+            }
+            let mut c = Pinning::from_cpus(cpus);
+            c.label = format!("{e} = {}", c.label);
+            out.push(c);
+        }
+        if self.unpinned {
+            out.push(Pinning::unpinned());
+        }
+        Ok(out)
+    }
 }
 
 /// How to search.
@@ -358,6 +406,20 @@ fn non_negative_seconds(name: &str, x: f64) -> Result<(), EngineError> {
 }
 
 impl RunPlan {
+    /// The plan with its listed candidates read on its machine (the plan itself when it has
+    /// none to read); a usage error names the expression that cannot be read there.
+    pub fn with_listed_resolved(
+        &self,
+        sink: &mut dyn RunSink,
+    ) -> Result<Option<RunPlan>, EngineError> {
+        let CandidateSource::Listed(listed) = &self.candidates else {
+            return Ok(None);
+        };
+        let mut plan = self.clone();
+        plan.candidates = CandidateSource::Explicit(listed.resolve(&self.machine, sink)?);
+        Ok(Some(plan))
+    }
+
     /// Checks the plan before anything starts; every failure is a usage error naming the
     /// value that is wrong and what is valid. The checks run in this order, so the first
     /// wrong value is the one reported.
@@ -488,8 +550,10 @@ impl RunPlan {
                 }
             }
         }
-        let CandidateSource::Explicit(list) = &self.candidates else {
-            return Ok(());
+        let list = match &self.candidates {
+            CandidateSource::Explicit(list) => list,
+            // Checked once read on the machine (`with_listed_resolved`).
+            CandidateSource::Listed(_) | CandidateSource::Topology { .. } => return Ok(()),
         };
         if list.is_empty() {
             return Err(EngineError::usage("no candidate pinnings given"));

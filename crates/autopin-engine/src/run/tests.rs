@@ -1666,3 +1666,49 @@ fn a_remembered_pinning_outside_the_allowed_cpus_is_refused() {
     let e = pl.validate().unwrap_err().to_string();
     assert!(e.contains("uses CPU 4294967295"), "{e}");
 }
+
+/// Pin expressions the user lists are read on the plan's machine when the run starts: a
+/// rank of a launch whose share is the second package reads `N:0-1` there, and a pinning
+/// listed twice (a CPU list and an expression) is probed once, with a line that says so.
+#[test]
+fn listed_expressions_are_read_on_the_plans_machine_when_the_run_starts() {
+    let whole = small();
+    let share = autopin_topology::CpuSet::parse_list("2-3").unwrap();
+    let machine = autopin_placement::restrict_to(&whole, &share);
+    let listed = ListedCandidates {
+        lists: vec![Pinning::from_cpus(vec![2, 3])],
+        expressions: vec!["N:0-1".into(), "N:1".into()],
+        unpinned: true,
+    };
+    let mut p = plan(&machine, launch(), CandidateSource::Listed(listed.clone()));
+    let mut sink = SimSink::default();
+    let resolved = p
+        .with_listed_resolved(&mut sink)
+        .unwrap()
+        .expect("listed candidates are read");
+    let CandidateSource::Explicit(list) = &resolved.candidates else {
+        panic!("not read: {:?}", resolved.candidates);
+    };
+    let cpus: Vec<Vec<u32>> = list.iter().map(|c| c.cpus().to_vec()).collect();
+    assert_eq!(cpus, vec![vec![2, 3], vec![3], vec![]], "{list:?}");
+    assert!(list[2].is_unpinned());
+    assert!(
+        sink.said("--candidates \"N:0-1\" is the same pinning as"),
+        "{:?}",
+        sink.messages
+    );
+    // On the whole machine the same expressions name the first package's CPUs.
+    p.machine = whole;
+    let resolved = p.with_listed_resolved(&mut sink).unwrap().unwrap();
+    let CandidateSource::Explicit(list) = &resolved.candidates else {
+        panic!("not read");
+    };
+    assert_eq!(list[1].cpus(), &[0, 1]);
+    // An expression that cannot be read there is a usage error naming it.
+    p.candidates = CandidateSource::Listed(ListedCandidates {
+        expressions: vec!["S7:0".into()],
+        ..listed
+    });
+    let e = p.with_listed_resolved(&mut sink).unwrap_err();
+    assert!(e.to_string().contains("--candidates \"S7:0\""), "{e}");
+}

@@ -5,14 +5,15 @@
 use crate::error::CliError;
 use crate::machine_args::MachineArgs;
 use crate::number_args::{count_at_least, fraction, positive_seconds, seconds};
-use autopin_cluster::node::NodeShare;
+use autopin_cluster::node::NodeOptions;
 use autopin_engine::phase::WatchParams;
 use autopin_engine::pin_plan::SkipMask;
 use autopin_engine::run::{
-    CandidateSource, LaunchPlan, ObjectivePlan, RunPlan, SearchParams, StrategyChoice, TargetSpec,
-    ThreadsChoice, BORN_WAIT,
+    CandidateSource, ListedCandidates, ObjectivePlan, RunPlan, SearchParams, StrategyChoice,
+    TargetSpec, ThreadsChoice, BORN_WAIT,
 };
 use autopin_engine::strategy::{Autopin1Params, RaceParams};
+use autopin_memory::MemoryRequest;
 use autopin_objective::{Objective, Sysfs};
 use autopin_placement::{schedule, Pinning};
 use autopin_topology::Machine;
@@ -46,8 +47,8 @@ pub struct EngineArgs {
     /// Pinning CPU lists in thread order, separated by ';' (repeatable): "0,1;0,0" or
     /// "2-3,6-7". Without it the SCHEDULE variable (paper form: "2367,0145", one digit per
     /// thread) is used; without both, candidates come from the topology.
-    #[arg(long, value_name = "LISTS")]
-    pub schedule: Vec<String>,
+    #[arg(long, value_name = "LISTS", value_parser = schedule_lists)]
+    pub schedule: Vec<ScheduleLists>,
     /// Candidates as likwid-style pin expressions separated by ';': "S0:0-1;E:N:2:1:2"
     #[arg(long, value_name = "EXPRS")]
     pub candidates: Option<String>,
@@ -174,16 +175,21 @@ pub struct EngineArgs {
 }
 
 impl EngineArgs {
-    /// The options as this rank of a launch uses them: report and timeline names expanded
-    /// for the rank, and no phase watch when the ranks search together (a re-search starts
-    /// on one rank's own rate drop; the others could not follow in step).
-    pub fn for_rank(&self, node: &NodeShare) -> Result<EngineArgs, CliError> {
-        let mut r = self.clone();
-        let name = |p: &Option<PathBuf>| p.as_deref().map(|p| node.output_path(p)).transpose();
-        r.report = name(&self.report)?;
-        r.timeline = name(&self.timeline)?;
-        r.no_watch |= node.coordinated();
-        Ok(r)
+    /// What the options say, read and checked before anything starts: the plan on the
+    /// whole machine (a rank of a launch narrows it to its share, `NodeShare::share_plan`),
+    /// the output files, what they ask of the decision store, the progress output.
+    pub fn request(&self, target: TargetSpec) -> Result<RunRequest, CliError> {
+        let node = self.cluster.options()?;
+        let memory = crate::decision_memory::request(self);
+        let plan = self.plan(self.machine.load()?, target)?;
+        Ok(RunRequest {
+            plan,
+            node,
+            files: [self.report.clone(), self.timeline.clone()],
+            memory,
+            quiet: self.quiet,
+            verbose: self.cluster.verbose,
+        })
     }
 
     /// What names the search on the command line (or in SCHEDULE), which then wins over a
@@ -223,22 +229,16 @@ impl EngineArgs {
         (!named.is_empty()).then(|| named.join(", "))
     }
 
-    /// The run plan these options describe, on `machine` (the live machine, or this rank's
-    /// share of it in a cluster launch) and with the launch's part of the plan.
-    pub fn plan(
-        &self,
-        machine: Machine,
-        target: TargetSpec,
-        launch: Option<LaunchPlan>,
-    ) -> Result<RunPlan, CliError> {
+    /// The run plan these options describe, on `machine`, without a launch's part.
+    fn plan(&self, machine: Machine, target: TargetSpec) -> Result<RunPlan, CliError> {
         let a = self;
         let objective = objective(a)?;
         let skip = match &a.skip {
             Some(s) => SkipMask::parse(s).map_err(|e| CliError::usage(format!("-s: {e}")))?,
             None => SkipMask::none(),
         };
-        let candidates = match explicit_candidates(a, &machine)? {
-            Some(list) => CandidateSource::Explicit(list),
+        let candidates = match explicit_candidates(a)? {
+            Some(listed) => CandidateSource::Listed(listed),
             None => CandidateSource::Topology {
                 max: a.max_candidates,
                 include_unpinned: !a.no_unpinned,
@@ -269,7 +269,7 @@ impl EngineArgs {
             migrate_files: a.migrate_files,
             mem_policy,
             estimate_perturbation: !a.no_perturbation_estimate,
-            launch,
+            launch: None,
             override_binding: a.override_binding,
             start_off_busy: a.start == StartName::Auto,
             remembered: None,
@@ -324,52 +324,64 @@ fn objective(a: &EngineArgs) -> Result<ObjectivePlan, CliError> {
     })
 }
 
-/// Explicit candidates from --schedule, SCHEDULE or --candidates (None = use the topology).
-fn explicit_candidates(a: &EngineArgs, m: &Machine) -> Result<Option<Vec<Pinning>>, CliError> {
-    let mut out = Vec::new();
-    for s in &a.schedule {
-        for cpus in schedule::parse_schedule_lists(s)
-            .map_err(|e| CliError::usage(format!("--schedule: {e}")))?
-        {
-            out.push(Pinning::from_cpus(cpus));
-        }
-    }
-    if let Some(exprs) = &a.candidates {
-        for e in exprs.split(';').map(str::trim).filter(|e| !e.is_empty()) {
-            let cpus = autopin_placement::pin_expression(m, e)
-                .map_err(|err| CliError::usage(format!("--candidates {e:?}: {err}")))?;
-            // One pinning written two ways (`S0:0-1` and `E:N:2:1:1`) is probed once.
-            if let Some(same) = out.iter().find(|c: &&Pinning| c.cpus() == cpus) {
-                say!(
-                    "autopin: --candidates {e:?} is the same pinning as {} (CPUs {}): probed once",
-                    same.label,
-                    autopin_placement::cpu_text(&cpus)
-                );
-                continue;
-            }
-            let mut c = Pinning::from_cpus(cpus);
-            c.label = format!("{e} = {}", c.label);
-            out.push(c);
-        }
-    }
-    if out.is_empty() {
-        if let Ok(s) = std::env::var("SCHEDULE") {
-            if !s.trim().is_empty() {
-                for cpus in schedule::parse_schedule_env(&s)
+/// Candidates the user lists with --schedule, SCHEDULE or --candidates (None: the topology's).
+/// The pin expressions are read on the machine when the run starts, where a rank of a
+/// launch has its share of the node.
+fn explicit_candidates(a: &EngineArgs) -> Result<Option<ListedCandidates>, CliError> {
+    let mut listed = ListedCandidates {
+        lists: a
+            .schedule
+            .iter()
+            .flat_map(|lists| lists.0.iter().cloned().map(Pinning::from_cpus))
+            .collect(),
+        expressions: a
+            .candidates
+            .iter()
+            .flat_map(|exprs| exprs.split(';'))
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(str::to_string)
+            .collect(),
+        unpinned: a.unpinned,
+    };
+    if listed.lists.is_empty() && listed.expressions.is_empty() {
+        if let Ok(variable) = std::env::var("SCHEDULE") {
+            if !variable.trim().is_empty() {
+                listed.lists = schedule::parse_schedule_env(&variable)
                     .map_err(|e| CliError::usage(format!("SCHEDULE: {e}")))?
-                {
-                    out.push(Pinning::from_cpus(cpus));
-                }
+                    .into_iter()
+                    .map(Pinning::from_cpus)
+                    .collect();
             }
         }
     }
-    if out.is_empty() {
+    if listed.lists.is_empty() && listed.expressions.is_empty() {
         return Ok(None);
     }
-    if a.unpinned {
-        out.push(Pinning::unpinned());
-    }
-    Ok(Some(out))
+    Ok(Some(listed))
+}
+
+/// A `--schedule` value, read when the command line is: CPU lists in thread order.
+#[derive(Debug, Clone)]
+pub struct ScheduleLists(pub Vec<Vec<u32>>);
+
+fn schedule_lists(s: &str) -> Result<ScheduleLists, String> {
+    schedule::parse_schedule_lists(s)
+        .map(ScheduleLists)
+        .map_err(|e| e.to_string())
+}
+
+/// What `run` and `attach` options say ([`EngineArgs::request`]).
+pub struct RunRequest {
+    /// The plan on the whole machine, without a launch's part.
+    pub plan: RunPlan,
+    pub node: NodeOptions,
+    /// The report and the timeline file, as named (a rank of a launch expands them).
+    pub files: [Option<PathBuf>; 2],
+    pub memory: MemoryRequest,
+    pub quiet: bool,
+    /// Say how the launch shares the node (`--cluster-verbose`).
+    pub verbose: bool,
 }
 
 /// How long a program born pinned off busy CPUs runs before the search

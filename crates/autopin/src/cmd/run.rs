@@ -67,31 +67,30 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
             "run/attach pin real threads: they need the live machine (drop --synthetic/--load/--sysfs-root/--from-latency)",
         ));
     }
+    // What the options say, read and checked before anything starts.
+    let request = a.request(target)?;
+    let mut messages = Messages::stderr(request.quiet);
     // Cluster launches: this rank's share of the node, its output names, its partners. The
     // process's affinity is narrowed to the share here, before the target starts.
-    let node = autopin_cluster::node::prepare(&a.cluster.options()?, a.machine.load()?)?;
-    let a = &a.for_rank(&node)?;
+    let node = autopin_cluster::node::prepare(&request.node, request.plan.machine.clone())?;
+    let mut plan = request.plan;
+    node.share_plan(&mut plan);
+    let files = node.output_paths(request.files)?;
+    let place = &node.launch.place;
+    messages.name_rank(place.rank, place.size);
     // A path that cannot be written is found now, before the program runs, not after.
-    crate::output::check_all_writable([&a.report, &a.timeline])?;
+    let kept = autopin_files::write::check_outputs(&files)?;
     let mut sink = Outputs {
-        args: a,
-        messages: Messages::stderr(a.quiet)
-            .for_rank(node.launch.place.rank, node.launch.place.size),
-        // A file that is already there (an earlier report) is replaced only by a finished
-        // report: checkpoints never overwrite it. Nor are they written to a path written in
-        // place (the program's stdout, a FIFO), where each would be added to the last.
-        existed: [&a.report, &a.timeline].map(|p| {
-            p.as_ref()
-                .is_some_and(|p| p.exists() || crate::output::is_in_place(p))
-        }),
+        files,
+        kept,
+        messages,
     };
-    if a.cluster.verbose {
+    if request.verbose {
         for l in &node.lines {
             sink.message(None, l);
         }
     }
-    let mut plan = a.plan(node.machine.clone(), target, Some(node.launch_plan()))?;
-    let memory = crate::decision_memory::RunMemory::open(a, &plan, &mut sink);
+    let memory = autopin_memory::RunMemory::open(request.memory, &plan, &mut sink);
     memory.apply(&mut plan, &mut sink);
     let mut platform = LinuxPlatform::new(perf_sysfs())?;
     if let Ok(exe) = std::env::current_exe() {
@@ -128,21 +127,24 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
 }
 
 /// Progress on stderr (unless -q) and the report files (atomically).
-struct Outputs<'a> {
-    args: &'a EngineArgs,
+struct Outputs {
+    /// The report and the timeline file, as this rank names them.
+    files: [Option<std::path::PathBuf>; 2],
+    /// For each, whether it is kept until the report is final: a file that was there
+    /// before the run (an earlier report) is never replaced by a checkpoint, nor is a path
+    /// written in place (the program's stdout, a FIFO) given each checkpoint in turn.
+    kept: [bool; 2],
     messages: Messages,
-    /// Whether the report and the timeline file existed before the run.
-    existed: [bool; 2],
 }
 
-impl Outputs<'_> {
+impl Outputs {
     /// Writes the report and the timeline; both are tried, and every failure comes back.
     /// `checkpoint`: a partial report, which never replaces a file that was there before
     /// the run.
     fn write(&self, r: &Report, checkpoint: bool) -> Vec<CliError> {
         let outputs = [
-            (&self.args.report, self.existed[0], r.to_json()),
-            (&self.args.timeline, self.existed[1], r.timeline_csv()),
+            (&self.files[0], self.kept[0], r.to_json()),
+            (&self.files[1], self.kept[1], r.timeline_csv()),
         ];
         let mut failed = Vec::new();
         for (path, existed, text) in outputs {
@@ -158,7 +160,7 @@ impl Outputs<'_> {
     }
 }
 
-impl RunSink for Outputs<'_> {
+impl RunSink for Outputs {
     fn message(&mut self, at: Option<f64>, text: &str) {
         self.messages.say(at, text);
     }

@@ -9,9 +9,10 @@
 use crate::error::{CliError, CmdResult};
 use crate::number_args::positive_seconds;
 use autopin_os::stat_counters::{self, Counting};
-use autopin_os::stat_source::{self, ProgressChannel, StatSource};
+use autopin_os::stat_source::{self, StatSource};
+use autopin_os::stat_target::{StartError, StatTarget, Watched};
 use autopin_stat::groups;
-use autopin_stat::{StatReport, Subject, Watch, WatchPlan};
+use autopin_stat::{Watch, WatchPlan};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -81,23 +82,54 @@ pub fn run(args: Args) -> CmdResult {
             |pid| format!("autopin stat -p {pid}"),
         )?;
     }
+    let watched = match (args.pid, args.command.is_empty()) {
+        (Some(_), false) => {
+            return Err(CliError::usage(
+                "give a program to start or -p PID to watch, not both",
+            ))
+        }
+        (None, true) => {
+            return Err(CliError::usage(
+                "nothing to watch: give a program (autopin stat -- PROGRAM) or -p PID",
+            ))
+        }
+        (Some(pid), true) => Watched::Process(pid),
+        (None, false) => Watched::Command(&args.command),
+    };
     for p in [&args.json, &args.csv, &args.svg].into_iter().flatten() {
-        crate::output::check_writable(p)?;
+        autopin_files::write::check_writable(p)?;
     }
     // Which events can be counted, and what counting costs, is found before the program
     // starts, so that the probes do not run beside it.
     let plan =
         (!groups.is_empty()).then(|| stat_counters::plan_for(args.pid.unwrap_or(0), &groups));
-    let mut target = match start(&args)? {
-        Start::Watching(t) => t,
-        Start::Failed(code) => return Ok(code),
+    let mut target = match StatTarget::start(watched) {
+        Ok(t) => t,
+        Err(StartError::NoProcess(pid)) => {
+            return Err(CliError::usage(format!("-p {pid}: no such process")))
+        }
+        Err(StartError::Launch(e)) => {
+            // As a shell would: 127 not found, 126 not runnable.
+            say!("autopin: error: {e}");
+            return Ok(e.exit_code());
+        }
     };
     let pid = target.pid;
     let ctx = stat_source::context(pid, target.subject.clone());
     // Where the pages live is read only where there is more than one node to be on.
     let source = StatSource::new(pid, ctx.multi_node(), target.progress.take());
     let Some(first) = source.look(true) else {
-        return finish_without_samples(target.child.as_mut(), pid);
+        // The program ended (or the process vanished) before the first look.
+        return match target.child.as_mut() {
+            Some(c) => {
+                let code = c.wait().map_err(|e| CliError::internal(e.to_string()))?;
+                eprintln!("autopin stat: the program ended before its threads could be looked at");
+                Ok(code)
+            }
+            None => Err(CliError::usage(format!(
+                "-p {pid}: the process ended before it could be looked at"
+            ))),
+        };
     };
     let mut counting = plan.map(|plan| Counting::begin(plan, groups, &first, source.begun()));
     let mut watch = Watch::new(
@@ -158,7 +190,33 @@ pub fn run(args: Args) -> CmdResult {
             100.0 * o
         );
     }
-    let written = write_outputs(&args, &report, &watch);
+    // The files asked for: JSON figures and verdicts, CSV samples, the SVG picture.
+    use std::borrow::Cow;
+    let json = match &args.json {
+        Some(_) => Some(Cow::Owned(
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::internal(e.to_string()))?,
+        )),
+        None => None,
+    };
+    let outputs = [
+        (&args.json, json),
+        (
+            &args.csv,
+            args.csv.as_ref().map(|_| Cow::Borrowed(watch.csv())),
+        ),
+        (
+            &args.svg,
+            args.svg
+                .as_ref()
+                .and_then(|_| watch.picture(&report))
+                .map(Cow::Owned),
+        ),
+    ];
+    let written = outputs
+        .iter()
+        .filter_map(|(path, text)| Some((path.as_ref()?, text.as_ref()?)))
+        .try_for_each(|(path, text)| autopin_files::write::write_atomically(path, text.as_bytes()))
+        .map_err(CliError::from);
     let code = match (status, target.child.as_mut()) {
         (Some(code), _) => code,
         // Watched for --duration (or its threads are gone): the program goes on to its
@@ -173,94 +231,4 @@ pub fn run(args: Args) -> CmdResult {
         say!("autopin: error: {e}");
     }
     Ok(code)
-}
-
-/// What `stat` watches: a process, the program when autopin started it, and its name.
-struct Target {
-    pid: i32,
-    child: Option<autopin_os::process::Launched>,
-    subject: Subject,
-    /// The program's own progress (a program `stat` started).
-    progress: Option<ProgressChannel>,
-}
-
-enum Start {
-    Watching(Target),
-    /// The program could not be started: the exit code a shell would give.
-    Failed(i32),
-}
-
-/// Starts the program, or checks the process to watch.
-fn start(args: &Args) -> Result<Start, CliError> {
-    match (&args.pid, args.command.is_empty()) {
-        (Some(_), false) => Err(CliError::usage(
-            "give a program to start or -p PID to watch, not both",
-        )),
-        (None, true) => Err(CliError::usage(
-            "nothing to watch: give a program (autopin stat -- PROGRAM) or -p PID",
-        )),
-        (Some(pid), true) => {
-            if *pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                return Err(CliError::usage(format!("-p {pid}: no such process")));
-            }
-            Ok(Start::Watching(Target {
-                pid: *pid,
-                child: None,
-                subject: Subject::Process(*pid),
-                progress: None,
-            }))
-        }
-        (None, false) => {
-            let mut spec =
-                autopin_os::process::LaunchSpec::new(&args.command[0], &args.command[1..]);
-            spec.forward_signals = true;
-            let progress = ProgressChannel::for_launch(&mut spec);
-            match autopin_os::process::spawn(&spec) {
-                Ok(l) => Ok(Start::Watching(Target {
-                    pid: l.pid(),
-                    child: Some(l),
-                    subject: Subject::Command(args.command.clone()),
-                    progress,
-                })),
-                Err(e) => {
-                    // As a shell would: 127 not found, 126 not runnable.
-                    say!("autopin: error: {e}");
-                    Ok(Start::Failed(e.exit_code()))
-                }
-            }
-        }
-    }
-}
-
-/// The files asked for: JSON figures and verdicts, CSV samples, the SVG picture.
-fn write_outputs(args: &Args, report: &StatReport, watch: &Watch) -> Result<(), CliError> {
-    if let Some(p) = &args.json {
-        let text =
-            serde_json::to_string_pretty(report).map_err(|e| CliError::internal(e.to_string()))?;
-        crate::output::write_atomically(p, text.as_bytes())?;
-    }
-    if let Some(p) = &args.csv {
-        crate::output::write_atomically(p, watch.csv().as_bytes())?;
-    }
-    if let (Some(p), Some(svg)) = (&args.svg, watch.picture(report)) {
-        crate::output::write_atomically(p, svg.as_bytes())?;
-    }
-    Ok(())
-}
-
-/// The program ended (or the process vanished) before the first look.
-fn finish_without_samples(
-    child: Option<&mut autopin_os::process::Launched>,
-    pid: i32,
-) -> CmdResult {
-    match child {
-        Some(c) => {
-            let code = c.wait().map_err(|e| CliError::internal(e.to_string()))?;
-            eprintln!("autopin stat: the program ended before its threads could be looked at");
-            Ok(code)
-        }
-        None => Err(CliError::usage(format!(
-            "-p {pid}: the process ended before it could be looked at"
-        ))),
-    }
 }
