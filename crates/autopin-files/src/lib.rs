@@ -264,6 +264,19 @@ pub fn read_to_string_bounded(path: &Path, max: u64) -> std::io::Result<String> 
     })
 }
 
+/// A FIFO at `path`, for the tests of reading and writing one.
+#[cfg(test)]
+pub(crate) fn make_fifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,14 +295,7 @@ mod tests {
         std::fs::write(&f, b"\xff").unwrap();
         assert!(read_to_string_bounded(&f, 5).is_err());
         let fifo = d.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::make_fifo(&fifo);
         let t = std::time::Instant::now();
         assert_eq!(read_bounded(&fifo, 10).unwrap(), b"");
         assert!(t.elapsed() < std::time::Duration::from_secs(2));
