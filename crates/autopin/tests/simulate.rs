@@ -124,6 +124,38 @@ fn a_clean_search_decides_within_three_seconds_of_the_start() {
 /// same table with the work lost and autopin's CPU a tick).
 #[test]
 fn every_topology_and_model_keeps_the_floor() {
+    let (failures, cases) =
+        floor_failures(&["bandwidth", "pairs", "smt", "barrier", "phases"], &[]);
+    assert!(cases >= 200, "{cases} cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The floor beside an OS placement that swings as the kernel's does (`--os-swing`: on the
+/// barrier model's busy CPUs, then off them). Before, 15 of the 46 cases decided at
+/// 3.1–5.5 s, one seed never: the OS placement's looks were had in the round's middle but
+/// judged against a leader probed once (among pinnings within noise of each other the lead
+/// passed from one to the next), so the search waited a round for a leader seen twice.
+#[test]
+fn every_topology_keeps_the_floor_beside_a_swinging_os_placement() {
+    let (failures, cases) = floor_failures(&["barrier"], &["--os-swing"]);
+    assert!(cases >= 40, "{cases} cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Every dump in tests/data × `models` × three thread counts (4, half the cores, all of
+/// them), 10 seeds each with `extra` options: the cases whose median rate ÷ optimum is
+/// below 0.95 or whose median decision is after 3 s, and how many cases ran.
+fn floor_failures(models: &[&str], extra: &[&str]) -> (Vec<String>, usize) {
     let names = autopin_testkit::hwloc_dump_names();
     assert!(names.len() >= 15, "{names:?}");
     let mut cases: Vec<(String, std::path::PathBuf, &str, usize)> = Vec::new();
@@ -155,12 +187,11 @@ fn every_topology_and_model_keeps_the_floor() {
         let counts: std::collections::BTreeSet<usize> =
             [cores.len().min(4), (cores.len() / 2).max(1), cores.len()].into();
         for n in counts {
-            for model in ["bandwidth", "pairs", "smt", "barrier", "phases"] {
+            for &model in models {
                 cases.push((name.clone(), dir.clone(), model, n));
             }
         }
     }
-    assert!(cases.len() >= 200, "{} cases", cases.len());
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failures = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -172,7 +203,7 @@ fn every_topology_and_model_keeps_the_floor() {
                 };
                 let dir = dir.display().to_string();
                 let n = n.to_string();
-                let (doc, _) = simulated(&[
+                let mut args = vec![
                     "--sysfs-root",
                     &dir,
                     "--model",
@@ -181,7 +212,9 @@ fn every_topology_and_model_keeps_the_floor() {
                     &n,
                     "--seeds",
                     "10",
-                ]);
+                ];
+                args.extend_from_slice(extra);
+                let (doc, _) = simulated(&args);
                 let ratio = doc["median"]["ratio"].as_f64().unwrap_or(0.0);
                 let at = doc["median"]["decided_at"]
                     .as_f64()
@@ -194,14 +227,7 @@ fn every_topology_and_model_keeps_the_floor() {
             });
         }
     });
-    let failures = failures.into_inner().unwrap();
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    (failures.into_inner().unwrap(), cases.len())
 }
 
 /// On the hybrid dump (6 P-cores with SMT at 1900 MHz base, 8 E-cores at 1400 MHz in L2

@@ -48,77 +48,102 @@ impl Race {
     /// right pinning, 110) was found again only by a re-search 7 s later.
     pub(super) fn eliminate(&mut self, est: &[Option<Estimate>], l: usize) {
         let Some(le) = est[l] else { return };
-        let Some(l_searched) = self.searched_rate(l) else {
-            return;
-        };
-        let alpha = self.alpha();
-        for (c, ce) in est.iter().enumerate() {
+        for c in 0..est.len() {
             if c == l || !self.arms[c].alive {
                 continue;
             }
-            let Some(ce) = *ce else { continue };
-            // Not ahead of it on its own probes of the search.
-            if self.mean_rate(c, 0.0).is_some_and(|cm| l_searched <= cm) {
-                continue;
-            }
-            // The pinning in force won an earlier run: one probe does not overturn it. Its
-            // first is the check's first, taken while the program may still be starting
-            // (reading its input, one thread working alone), where any pinning reads far
-            // below its rate; a second probe costs the check a fifth of a second.
-            if self.incumbent == Some(c) && ce.n < 2 {
-                continue;
-            }
-            // The OS placement is the one candidate whose threads the kernel moves: a few
-            // probes of it may all have caught one state (a thread on the busy CPU, or off
-            // it), so only the half-the-leader, ceiling and not-ahead rules judge it before it
-            // has been probed `os_probes` times.
-            let unsettled = self.unsettled(l) || self.unsettled(c);
-            let why = if self.below_half(l, c) {
-                Some(Why::HalfTheLeader)
-            } else if self.behind_at_two_warmups(l, c) {
-                Some(Why::WarmUps)
-            } else if self.under_ceiling(l, c) {
-                Some(Why::Ceiling)
-            } else if self.not_ahead_beside_busy(l, c) {
-                Some(Why::NotAhead)
-            } else if self.never_near(l, c) {
-                Some(Why::NeverNear)
-            } else if unsettled {
-                None
-            } else if order_p(le.n, ce.n) <= alpha
-                && self.os_placement != Some(l)
-                && self.os_placement != Some(c)
-                && (1.0 + self.p.indistinct) * self.arms[c].score_range().1
-                    < self.arms[l].score_range().0
-            {
-                // Order alone, with a gap that matters: every probe of c is more than
-                // `indistinct` below every probe of the leader.
-                Some(Why::Probes)
-            } else {
-                let one_probe = le.n == 1 || ce.n == 1;
-                // One probe's ticks say less than they seem (their noise is estimated from
-                // a handful of them): an elimination on them is held to the strict level.
-                let level = if one_probe {
-                    alpha.min(ONE_PROBE_ERROR)
-                } else {
-                    alpha
-                };
-                let (d, se, q) = self.gap(l, c, &le, &ce, level);
-                let gap_ok = !one_probe || 1.0 - (-d).exp() >= self.p.decisive_gap;
-                // A leader seen once does not outvote a candidate seen more often: its one
-                // probe may have been lucky (a swinging candidate in its high state). It is
-                // probed again first in the next round.
-                let leader_known = le.n > 1 || ce.n == 1;
-                (gap_ok && leader_known && d > q * se).then_some(if one_probe {
-                    Why::Ticks
-                } else {
-                    Why::Probes
-                })
-            };
-            if let Some(w) = why {
+            if let Some(w) = self.why_out(est, l, c) {
                 self.arms[c].alive = false;
                 self.eliminated[c] = Some(w);
             }
+        }
+        // Beside busy CPUs, the OS placement is also judged against the best pinning probed
+        // twice when the leader has been probed once: among pinnings within noise of each
+        // other the lead passes from one to the next, each seen once, and the rules that
+        // end an OS placement (and a t-test, `leader_known`) want a leader seen twice. A
+        // swinging OS placement far below every pinning then waited for a leader to keep
+        // its lead over two probes, past the clean deadline (the simulator's barrier model
+        // with `--os-swing`, 32 threads on 64 CPUs: 4.5 s).
+        let os = self
+            .os_placement
+            .filter(|&o| o != l && self.busy_neighbours && self.arms[o].alive && le.n < 2);
+        let known = (0..est.len())
+            .filter(|&k| Some(k) != os && k != l && self.arms[k].alive)
+            .filter(|&k| est[k].is_some_and(|e| e.n >= 2))
+            .filter_map(|k| self.mean_rate(k, 0.0).map(|m| (k, m)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(k, _)| k);
+        if let (Some(o), Some(k)) = (os, known) {
+            if let Some(w) = self.why_out(est, k, o) {
+                self.arms[o].alive = false;
+                self.eliminated[o] = Some(w);
+            }
+        }
+    }
+
+    /// Why the challenger `c` goes, beaten by `l` beyond doubt; None while it may still win.
+    fn why_out(&self, est: &[Option<Estimate>], l: usize, c: usize) -> Option<Why> {
+        let le = est[l]?;
+        let ce = est[c]?;
+        let l_searched = self.searched_rate(l)?;
+        let alpha = self.alpha();
+        // Not ahead of it on its own probes of the search.
+        if self.mean_rate(c, 0.0).is_some_and(|cm| l_searched <= cm) {
+            return None;
+        }
+        // The pinning in force won an earlier run: one probe does not overturn it. Its
+        // first is the check's first, taken while the program may still be starting
+        // (reading its input, one thread working alone), where any pinning reads far
+        // below its rate; a second probe costs the check a fifth of a second.
+        if self.incumbent == Some(c) && ce.n < 2 {
+            return None;
+        }
+        // The OS placement is the one candidate whose threads the kernel moves: a few
+        // probes of it may all have caught one state (a thread on the busy CPU, or off
+        // it), so only the half-the-leader, ceiling and not-ahead rules judge it before it
+        // has been probed `os_probes` times.
+        let unsettled = self.unsettled(l) || self.unsettled(c);
+        if self.below_half(l, c) {
+            Some(Why::HalfTheLeader)
+        } else if self.behind_at_two_warmups(l, c) {
+            Some(Why::WarmUps)
+        } else if self.under_ceiling(l, c) {
+            Some(Why::Ceiling)
+        } else if self.not_ahead_beside_busy(l, c) {
+            Some(Why::NotAhead)
+        } else if self.never_near(l, c) {
+            Some(Why::NeverNear)
+        } else if unsettled {
+            None
+        } else if order_p(le.n, ce.n) <= alpha
+            && self.os_placement != Some(l)
+            && self.os_placement != Some(c)
+            && (1.0 + self.p.indistinct) * self.arms[c].score_range().1
+                < self.arms[l].score_range().0
+        {
+            // Order alone, with a gap that matters: every probe of c is more than
+            // `indistinct` below every probe of the leader.
+            Some(Why::Probes)
+        } else {
+            let one_probe = le.n == 1 || ce.n == 1;
+            // One probe's ticks say less than they seem (their noise is estimated from
+            // a handful of them): an elimination on them is held to the strict level.
+            let level = if one_probe {
+                alpha.min(ONE_PROBE_ERROR)
+            } else {
+                alpha
+            };
+            let (d, se, q) = self.gap(l, c, &le, &ce, level);
+            let gap_ok = !one_probe || 1.0 - (-d).exp() >= self.p.decisive_gap;
+            // A leader seen once does not outvote a candidate seen more often: its one
+            // probe may have been lucky (a swinging candidate in its high state). It is
+            // probed again first in the next round.
+            let leader_known = le.n > 1 || ce.n == 1;
+            (gap_ok && leader_known && d > q * se).then_some(if one_probe {
+                Why::Ticks
+            } else {
+                Why::Probes
+            })
         }
     }
 

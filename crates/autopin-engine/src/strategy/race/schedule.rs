@@ -195,6 +195,16 @@ impl Race {
             return;
         }
         order.retain(|&c| c != o);
+        // The round's first candidate (the best scouted, or the leader) probed once more
+        // after the OS placement's first look, when this round would leave it with one
+        // probe: every rule that ends an OS placement beside busy CPUs compares it with a
+        // leader probed twice. A swinging OS placement (on the busy CPUs, then off them)
+        // had its looks by the round's middle and still waited for the leader's second
+        // probe, the next round's, past the deadline.
+        let first = order[0];
+        if self.arms[first].scores.is_empty() && first != o {
+            order.insert(1, first);
+        }
         let a = &self.arms[o];
         let looked = a.rounds.iter().filter(|&&r| r > 0).count();
         let looks = self.p.os_probes.saturating_sub(looked).max(1);
