@@ -6,7 +6,6 @@ mod messages;
 mod cluster;
 mod cmd;
 mod compare_progress;
-mod decision_memory;
 mod doctor_checks;
 mod error;
 mod machine_args;
