@@ -171,9 +171,30 @@ pub fn tasks_on_node(spec: &str, node: usize) -> Result<usize, TasksPerNodeError
     })
 }
 
+/// More local ranks than any node holds (Slurm's own default is at most 512 tasks a node).
+/// A local rank or count above it is a broken environment, not a launch: the rendezvous
+/// would wait for, and make room for, every one of them (`SLURM_LOCALID=4294967295` asked
+/// for 64 GiB before the program started, and autopin aborted).
+pub const MAX_LOCAL_RANKS: usize = 4096;
+
 /// Detects the launcher from environment variables. Slurm wins over MPI variables when both
-/// are present (an `srun`-started Open MPI program has both, and Slurm's are the step's).
+/// are present (an `srun`-started Open MPI program has both, and Slurm's are the step's). A
+/// local rank or count past [`MAX_LOCAL_RANKS`] is a problem said, and the rank plans alone.
 pub fn detect(env: &Env) -> Launch {
+    let mut launch = detect_as_given(env);
+    let p = &mut launch.place;
+    if p.local_size > MAX_LOCAL_RANKS {
+        launch.problems.push(format!(
+            "local rank {} of {}: more local ranks than a node holds (at most {MAX_LOCAL_RANKS}); this rank plans alone",
+            p.local_rank, p.local_size
+        ));
+        p.local_rank = 0;
+        p.local_size = 1;
+    }
+    launch
+}
+
+fn detect_as_given(env: &Env) -> Launch {
     let mut problems = Vec::new();
     if env.contains_key("SLURM_STEP_ID") || env.contains_key("SLURM_LOCALID") {
         let local_rank = num(env, "SLURM_LOCALID", &mut problems).unwrap_or(0);
@@ -412,6 +433,14 @@ mod tests {
         let p = detect(&env(&[("HOME", "/root")]));
         assert_eq!(p, Launch::plain());
         assert!(!p.shares_node());
+        let huge = detect(&env(&[("SLURM_LOCALID", "4294967295")]));
+        assert_eq!((huge.place.local_rank, huge.place.local_size), (0, 1));
+        assert!(!huge.shares_node());
+        assert!(
+            huge.problems[0].contains("more local ranks than a node holds"),
+            "{:?}",
+            huge.problems
+        );
         let b = detect(&env(&[("SLURM_LOCALID", "x"), ("SLURM_STEP_ID", "0")]));
         assert_eq!(b.place.launcher, JobLauncher::Slurm);
         assert_eq!(b.place.local_rank, 0);
