@@ -161,12 +161,6 @@ fn is_own_output(path: &Path) -> bool {
     same(std::io::stdout().as_fd()) || same(std::io::stderr().as_fd())
 }
 
-/// Whether a write to `path` goes in place, at the end of what is there ([`Target::Direct`]):
-/// such a path is written once, with the final text, never with checkpoints.
-pub fn is_in_place(path: &Path) -> bool {
-    matches!(target(path), Ok(Target::Direct { .. }))
-}
-
 /// Writes `bytes` to a temporary file beside `path` and renames it into place (tempfile's
 /// persist), so a reader never sees half a file and an interrupted write never destroys the
 /// previous one. A new file gets mode 0666 minus the umask (as `>` in a shell would give
@@ -252,6 +246,12 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 /// permissions count), and `path` itself is not a directory. Long runs call this first so a
 /// typo in an output path does not throw the run away at the end.
 pub fn check_writable(path: &Path) -> Result<(), WriteError> {
+    checked_in_place(path).map(|_| ())
+}
+
+/// [`check_writable`], saying whether a write to `path` goes in place, at the end of what is
+/// there ([`Target::Direct`]: a device, a FIFO, a descriptor, the program's own output).
+fn checked_in_place(path: &Path) -> Result<bool, WriteError> {
     let fail = |why: String| {
         Err(WriteError {
             path: path.to_path_buf(),
@@ -264,7 +264,7 @@ pub fn check_writable(path: &Path) -> Result<(), WriteError> {
         // Written in place: it must take writes itself (its directory need not).
         Ok(Target::Direct { path, .. }) => {
             return match rustix::fs::access(path, rustix::fs::Access::WRITE_OK) {
-                Ok(()) => Ok(()),
+                Ok(()) => Ok(true),
                 Err(e) => fail(reason(&e.into())),
             };
         }
@@ -292,7 +292,7 @@ pub fn check_writable(path: &Path) -> Result<(), WriteError> {
             return fail(why);
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Room an output needs on its file system: a report with a long run's timeline and every
@@ -320,8 +320,7 @@ pub fn check_outputs<const N: usize>(
     let mut kept = [false; N];
     for (k, p) in kept.iter_mut().zip(paths) {
         if let Some(p) = p {
-            check_writable(p)?;
-            *k = p.exists() || is_in_place(p);
+            *k = checked_in_place(p)? || p.exists();
         }
     }
     Ok(kept)

@@ -1,9 +1,8 @@
-//! Writing files the user asked for, as the commands do: autopin-files' atomic writer
-//! ([`autopin_files::write`]), its errors made usage errors (exit 2) that name the user's
-//! path.
+//! Writing files the user asked for, as the commands do: they call autopin-files' atomic
+//! writer ([`autopin_files::write`]) themselves, and its errors become usage errors (exit 2)
+//! that name the user's path.
 
 use crate::error::CliError;
-use std::path::Path;
 
 impl From<autopin_files::write::WriteError> for CliError {
     fn from(e: autopin_files::write::WriteError) -> Self {
@@ -11,43 +10,35 @@ impl From<autopin_files::write::WriteError> for CliError {
     }
 }
 
-/// [`autopin_files::write::write_atomic`] with the error a user sees.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    Ok(autopin_files::write::write_atomically(path, bytes)?)
-}
-
-/// Checks, before any work starts, that `path` can be written
-/// ([`autopin_files::write::check_writable`]).
-pub fn check_writable(path: &Path) -> Result<(), CliError> {
-    Ok(autopin_files::write::check_writable(path)?)
-}
-
-/// [`check_writable`] for every output path given.
+/// [`autopin_files::write::check_writable`] for every output path given.
 pub fn check_all_writable<'a>(
     paths: impl IntoIterator<Item = &'a Option<std::path::PathBuf>>,
 ) -> Result<(), CliError> {
     paths
         .into_iter()
         .flatten()
-        .try_for_each(|p| check_writable(p))
+        .try_for_each(|p| Ok(autopin_files::write::check_writable(p)?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use autopin_engine::report::{CandidateRecord, Report, TimelinePoint};
-    use autopin_files::write::write_atomic;
+    use autopin_files::write::{check_writable, write_atomic, write_atomically};
 
     #[test]
     fn a_users_path_that_cannot_be_written_is_a_usage_error() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("missing/r.json");
-        let e = write_atomically(&p, b"x").unwrap_err();
+        let e = CliError::from(write_atomically(&p, b"x").unwrap_err());
         assert_eq!(e.exit_code(), 2);
         assert!(e
             .to_string()
             .starts_with(&format!("{}: cannot write: ", p.display())));
-        assert_eq!(check_writable(&p).unwrap_err().exit_code(), 2);
+        assert_eq!(
+            CliError::from(check_writable(&p).unwrap_err()).exit_code(),
+            2
+        );
     }
 
     #[test]

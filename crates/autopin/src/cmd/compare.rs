@@ -233,7 +233,7 @@ fn check_export_dirs(args: &Args) -> Result<(), CliError> {
 fn write_exports(args: &Args, doc: &Document) -> Result<(), CliError> {
     let write = |path: &Option<PathBuf>, text: String| -> Result<(), CliError> {
         if let Some(p) = path {
-            crate::output::write_atomically(p, text.as_bytes())?;
+            autopin_files::write::write_atomically(p, text.as_bytes())?;
         }
         Ok(())
     };

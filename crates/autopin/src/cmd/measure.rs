@@ -2,7 +2,7 @@
 //! reveals, compared with the OS's view), memory latency and bandwidth per NUMA node.
 
 use crate::error::{CliError, CmdResult};
-use crate::output::write_atomically;
+use autopin_files::write::write_atomically;
 use autopin_latency::measure::{
     self, affinity::Affinity, affinity::Linux, memory_speed, pair::PairConfig, smt,
 };

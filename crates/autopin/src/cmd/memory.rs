@@ -142,7 +142,7 @@ pub fn run(args: Args) -> CmdResult {
         }
         Action::Export { file } => {
             let all = store.list().map_err(store_error)?;
-            crate::output::write_atomically(&file, to_json(&all)?.as_bytes())?;
+            autopin_files::write::write_atomically(&file, to_json(&all)?.as_bytes())?;
             eprintln!(
                 "autopin: exported {} decision(s) to {}",
                 all.len(),

@@ -41,7 +41,7 @@ pub fn run(args: Args) -> CmdResult {
     // A job report (`--merge -o job.json`) is shown as the merge showed it.
     if let Ok(job) = serde_json::from_str::<autopin_engine::job_report::JobReport>(&text) {
         match &args.svg {
-            Some(out) => crate::output::write_atomically(out, job.svg().as_bytes())?,
+            Some(out) => autopin_files::write::write_atomically(out, job.svg().as_bytes())?,
             None => {
                 for l in job.table() {
                     println!("{l}");
@@ -60,7 +60,7 @@ pub fn run(args: Args) -> CmdResult {
     })?;
     match &args.svg {
         Some(out) => {
-            crate::output::write_atomically(out, view::svg(&r).as_bytes())?;
+            autopin_files::write::write_atomically(out, view::svg(&r).as_bytes())?;
         }
         None => print!("{}", view::summary(&r)),
     }

@@ -25,10 +25,10 @@ pub fn run(files: &[PathBuf], out: Option<&Path>, svg: Option<&Path>) -> CmdResu
     if let Some(o) = out {
         let text =
             serde_json::to_string_pretty(&job).map_err(|e| CliError::internal(e.to_string()))?;
-        crate::output::write_atomically(o, text.as_bytes())?;
+        autopin_files::write::write_atomically(o, text.as_bytes())?;
     }
     if let Some(s) = svg {
-        crate::output::write_atomically(s, job.svg().as_bytes())?;
+        autopin_files::write::write_atomically(s, job.svg().as_bytes())?;
     }
     for l in job.table() {
         println!("{l}");

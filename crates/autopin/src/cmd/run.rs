@@ -139,21 +139,20 @@ struct Outputs {
 
 impl Outputs {
     /// Writes the report and the timeline; both are tried, and every failure comes back.
-    /// `checkpoint`: a partial report, which never replaces a file that was there before
-    /// the run.
+    /// `checkpoint`: a partial report, which is never written to a file `kept`.
     fn write(&self, r: &Report, checkpoint: bool) -> Vec<CliError> {
         let outputs = [
             (&self.files[0], self.kept[0], r.to_json()),
             (&self.files[1], self.kept[1], r.timeline_csv()),
         ];
         let mut failed = Vec::new();
-        for (path, existed, text) in outputs {
+        for (path, kept, text) in outputs {
             let Some(p) = path else { continue };
-            if checkpoint && existed {
+            if checkpoint && kept {
                 continue;
             }
-            if let Err(e) = crate::output::write_atomically(p, text.as_bytes()) {
-                failed.push(e);
+            if let Err(e) = autopin_files::write::write_atomically(p, text.as_bytes()) {
+                failed.push(e.into());
             }
         }
         failed

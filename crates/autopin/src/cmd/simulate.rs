@@ -70,7 +70,7 @@ pub fn run(args: Args) -> CmdResult {
     .map_err(|e| CliError::usage(format!("--race: {e}")))?;
     let machine = args.machine.load()?;
     for p in [&args.json, &args.report].into_iter().flatten() {
-        crate::output::check_writable(p)?;
+        autopin_files::write::check_writable(p)?;
     }
     let cores = {
         let v = autopin_engine::sim::SimTopo::from_machine(&machine);
@@ -102,7 +102,7 @@ pub fn run(args: Args) -> CmdResult {
         cpu.push(spent / o.ticks.max(1) as f64);
         println!("{}", line(&o, spent));
         if let (0, Some(p)) = (k, &args.report) {
-            crate::output::write_atomically(p, report.to_json().as_bytes())?;
+            autopin_files::write::write_atomically(p, report.to_json().as_bytes())?;
         }
         outcomes.push(o);
     }
@@ -132,7 +132,7 @@ pub fn run(args: Args) -> CmdResult {
         });
         let text =
             serde_json::to_string_pretty(&doc).map_err(|e| CliError::internal(e.to_string()))?;
-        crate::output::write_atomically(p, text.as_bytes())?;
+        autopin_files::write::write_atomically(p, text.as_bytes())?;
     }
     Ok(0)
 }

@@ -105,9 +105,7 @@ pub fn run(args: Args) -> CmdResult {
         (!groups.is_empty()).then(|| stat_counters::plan_for(args.pid.unwrap_or(0), &groups));
     let mut target = match StatTarget::start(watched) {
         Ok(t) => t,
-        Err(StartError::NoProcess(pid)) => {
-            return Err(CliError::usage(format!("-p {pid}: no such process")))
-        }
+        Err(e @ StartError::NoProcess(_)) => return Err(CliError::usage(e.to_string())),
         Err(StartError::Launch(e)) => {
             // As a shell would: 127 not found, 126 not runnable.
             say!("autopin: error: {e}");

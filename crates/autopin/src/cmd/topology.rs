@@ -94,7 +94,7 @@ pub fn run(args: Args) -> CmdResult {
         }
     };
     match args.output {
-        Some(path) => crate::output::write_atomically(&path, text.as_bytes())?,
+        Some(path) => autopin_files::write::write_atomically(&path, text.as_bytes())?,
         None => {
             let mut out = std::io::stdout().lock();
             // A closed pipe (`| head`) is not an error worth a message.

@@ -202,7 +202,7 @@ impl Race {
         // had its looks by the round's middle and still waited for the leader's second
         // probe, the next round's, past the deadline.
         let first = order[0];
-        if self.arms[first].scores.is_empty() && first != o {
+        if self.arms[first].scores.is_empty() {
             order.insert(1, first);
         }
         let a = &self.arms[o];
