@@ -103,7 +103,12 @@ impl LinuxPlatform {
         let heartbeat = HeartbeatChannel::fresh_path(&std::env::temp_dir());
         self.guard_file(&heartbeat);
         let (channel, heartbeat) = HeartbeatChannel::create_at(&heartbeat)
-            .map_err(|e| EngineError::os(format!("heartbeat channel: {e}")))?;
+            .map_err(|e| {
+                EngineError::os(format!(
+                    "heartbeat channel: {e} (autopin's working files go to TMPDIR, now {}; point it at a directory where you may write and that has room)",
+                    std::env::temp_dir().display()
+                ))
+            })?;
         self.heartbeat = Some(channel);
         let mut spec = LaunchSpec::new(&argv[0], &argv[1..]);
         spec.forward_signals = true;
@@ -151,7 +156,13 @@ impl LinuxPlatform {
             g.dir(&registry_dir);
             g.file(&process::Registry::file_in(&registry_dir));
         }
-        let mut registry = process::Registry::create_at(&registry_dir, 4096).ok();
+        let mut registry = match process::Registry::create_at(&registry_dir, 4096) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                warnings.push(format!("thread registry unavailable in {} ({e}); threads are found and pinned when /proc shows them", registry_dir.display()));
+                None
+            }
+        };
         if let Some(r) = &registry {
             spec.env.push(r.env());
         }

@@ -147,9 +147,14 @@ impl HeartbeatChannel {
             .mode(0o600)
             .open(&path)
             .map_err(|e| PerfError::io(format!("creating heartbeat file {}", path.display()), e))?;
-        file.set_len(FILE_SIZE as u64)
-            .map_err(|e| PerfError::io(format!("sizing {}", path.display()), e))?;
-        let map = Mapping::new(&file, &path)?;
+        let map = match SharedWords::map_allocated(&file, FILE_SIZE) {
+            Ok(map) => Mapping { map },
+            Err(e) => {
+                // Half made (a full filesystem): not left behind.
+                let _ = std::fs::remove_file(&path);
+                return Err(PerfError::io(format!("filling {}", path.display()), e));
+            }
+        };
         map.u32_at(OFF_VERSION).store(VERSION, Ordering::Relaxed);
         // Magic last: a reader that sees it sees an initialised file.
         map.u64_at(OFF_MAGIC).store(MAGIC, Ordering::Release);

@@ -35,6 +35,21 @@ impl SharedWords {
         })
     }
 
+    /// Grows `file` to `len` bytes by writing zeros after its end, then maps all of it.
+    ///
+    /// Why not `set_len`: that leaves a sparse file whose blocks are allocated only when a
+    /// process first writes a page through its mapping, and on a full filesystem (a full
+    /// TMPDIR) that write kills the writer with SIGBUS, autopin or the program it runs. Writing
+    /// the zeros here makes the same shortage an error this call returns (ENOSPC, EDQUOT).
+    pub fn map_allocated(file: &File, len: usize) -> io::Result<SharedWords> {
+        use std::os::unix::fs::FileExt;
+        let have = file.metadata()?.len() as usize;
+        if have < len {
+            file.write_all_at(&vec![0u8; len - have], have as u64)?;
+        }
+        Self::map(file)
+    }
+
     /// Bytes mapped.
     pub fn len(&self) -> usize {
         self.map.len()
@@ -93,6 +108,20 @@ mod tests {
         let on_disk = std::fs::read(f.path()).unwrap();
         assert_eq!(&on_disk[4..8], &0x0102_0304u32.to_le_bytes());
         assert_eq!(w.at::<AtomicU8>(5).load(Ordering::Acquire), 0x03);
+    }
+
+    #[test]
+    fn an_allocated_mapping_keeps_the_files_bytes_and_fills_the_rest_with_zeros() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&[1, 2, 3, 4]).unwrap();
+        let file = f.reopen().unwrap();
+        let w = SharedWords::map_allocated(&file, 4096).unwrap();
+        assert_eq!(w.len(), 4096);
+        assert_eq!(w.at::<AtomicU32>(0).load(Ordering::Relaxed), 0x0403_0201);
+        assert_eq!(w.at::<AtomicU64>(4088).load(Ordering::Relaxed), 0);
+        // Written, not a hole: the blocks exist before anyone writes through the mapping.
+        use std::os::unix::fs::MetadataExt;
+        assert!(file.metadata().unwrap().blocks() * 512 >= 4096);
     }
 
     #[test]

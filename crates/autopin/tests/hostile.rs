@@ -305,3 +305,77 @@ fn a_latency_too_large_names_the_file_and_line() {
         "{err}"
     );
 }
+
+/// What `autopin run -- sh -c 'echo out; exit 3'` did with TMPDIR on a tmpfs of its own, `free`
+/// KiB of it left: exit status, stdout, stderr, and the names left in TMPDIR besides the
+/// filler. Err when no mount namespace can be made here.
+fn run_with_tmpdir_left(free_kib: u32) -> Result<(i32, String, String, Vec<String>), String> {
+    if !autopin_testkit::have("unshare") {
+        return Err("unshare is not installed".into());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("t")).unwrap();
+    let ns = if rustix::process::geteuid().is_root() {
+        "-m"
+    } else {
+        "-rm"
+    };
+    // 256 KiB, filled but for `free` KiB (tmpfs counts whole 4 KiB pages).
+    let script = format!(
+        r#"mount -t tmpfs -o size=256k tmpfs "$T" || exit 97
+dd if=/dev/zero of="$T/fill" bs=4096 count=$(( (256 - {free_kib}) / 4 )) 2>/dev/null
+TMPDIR="$T" "$AP" run --no-perturbation-estimate -- sh -c 'echo out; exit 3' >"$D/out" 2>"$D/err"
+echo $? >"$D/rc"
+ls -A "$T" >"$D/left"
+"#
+    );
+    let ran = std::process::Command::new("unshare")
+        .arg(ns)
+        .args(["sh", "-c", &script])
+        .env("AP", assert_cmd::cargo::cargo_bin("autopin"))
+        .env("T", d.join("t"))
+        .env("D", d)
+        .output()
+        .unwrap();
+    let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap_or_default();
+    let Ok(rc) = read("rc").trim().parse::<i32>() else {
+        return Err(format!(
+            "no mount namespace with a tmpfs here (unshare {ns}: {}{})",
+            String::from_utf8_lossy(&ran.stderr).trim(),
+            ran.status
+        ));
+    };
+    let left = read("left")
+        .lines()
+        .filter(|l| *l != "fill")
+        .map(str::to_owned)
+        .collect();
+    Ok((rc, read("out"), read("err"), left))
+}
+
+/// A full TMPDIR once killed autopin with SIGBUS (exit 135) before the program started: its
+/// shared files were sparse, and the first write through their mapping found no room.
+/// Now the room is taken when a file is made, so a full TMPDIR is an error that says so
+/// (nothing started, nothing left), and a nearly full one costs only the thread registry.
+#[test]
+fn a_full_tmpdir_is_said_and_never_a_signal() {
+    let (rc, out, err, left) = autopin_testkit::ok_or_skip!(run_with_tmpdir_left(0));
+    assert_eq!(rc, 1, "{err}");
+    assert_eq!(out, "", "the program must not have started: {err}");
+    assert!(
+        err.contains("No space left on device") && err.contains("TMPDIR"),
+        "{err}"
+    );
+    assert!(left.is_empty(), "left behind: {left:?}");
+
+    // Room for the 16 KiB heartbeat channel, not for the 64 KiB registry: the program runs
+    // and keeps its exit status; autopin says what it did without.
+    let (rc, out, err, left) = autopin_testkit::ok_or_skip!(run_with_tmpdir_left(24));
+    assert_eq!((rc, out.as_str()), (3, "out\n"), "{err}");
+    assert!(
+        err.contains("thread registry unavailable") && err.contains("No space left on device"),
+        "{err}"
+    );
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -158,11 +158,10 @@ impl Registry {
         header.extend_from_slice(&0u32.to_le_bytes());
         header.extend_from_slice(&0u64.to_le_bytes());
         f.write_all(&header)?;
-        f.set_len(len as u64)?;
         Ok(Registry {
             _dir: dir,
             path,
-            words: SharedWords::map(&f)?,
+            words: SharedWords::map_allocated(&f, len)?,
             capacity,
         })
     }
