@@ -403,6 +403,22 @@ fn an_hwloc_dump_tarball_reads_like_its_directory() {
     );
 }
 
+/// A pin expression of --candidates that names no domain here is a usage error, said first:
+/// nothing about the decision store (whose use --candidates turns off) comes before it.
+#[test]
+fn a_wrong_candidate_expression_is_the_first_thing_said() {
+    let out = autopin()
+        .args(["run", "--candidates", "Q:9", "--", "true"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.starts_with("autopin: error: --candidates \"Q:9\": pin expression 'Q:9', position 0: unknown domain 'Q'"),
+        "{err}"
+    );
+    assert!(err.contains("valid domains on this machine: N,"), "{err}");
+}
+
 /// One pinning written two ways among --candidates is probed once, and the user is told.
 #[test]
 fn a_candidate_written_twice_is_probed_once() {

@@ -90,6 +90,11 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
             sink.message(None, l);
         }
     }
+    // Pin expressions of --candidates are read on the rank's share now, so a wrong one is
+    // the first thing said (the engine would read them at its start, after the store).
+    if let Some(resolved) = plan.with_listed_resolved(&mut sink)? {
+        plan = resolved;
+    }
     let memory = autopin_memory::RunMemory::open(request.memory, &plan, &mut sink);
     memory.apply(&mut plan, &mut sink);
     let mut platform = LinuxPlatform::new(perf_sysfs())?;
