@@ -142,6 +142,14 @@ pub fn settle(
     use_: &mut MemoryUse,
     now: f64,
 ) -> Option<Record> {
+    // A smaller team the run let go (the busy CPUs it was chosen beside are free now) is
+    // neither tried nor kept, and its trial goes with it: judged beside those CPUs, it says
+    // nothing of this machine, and a later run beside busy CPUs may offer it again.
+    let released = report
+        .threads
+        .as_ref()
+        .is_some_and(|t| t.released.is_some());
+    let trying = trying && !released;
     // What to remember: the decision; or, when the program ended during a search of its
     // own (nothing remembered, or only an earlier search's best so far, which is searched
     // from and not checked), the best so far.
@@ -181,7 +189,7 @@ pub fn settle(
     // A run that started with a remembered count (a kept team trial) ran every candidate
     // with it: what it decided keeps that count, unless it decided another.
     let run_team = found
-        .filter(|_| !trying)
+        .filter(|_| !trying && !released)
         .and_then(|r| r.pinning.team)
         .filter(|_| use_.hit);
     let with_run_team = |mut p: RememberedPinning| {
@@ -225,7 +233,9 @@ pub fn settle(
         phases,
         source: Some(report.objective.source.clone()).filter(|s| !s.is_empty()),
         busy,
-        team_trial: found.and_then(|r| r.team_trial.clone()),
+        team_trial: found
+            .filter(|_| !released)
+            .and_then(|r| r.team_trial.clone()),
     };
     use_.team_trial = if trying {
         found.map(|found| settle_trial(found, &mut record, report))
@@ -636,6 +646,7 @@ mod tests {
             searched: if trial.is_some() { "across runs" } else { "no" }.into(),
             why: String::new(),
             trial,
+            released: None,
         });
         r
     }
@@ -837,6 +848,45 @@ mod tests {
             (next.pinning.cpus.clone(), next.pinning.team),
             (None, Some(1))
         );
+    }
+
+    #[test]
+    fn a_count_the_run_let_go_is_not_kept_and_its_trial_goes_with_it() {
+        // The same record, but the CPU busy then is free now: the run started two threads
+        // (`released`), and what it decided is kept without the old count, whose judged
+        // trial is forgotten so that a later run beside a busy CPU may offer it again.
+        const UNIT: &str = "OpenMP team constructs/s";
+        let mut found = record(&[1], Outcome::Confirmed);
+        found.pinning.team = Some(1);
+        found.unit = UNIT.into();
+        found.busy = Some(vec![0]);
+        found.team_trial = Some(TeamTrial {
+            pinning: found.pinning.clone(),
+            state: TrialState::Kept,
+            rate: Some(2.0),
+            baseline: None,
+        });
+        let mut r = report("unpinned (OS decides)", None, 100.0, UNIT, None);
+        r.candidates[0].cpus = None;
+        r.busy_cpus = Some(Vec::new());
+        r.threads.as_mut().unwrap().released = Some(1);
+        let mut use_ = MemoryUse {
+            hit: true,
+            ..MemoryUse::default()
+        };
+        let next = settle(
+            Some(&found),
+            found.key.clone(),
+            false,
+            &mut r,
+            &mut use_,
+            5.0,
+        )
+        .expect("a record");
+        assert_eq!((next.pinning.cpus.clone(), next.pinning.team), (None, None));
+        assert_eq!(next.team_trial, None);
+        assert_eq!(next.busy, Some(Vec::new()));
+        assert_eq!(use_.outcome, "overturned");
     }
 
     #[test]

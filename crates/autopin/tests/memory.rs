@@ -1194,6 +1194,22 @@ fn a_program_with_heartbeats_gets_fewer_threads_in_its_next_run_beside_a_busy_cp
             .map(str::to_string)
     };
     assert_eq!(checksum(&first_out), checksum(&second_out));
+    // The busy loop gone, every thread of the program's own count has a CPU: whatever the
+    // trial's judgement, the next run starts two threads, and a kept count is let go.
+    let (third_out, r3) = run();
+    assert!(
+        third_out.contains("threads=2"),
+        "{third_out}\n{}\n{}",
+        r2["memory"],
+        r3["threads"]
+    );
+    assert_eq!(checksum(&first_out), checksum(&third_out));
+    if r2["memory"]["team_trial"]
+        .as_str()
+        .is_some_and(|t| t.contains("; kept"))
+    {
+        assert_eq!(r3["threads"]["released"], 1, "{}", r3["threads"]);
+    }
 }
 
 /// A shell spinning on one CPU, killed and reaped when stopped or dropped, whatever path a

@@ -376,13 +376,19 @@ impl ThreadCount {
             .own
             .map(|n| format!(" (the program's own count: {n})"))
             .unwrap_or_default();
-        match (self.searched.as_str(), &self.trial) {
+        let line = match (self.searched.as_str(), &self.trial) {
             ("mid-run", _) => format!("thread count: searched mid-run{own}; {}", self.why),
             ("across runs", Some(t)) => format!(
                 "thread count: kept in this run{own}: {}; the next run starts with {} to try",
                 self.why, t.label
             ),
             _ => format!("thread count: not searched{own}: {}", self.why),
+        };
+        match self.released {
+            Some(k) => format!(
+                "{line} (the remembered {k} thread(s), chosen beside CPUs busy with other work, were let go: those CPUs are free now)"
+            ),
+            None => line,
         }
     }
 }
@@ -406,6 +412,10 @@ pub struct ThreadCount {
     /// The team candidate the next run starts with to try, from memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial: Option<CandidateRecord>,
+    /// A smaller team remembered from runs beside CPUs busy with other work that this run
+    /// let go (those CPUs are free now): the program started with its own count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released: Option<usize>,
 }
 
 impl Report {

@@ -31,7 +31,7 @@ pub use plan::{
 
 use crate::driver::{Driver, DriverConfig, Outcome};
 use crate::error::EngineError;
-use crate::report::{Report, Start};
+use crate::report::{Report, Start, ThreadCount};
 use crate::sensors::{Meter, ThreadSource};
 use crate::session::{CandidateFactory, CandidateList, Session, SessionConfig, StrategyFactory};
 use crate::strategy::{Autopin1, Fixed, Race, RaceParams};
@@ -54,11 +54,19 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     let plan = resolved.as_ref().unwrap_or(plan);
     plan.validate()?;
     let counting = check_counting(plan, env)?;
-    let explicit = explicit_candidates(plan);
     // CPUs busy with other work at launch, looked at once for where the program starts and
     // whether fewer threads could run faster (`team`).
     let busy_at_launch = (!plan.target.is_attach() && plan.threads == ThreadsChoice::Auto)
         .then(|| env.platform.busy_at_launch(&plan.machine.allowed_cpuset()));
+    // A smaller team remembered beside busy CPUs that are free now is let go: the program
+    // starts with its own count and is searched afresh.
+    let released = released_team(plan, busy_at_launch.as_deref(), env);
+    let released_plan = released.as_ref().map(|_| RunPlan {
+        remembered: None,
+        ..plan.clone()
+    });
+    let plan = released_plan.as_ref().unwrap_or(plan);
+    let explicit = explicit_candidates(plan);
     let birth = birth(plan, env, explicit.as_deref(), busy_at_launch.as_deref());
     let (started, machine, mut busy_watch) = start(plan, env, explicit.as_deref(), &birth)?;
     let Started {
@@ -165,7 +173,10 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         meter.as_mut(),
         place,
     )?;
-    session.report.threads = Some(team.record());
+    session.report.threads = Some(ThreadCount {
+        released: released.map(|(k, _)| k),
+        ..team.record()
+    });
     let ran = Ran {
         report: session.report.clone(),
         outcome,
@@ -681,6 +692,37 @@ fn remembered_phases(
             Some((p.phase.clone(), c.label.clone(), p.rate))
         })
         .collect()
+}
+
+/// A remembered decision's smaller team that no longer holds, with the program's own count:
+/// it was decided (or is to be tried) because other work kept CPUs busy, and with the CPUs
+/// busy now each thread of the program's own count has a CPU of its own (no team candidate
+/// would be made). Kept at birth it would stay for good: a run that starts with fewer
+/// threads cannot add any, and the record would keep its count whatever the machine does
+/// (ompwork, its count settled at 1 beside a busy CPU 0, kept 1 thread on the idle machine
+/// run after run). Said to the user; None where the team holds or there is none.
+fn released_team(plan: &RunPlan, busy: Option<&[u32]>, env: &mut RunEnv) -> Option<(usize, usize)> {
+    let r = plan.remembered.as_ref()?;
+    let k = r.pinning.team?;
+    let busy = busy?;
+    let own = birth::openmp_threads(&env.platform.launch_env())
+        .unwrap_or(plan.machine.allowed_cpuset().len());
+    if k >= own || !autopin_placement::team_candidates(&plan.machine, own, busy).is_empty() {
+        return None;
+    }
+    let then = match r.busy.as_deref() {
+        Some(b) if !b.is_empty() => format!("beside {} busy with other work", busy_text(b)),
+        _ => "beside CPUs busy with other work".to_string(),
+    };
+    env.sink.message(
+        None,
+        &format!(
+            "remembered: {} ({k} thread(s)), chosen {then}; now {} busy: each of the program's {own} threads has a CPU of its own, so it starts with them and is searched afresh",
+            r.pinning.label,
+            busy_text(busy)
+        ),
+    );
+    Some((k, own))
 }
 
 /// Starts or attaches to the target; returns it, the machine its candidates are planned

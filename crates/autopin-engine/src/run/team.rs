@@ -327,6 +327,7 @@ impl TeamSearch {
             searched: searched.into(),
             why,
             trial: s.trial.as_ref().map(|(p, _)| CandidateRecord::from(0, p)),
+            released: None,
         }
     }
 }

@@ -187,6 +187,49 @@ fn a_count_asked_for_or_remembered_is_the_programs_from_its_start() {
     assert_eq!((l.team_at_birth, l.pin_at_birth), (Some(1), Some(vec![1])));
 }
 
+/// A count remembered beside a busy CPU 0 holds while CPU 0 is busy; with CPU 0 free at
+/// launch the program starts with its own count (the remembered one-CPU pinning is not
+/// used at birth either), the report says the count was let go, and the search is afresh.
+#[test]
+fn a_count_remembered_beside_a_busy_cpu_is_let_go_when_every_cpu_is_free() {
+    let m = two_cpus();
+    let remembered = Remembered {
+        pinning: Pinning::from_cpus(vec![1]).with_team(1),
+        runner_up: None,
+        settled: true,
+        trying_team: false,
+        rate: None,
+        phases: Vec::new(),
+        objective: None,
+        busy: Some(vec![0]),
+    };
+    let mut pl = plan(&m, launch(), topology());
+    pl.remembered = Some(remembered);
+    let mut busy = platform(true, 0);
+    let r = go(&pl, &mut busy).0.unwrap();
+    assert_eq!(busy.launched_with.and_then(|l| l.team_at_birth), Some(1));
+    assert_eq!(r.threads.and_then(|t| t.released), None);
+
+    let mut idle = platform(false, 0);
+    let (r, sink) = go(&pl, &mut idle);
+    let r = r.unwrap();
+    let l = idle.launched_with.expect("launched");
+    assert_eq!((l.team_at_birth, l.pin_at_birth), (None, None));
+    assert_eq!(r.threads.as_ref().and_then(|t| t.released), Some(1));
+    assert!(
+        r.candidates.iter().all(|c| c.team.is_none()),
+        "{:?}",
+        r.candidates
+    );
+    assert!(
+        sink.messages.iter().any(|m| m.contains(
+            "chosen beside CPU(s) 0 busy with other work; now no CPU busy: each of the program's 2 threads has a CPU of its own"
+        )),
+        "{:?}",
+        sink.messages
+    );
+}
+
 #[test]
 fn a_program_that_names_its_own_team_sizes_is_not_searched() {
     let m = two_cpus();
