@@ -92,6 +92,11 @@ impl TeamSearch {
             .and_then(|r| r.pinning.team.map(|n| (n, r.trying_team)));
         let off = match plan.threads {
             ThreadsChoice::Keep => Some("--threads keep".to_string()),
+            // OMP_NUM_THREADS reaches only an OpenMP runtime: another program is told that
+            // its count stays its own, not that it runs n.
+            ThreadsChoice::Count(n) if f.launched && f.openmp_runtime.is_none() => Some(format!(
+                "--threads {n} sets OMP_NUM_THREADS, but this is not an OpenMP program: its threads are its own (pthreads, MPI, TBB, Java keep their count); the candidates were planned for {n}"
+            )),
             ThreadsChoice::Count(n) => Some(format!("--threads {n}: the program runs {n}")),
             ThreadsChoice::Auto if remembered_team.is_some() => {
                 let (n, trying) = remembered_team.unwrap_or_default();

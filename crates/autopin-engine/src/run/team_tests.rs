@@ -187,6 +187,26 @@ fn a_count_asked_for_or_remembered_is_the_programs_from_its_start() {
     assert_eq!((l.team_at_birth, l.pin_at_birth), (Some(1), Some(vec![1])));
 }
 
+/// `--threads N` reaches only an OpenMP runtime (OMP_NUM_THREADS): with none loaded, the
+/// report says the program's threads stay its own rather than that it runs N.
+#[test]
+fn a_count_asked_of_a_program_without_openmp_is_said_to_stay_its_own() {
+    let m = two_cpus();
+    let mut p = platform(false, 0);
+    p.openmp_runtime = None;
+    let mut pl = plan(&m, launch(), topology());
+    pl.threads = ThreadsChoice::Count(1);
+    let r = go(&pl, &mut p).0.unwrap();
+    let t = r.threads.expect("the count is reported");
+    assert_eq!(t.searched, "no");
+    assert!(
+        t.why
+            .contains("--threads 1 sets OMP_NUM_THREADS, but this is not an OpenMP program"),
+        "{}",
+        t.why
+    );
+}
+
 /// A count remembered beside a busy CPU 0 holds while CPU 0 is busy; with CPU 0 free at
 /// launch the program starts with its own count (the remembered one-CPU pinning is not
 /// used at birth either), the report says the count was let go, and the search is afresh.
