@@ -825,29 +825,35 @@ mod tests {
         // ompwork beside a busy CPU kept one thread; its next run (one thread from its
         // start) searched and ended on the OS placement, and the record lost the count:
         // the run after it started two threads again, 3× slower.
+        let (found, mut r) = one_thread_kept_then_the_os_placement_decided();
+        let (next, _) = settle_hit(&found, &mut r);
+        assert_eq!(
+            (next.pinning.cpus.clone(), next.pinning.team),
+            (None, Some(1))
+        );
+    }
+
+    /// A record of one thread on CPU 1 (kept, in OpenMP team constructs/s), and a report of
+    /// the next run deciding the OS placement.
+    fn one_thread_kept_then_the_os_placement_decided() -> (Record, Report) {
         const UNIT: &str = "OpenMP team constructs/s";
         let mut found = record(&[1], Outcome::Confirmed);
         found.pinning.team = Some(1);
         found.unit = UNIT.into();
         let mut r = report("unpinned (OS decides)", None, 100.0, UNIT, None);
         r.candidates[0].cpus = None;
+        (found, r)
+    }
+
+    /// `settle` of a run that found `found` (not trying a trial): the record and the use.
+    fn settle_hit(found: &Record, r: &mut Report) -> (Record, MemoryUse) {
         let mut use_ = MemoryUse {
             hit: true,
             ..MemoryUse::default()
         };
-        let next = settle(
-            Some(&found),
-            found.key.clone(),
-            false,
-            &mut r,
-            &mut use_,
-            5.0,
-        )
-        .expect("a record");
-        assert_eq!(
-            (next.pinning.cpus.clone(), next.pinning.team),
-            (None, Some(1))
-        );
+        let next =
+            settle(Some(found), found.key.clone(), false, r, &mut use_, 5.0).expect("a record");
+        (next, use_)
     }
 
     #[test]
@@ -855,10 +861,7 @@ mod tests {
         // The same record, but the CPU busy then is free now: the run started two threads
         // (`released`), and what it decided is kept without the old count, whose judged
         // trial is forgotten so that a later run beside a busy CPU may offer it again.
-        const UNIT: &str = "OpenMP team constructs/s";
-        let mut found = record(&[1], Outcome::Confirmed);
-        found.pinning.team = Some(1);
-        found.unit = UNIT.into();
+        let (mut found, mut r) = one_thread_kept_then_the_os_placement_decided();
         found.busy = Some(vec![0]);
         found.team_trial = Some(TeamTrial {
             pinning: found.pinning.clone(),
@@ -866,23 +869,9 @@ mod tests {
             rate: Some(2.0),
             baseline: None,
         });
-        let mut r = report("unpinned (OS decides)", None, 100.0, UNIT, None);
-        r.candidates[0].cpus = None;
         r.busy_cpus = Some(Vec::new());
         r.threads.as_mut().unwrap().released = Some(1);
-        let mut use_ = MemoryUse {
-            hit: true,
-            ..MemoryUse::default()
-        };
-        let next = settle(
-            Some(&found),
-            found.key.clone(),
-            false,
-            &mut r,
-            &mut use_,
-            5.0,
-        )
-        .expect("a record");
+        let (next, use_) = settle_hit(&found, &mut r);
         assert_eq!((next.pinning.cpus.clone(), next.pinning.team), (None, None));
         assert_eq!(next.team_trial, None);
         assert_eq!(next.busy, Some(Vec::new()));

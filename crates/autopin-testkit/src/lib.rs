@@ -216,6 +216,19 @@ pub fn allowed_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The `unshare` flags that give a test a mount namespace of its own (a tmpfs it may fill
+/// or remount, seen by nothing outside): root makes one (`-m`), anyone else a user namespace
+/// with one (`-rm`). Err when unshare is not installed.
+pub fn unshare_mount_flags() -> Result<&'static str, String> {
+    use std::os::unix::fs::MetadataExt;
+    if !have("unshare") {
+        return Err("unshare is not installed".into());
+    }
+    // (/proc/self belongs to the process's effective user)
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    Ok(if root { "-m" } else { "-rm" })
+}
+
 /// Records that the calling test is skipped and why: printed, and appended to the file named
 /// by `AUTOPIN_SKIP_LOG` (set by `scripts/test.sh`, which counts the lines). Use [`skip!`].
 pub fn record_skip(reason: &str) {

@@ -273,18 +273,10 @@ fn in_own_mounts(prepare: &str, repair: &str) -> Result<MountedRun, String> {
 
 /// [`in_own_mounts`] with the store named `store` in `$M`.
 fn in_own_mounts_as(store: &str, prepare: &str, repair: &str) -> Result<MountedRun, String> {
-    if !autopin_testkit::have("unshare") {
-        return Err("unshare is not installed".into());
-    }
+    let ns = autopin_testkit::unshare_mount_flags()?;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::create_dir(d.join("m")).unwrap();
-    // Root makes a mount namespace; anyone else a user namespace with one.
-    let ns = if rustix::process::geteuid().is_root() {
-        "-m"
-    } else {
-        "-rm"
-    };
     let common =
         "--recall --objective task-clock --no-perturbation-estimate -i 0.05 -w 0.02 --probe 0.05";
     let script = format!(

@@ -159,6 +159,20 @@ fn an_idle_machine_and_keep_change_nothing() {
     assert!(r.candidates.iter().all(|c| c.team.is_none()));
 }
 
+/// A settled decision of one thread on CPU 1, taken while CPU 0 was busy.
+fn one_thread_kept_beside_busy_cpu0() -> Remembered {
+    Remembered {
+        pinning: Pinning::from_cpus(vec![1]).with_team(1),
+        runner_up: None,
+        settled: true,
+        trying_team: false,
+        rate: None,
+        phases: Vec::new(),
+        objective: None,
+        busy: Some(vec![0]),
+    }
+}
+
 #[test]
 fn a_count_asked_for_or_remembered_is_the_programs_from_its_start() {
     let m = two_cpus();
@@ -172,16 +186,7 @@ fn a_count_asked_for_or_remembered_is_the_programs_from_its_start() {
     );
     let mut p = platform(true, 0);
     let mut pl = plan(&m, launch(), topology());
-    pl.remembered = Some(Remembered {
-        pinning: Pinning::from_cpus(vec![1]).with_team(1),
-        runner_up: None,
-        settled: true,
-        trying_team: false,
-        rate: None,
-        phases: Vec::new(),
-        objective: None,
-        busy: Some(vec![0]),
-    });
+    pl.remembered = Some(one_thread_kept_beside_busy_cpu0());
     go(&pl, &mut p).0.unwrap();
     let l = p.launched_with.clone().expect("launched");
     assert_eq!((l.team_at_birth, l.pin_at_birth), (Some(1), Some(vec![1])));
@@ -213,18 +218,8 @@ fn a_count_asked_of_a_program_without_openmp_is_said_to_stay_its_own() {
 #[test]
 fn a_count_remembered_beside_a_busy_cpu_is_let_go_when_every_cpu_is_free() {
     let m = two_cpus();
-    let remembered = Remembered {
-        pinning: Pinning::from_cpus(vec![1]).with_team(1),
-        runner_up: None,
-        settled: true,
-        trying_team: false,
-        rate: None,
-        phases: Vec::new(),
-        objective: None,
-        busy: Some(vec![0]),
-    };
     let mut pl = plan(&m, launch(), topology());
-    pl.remembered = Some(remembered);
+    pl.remembered = Some(one_thread_kept_beside_busy_cpu0());
     let mut busy = platform(true, 0);
     let r = go(&pl, &mut busy).0.unwrap();
     assert_eq!(busy.launched_with.and_then(|l| l.team_at_birth), Some(1));
