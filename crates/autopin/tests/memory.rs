@@ -1028,11 +1028,14 @@ int main(int argc, char **argv)
 /// Fewer threads tried across runs (#61): a record whose pending team trial says "1 thread"
 /// starts the next run with one thread (OMP_NUM_THREADS), judged on the team-free objective
 /// against the record's rate; kept when faster, the run after starts with one thread too.
-/// The program checks its own result in every run.
+/// The trial runs beside a busy loop on the first CPU, as a trial is only offered where
+/// some CPU is busy (on the idle machine the count is let go: the last run). The program
+/// checks its own result in every run.
 #[test]
 fn fewer_threads_tried_from_the_start_are_kept_when_faster() {
     let _serial = one_at_a_time();
-    let (_, last) = autopin_testkit::ok_or_skip!(
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let (first, last) = autopin_testkit::ok_or_skip!(
         autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
     );
     let exe = autopin_testkit::build_c("sizes_itself", SIZES_ITSELF_C, &["-fopenmp", "-O1"])
@@ -1089,6 +1092,7 @@ fn fewer_threads_tried_from_the_start_are_kept_when_faster() {
     std::fs::write(&export, records.to_string()).unwrap();
     ok(&["forget", "--all"]);
     ok(&["import", export.to_str().unwrap()]);
+    let mut busy = autopin_testkit::ok_or_skip!(BusyLoop::on(&first));
     // The trial: one thread from the start, its result right, kept. (A run that measured no
     // decided rate, the machine being busy, leaves the trial to the next: a few tries.)
     let mut kept = false;
@@ -1116,6 +1120,11 @@ fn fewer_threads_tried_from_the_start_are_kept_when_faster() {
     // Kept: the next run starts with one thread again.
     let (stdout, _, err) = run();
     assert_eq!(stdout, "threads 1 ok\n", "{err}");
+    // The busy loop gone, the kept count is let go: two threads, the result still right.
+    busy.stop();
+    let (stdout, r, err) = run();
+    assert_eq!(stdout, "threads 2 ok\n", "{err}");
+    assert_eq!(r["threads"]["released"], 1, "{}\n{err}", r["threads"]);
 }
 
 /// A program that reports its own progress (heartbeats, include/autopin.h) is judged on it

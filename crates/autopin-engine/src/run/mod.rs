@@ -174,7 +174,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         place,
     )?;
     session.report.threads = Some(ThreadCount {
-        released: released.map(|(k, _)| k),
+        released,
         ..team.record()
     });
     let ran = Ran {
@@ -694,14 +694,13 @@ fn remembered_phases(
         .collect()
 }
 
-/// A remembered decision's smaller team that no longer holds, with the program's own count:
-/// it was decided (or is to be tried) because other work kept CPUs busy, and with the CPUs
+/// A remembered decision's smaller team that no longer holds: it was decided (or is to be tried) because other work kept CPUs busy, and with the CPUs
 /// busy now each thread of the program's own count has a CPU of its own (no team candidate
 /// would be made). Kept at birth it would stay for good: a run that starts with fewer
 /// threads cannot add any, and the record would keep its count whatever the machine does
 /// (ompwork, its count settled at 1 beside a busy CPU 0, kept 1 thread on the idle machine
 /// run after run). Said to the user; None where the team holds or there is none.
-fn released_team(plan: &RunPlan, busy: Option<&[u32]>, env: &mut RunEnv) -> Option<(usize, usize)> {
+fn released_team(plan: &RunPlan, busy: Option<&[u32]>, env: &mut RunEnv) -> Option<usize> {
     let r = plan.remembered.as_ref()?;
     let k = r.pinning.team?;
     let busy = busy?;
@@ -722,7 +721,7 @@ fn released_team(plan: &RunPlan, busy: Option<&[u32]>, env: &mut RunEnv) -> Opti
             busy_text(busy)
         ),
     );
-    Some((k, own))
+    Some(k)
 }
 
 /// Starts or attaches to the target; returns it, the machine its candidates are planned
