@@ -119,61 +119,71 @@ fn linkage_depth(path: &Path, depth: u32) -> io::Result<Linkage> {
 /// The `p_type` of every program header of the ELF file `f` whose first bytes are `head`
 /// (None: not an ELF file this reads, or a table cut short).
 fn program_header_types(f: &mut File, head: &[u8]) -> io::Result<Option<Vec<u32>>> {
-    if !head.starts_with(b"\x7fELF") || head.len() < 64 {
+    let Some(id) = ElfIdent::of(head) else {
         return Ok(None);
-    }
-    let is64 = match head[4] {
-        1 => false,
-        2 => true,
-        _ => return Ok(None),
     };
-    let le = match head[5] {
-        1 => true,
-        2 => false,
-        _ => return Ok(None),
-    };
-    let u16_at = |o: usize| {
-        let b = [head[o], head[o + 1]];
-        if le {
-            u16::from_le_bytes(b)
-        } else {
-            u16::from_be_bytes(b)
-        }
-    };
-    let u32_at = |b: &[u8], o: usize| {
-        let b = [b[o], b[o + 1], b[o + 2], b[o + 3]];
-        if le {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        }
-    };
-    let (phoff, phentsize, phnum) = if is64 {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&head[32..40]);
-        let off = if le {
-            u64::from_le_bytes(b)
-        } else {
-            u64::from_be_bytes(b)
-        };
-        (off, u16_at(54), u16_at(56))
+    // (every field below lies in the 64 bytes `of` requires)
+    let field = |o: usize, n: usize| id.uint(head, o, n).unwrap_or_default();
+    let (phoff, phentsize, phnum) = if id.is64 {
+        (field(32, 8), field(54, 2), field(56, 2))
     } else {
-        (u64::from(u32_at(head, 28)), u16_at(42), u16_at(44))
+        (field(28, 4), field(42, 2), field(44, 2))
     };
+    let (phentsize, phnum) = (phentsize as usize, phnum as usize);
     if phentsize < 4 || phnum == 0 {
         return Ok(Some(Vec::new()));
     }
-    let mut table = vec![0u8; usize::from(phentsize) * usize::from(phnum)];
+    let mut table = vec![0u8; phentsize * phnum];
     f.seek(SeekFrom::Start(phoff))?;
     if read_up_to(f, &mut table)? < table.len() {
         return Ok(None);
     }
     Ok(Some(
         table
-            .chunks_exact(usize::from(phentsize))
-            .map(|ph| u32_at(ph, 0))
+            .chunks_exact(phentsize)
+            .map(|ph| id.uint(ph, 0, 4).unwrap_or_default() as u32)
             .collect(),
     ))
+}
+
+/// An ELF file's word size and byte order, read from its first bytes.
+#[derive(Debug, Clone, Copy)]
+struct ElfIdent {
+    is64: bool,
+    le: bool,
+}
+
+impl ElfIdent {
+    /// None: not ELF, shorter than an ELF header (64 bytes), or a class or byte order this
+    /// does not read.
+    fn of(head: &[u8]) -> Option<ElfIdent> {
+        if !head.starts_with(b"\x7fELF") || head.len() < 64 {
+            return None;
+        }
+        let is64 = match head[4] {
+            1 => false,
+            2 => true,
+            _ => return None,
+        };
+        let le = match head[5] {
+            1 => true,
+            2 => false,
+            _ => return None,
+        };
+        Some(ElfIdent { is64, le })
+    }
+
+    /// The `n`-byte unsigned field at offset `o` of `b`, in the file's byte order (None
+    /// where `b` ends before it).
+    fn uint(self, b: &[u8], o: usize, n: usize) -> Option<u64> {
+        let s = b.get(o..o.checked_add(n)?)?;
+        let mut v = 0u64;
+        for i in 0..n {
+            let byte = if self.le { s[n - 1 - i] } else { s[i] };
+            v = (v << 8) | u64::from(byte);
+        }
+        Some(v)
+    }
 }
 
 /// Whether the ELF file at `path` has thread-local data of its own (a PT_TLS segment):
@@ -293,28 +303,9 @@ fn needed_in(read: impl Fn(usize, usize) -> Option<Vec<u8>>) -> Option<Vec<Strin
     const SHT_DYNAMIC: u32 = 6;
     const DT_NEEDED: u64 = 1;
     let header = read(0, 64)?;
-    if !header.starts_with(b"\x7fELF") {
-        return None;
-    }
-    let is64 = match header[4] {
-        1 => false,
-        2 => true,
-        _ => return None,
-    };
-    let le = match header[5] {
-        1 => true,
-        2 => false,
-        _ => return None,
-    };
-    let get = |b: &[u8], o: usize, n: usize| -> Option<u64> {
-        let s = b.get(o..o.checked_add(n)?)?;
-        let mut v = 0u64;
-        for i in 0..n {
-            let byte = if le { s[n - 1 - i] } else { s[i] };
-            v = (v << 8) | u64::from(byte);
-        }
-        Some(v)
-    };
+    let id = ElfIdent::of(&header)?;
+    let get = |b: &[u8], o: usize, n: usize| id.uint(b, o, n);
+    let is64 = id.is64;
     let word = if is64 { 8 } else { 4 };
     let (shoff, shentsize, shnum) = if is64 {
         (

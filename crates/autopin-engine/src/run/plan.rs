@@ -142,6 +142,11 @@ pub struct ListedCandidates {
 }
 
 impl ListedCandidates {
+    /// Neither a CPU list nor an expression (`--unpinned` alone lists nothing to probe).
+    pub fn is_empty(&self) -> bool {
+        self.lists.is_empty() && self.expressions.is_empty()
+    }
+
     /// The pinnings on `machine`, in the order given; an expression that names a pinning
     /// already listed (`S0:0-1` and `E:N:2:1:1`) is probed once, and the user told so.
     pub fn resolve(

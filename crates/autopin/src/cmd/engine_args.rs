@@ -344,7 +344,7 @@ fn explicit_candidates(a: &EngineArgs) -> Result<Option<ListedCandidates>, CliEr
             .collect(),
         unpinned: a.unpinned,
     };
-    if listed.lists.is_empty() && listed.expressions.is_empty() {
+    if listed.is_empty() {
         if let Ok(variable) = std::env::var("SCHEDULE") {
             if !variable.trim().is_empty() {
                 listed.lists = schedule::parse_schedule_env(&variable)
@@ -355,7 +355,7 @@ fn explicit_candidates(a: &EngineArgs) -> Result<Option<ListedCandidates>, CliEr
             }
         }
     }
-    if listed.lists.is_empty() && listed.expressions.is_empty() {
+    if listed.is_empty() {
         return Ok(None);
     }
     Ok(Some(listed))

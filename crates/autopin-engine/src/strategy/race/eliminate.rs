@@ -52,10 +52,7 @@ impl Race {
             if c == l || !self.arms[c].alive {
                 continue;
             }
-            if let Some(w) = self.why_out(est, l, c) {
-                self.arms[c].alive = false;
-                self.eliminated[c] = Some(w);
-            }
+            self.knock_out(est, l, c);
         }
         // Beside busy CPUs, the OS placement is also judged against the best pinning probed
         // twice when the leader has been probed once: among pinnings within noise of each
@@ -74,10 +71,15 @@ impl Race {
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(k, _)| k);
         if let (Some(o), Some(k)) = (os, known) {
-            if let Some(w) = self.why_out(est, k, o) {
-                self.arms[o].alive = false;
-                self.eliminated[o] = Some(w);
-            }
+            self.knock_out(est, k, o);
+        }
+    }
+
+    /// Takes `c` out of the race, with why, where `l` has beaten it beyond doubt.
+    fn knock_out(&mut self, est: &[Option<Estimate>], l: usize, c: usize) {
+        if let Some(w) = self.why_out(est, l, c) {
+            self.arms[c].alive = false;
+            self.eliminated[c] = Some(w);
         }
     }
 
