@@ -200,7 +200,7 @@ fn explicit_candidates(plan: &RunPlan) -> Option<Vec<Pinning>> {
     match (&plan.remembered, &plan.candidates) {
         (Some(r), _) => Some(r.candidates()),
         (None, CandidateSource::Explicit(list)) => Some(list.clone()),
-        // (Read on the machine when the run starts: not here any more.)
+        // (Not reached: `run` reads listed candidates on the machine before anything else.)
         (None, CandidateSource::Listed(l)) => Some(l.lists.clone()),
         (None, CandidateSource::Topology { .. }) => None,
     }
@@ -694,12 +694,13 @@ fn remembered_phases(
         .collect()
 }
 
-/// A remembered decision's smaller team that no longer holds: it was decided (or is to be tried) because other work kept CPUs busy, and with the CPUs
-/// busy now each thread of the program's own count has a CPU of its own (no team candidate
-/// would be made). Kept at birth it would stay for good: a run that starts with fewer
-/// threads cannot add any, and the record would keep its count whatever the machine does
-/// (ompwork, its count settled at 1 beside a busy CPU 0, kept 1 thread on the idle machine
-/// run after run). Said to the user; None where the team holds or there is none.
+/// A remembered decision's smaller team that no longer holds: it was decided (or is to be
+/// tried) because other work kept CPUs busy, and with the CPUs busy now each thread of the
+/// program's own count has a CPU of its own (no team candidate would be made). Kept at
+/// birth it would stay for good: a run that starts with fewer threads cannot add any, and
+/// the record would keep its count whatever the machine does (ompwork, its count settled at
+/// 1 beside a busy CPU 0, kept 1 thread on the idle machine run after run). Said to the
+/// user; None where the team holds or there is none.
 fn released_team(plan: &RunPlan, busy: Option<&[u32]>, env: &mut RunEnv) -> Option<usize> {
     let r = plan.remembered.as_ref()?;
     let k = r.pinning.team?;
@@ -999,7 +1000,7 @@ fn candidate_factory(
             }
         }
         (None, CandidateSource::Explicit(list)) => list.clone().into(),
-        // (Read on the machine when the run starts: not here any more.)
+        // (Not reached: `run` reads listed candidates on the machine before anything else.)
         (None, CandidateSource::Listed(l)) => l.lists.clone().into(),
     })
 }

@@ -4,7 +4,7 @@
 //! where it may (it asked for its count outside a region), its count stays and the next
 //! run is told to try; on an idle machine, and with `--threads keep`, nothing changes.
 
-use super::tests::{go, launch, plan, topology};
+use super::tests::{go, launch, plan, settled, topology};
 use super::*;
 use crate::sensors::OsError;
 use crate::sim::{BarrierModel, Sim, SimPlatform};
@@ -162,14 +162,8 @@ fn an_idle_machine_and_keep_change_nothing() {
 /// A settled decision of one thread on CPU 1, taken while CPU 0 was busy.
 fn one_thread_kept_beside_busy_cpu0() -> Remembered {
     Remembered {
-        pinning: Pinning::from_cpus(vec![1]).with_team(1),
-        runner_up: None,
-        settled: true,
-        trying_team: false,
-        rate: None,
-        phases: Vec::new(),
-        objective: None,
         busy: Some(vec![0]),
+        ..settled(Pinning::from_cpus(vec![1]).with_team(1))
     }
 }
 

@@ -467,16 +467,7 @@ fn a_settled_memory_is_checked_briefly_an_unsettled_one_searched_in_full() {
         _ => panic!("not a race"),
     };
     assert_eq!(race(search_strategy(&p, false)).budget, 20.0);
-    let mut memory = Remembered {
-        pinning: Pinning::pinned("0,1", vec![0, 1]),
-        runner_up: None,
-        settled: true,
-        trying_team: false,
-        rate: None,
-        phases: Vec::new(),
-        objective: None,
-        busy: None,
-    };
+    let mut memory = settled(Pinning::pinned("0,1", vec![0, 1]));
     p.remembered = Some(memory.clone());
     let check = race(search_strategy(&p, false));
     assert_eq!(check.budget, Remembered::CHECK_BUDGET);
@@ -1250,6 +1241,21 @@ fn a_program_with_a_gpu_open_gets_a_candidate_next_to_it() {
         .any(|c| c.label.contains("GPU")));
 }
 
+/// A settled remembered decision of `pinning`, with nothing else known (no runner-up, rate,
+/// phases, objective or busy CPUs).
+pub(super) fn settled(pinning: Pinning) -> Remembered {
+    Remembered {
+        pinning,
+        runner_up: None,
+        settled: true,
+        trying_team: false,
+        rate: None,
+        phases: Vec::new(),
+        objective: None,
+        busy: None,
+    }
+}
+
 /// The remembered decision of run `r`, as the decision store gives it back to the next run.
 fn remembered_from(r: &Report) -> Remembered {
     let d = r.decision.as_ref().expect("a decision");
@@ -1331,14 +1337,8 @@ fn a_hit_remembered_as_task_clock_waits_for_neither_heartbeat_nor_openmp_progres
     let mut p = openmp_without_pmu(sim(&m, 2, 30.0));
     let mut pl = plan(&m, launch(), topology());
     pl.remembered = Some(Remembered {
-        pinning: Pinning::pinned("0,1", vec![0, 1]),
-        runner_up: None,
-        settled: true,
-        trying_team: false,
-        rate: None,
-        phases: Vec::new(),
         objective: Some(ObjectiveSource::TaskClock),
-        busy: None,
+        ..settled(Pinning::pinned("0,1", vec![0, 1]))
     });
     let (r, sink) = go(&pl, &mut p);
     let r = r.unwrap();
@@ -1653,16 +1653,7 @@ fn a_decision_the_kernel_refuses_is_not_reported_as_in_force() {
 fn a_remembered_pinning_outside_the_allowed_cpus_is_refused() {
     let m = small();
     let mut pl = plan(&m, launch(), topology());
-    pl.remembered = Some(Remembered {
-        pinning: Pinning::from_cpus(vec![1, 4294967295]),
-        runner_up: None,
-        settled: true,
-        trying_team: false,
-        rate: None,
-        phases: Vec::new(),
-        objective: None,
-        busy: None,
-    });
+    pl.remembered = Some(settled(Pinning::from_cpus(vec![1, 4294967295])));
     let e = pl.validate().unwrap_err().to_string();
     assert!(e.contains("uses CPU 4294967295"), "{e}");
 }
