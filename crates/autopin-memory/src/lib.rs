@@ -20,4 +20,4 @@ pub use record::{
     TrialState, WholeRun,
 };
 pub use run_memory::{MemoryRequest, RunMemory};
-pub use store::{default_path, MemoryError, Store, SCHEMA_VERSION};
+pub use store::{default_path, MemoryError, Store, StoreOpening, SCHEMA_VERSION};

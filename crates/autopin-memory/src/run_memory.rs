@@ -4,6 +4,7 @@
 //! for the run is [`crate::policy`]'s; what the options ask of memory, the caller's
 //! [`MemoryRequest`].
 
+use crate::store::StoreOpening;
 use crate::{fingerprint, policy, program_identity, DecisionKey, MemoryError, Record, Store};
 use autopin_engine::report::{MemoryUse, Report};
 use autopin_engine::run::{RunPlan, RunSink, TargetSpec};
@@ -46,7 +47,24 @@ pub struct RunMemory {
 
 impl RunMemory {
     /// Opens the store and looks this run up.
-    pub fn open(request: MemoryRequest, plan: &RunPlan, sink: &mut dyn RunSink) -> RunMemory {
+    /// The store opened on a thread of its own, from before the machine is read (about
+    /// 0.5 ms of a program's start): None when this request will not use it, or when there
+    /// is no store yet (one is made only once the run's options have all been found right).
+    pub fn open_early(request: &MemoryRequest) -> Option<StoreOpening> {
+        match (&request.store, &request.named) {
+            (Ok(path), None) if path.is_file() => Some(StoreOpening::begin(path, LOOKUP_WAIT)),
+            _ => None,
+        }
+    }
+
+    /// The store for this run, its record for the program and what to do with it; `early`
+    /// is [`RunMemory::open_early`]'s opening, used when it opened the same file.
+    pub fn open(
+        request: MemoryRequest,
+        plan: &RunPlan,
+        sink: &mut dyn RunSink,
+        early: Option<StoreOpening>,
+    ) -> RunMemory {
         let mut m = RunMemory {
             store: None,
             path: String::new(),
@@ -79,8 +97,11 @@ impl RunMemory {
                 return m;
             }
         };
-        match Store::open_with_wait(&path, LOOKUP_WAIT).and_then(|s| s.lookup(&key).map(|r| (s, r)))
-        {
+        let opened = match early {
+            Some(e) if e.path() == path.as_path() => e.finish(),
+            _ => Store::open_with_wait(&path, LOOKUP_WAIT),
+        };
+        match opened.and_then(|s| s.lookup(&key).map(|r| (s, r))) {
             Ok((store, found)) => {
                 m.store = Some(store);
                 let allowed = plan.machine.allowed_cpuset();

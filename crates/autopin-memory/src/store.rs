@@ -98,6 +98,54 @@ pub struct Store {
     read_only: Option<MemoryError>,
 }
 
+/// A store being opened on a thread of its own, so that SQLite's open (the file, its WAL
+/// and lock files, the schema's version) runs beside other work of a program's start
+/// instead of before it.
+pub struct StoreOpening {
+    path: PathBuf,
+    thread: Option<std::thread::JoinHandle<Result<Store, MemoryError>>>,
+}
+
+impl StoreOpening {
+    /// Starts opening the store at `path` ([`Store::open_with_wait`]); where no thread can
+    /// be started, [`StoreOpening::finish`] opens it then.
+    pub fn begin(path: &Path, wait: Duration) -> StoreOpening {
+        let p = path.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("autopin-store".into())
+            .spawn(move || Store::open_with_wait(&p, wait))
+            .ok();
+        StoreOpening {
+            path: path.to_path_buf(),
+            thread,
+        }
+    }
+
+    /// The file being opened.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The opened store, or why it could not be opened.
+    pub fn finish(mut self) -> Result<Store, MemoryError> {
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(opened)) => opened,
+            // The thread panicked (never expected) or none was started: open it here.
+            _ => Store::open_with_wait(&self.path, BUSY_WAIT),
+        }
+    }
+}
+
+impl Drop for StoreOpening {
+    /// An opening not finished (memory turned out unused) still ends before its caller goes
+    /// on: nothing of autopin's holds the file after it has said it is done.
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 impl Store {
     /// Opens (creating when missing) the store at `path`, migrating an older schema; a
     /// lock another process holds is waited for up to [`BUSY_WAIT`].
@@ -509,6 +557,32 @@ fn classify(path: &str, e: rusqlite::Error) -> MemoryError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_opened_on_its_own_thread_is_the_store() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("d.db");
+        drop(Store::open(&path).unwrap());
+        let opening = StoreOpening::begin(&path, Duration::from_millis(100));
+        assert_eq!(opening.path(), path.as_path());
+        let store = opening.finish().unwrap();
+        assert_eq!(store.path(), path.display().to_string());
+        assert!(store.lookup(&key("0-1")).unwrap().is_none());
+        // Not finished: its thread is joined when it goes, and the file is free again.
+        drop(StoreOpening::begin(&path, Duration::from_millis(100)));
+        drop(store);
+        assert!(
+            !d.path().join("d.db-wal").exists(),
+            "every connection closed"
+        );
+        // A file that is not a store: the opening's error is the open's.
+        std::fs::write(d.path().join("x.db"), "not sqlite, not empty").unwrap();
+        let e = StoreOpening::begin(&d.path().join("x.db"), Duration::from_millis(100))
+            .finish()
+            .err()
+            .expect("not a store");
+        assert!(e.to_string().contains("x.db"), "{e}");
+    }
     use crate::record::{Outcome, RememberedPinning};
 
     fn key(cpus: &str) -> DecisionKey {

@@ -19,6 +19,7 @@ pub mod doctor_facts;
 pub mod guardian;
 pub mod keeper;
 pub mod keeper_channel;
+pub mod machine_cache;
 pub mod opened_gpus;
 pub mod show_source;
 pub mod sources;

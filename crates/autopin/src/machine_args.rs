@@ -56,6 +56,22 @@ impl MachineArgs {
         self.load_with_names().map(|(m, _)| m)
     }
 
+    /// Like [`MachineArgs::load`], the live machine from the per-boot cache when what can
+    /// change has not (`autopin_os::machine_cache`): for the commands that start programs,
+    /// whose read comes before the program's start. `topology`, `cpus` and `show` read
+    /// afresh.
+    pub fn load_kept(&self) -> Result<Machine, CliError> {
+        if !self.is_live() {
+            return self.load();
+        }
+        let machine =
+            autopin_os::machine_cache::live().map_err(|e| CliError::usage(e.to_string()))?;
+        for w in &machine.warnings {
+            say!("autopin: warning: {w}");
+        }
+        Ok(machine)
+    }
+
     /// Like [`MachineArgs::load`]; for `--from-latency` also the lines saying which level
     /// names came from the OS topology and which were inferred from the latencies.
     pub fn load_with_names(&self) -> Result<(Machine, Vec<String>), CliError> {

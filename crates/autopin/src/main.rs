@@ -132,9 +132,13 @@ fn main() {
         Command::Guard(a) => cmd::guard::run(a),
     };
     match result {
-        Ok(code) => std::process::exit(code),
+        Ok(code) => {
+            autopin_os::keeper_channel::tell_done(code);
+            std::process::exit(code)
+        }
         Err(e) => {
             say!("autopin: error: {e}");
+            autopin_os::keeper_channel::tell_done(e.exit_code());
             std::process::exit(e.exit_code());
         }
     }

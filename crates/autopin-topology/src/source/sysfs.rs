@@ -241,6 +241,66 @@ pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> 
     Ok(m)
 }
 
+/// What a read of the machine below `root` depends on that may change while the machine
+/// runs, as one text: the kernel's boot, the host name, the present and online CPUs, this
+/// process's cgroup cpuset and affinity mask, and the names of the NUMA nodes, PCI devices
+/// and OS devices (block, net, InfiniBand, DRM, DMA). Everything else the reader takes in
+/// (cache sizes, core and package ids, distances, a device's locality) is fixed for a boot
+/// while those stay the same, so two reads with equal keys describe the same machine: the
+/// key lets a run reuse an earlier read (`autopin_os::machine_cache`) at the cost of some
+/// twenty small reads instead of twenty per CPU. `HWLOC_PCI_*` variables change a read too;
+/// a caller that honours them reads afresh.
+pub fn read_key(root: &Path, affinity: Option<&CpuSet>) -> String {
+    let fs = SysfsFiles {
+        root: root.to_path_buf(),
+        fault: &|_| None,
+        warnings: RefCell::new(Vec::new()),
+        warned: RefCell::new(BTreeSet::new()),
+    };
+    let text = |rel: &str| {
+        fs.text_or_empty(rel, "")
+            .map_or_else(|| "-".to_string(), |(t, _)| t.trim().to_string())
+    };
+    let names = |rel: &str| {
+        fs.dir_names(&fs.path(rel)).map_or_else(
+            |_| "-".to_string(),
+            |mut v| {
+                v.sort();
+                v.join(",")
+            },
+        )
+    };
+    let list = |c: Option<&CpuSet>| c.map_or_else(|| "-".to_string(), CpuSet::to_list);
+    let (cg_cpus, cg_mems) = cgroup_cpuset(&fs);
+    let mut key = Vec::new();
+    for rel in [
+        "proc/sys/kernel/random/boot_id",
+        "proc/sys/kernel/hostname",
+        "sys/devices/system/cpu/present",
+        "sys/devices/system/cpu/online",
+    ] {
+        key.push(format!("{rel}={}", text(rel)));
+    }
+    key.push(format!(
+        "cgroup={}/{}",
+        list(cg_cpus.as_ref()),
+        list(cg_mems.as_ref())
+    ));
+    key.push(format!("affinity={}", list(affinity)));
+    for rel in [
+        "sys/devices/system/node",
+        "sys/bus/pci/devices",
+        "sys/class/block",
+        "sys/class/net",
+        "sys/class/infiniband",
+        "sys/class/drm",
+        "sys/class/dma",
+    ] {
+        key.push(format!("{rel}={}", names(rel)));
+    }
+    key.join("\n")
+}
+
 /// The online CPUs: `cpu/online`, else each CPU's own `online` file (absent: cpu0, which
 /// cannot go offline). Like hwloc, an unusable global file falls back to the per-CPU files
 /// and an unusable per-CPU file means online.

@@ -115,7 +115,7 @@ pub fn run(args: Args) -> CmdResult {
         &args.export_markdown,
         &args.svg,
     ])?;
-    let machine = args.machine.load()?;
+    let machine = args.machine.load_kept()?;
     let check = MachineCheck { machine: &machine };
     let plan = ComparePlan::new(request(&args), &check)?;
     let exe = std::env::current_exe()

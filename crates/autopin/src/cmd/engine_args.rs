@@ -181,12 +181,15 @@ impl EngineArgs {
     pub fn request(&self, target: TargetSpec) -> Result<RunRequest, CliError> {
         let node = self.cluster.options()?;
         let memory = memory_request(self);
-        let plan = self.plan(self.machine.load()?, target)?;
+        // The store opens beside the machine's read.
+        let store_opening = autopin_memory::RunMemory::open_early(&memory);
+        let plan = self.plan(self.machine.load_kept()?, target)?;
         Ok(RunRequest {
             plan,
             node,
             files: [self.report.clone(), self.timeline.clone()],
             memory,
+            store_opening,
             quiet: self.quiet,
             verbose: self.cluster.verbose,
         })
@@ -379,6 +382,8 @@ pub struct RunRequest {
     /// The report and the timeline file, as named (a rank of a launch expands them).
     pub files: [Option<PathBuf>; 2],
     pub memory: MemoryRequest,
+    /// The store, opening on a thread since before the machine was read.
+    pub store_opening: Option<autopin_memory::StoreOpening>,
     pub quiet: bool,
     /// Say how the launch shares the node (`--cluster-verbose`).
     pub verbose: bool,

@@ -63,7 +63,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let machine = args.machine.load()?;
+    let machine = args.machine.load_kept()?;
     if args.print {
         return print(&args, &machine);
     }

@@ -95,7 +95,8 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
     if let Some(resolved) = plan.with_listed_resolved(&mut sink)? {
         plan = resolved;
     }
-    let memory = autopin_memory::RunMemory::open(request.memory, &plan, &mut sink);
+    let memory =
+        autopin_memory::RunMemory::open(request.memory, &plan, &mut sink, request.store_opening);
     memory.apply(&mut plan, &mut sink);
     let mut platform = LinuxPlatform::new(perf_sysfs())?;
     if let Ok(exe) = std::env::current_exe() {

@@ -1,0 +1,302 @@
+//! The live machine, read once per boot and kept. Reading it takes some twenty sysfs files
+//! per CPU (topology, caches) and more per PCI device: 1.7 ms of the 6.5 ms `autopin run`
+//! added to a program's start on a 2-CPU VM, and thousands of files on a 256-CPU node. The
+//! files that can change while the machine runs (the CPUs online, the cgroup and affinity,
+//! the devices present: [`autopin_topology::source::sysfs::read_key`]) are read each time as
+//! the read's key; while they and the autopin executable stay the same, the kept read is the
+//! machine.
+//!
+//! One JSON file per host, `machine-HOST.json`, in `$AUTOPIN_CACHE` (a directory; `off`
+//! reads afresh every time), else in the private per-user directory the preload library is
+//! kept in (`$XDG_RUNTIME_DIR/autopin`, else `$TMPDIR/autopin-UID`: local, and gone with
+//! the boot). `HWLOC_PCI_*` variables, which move devices, read afresh too. A file that
+//! cannot be read or written is read around, never an error: it is a cache.
+
+use autopin_topology::{CpuSet, Machine};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The kept read and what it was read under.
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    key: String,
+    machine: Machine,
+}
+
+/// The live machine (as `sysfs::read("/")`), from the cache when its key still holds.
+pub fn live() -> autopin_topology::Result<Machine> {
+    let root = Path::new("/");
+    let affinity = autopin_topology::affinity::get(0).ok();
+    let moved_by_hwloc =
+        std::env::vars_os().any(|(k, _)| k.to_string_lossy().starts_with("HWLOC_PCI"));
+    match cache_dir() {
+        Some(dir) if !moved_by_hwloc => read_kept(root, affinity, &dir),
+        _ => autopin_topology::source::sysfs::read_with_affinity(root, affinity),
+    }
+}
+
+/// Where the cache goes (None: turned off).
+fn cache_dir() -> Option<PathBuf> {
+    cache_dir_in(
+        std::env::var_os("AUTOPIN_CACHE"),
+        autopin_preload::cache_dir,
+    )
+}
+
+/// [`cache_dir`] for this value of `AUTOPIN_CACHE`, `private` being the preload library's
+/// directory.
+fn cache_dir_in(var: Option<std::ffi::OsString>, private: impl Fn() -> PathBuf) -> Option<PathBuf> {
+    match var.filter(|v| !v.is_empty()) {
+        Some(v) if v == "off" => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => Some(private()),
+    }
+}
+
+/// The machine below `root` with `affinity`, kept in `dir`: the kept read when its key is
+/// this one, else a fresh read, then kept.
+pub fn read_kept(
+    root: &Path,
+    affinity: Option<CpuSet>,
+    dir: &Path,
+) -> autopin_topology::Result<Machine> {
+    let key = format!(
+        "{}\n{}",
+        executable_identity(),
+        autopin_topology::source::sysfs::read_key(root, affinity.as_ref())
+    );
+    let file = dir.join(format!("machine-{}.json", host_name(root)));
+    if let Some(kept) = read_own(&file)
+        .and_then(|b| serde_json::from_slice::<Kept>(&b).ok())
+        .filter(|k| k.key == key)
+    {
+        return Ok(kept.machine);
+    }
+    let kept = Kept {
+        key,
+        machine: autopin_topology::source::sysfs::read_with_affinity(root, affinity)?,
+    };
+    let _ = keep(dir, &file, &kept);
+    Ok(kept.machine)
+}
+
+/// The file's bytes when it is a regular file of this user's that nobody else may write
+/// (not followed through a link): a machine planted by another user would steer the pinning.
+fn read_own(file: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(file)
+        .ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file()
+        || meta.uid() != rustix::process::geteuid().as_raw()
+        || meta.mode() & 0o022 != 0
+    {
+        return None;
+    }
+    let mut out = Vec::new();
+    f.take(autopin_files::MAX_INPUT)
+        .read_to_end(&mut out)
+        .ok()?;
+    Some(out)
+}
+
+/// Writes the kept read beside the file and renames it over it: a reader sees one read or
+/// the other, whole. The directory is made private if it is not there; one that is not
+/// this user's alone is not written into.
+fn keep(dir: &Path, file: &Path, kept: &Kept) -> std::io::Result<()> {
+    autopin_preload::ensure_private_dir(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".machine-")
+        .tempfile_in(dir)?;
+    serde_json::to_writer(std::io::BufWriter::new(&mut tmp), kept)
+        .map_err(std::io::Error::other)?;
+    tmp.persist(file).map(|_| ()).map_err(|e| e.error)
+}
+
+/// This executable as built: another build of autopin may read the machine otherwise.
+fn executable_identity() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let exe = std::env::current_exe().ok();
+    let meta = exe.as_ref().and_then(|e| std::fs::metadata(e).ok());
+    match meta {
+        Some(m) => format!(
+            "autopin {} {} dev {} ino {} size {} mtime {}.{}",
+            env!("CARGO_PKG_VERSION"),
+            exe.as_deref().unwrap_or(Path::new("?")).display(),
+            m.dev(),
+            m.ino(),
+            m.size(),
+            m.mtime(),
+            m.mtime_nsec()
+        ),
+        None => format!("autopin {} (executable unknown)", env!("CARGO_PKG_VERSION")),
+    }
+}
+
+/// The host name, as a file name (a cache directory may be shared by the nodes of a
+/// cluster, whose homes are).
+fn host_name(root: &Path) -> String {
+    let name = std::fs::read_to_string(root.join("proc/sys/kernel/hostname")).unwrap_or_default();
+    let name: String = name
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() || name.starts_with('.') {
+        format!("_{name}")
+    } else {
+        name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autopin_topology::source::sysfs;
+
+    /// A dump with NUMA nodes and PCI devices, copied so that the test may change it.
+    fn dump_copy() -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let src = autopin_testkit::hwloc_dump("16amd64-8n2c+memcache+pcimask");
+        let out = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&src)
+            .arg(d.path().join("root"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let root = d.path().join("root");
+        (d, root)
+    }
+
+    fn cpu0_l1_size(root: &Path) -> PathBuf {
+        root.join("sys/devices/system/cpu/cpu0/cache/index0/size")
+    }
+
+    #[test]
+    fn a_kept_read_is_the_machine_until_what_can_change_does() {
+        let (_d, root) = dump_copy();
+        let cache = tempfile::tempdir().unwrap();
+        let dir = cache.path().join("c");
+        let fresh = sysfs::read_with_affinity(&root, None).unwrap();
+        assert!(
+            !fresh.io.is_empty() || !fresh.pci_other.is_empty(),
+            "the dump has PCI devices"
+        );
+        let first = read_kept(&root, None, &dir).unwrap();
+        assert!(first == fresh, "a miss is a fresh read");
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("machine-")
+            });
+        let file = file.expect("the read is kept");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        // A file outside the key changes: the kept read is what comes back, so the files
+        // per CPU were not read again.
+        let l1 = std::fs::read_to_string(cpu0_l1_size(&root)).unwrap();
+        std::fs::write(cpu0_l1_size(&root), "1024K\n").unwrap();
+        assert!(read_kept(&root, None, &dir).unwrap() == fresh, "kept");
+        // Another affinity is another key.
+        let some: CpuSet = CpuSet::from_cpus([0, 1]);
+        let narrowed = read_kept(&root, Some(some.clone()), &dir).unwrap();
+        assert!(narrowed == sysfs::read_with_affinity(&root, Some(some)).unwrap());
+        assert!(narrowed != fresh);
+        // A CPU taken offline is another key: read afresh, with the changed cache too.
+        std::fs::write(root.join("sys/devices/system/cpu/online"), "0-14\n").unwrap();
+        let after = read_kept(&root, None, &dir).unwrap();
+        assert!(after == sysfs::read_with_affinity(&root, None).unwrap());
+        assert_eq!(after.pus().len(), fresh.pus().len() - 1);
+        // A device that comes (a GPU driver loaded after boot) is another key.
+        std::fs::write(cpu0_l1_size(&root), l1).unwrap();
+        let kept = std::fs::read(&file).unwrap();
+        std::fs::create_dir_all(root.join("sys/class/drm/card9")).unwrap();
+        let now = read_kept(&root, None, &dir).unwrap();
+        assert!(
+            now == sysfs::read_with_affinity(&root, None).unwrap(),
+            "read afresh"
+        );
+        assert!(now != after, "the first CPU's cache is read again");
+        assert_ne!(std::fs::read(&file).unwrap(), kept, "and kept again");
+    }
+
+    #[test]
+    fn a_kept_read_others_may_write_or_a_damaged_one_is_read_around() {
+        let (_d, root) = dump_copy();
+        let cache = tempfile::tempdir().unwrap();
+        let dir = cache.path().to_path_buf();
+        let fresh = read_kept(&root, None, &dir).unwrap();
+        let file = dir.join(format!("machine-{}.json", host_name(&root)));
+        assert!(file.is_file());
+        // A planted machine that others could have written is not believed.
+        let text = std::fs::read_to_string(&file).unwrap();
+        let planted = text.replacen("\"Package\"", "\"Group\"", 1);
+        assert_ne!(planted, text);
+        std::fs::write(&file, &planted).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(read_kept(&root, None, &dir).unwrap() == fresh);
+        // Nor one through a link.
+        std::fs::remove_file(&file).unwrap();
+        let elsewhere = dir.join("elsewhere.json");
+        std::fs::write(&elsewhere, &planted).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
+        assert!(read_kept(&root, None, &dir).unwrap() == fresh);
+        assert!(!file.is_symlink(), "replaced by a kept read of its own");
+        // A damaged file is read around and replaced.
+        std::fs::write(&file, "{ not json").unwrap();
+        assert!(read_kept(&root, None, &dir).unwrap() == fresh);
+        assert!(serde_json::from_slice::<Kept>(&std::fs::read(&file).unwrap()).is_ok());
+    }
+
+    #[test]
+    fn the_cache_goes_where_autopin_cache_says_or_beside_the_preload_library() {
+        let private = || PathBuf::from("/run/user/7/autopin");
+        assert_eq!(cache_dir_in(None, private), Some(private()));
+        assert_eq!(cache_dir_in(Some("".into()), private), Some(private()));
+        assert_eq!(cache_dir_in(Some("off".into()), private), None);
+        assert_eq!(
+            cache_dir_in(Some("/scratch/c".into()), private),
+            Some(PathBuf::from("/scratch/c"))
+        );
+    }
+
+    #[test]
+    fn a_host_name_is_a_file_name() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("proc/sys/kernel");
+        std::fs::create_dir_all(&f).unwrap();
+        for (name, file) in [
+            ("node-1.cluster\n", "node-1.cluster"),
+            ("../x/y", "_.._x_y"),
+            ("", "_"),
+        ] {
+            std::fs::write(f.join("hostname"), name).unwrap();
+            assert_eq!(host_name(d.path()), file, "{name:?}");
+        }
+    }
+}
