@@ -112,5 +112,6 @@ ratio("mem", best, 2, f"autopin with memory, round 3 on ÷ best of all ({best})"
 ratio("first", best2, 0, f"autopin first run ÷ best 2-thread side ({best2})")
 ratio("mem", "one", 2, "autopin with memory, round 3 on ÷ one thread on CPU 1")
 ratio("first", "os", 0, "autopin first run ÷ OS placement")
+ratio("mem", "os", 2, "autopin with memory, round 3 on ÷ OS placement")
 PY
 done

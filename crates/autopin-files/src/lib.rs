@@ -254,6 +254,44 @@ pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The bytes of a file autopin kept for itself (a cache), when it is still only its own: a
+/// regular file of this user's that nobody else may write, not reached through a link, read
+/// up to [`MAX_INPUT`]. None otherwise: a file another user planted, or made writable to
+/// others, would steer what autopin does.
+pub fn read_own_kept(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .open(path)
+        .ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file()
+        || meta.uid() != rustix::process::geteuid().as_raw()
+        || meta.mode() & 0o022 != 0
+    {
+        return None;
+    }
+    let mut out = Vec::new();
+    f.take(MAX_INPUT).read_to_end(&mut out).ok()?;
+    Some(out)
+}
+
+/// Keeps `bytes` in `path` for autopin's own later reading ([`read_own_kept`]): written
+/// beside it, private (0600), and renamed over it, so a reader sees one version or the
+/// other, whole; a link at `path` is replaced, never followed.
+pub fn keep_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".kept-").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(path).map(|_| ()).map_err(|e| e.error)
+}
+
 /// [`read_bounded`] as UTF-8 text.
 pub fn read_to_string_bounded(path: &Path, max: u64) -> std::io::Result<String> {
     String::from_utf8(read_bounded(path, max)?).map_err(|e| {

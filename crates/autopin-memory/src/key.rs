@@ -83,6 +83,54 @@ pub fn program_identity(path: &Path) -> std::io::Result<String> {
     Ok(hex(&h.finalize())[..16].to_string())
 }
 
+/// Files below this size are hashed at each run: reading a kept identity costs about as
+/// much.
+const KEPT_FROM: u64 = 4 << 20;
+
+/// At most this many programs' identities are kept (a file that grew past it starts again).
+const KEPT_MAX: usize = 256;
+
+/// [`program_identity`], kept in `kept` (a file of autopin's own, None: not kept) for a
+/// program of 4 MiB or more, by its path, device, inode, size and change time: hashing 64 MiB
+/// takes 40–160 ms (with and without the CPU's SHA instructions) before every start. A file
+/// written, replaced, renamed over or made anew changes its change time or its inode, which
+/// no user can set back, so an identity found under the same stamp is the same content.
+pub fn program_identity_kept(path: &Path, kept: Option<&Path>) -> std::io::Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    let Some(kept) = kept.filter(|_| meta.is_file() && meta.size() >= KEPT_FROM) else {
+        return program_identity(path);
+    };
+    let name = path.display().to_string();
+    let stamp = format!(
+        "dev {} ino {} size {} ctime {}.{:09}",
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    );
+    let mut ids: std::collections::BTreeMap<String, (String, String)> =
+        autopin_files::read_own_kept(kept)
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+    if let Some((s, id)) = ids.get(&name) {
+        if *s == stamp {
+            return Ok(id.clone());
+        }
+    }
+    let id = program_identity(path)?;
+    if ids.len() >= KEPT_MAX {
+        ids.clear();
+    }
+    ids.insert(name, (stamp, id.clone()));
+    // A cache: one that cannot be written is hashed around next time.
+    if let Ok(text) = serde_json::to_vec(&ids) {
+        let _ = autopin_files::keep_private(kept, &text);
+    }
+    Ok(id)
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -90,6 +138,51 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_programs_identity_is_kept_until_its_file_changes() {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        let prog = d.path().join("big");
+        let kept = d.path().join("ids.json");
+        let mut f = std::fs::File::create(&prog).unwrap();
+        f.write_all(&vec![7u8; (KEPT_FROM as usize) + 10]).unwrap();
+        drop(f);
+        let id = program_identity_kept(&prog, Some(&kept)).unwrap();
+        assert_eq!(id, program_identity(&prog).unwrap());
+        assert!(kept.is_file(), "kept");
+        // Kept: an identity planted under the same stamp is what comes back (the file was
+        // not hashed again).
+        let text = std::fs::read_to_string(&kept).unwrap();
+        std::fs::write(&kept, text.replace(&id, "feedfeedfeedfeed")).unwrap();
+        assert_eq!(
+            program_identity_kept(&prog, Some(&kept)).unwrap(),
+            "feedfeedfeedfeed"
+        );
+        // Written again (same size): another change time, hashed again.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut f = std::fs::OpenOptions::new().write(true).open(&prog).unwrap();
+        f.write_all(b"rebuilt").unwrap();
+        drop(f);
+        let again = program_identity_kept(&prog, Some(&kept)).unwrap();
+        assert_eq!(again, program_identity(&prog).unwrap());
+        assert_ne!(again, id);
+        // A kept file others may write is not believed.
+        let text = std::fs::read_to_string(&kept).unwrap();
+        std::fs::write(&kept, text.replace(&again, "feedfeedfeedfeed")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert_eq!(program_identity_kept(&prog, Some(&kept)).unwrap(), again);
+        // A small program is hashed every time, nothing kept for it.
+        let small = d.path().join("small");
+        std::fs::write(&small, b"tiny").unwrap();
+        let other = d.path().join("other.json");
+        assert_eq!(
+            program_identity_kept(&small, Some(&other)).unwrap(),
+            program_identity(&small).unwrap()
+        );
+        assert!(!other.exists());
+    }
 
     fn key() -> DecisionKey {
         DecisionKey {

@@ -14,7 +14,7 @@ pub mod record;
 pub mod run_memory;
 pub mod store;
 
-pub use key::{fingerprint, program_identity, DecisionKey};
+pub use key::{fingerprint, program_identity, program_identity_kept, DecisionKey};
 pub use record::{
     InvalidRecord, Outcome, PhaseDecision, Record, RememberedPinning, Selector, TeamTrial,
     TrialState, WholeRun,

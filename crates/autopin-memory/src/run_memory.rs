@@ -5,7 +5,7 @@
 //! [`MemoryRequest`].
 
 use crate::store::StoreOpening;
-use crate::{fingerprint, policy, program_identity, DecisionKey, MemoryError, Record, Store};
+use crate::{fingerprint, policy, program_identity_kept, DecisionKey, MemoryError, Record, Store};
 use autopin_engine::report::{MemoryUse, Report};
 use autopin_engine::run::{RunPlan, RunSink, TargetSpec};
 use std::path::PathBuf;
@@ -32,6 +32,8 @@ pub struct MemoryRequest {
     pub threads: String,
     /// The objective the key holds: as named, else "default".
     pub objective: String,
+    /// Where large programs' identities are kept between runs (None: hashed every run).
+    pub kept_ids: Option<PathBuf>,
 }
 
 pub struct RunMemory {
@@ -219,8 +221,8 @@ fn key_for(request: &MemoryRequest, plan: &RunPlan) -> Result<DecisionKey, Strin
         }
     };
     let program = program.canonicalize().unwrap_or(program);
-    let program_id =
-        program_identity(&program).map_err(|e| format!("{}: {e}", program.display()))?;
+    let program_id = program_identity_kept(&program, request.kept_ids.as_deref())
+        .map_err(|e| format!("{}: {e}", program.display()))?;
     let share = plan
         .launch
         .as_ref()

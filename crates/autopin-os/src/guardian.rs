@@ -1,15 +1,17 @@
-//! The guardian: a small process (`autopin guard PID`, this same executable) that outlives
-//! autopin, so that whatever ends autopin — SIGKILL, a crash, the OOM killer, a closed
-//! terminal — the program keeps running as it was.
+//! The guardian: a small process (a fork of autopin, or this same executable started as
+//! `autopin guard PID` where autopin runs more than one thread) that outlives autopin, so
+//! that whatever ends autopin — SIGKILL, a crash, the OOM killer, a closed terminal — the
+//! program keeps running as it was.
 //!
 //! autopin starts it before it makes any file of its own: `attach` right before it takes its
 //! lock, and waits until it has read every thread's CPU mask, before autopin pins anything;
 //! `run` before the launch (the program's PID is told once it exists), and, since the mask
 //! the program starts with is given to it, looks for its word only after the launch: the
 //! program does not wait for the guardian's start. The guardian is in a session of its own
-//! from before its `exec` (signals for autopin's process group or the terminal's do not reach
-//! it, even while it starts) and ignores INT, TERM, HUP, QUIT and PIPE. autopin then tells it, one line at a time on a pipe that
-//! only the two of them hold (close-on-exec: the target never inherits it):
+//! from its first instruction (from before its `exec` where it is started again), so signals
+//! for autopin's process group or the terminal's do not reach it even while it starts, and
+//! it ignores INT, TERM, HUP, QUIT and PIPE. autopin then tells it, one line at a time on a
+//! pipe that only the two of them hold (close-on-exec: the target never inherits it):
 //!
 //! - `pid PID`: the target, launched after the guardian started (`autopin guard 0 MASK`);
 //!   its threads' masks are read then;
@@ -32,9 +34,10 @@
 
 use autopin_topology::CpuSet;
 use std::collections::HashMap;
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 /// The hidden subcommand that runs [`serve`].
 pub const SUBCOMMAND: &str = "guard";
@@ -49,11 +52,73 @@ pub struct Leftovers<'a> {
 
 /// autopin's side: the running guardian and the pipe to it.
 pub struct Guardian {
-    child: Child,
-    pipe: Option<ChildStdin>,
+    /// None once handed to [`reap_ended`].
+    child: Option<GuardianProcess>,
+    pipe: Option<File>,
     /// Where its "ready" is still to be read ([`Guardian::confirm`]).
-    unconfirmed: Option<ChildStdout>,
+    unconfirmed: Option<File>,
     decided: bool,
+}
+
+/// The guardian's process: a fork of autopin that serves at once (autopin has one thread),
+/// or this executable started again as `autopin guard` (where a fork is not safe).
+enum GuardianProcess {
+    Forked(i32),
+    Started(Child),
+}
+
+impl GuardianProcess {
+    fn id(&self) -> u32 {
+        match self {
+            GuardianProcess::Forked(pid) => *pid as u32,
+            GuardianProcess::Started(c) => c.id(),
+        }
+    }
+
+    fn kill(&mut self) {
+        match self {
+            GuardianProcess::Forked(pid) => {
+                // SAFETY: kill takes no pointers; the PID is this process's own child.
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+                let _ = self.try_wait();
+            }
+            GuardianProcess::Started(c) => {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    /// Waits for it to end.
+    fn wait(&mut self) {
+        match self {
+            GuardianProcess::Forked(pid) => {
+                if let Some(p) = rustix::process::Pid::from_raw(*pid) {
+                    while let Err(rustix::io::Errno::INTR) =
+                        rustix::process::waitpid(Some(p), rustix::process::WaitOptions::empty())
+                    {
+                    }
+                }
+            }
+            GuardianProcess::Started(c) => {
+                let _ = c.wait();
+            }
+        }
+    }
+
+    /// Reaps it when it has ended.
+    fn try_wait(&mut self) -> Option<()> {
+        match self {
+            GuardianProcess::Forked(pid) => {
+                let p = rustix::process::Pid::from_raw(*pid)?;
+                rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG)
+                    .ok()
+                    .flatten()
+                    .map(|_| ())
+            }
+            GuardianProcess::Started(c) => c.try_wait().ok().flatten().map(|_| ()),
+        }
+    }
 }
 
 impl Guardian {
@@ -71,32 +136,18 @@ impl Guardian {
         mask: Option<&CpuSet>,
         leftovers: Leftovers,
     ) -> io::Result<Guardian> {
-        let mut cmd = Command::new(exe);
-        cmd.arg(SUBCOMMAND).arg(pid.unwrap_or(0).to_string());
-        if let Some(m) = mask {
-            cmd.arg(m.to_string());
-        }
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        // Its own session before exec: a kill of autopin's process group while the guardian
-        // is still starting (`kill -9 -PGID`, a terminal's ^C) cannot take it along.
-        // SAFETY: the closure makes one system call (setsid), async-signal-safe, and touches
-        // no memory.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-                let _ = rustix::process::setsid();
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn()?;
+        let (child, pipe, unconfirmed) = if crate::keeper::single_threaded() {
+            fork_serving(pid, mask)?
+        } else {
+            start_again(exe, pid, mask)?
+        };
         // The keeper (under `run`) learns who guards the program: should the guardian be
         // gone when the engine dies, the keeper does its work itself.
         crate::keeper_channel::tell_guardian(child.id());
         let mut g = Guardian {
-            pipe: child.stdin.take(),
-            unconfirmed: child.stdout.take(),
-            child,
+            pipe: Some(pipe),
+            unconfirmed: Some(unconfirmed),
+            child: Some(child),
             decided: false,
         };
         if pid.is_some() || mask.is_none() {
@@ -113,7 +164,6 @@ impl Guardian {
         }
         Ok(g)
     }
-
     /// Waits for the guardian's word that it holds the masks (once; at once if it was
     /// already read). An error, with the guardian ended, when it did not start.
     pub fn confirm(&mut self) -> io::Result<()> {
@@ -124,7 +174,9 @@ impl Guardian {
         let _ = BufReader::new(out).read_line(&mut ready);
         if ready.trim() != "ready" {
             self.pipe = None;
-            let _ = self.child.kill();
+            if let Some(c) = self.child.as_mut() {
+                c.kill();
+            }
             return Err(io::Error::other("the guardian did not start"));
         }
         Ok(())
@@ -188,13 +240,159 @@ impl Guardian {
 }
 
 impl Drop for Guardian {
-    /// autopin ends in order: the guardian has nothing to do. Its exit is not waited for
-    /// (it ends on the word, and a millisecond of autopin's end went on waiting): a guardian
-    /// not yet ended is reaped by whoever adopts it once autopin is gone.
+    /// autopin ends in order: the guardian has nothing to do. It ends on the word; it is
+    /// reaped by [`reap_ended`] at autopin's end, not waited for here (its exit then runs
+    /// beside autopin's last work: the report, the store).
     fn drop(&mut self) {
         self.send("done");
         self.pipe = None;
-        let _ = self.child.try_wait();
+        if let Some(mut child) = self.child.take() {
+            if child.try_wait().is_none() {
+                ENDING.lock().unwrap_or_else(|p| p.into_inner()).push(child);
+            }
+        }
+    }
+}
+
+/// Guardians told `done` that had not ended yet.
+static ENDING: std::sync::Mutex<Vec<GuardianProcess>> = std::sync::Mutex::new(Vec::new());
+
+/// Waits for every guardian told `done` (each ends on the word): called as autopin ends,
+/// so that none is left for others to reap (a container whose first process reaps nothing
+/// would keep it as a zombie).
+pub fn reap_ended() {
+    let ending = std::mem::take(&mut *ENDING.lock().unwrap_or_else(|p| p.into_inner()));
+    for mut g in ending {
+        g.wait();
+    }
+}
+
+/// Starts this executable again as `autopin guard PID [MASK]`, in a session of its own:
+/// the guardian where autopin runs more than one thread (a fork would copy locks another
+/// thread holds). Its standard input and output are the two pipes.
+fn start_again(
+    exe: &Path,
+    pid: Option<i32>,
+    mask: Option<&CpuSet>,
+) -> io::Result<(GuardianProcess, File, File)> {
+    let mut cmd = Command::new(exe);
+    cmd.arg(SUBCOMMAND).arg(pid.unwrap_or(0).to_string());
+    if let Some(m) = mask {
+        cmd.arg(m.to_string());
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    // Its own session before exec: a kill of autopin's process group while the guardian
+    // is still starting (`kill -9 -PGID`, a terminal's ^C) cannot take it along.
+    // SAFETY: the closure makes one system call (setsid), async-signal-safe, and touches
+    // no memory.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let _ = rustix::process::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    let pipe = child
+        .stdin
+        .take()
+        .map(|p| File::from(std::os::fd::OwnedFd::from(p)));
+    let ready = child
+        .stdout
+        .take()
+        .map(|p| File::from(std::os::fd::OwnedFd::from(p)));
+    match (pipe, ready) {
+        (Some(p), Some(r)) => Ok((GuardianProcess::Started(child), p, r)),
+        _ => Err(io::Error::other("the guardian's pipes were not made")),
+    }
+}
+
+/// Forks this process (which has one thread) into the guardian: its own session at once,
+/// the pipe from autopin as its standard input and its "ready" pipe as its standard output,
+/// no other descriptor of autopin's (the store, the keeper's socket) kept, and it serves
+/// until autopin is done or gone, then exits without running anything of autopin's
+/// (`_exit`: a buffer autopin had not written yet is not written twice). Unlike starting
+/// the executable again, the program's start is not shared with loading 80 MB of it and
+/// parsing a command line (about 0.4 ms of each `autopin run`'s start on the 2-CPU VM).
+fn fork_serving(
+    pid: Option<i32>,
+    mask: Option<&CpuSet>,
+) -> io::Result<(GuardianProcess, File, File)> {
+    use rustix::pipe::{pipe_with, PipeFlags};
+    let (from_autopin, to_guardian) = pipe_with(PipeFlags::CLOEXEC)?;
+    let (from_guardian, to_autopin) = pipe_with(PipeFlags::CLOEXEC)?;
+    let mask = mask.cloned();
+    // SAFETY: this process has one thread (checked by the caller), so no lock is held by
+    // another thread in the child; glibc's fork runs its own handlers (malloc's locks).
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            let _ = rustix::process::setsid();
+            let code = (|| -> io::Result<i32> {
+                use std::os::fd::AsRawFd;
+                // SAFETY: dup2 and close take descriptor numbers only; the descriptors
+                // replaced are standard input and output, which this child alone uses now.
+                unsafe {
+                    if libc::dup2(from_autopin.as_raw_fd(), 0) < 0
+                        || libc::dup2(to_autopin.as_raw_fd(), 1) < 0
+                    {
+                        return Err(io::Error::last_os_error());
+                    }
+                    close_from(3);
+                }
+                // Descriptors 0 and 1 are the pipes now (dup2 clears close-on-exec).
+                // SAFETY: they are open and owned by nothing else in this process.
+                let (input, ready) = unsafe {
+                    use std::os::fd::FromRawFd;
+                    (File::from_raw_fd(0), File::from_raw_fd(1))
+                };
+                default_signal_handlers();
+                Ok(serve(pid, mask, input, ready))
+            })()
+            .unwrap_or(1);
+            // SAFETY: ends this process at once, as a child of fork must.
+            unsafe { libc::_exit(code) }
+        }
+        child => {
+            drop(from_autopin);
+            drop(to_autopin);
+            Ok((
+                GuardianProcess::Forked(child),
+                File::from(to_guardian),
+                File::from(from_guardian),
+            ))
+        }
+    }
+}
+
+/// Closes every descriptor from `first` on (close_range, else one by one up to the limit).
+///
+/// # Safety
+/// Descriptors other code of this process still owns are closed under it: only for a
+/// child of fork about to run code that owns none of them.
+unsafe fn close_from(first: i32) {
+    // SAFETY: the caller's promise; these calls take numbers only.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, first as u32, u32::MAX, 0u32) == 0 {
+            return;
+        }
+        let limit = libc::sysconf(libc::_SC_OPEN_MAX).clamp(1024, 1 << 16) as i32;
+        for fd in first..limit {
+            libc::close(fd);
+        }
+    }
+}
+
+/// The forked guardian takes the default action for every signal autopin handles (autopin's
+/// handlers would act on autopin's state); `serve` then ignores those that end a terminal job.
+fn default_signal_handlers() {
+    for sig in 1..32 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: signal takes no pointers, and SIG_DFL is a valid disposition.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
     }
 }
 
@@ -341,6 +539,9 @@ fn remove_unheld_lock(path: &Path) {
 /// job: only the pipe's end may end the guardian's watch.
 fn detach_from_autopin() {
     let _ = rustix::process::setsid();
+    // Named for `ps`, `top` and tests: a forked guardian's command line is autopin's own.
+    // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes, which this is.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"autopin-guard".as_ptr(), 0, 0, 0) };
     // SAFETY: signal takes no pointers, and SIG_IGN is a valid disposition for each of
     // these signals (no handler runs).
     unsafe {

@@ -54,8 +54,6 @@ pub fn launch_parent() -> Option<u32> {
 struct Heard {
     program: Option<i32>,
     exit_code: Option<i32>,
-    /// The engine has finished everything and ends with this code.
-    done: Option<i32>,
     /// The guardian's PID.
     guardian: Option<i32>,
     /// The CPU list the program started with (what its threads get back).
@@ -74,7 +72,6 @@ impl Heard {
         match word {
             "program" => self.program = value().filter(|p| *p > 0),
             "exit" => self.exit_code = value(),
-            "done" => self.done = value(),
             "guardian" => self.guardian = value().filter(|p| *p > 0),
             "mask" if !rest.trim().is_empty() => self.mask = Some(rest.trim().to_string()),
             "decided" => self.decided = true,
@@ -243,13 +240,6 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<Ke
                 Err(_) => true,
             };
             drain(&mut heard);
-            // Done: the engine's exit (its address space torn down, its children reaped)
-            // need not be waited for. It has nothing left to do, and should it still be
-            // there when the keeper is gone, its parent-death signal ends it.
-            if let Some(code) = heard.done {
-                forwarding.clear_child();
-                return Ok(Kept::Exit(code));
-            }
             if ended {
                 break;
             }
@@ -367,7 +357,7 @@ fn guardian_alive(pid: i32) -> bool {
 }
 
 /// Whether this process runs one thread only (false where /proc cannot tell).
-fn single_threaded() -> bool {
+pub(crate) fn single_threaded() -> bool {
     std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
 }
 
@@ -455,13 +445,11 @@ mod tests {
         h.take("file /tmp/a b");
         h.take("dir /tmp/d");
         h.take("decided");
-        h.take("done 7");
         assert_eq!(
             h,
             Heard {
                 program: Some(1234),
                 exit_code: Some(7),
-                done: Some(7),
                 guardian: Some(99),
                 mask: Some("0-3,8".into()),
                 decided: true,

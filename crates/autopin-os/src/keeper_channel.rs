@@ -59,16 +59,6 @@ pub fn tell_exit(code: i32) {
     tell(&format!("exit {code}"));
 }
 
-/// Engine: everything is said and done (the report and the store written, autopin's files
-/// removed, the guardian told, standard output flushed here) and this is the code to end
-/// with. The keeper ends with it at once rather than after the engine's own exit, a
-/// millisecond later. Nothing without a keeper.
-pub fn tell_done(code: i32) {
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    tell(&format!("done {code}"));
-}
-
 /// Engine: the guardian started, with this PID.
 pub(crate) fn tell_guardian(pid: u32) {
     tell(&format!("guardian {pid}"));

@@ -35,8 +35,9 @@ pub fn live() -> autopin_topology::Result<Machine> {
     }
 }
 
-/// Where the cache goes (None: turned off).
-fn cache_dir() -> Option<PathBuf> {
+/// Where autopin keeps what it read or computed for later runs on this node (the machine,
+/// large programs' identities; None: turned off).
+pub fn cache_dir() -> Option<PathBuf> {
     cache_dir_in(
         std::env::var_os("AUTOPIN_CACHE"),
         autopin_preload::cache_dir,
@@ -66,7 +67,7 @@ pub fn read_kept(
         autopin_topology::source::sysfs::read_key(root, affinity.as_ref())
     );
     let file = dir.join(format!("machine-{}.json", host_name(root)));
-    if let Some(kept) = read_own(&file)
+    if let Some(kept) = autopin_files::read_own_kept(&file)
         .and_then(|b| serde_json::from_slice::<Kept>(&b).ok())
         .filter(|k| k.key == key)
     {
@@ -80,41 +81,13 @@ pub fn read_kept(
     Ok(kept.machine)
 }
 
-/// The file's bytes when it is a regular file of this user's that nobody else may write
-/// (not followed through a link): a machine planted by another user would steer the pinning.
-fn read_own(file: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(file)
-        .ok()?;
-    let meta = f.metadata().ok()?;
-    if !meta.is_file()
-        || meta.uid() != rustix::process::geteuid().as_raw()
-        || meta.mode() & 0o022 != 0
-    {
-        return None;
-    }
-    let mut out = Vec::new();
-    f.take(autopin_files::MAX_INPUT)
-        .read_to_end(&mut out)
-        .ok()?;
-    Some(out)
-}
-
 /// Writes the kept read beside the file and renames it over it: a reader sees one read or
 /// the other, whole. The directory is made private if it is not there; one that is not
 /// this user's alone is not written into.
 fn keep(dir: &Path, file: &Path, kept: &Kept) -> std::io::Result<()> {
     autopin_preload::ensure_private_dir(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".machine-")
-        .tempfile_in(dir)?;
-    serde_json::to_writer(std::io::BufWriter::new(&mut tmp), kept)
-        .map_err(std::io::Error::other)?;
-    tmp.persist(file).map(|_| ()).map_err(|e| e.error)
+    let text = serde_json::to_vec(kept).map_err(std::io::Error::other)?;
+    autopin_files::keep_private(file, &text)
 }
 
 /// This executable as built: another build of autopin may read the machine otherwise.

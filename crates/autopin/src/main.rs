@@ -131,14 +131,12 @@ fn main() {
         Command::Man(a) => cmd::install::man(a, Cli::command()),
         Command::Guard(a) => cmd::guard::run(a),
     };
+    // A guardian told `done` has ended by now (it ended beside autopin's last work).
+    autopin_os::guardian::reap_ended();
     match result {
-        Ok(code) => {
-            autopin_os::keeper_channel::tell_done(code);
-            std::process::exit(code)
-        }
+        Ok(code) => std::process::exit(code),
         Err(e) => {
             say!("autopin: error: {e}");
-            autopin_os::keeper_channel::tell_done(e.exit_code());
             std::process::exit(e.exit_code());
         }
     }

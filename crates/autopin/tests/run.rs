@@ -1283,11 +1283,8 @@ fn a_keeper_whose_guardian_was_killed_first_gives_the_cpus_back_itself() {
     let guardian = children_of(engine)
         .into_iter()
         .find(|c| {
-            std::fs::read(format!("/proc/{c}/cmdline"))
-                .unwrap_or_default()
-                .split(|b| *b == 0)
-                .nth(1)
-                == Some(b"guard".as_slice())
+            std::fs::read_to_string(format!("/proc/{c}/comm"))
+                .is_ok_and(|n| n.trim() == "autopin-guard")
         })
         .expect("a guardian runs");
     let kill = |p: u32| {

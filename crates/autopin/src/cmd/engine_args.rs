@@ -430,6 +430,7 @@ fn memory_request(a: &EngineArgs) -> MemoryRequest {
         key_args: a.memory_key == "args",
         threads,
         objective,
+        kept_ids: autopin_os::machine_cache::cache_dir().map(|d| d.join("program-ids.json")),
     }
 }
 

@@ -112,6 +112,9 @@ pub fn execute(a: &EngineArgs, target: TargetSpec) -> CmdResult {
             sink: &mut sink,
         },
     )?;
+    // The program has ended: autopin's files go and the guardian is told it is done now, so
+    // that it ends while the store and the report are written (reaped at autopin's end).
+    drop(platform);
     memory.finish(&mut report, &mut sink);
     let mut failed = sink.write(&report, false);
     for line in report.summary_lines() {
