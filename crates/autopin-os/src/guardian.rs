@@ -136,7 +136,7 @@ impl Guardian {
         mask: Option<&CpuSet>,
         leftovers: Leftovers,
     ) -> io::Result<Guardian> {
-        let (child, pipe, unconfirmed) = if crate::keeper::single_threaded() {
+        let (child, pipe, unconfirmed) = if crate::process::single_threaded() {
             fork_serving(pid, mask)?
         } else {
             start_again(exe, pid, mask)?

@@ -181,7 +181,7 @@ pub fn keep(exe: &std::path::Path, args: &[std::ffi::OsString]) -> io::Result<Ke
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
     let keeper = std::process::id();
     let launch_parent = std::os::unix::process::parent_id();
-    let (engine, forwarding) = if single_threaded() {
+    let (engine, forwarding) = if crate::process::single_threaded() {
         // The forwarded signals wait until each side has its handlers: the engine starts
         // with the ones it had, the keeper forwards what came meanwhile to the engine.
         let held = HeldSignals::hold();
@@ -354,11 +354,6 @@ fn guardian_alive(pid: i32) -> bool {
     let second = args.split(|b| *b == 0).nth(1);
     second == Some(crate::guardian::SUBCOMMAND.as_bytes())
         && !crate::process::attach_guard::is_zombie(proc, pid)
-}
-
-/// Whether this process runs one thread only (false where /proc cannot tell).
-pub(crate) fn single_threaded() -> bool {
-    std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
 }
 
 /// The forwarded signals held back (blocked) from now until this is dropped, when the ones

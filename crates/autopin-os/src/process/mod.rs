@@ -46,3 +46,9 @@ pub fn preload_library_telling(
 ) -> std::io::Result<std::path::PathBuf> {
     autopin_preload::install_telling(before_write)
 }
+
+/// Whether this process runs one thread only (false where /proc cannot tell): a fork then
+/// copies no lock another thread holds.
+pub fn single_threaded() -> bool {
+    std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
+}
