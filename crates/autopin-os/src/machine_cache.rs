@@ -6,10 +6,10 @@
 //! the read's key; while they and the autopin executable stay the same, the kept read is the
 //! machine.
 //!
-//! One JSON file per host, `machine-HOST.json`, in `$AUTOPIN_CACHE` (a directory; `off`
-//! reads afresh every time), else in the private per-user directory the preload library is
-//! kept in (`$XDG_RUNTIME_DIR/autopin`, else `$TMPDIR/autopin-UID`: local, and gone with
-//! the boot). `HWLOC_PCI_*` variables, which move devices, read afresh too. A file that
+//! One JSON file per host and key, `machine-HOST-KEY.json` (the 16 newest kept), in
+//! `$AUTOPIN_CACHE` (a directory; `off` reads afresh every time), else in the private
+//! per-user directory the preload library is kept in (`$XDG_RUNTIME_DIR/autopin`, else
+//! `$TMPDIR/autopin-UID`: local, and gone with the boot). `HWLOC_PCI_*` variables, which move devices, read afresh too. A file that
 //! cannot be read or written is read around, never an error: it is a cache.
 
 use autopin_topology::{CpuSet, Machine};
@@ -66,7 +66,10 @@ pub fn read_kept(
         executable_identity(),
         autopin_topology::source::sysfs::read_key(root, affinity.as_ref())
     );
-    let file = dir.join(format!("machine-{}.json", host_name(root)));
+    // One file per key: the ranks of a job, each with a CPU share of its own, and jobs in
+    // cgroups of their own would otherwise replace each other's read at every start.
+    let prefix = format!("machine-{}-", host_name(root));
+    let file = dir.join(format!("{prefix}{:016x}.json", key_hash(&key)));
     if let Some(kept) = autopin_files::read_own_kept(&file)
         .and_then(|b| serde_json::from_slice::<Kept>(&b).ok())
         .filter(|k| k.key == key)
@@ -77,8 +80,40 @@ pub fn read_kept(
         key,
         machine: autopin_topology::source::sysfs::read_with_affinity(root, affinity)?,
     };
-    let _ = keep(dir, &file, &kept);
+    if keep(dir, &file, &kept).is_ok() {
+        prune(dir, &prefix, KEPT_READS);
+    }
     Ok(kept.machine)
+}
+
+/// The most reads kept for one host (the most recently made stay).
+const KEPT_READS: usize = 16;
+
+/// A hash of the key for the file's name (the key itself is in the file and compared whole).
+fn key_hash(key: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// Removes the oldest of the files named `prefix*` in `dir` beyond the `keep` newest.
+fn prune(dir: &Path, prefix: &str, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut kept: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if kept.len() <= keep {
+        return;
+    }
+    kept.sort();
+    for (_, p) in &kept[..kept.len() - keep] {
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 /// Writes the kept read beside the file and renames it over it: a reader sees one read or
@@ -173,16 +208,20 @@ mod tests {
         );
         let first = read_kept(&root, None, &dir).unwrap();
         assert!(first == fresh, "a miss is a fresh read");
-        let file = std::fs::read_dir(&dir)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("machine-")
-            });
+        let kept_files = || {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with("machine-")
+                })
+                .collect::<Vec<_>>()
+        };
+        let file = kept_files().into_iter().next();
         let file = file.expect("the read is kept");
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(
@@ -194,11 +233,18 @@ mod tests {
         let l1 = std::fs::read_to_string(cpu0_l1_size(&root)).unwrap();
         std::fs::write(cpu0_l1_size(&root), "1024K\n").unwrap();
         assert!(read_kept(&root, None, &dir).unwrap() == fresh, "kept");
-        // Another affinity is another key.
+        // Another affinity is another key, kept beside the first (the ranks of a job, each
+        // with its share, do not replace each other's read): both are hits from then on.
         let some: CpuSet = CpuSet::from_cpus([0, 1]);
         let narrowed = read_kept(&root, Some(some.clone()), &dir).unwrap();
-        assert!(narrowed == sysfs::read_with_affinity(&root, Some(some)).unwrap());
+        assert!(narrowed == sysfs::read_with_affinity(&root, Some(some.clone())).unwrap());
         assert!(narrowed != fresh);
+        assert_eq!(kept_files().len(), 2);
+        assert!(read_kept(&root, None, &dir).unwrap() == fresh, "still kept");
+        assert!(
+            read_kept(&root, Some(some), &dir).unwrap() == narrowed,
+            "kept too"
+        );
         // A CPU taken offline is another key: read afresh, with the changed cache too.
         std::fs::write(root.join("sys/devices/system/cpu/online"), "0-14\n").unwrap();
         let after = read_kept(&root, None, &dir).unwrap();
@@ -206,7 +252,6 @@ mod tests {
         assert_eq!(after.pus().len(), fresh.pus().len() - 1);
         // A device that comes (a GPU driver loaded after boot) is another key.
         std::fs::write(cpu0_l1_size(&root), l1).unwrap();
-        let kept = std::fs::read(&file).unwrap();
         std::fs::create_dir_all(root.join("sys/class/drm/card9")).unwrap();
         let now = read_kept(&root, None, &dir).unwrap();
         assert!(
@@ -214,7 +259,15 @@ mod tests {
             "read afresh"
         );
         assert!(now != after, "the first CPU's cache is read again");
-        assert_ne!(std::fs::read(&file).unwrap(), kept, "and kept again");
+        assert_eq!(kept_files().len(), 4);
+        assert!(kept_files().contains(&file));
+        // At most KEPT_READS are kept, the oldest going first.
+        for cpus in 0..KEPT_READS as u32 {
+            let mask = CpuSet::from_cpus([cpus]);
+            read_kept(&root, Some(mask), &dir).unwrap();
+        }
+        assert_eq!(kept_files().len(), KEPT_READS);
+        assert!(!kept_files().contains(&file), "the oldest went");
     }
 
     #[test]
@@ -223,8 +276,18 @@ mod tests {
         let cache = tempfile::tempdir().unwrap();
         let dir = cache.path().to_path_buf();
         let fresh = read_kept(&root, None, &dir).unwrap();
-        let file = dir.join(format!("machine-{}.json", host_name(&root)));
-        assert!(file.is_file());
+        let prefix = format!("machine-{}-", host_name(&root));
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&prefix)
+            })
+            .expect("kept");
         // A planted machine that others could have written is not believed.
         let text = std::fs::read_to_string(&file).unwrap();
         let planted = text.replacen("\"Package\"", "\"Group\"", 1);
