@@ -329,6 +329,7 @@ fn fork_serving(
         -1 => Err(io::Error::last_os_error()),
         0 => {
             let _ = rustix::process::setsid();
+            crate::keeper_channel::forget_in_child();
             let code = (|| -> io::Result<i32> {
                 use std::os::fd::AsRawFd;
                 // SAFETY: dup2 and close take descriptor numbers only; the descriptors

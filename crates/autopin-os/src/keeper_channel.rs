@@ -26,6 +26,15 @@ pub(crate) fn connect(name: &str) {
     }
 }
 
+/// In a child of fork that closes the descriptors it inherited (the guardian): the channel
+/// is the engine's, never this process's; its descriptor is forgotten, not closed again
+/// (its number may name another file by then).
+pub(crate) fn forget_in_child() {
+    if let Some(s) = CHANNEL.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        std::mem::forget(s);
+    }
+}
+
 pub(crate) fn tell(msg: &str) {
     if let Some(s) = CHANNEL.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
         // A keeper that is gone cannot be told; the engine goes on.
