@@ -35,6 +35,11 @@ pub fn live() -> autopin_topology::Result<Machine> {
     }
 }
 
+/// `HWLOC_PCI_*` variables move devices (as they do in hwloc): a read under them is not kept.
+fn hwloc_moves_devices() -> bool {
+    std::env::vars_os().any(|(k, _)| k.to_string_lossy().starts_with("HWLOC_PCI"))
+}
+
 /// Where autopin keeps what it read or computed for later runs on this node (the machine,
 /// large programs' identities; None: turned off).
 pub fn cache_dir() -> Option<PathBuf> {
@@ -61,15 +66,8 @@ pub fn read_kept(
     affinity: Option<CpuSet>,
     dir: &Path,
 ) -> autopin_topology::Result<Machine> {
-    let key = format!(
-        "{}\n{}",
-        executable_identity(),
-        autopin_topology::source::sysfs::read_key(root, affinity.as_ref())
-    );
-    // One file per key: the ranks of a job, each with a CPU share of its own, and jobs in
-    // cgroups of their own would otherwise replace each other's read at every start.
-    let prefix = format!("machine-{}-", host_name(root));
-    let file = dir.join(format!("{prefix}{:016x}.json", key_hash(&key)));
+    let key = full_key(root, affinity.as_ref());
+    let file = kept_file(root, dir, &key);
     if let Some(kept) = autopin_files::read_own_kept(&file)
         .and_then(|b| serde_json::from_slice::<Kept>(&b).ok())
         .filter(|k| k.key == key)
@@ -81,9 +79,119 @@ pub fn read_kept(
         machine: autopin_topology::source::sysfs::read_with_affinity(root, affinity)?,
     };
     if keep(dir, &file, &kept).is_ok() {
-        prune(dir, &prefix, KEPT_READS);
+        prune(dir, &host_prefix(root), KEPT_READS);
     }
     Ok(kept.machine)
+}
+
+/// The read's key: this executable and what can change while the machine runs.
+fn full_key(root: &Path, affinity: Option<&CpuSet>) -> String {
+    format!(
+        "{}\n{}",
+        executable_identity(),
+        autopin_topology::source::sysfs::read_key(root, affinity)
+    )
+}
+
+/// One file per key: the ranks of a job, each with a CPU share of its own, and jobs in
+/// cgroups of their own would otherwise replace each other's read at every start.
+fn kept_file(root: &Path, dir: &Path, key: &str) -> PathBuf {
+    dir.join(format!("{}{:016x}.json", host_prefix(root), key_hash(key)))
+}
+
+/// The start of this host's kept reads' names.
+fn host_prefix(root: &Path) -> String {
+    format!("machine-{}-", host_name(root))
+}
+
+/// [`verify`] for the live machine and this process's affinity; Ok with why not where
+/// nothing is kept (`AUTOPIN_CACHE=off`, `HWLOC_PCI_*` set).
+pub fn verify_live() -> Result<String, String> {
+    if hwloc_moves_devices() {
+        return Ok("none: HWLOC_PCI_* is set, so the machine is read afresh at every run".into());
+    }
+    match cache_dir() {
+        None => Ok("off (AUTOPIN_CACHE=off): the machine is read afresh at every run".into()),
+        Some(dir) => verify(
+            Path::new("/"),
+            autopin_topology::affinity::get(0).ok(),
+            &dir,
+        ),
+    }
+}
+
+/// What `autopin doctor` says of the kept read: checked against a fresh read of the machine
+/// below `root` with `affinity`, kept in `dir`. Ok: where it is and that it is the machine
+/// (or that there was none, and now is). Err: the kept read was not the machine although
+/// its key held (something the key does not cover changed), with the first difference;
+/// the fresh read replaces it.
+pub fn verify(root: &Path, affinity: Option<CpuSet>, dir: &Path) -> Result<String, String> {
+    let key = full_key(root, affinity.as_ref());
+    let file = kept_file(root, dir, &key);
+    let kept = autopin_files::read_own_kept(&file)
+        .and_then(|b| serde_json::from_slice::<Kept>(&b).ok())
+        .filter(|k| k.key == key);
+    let fresh = autopin_topology::source::sysfs::read_with_affinity(root, affinity)
+        .map_err(|e| e.to_string())?;
+    let verdict = match &kept {
+        None => Ok(format!(
+            "none for this boot, CPU set and devices yet: kept now in {}",
+            file.display()
+        )),
+        Some(k) if k.machine == fresh => {
+            Ok(format!("{}: the same as a fresh read", file.display()))
+        }
+        Some(k) => Err(format!(
+            "{} differed from a fresh read although its key held ({}); replaced by the fresh read",
+            file.display(),
+            first_difference(&k.machine, &fresh)
+        )),
+    };
+    if kept.as_ref().is_none_or(|k| k.machine != fresh) {
+        let kept = Kept {
+            key,
+            machine: fresh,
+        };
+        keep(dir, &file, &kept)
+            .map_err(|e| format!("{}: cannot keep the read: {e}", file.display()))?;
+    }
+    verdict
+}
+
+/// The first difference between the kept read and a fresh one, as a person reads it: a line
+/// of the machine's summary, else the first object that differs (its type, CPUs and what
+/// differs in it), else which part of the model.
+fn first_difference(kept: &Machine, fresh: &Machine) -> String {
+    let (a, b) = (kept.summary_lines(), fresh.summary_lines());
+    if let Some((x, y)) = a.iter().zip(&b).find(|(x, y)| x != y) {
+        return format!("kept \"{x}\", now \"{y}\"");
+    }
+    if let Some((x, y)) = kept
+        .objects
+        .iter()
+        .zip(&fresh.objects)
+        .find(|(x, y)| x != y)
+    {
+        let what = match (&x.cache, &y.cache) {
+            (Some(c), Some(d)) if c != d => format!(
+                "L{} cache of {} bytes kept, {} now",
+                c.level, c.size, d.size
+            ),
+            _ => format!("kept {x:?}, now {y:?}"),
+        };
+        let what = format!("{:?} of CPUs {}: {what}", x.ty, x.cpuset);
+        return what.chars().take(300).collect();
+    }
+    let part = if kept.objects.len() != fresh.objects.len() {
+        "the number of objects"
+    } else if kept.numa_nodes != fresh.numa_nodes {
+        "the NUMA nodes"
+    } else if kept.io != fresh.io || kept.pci_bridges != fresh.pci_bridges {
+        "the PCI devices"
+    } else {
+        "another part of the model"
+    };
+    format!("{part} differ")
 }
 
 /// The most reads kept for one host (the most recently made stay).
@@ -307,6 +415,40 @@ mod tests {
         std::fs::write(&file, "{ not json").unwrap();
         assert!(read_kept(&root, None, &dir).unwrap() == fresh);
         assert!(serde_json::from_slice::<Kept>(&std::fs::read(&file).unwrap()).is_ok());
+    }
+
+    #[test]
+    fn the_doctor_finds_a_kept_read_that_is_not_the_machine_and_replaces_it() {
+        let (_d, root) = dump_copy();
+        let cache = tempfile::tempdir().unwrap();
+        let dir = cache.path().join("c");
+        let none = verify(&root, None, &dir).unwrap();
+        assert!(none.starts_with("none for this boot"), "{none}");
+        let same = verify(&root, None, &dir).unwrap();
+        assert!(same.ends_with("the same as a fresh read"), "{same}");
+        // Something the key does not cover changes (a cache's size): the kept read is
+        // still used by runs, and the doctor says it is not the machine, and replaces it.
+        std::fs::write(
+            root.join("sys/devices/system/cpu/cpu0/cache/index2/size"),
+            "2048K\n",
+        )
+        .unwrap();
+        let old = read_kept(&root, None, &dir).unwrap();
+        let fresh = sysfs::read_with_affinity(&root, None).unwrap();
+        assert!(old != fresh, "runs use the kept read");
+        let differs = verify(&root, None, &dir).unwrap_err();
+        assert!(
+            differs.contains("L2 cache of 1048576 bytes kept, 2097152 now"),
+            "{differs}"
+        );
+        assert!(
+            differs.contains("differed from a fresh read") && differs.contains("replaced"),
+            "{differs}"
+        );
+        assert!(read_kept(&root, None, &dir).unwrap() == fresh, "replaced");
+        assert!(verify(&root, None, &dir)
+            .unwrap()
+            .ends_with("the same as a fresh read"));
     }
 
     #[test]

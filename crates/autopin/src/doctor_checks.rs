@@ -56,6 +56,9 @@ pub struct TriedHere {
     pub preload: Option<Result<(), String>>,
     /// The decision store: Ok(what it holds) or the error; Some(Ok) with "off" when turned off.
     pub memory: Option<Result<String, String>>,
+    /// The machine's kept read against a fresh one: Ok(where, and that it is the machine) or
+    /// Err(how it differed; replaced).
+    pub machine: Option<Result<String, String>>,
 }
 
 pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, tried: &TriedHere) -> Vec<Check> {
@@ -72,6 +75,7 @@ pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, tried: &TriedHere
     ];
     out.extend(preload(tried));
     out.extend(memory(tried));
+    out.extend(kept_machine(tried));
     out
 }
 
@@ -307,6 +311,20 @@ fn memory(tried: &TriedHere) -> Option<Check> {
     }
 }
 
+/// Whether the machine's kept read (what `run` starts from) is the machine.
+fn kept_machine(tried: &TriedHere) -> Option<Check> {
+    match &tried.machine {
+        Some(Ok(what)) => Some(check("kept machine read", Status::Ok, what.clone(), None)),
+        Some(Err(e)) => Some(check(
+            "kept machine read",
+            Status::Warn,
+            e.clone(),
+            Some("runs before this one started from a read that was not the machine: AUTOPIN_CACHE=off reads it afresh at every run; please report what changed (docs/topology.md, Read once per boot)"),
+        )),
+        None => None,
+    }
+}
+
 /// The checks as lines: status, name, what was found, and the fix under it.
 pub fn render(checks: &[Check]) -> String {
     let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
@@ -372,6 +390,7 @@ mod tests {
             &TriedHere {
                 preload: Some(Err("ld.so: bad ELF".into())),
                 memory: None,
+                machine: Some(Err("machine-x.json differed from a fresh read".into())),
             },
         );
         for (name, st, fix) in [
@@ -385,6 +404,7 @@ mod tests {
             ("CPU quota (cgroup)", Status::Warn, "OMP_NUM_THREADS=1"),
             ("busy CPUs now", Status::Warn, "autopin stat"),
             ("preload library", Status::Missing, "AUTOPIN_PRELOAD"),
+            ("kept machine read", Status::Warn, "AUTOPIN_CACHE=off"),
         ] {
             let c = cs.iter().find(|c| c.name == name).unwrap();
             assert_eq!(c.status, st, "{c:?}");

@@ -1,6 +1,7 @@
 //! `autopin doctor`: what works here and what does not, with the fix for each — hardware
 //! counters and perf's paranoia, RAPL, NUMA and its balancing, the cgroup's CPU quota and
-//! cpuset, SMT, Slurm/MPI, busy CPUs, the preload library, the decision store.
+//! cpuset, SMT, Slurm/MPI, busy CPUs, the preload library, the decision store, the machine's
+//! kept read.
 
 use crate::doctor_checks::{checks, render, TriedHere};
 use crate::error::{CliError, CmdResult};
@@ -76,6 +77,7 @@ pub fn run(args: Args) -> CmdResult {
         TriedHere {
             preload: Some(preload_loads()),
             memory: Some(memory_state()),
+            machine: Some(autopin_os::machine_cache::verify_live()),
         }
     } else {
         TriedHere::default()
