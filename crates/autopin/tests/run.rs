@@ -1315,3 +1315,79 @@ fn a_keeper_whose_guardian_was_killed_first_gives_the_cpus_back_itself() {
     assert!(!err.contains("given back by the guardian"), "{err}");
     assert_eq!(out.status.code(), Some(143), "{err}");
 }
+
+/// The guardian is a fork of the engine: it must hold nothing of autopin's but its pipe from
+/// the engine and the standard error it shares (not the decision store, not the keeper's
+/// socket, not the engine's standard output), and be named for what it is.
+#[test]
+fn the_guardian_holds_no_descriptor_of_autopins() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.db");
+    let out_file = dir.path().join("out");
+    // A store that exists (the first run makes it), so that the engine holds it open.
+    let made = autopin()
+        .env("AUTOPIN_MEMORY", &store)
+        .args(["run", "-q", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    assert!(store.is_file());
+    let mut keeper = std::process::Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .env("AUTOPIN_MEMORY", &store)
+        .args(["run", "-q", "--", "sleep", "3"])
+        .stdout(std::fs::File::create(&out_file).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let guardian = loop {
+        let found = children_of(keeper.id())
+            .into_iter()
+            .flat_map(children_of)
+            .find(|c| {
+                std::fs::read_to_string(format!("/proc/{c}/comm"))
+                    .is_ok_and(|n| n.trim() == "autopin-guard")
+            });
+        if let Some(g) = found {
+            break g;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no guardian named autopin-guard"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // Past its "ready": standard output (that pipe) closed, only its input and stderr left.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let fds: Vec<(String, String)> = std::fs::read_dir(format!("/proc/{guardian}/fd"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let target = std::fs::read_link(e.path()).unwrap_or_default();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                target.display().to_string(),
+            )
+        })
+        .collect();
+    keeper.kill().unwrap();
+    let _ = keeper.wait();
+    let names: Vec<&str> = fds.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        names.iter().all(|n| *n == "0" || *n == "2"),
+        "the guardian holds more than its pipe and stderr: {fds:?}"
+    );
+    assert!(
+        fds.iter().any(|(n, t)| n == "0" && t.starts_with("pipe:")),
+        "{fds:?}"
+    );
+    assert!(
+        !fds.iter()
+            .any(|(_, t)| t.contains("d.db") || t.starts_with("socket:") || t.ends_with("/out")),
+        "{fds:?}"
+    );
+}
