@@ -80,7 +80,7 @@ impl GuardianProcess {
             GuardianProcess::Forked(pid) => {
                 // SAFETY: kill takes no pointers; the PID is this process's own child.
                 unsafe { libc::kill(*pid, libc::SIGKILL) };
-                let _ = self.try_wait();
+                self.wait();
             }
             GuardianProcess::Started(c) => {
                 let _ = c.kill();
@@ -164,6 +164,7 @@ impl Guardian {
         }
         Ok(g)
     }
+
     /// Waits for the guardian's word that it holds the masks (once; at once if it was
     /// already read). An error, with the guardian ended, when it did not start.
     pub fn confirm(&mut self) -> io::Result<()> {
@@ -313,8 +314,8 @@ fn start_again(
 /// no other descriptor of autopin's (the store, the keeper's socket) kept, and it serves
 /// until autopin is done or gone, then exits without running anything of autopin's
 /// (`_exit`: a buffer autopin had not written yet is not written twice). Unlike starting
-/// the executable again, the program's start is not shared with loading 80 MB of it and
-/// parsing a command line (about 0.4 ms of each `autopin run`'s start on the 2-CPU VM).
+/// the executable again, it does not load 80 MB of it and parse a command line beside the
+/// program's own start, which shares the CPUs with that work on a small machine.
 fn fork_serving(
     pid: Option<i32>,
     mask: Option<&CpuSet>,
@@ -322,6 +323,10 @@ fn fork_serving(
     use rustix::pipe::{pipe_with, PipeFlags};
     let (from_autopin, to_guardian) = pipe_with(PipeFlags::CLOEXEC)?;
     let (from_guardian, to_autopin) = pipe_with(PipeFlags::CLOEXEC)?;
+    // Its word that it has left autopin's session: until then a kill of autopin's process
+    // group (`kill -9 -PGID`, a terminal's ^C) would take it along, so autopin makes no file
+    // before it (as `spawn` returns only once an exec'd guardian's setsid has run).
+    let (in_session, says_in_session) = pipe_with(PipeFlags::CLOEXEC)?;
     let mask = mask.cloned();
     // SAFETY: this process has one thread (checked by the caller), so no lock is held by
     // another thread in the child; glibc's fork runs its own handlers (malloc's locks).
@@ -329,6 +334,7 @@ fn fork_serving(
         -1 => Err(io::Error::last_os_error()),
         0 => {
             let _ = rustix::process::setsid();
+            let _ = rustix::io::write(&says_in_session, b"s");
             crate::keeper_channel::forget_in_child();
             let code = (|| -> io::Result<i32> {
                 use std::os::fd::AsRawFd;
@@ -358,6 +364,19 @@ fn fork_serving(
         child => {
             drop(from_autopin);
             drop(to_autopin);
+            drop(says_in_session);
+            let mut word = [0u8; 1];
+            let said = loop {
+                match rustix::io::read(&in_session, &mut word) {
+                    Err(rustix::io::Errno::INTR) => continue,
+                    other => break other,
+                }
+            };
+            if said != Ok(1) {
+                let mut gone = GuardianProcess::Forked(child);
+                gone.kill();
+                return Err(io::Error::other("the guardian did not start"));
+            }
             Ok((
                 GuardianProcess::Forked(child),
                 File::from(to_guardian),

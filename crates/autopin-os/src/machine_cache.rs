@@ -27,10 +27,8 @@ struct Kept {
 pub fn live() -> autopin_topology::Result<Machine> {
     let root = Path::new("/");
     let affinity = autopin_topology::affinity::get(0).ok();
-    let moved_by_hwloc =
-        std::env::vars_os().any(|(k, _)| k.to_string_lossy().starts_with("HWLOC_PCI"));
     match cache_dir() {
-        Some(dir) if !moved_by_hwloc => read_kept(root, affinity, &dir),
+        Some(dir) if !hwloc_moves_devices() => read_kept(root, affinity, &dir),
         _ => autopin_topology::source::sysfs::read_with_affinity(root, affinity),
     }
 }
