@@ -103,6 +103,8 @@ pub struct Store {
 /// instead of before it.
 pub struct StoreOpening {
     path: PathBuf,
+    /// How long the open waits for a lock another process holds.
+    wait: Duration,
     thread: Option<std::thread::JoinHandle<Result<Store, MemoryError>>>,
 }
 
@@ -117,6 +119,7 @@ impl StoreOpening {
             .ok();
         StoreOpening {
             path: path.to_path_buf(),
+            wait,
             thread,
         }
     }
@@ -131,7 +134,7 @@ impl StoreOpening {
         match self.thread.take().map(std::thread::JoinHandle::join) {
             Some(Ok(opened)) => opened,
             // The thread panicked (never expected) or none was started: open it here.
-            _ => Store::open_with_wait(&self.path, BUSY_WAIT),
+            _ => Store::open_with_wait(&self.path, self.wait),
         }
     }
 }

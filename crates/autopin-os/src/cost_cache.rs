@@ -108,10 +108,8 @@ pub fn put(file: &Path, key: &str, cost: &CountingCost, now: f64) -> std::io::Re
             .mode(0o700)
             .create(dir)?;
     }
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    serde_json::to_writer_pretty(&mut tmp, &entries).map_err(std::io::Error::other)?;
-    tmp.persist(file).map_err(|e| e.error)?;
-    Ok(())
+    let text = serde_json::to_vec_pretty(&entries).map_err(std::io::Error::other)?;
+    autopin_files::keep_private(file, &text)
 }
 
 /// The file's entries; none when it is missing or not ours.

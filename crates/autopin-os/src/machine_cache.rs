@@ -9,8 +9,9 @@
 //! One JSON file per host and key, `machine-HOST-KEY.json` (the 16 newest kept), in
 //! `$AUTOPIN_CACHE` (a directory; `off` reads afresh every time), else in the private
 //! per-user directory the preload library is kept in (`$XDG_RUNTIME_DIR/autopin`, else
-//! `$TMPDIR/autopin-UID`: local, and gone with the boot). `HWLOC_PCI_*` variables, which move devices, read afresh too. A file that
-//! cannot be read or written is read around, never an error: it is a cache.
+//! `$TMPDIR/autopin-UID`: local, and gone with the boot). `HWLOC_PCI_*` variables, which
+//! move devices, read afresh too. A file that cannot be read or written is read around,
+//! never an error: it is a cache.
 
 use autopin_topology::{CpuSet, Machine};
 use serde::{Deserialize, Serialize};
@@ -66,20 +67,30 @@ pub fn read_kept(
 ) -> autopin_topology::Result<Machine> {
     let key = full_key(root, affinity.as_ref());
     let file = kept_file(root, dir, &key);
-    if let Some(kept) = autopin_files::read_own_kept(&file)
-        .and_then(|b| serde_json::from_slice::<Kept>(&b).ok())
-        .filter(|k| k.key == key)
-    {
+    if let Some(kept) = lookup(&file, &key) {
         return Ok(kept.machine);
     }
     let kept = Kept {
         key,
         machine: autopin_topology::source::sysfs::read_with_affinity(root, affinity)?,
     };
-    if keep(dir, &file, &kept).is_ok() {
-        prune(dir, &host_prefix(root), KEPT_READS);
-    }
+    let _ = remember(root, dir, &file, &kept);
     Ok(kept.machine)
+}
+
+/// The read kept in `file` when it is this user's own and was made under `key`.
+fn lookup(file: &Path, key: &str) -> Option<Kept> {
+    autopin_files::read_own_kept(file)
+        .and_then(|b| serde_json::from_slice::<Kept>(&b).ok())
+        .filter(|k| k.key == key)
+}
+
+/// Keeps `kept` in `file` ([`keep`]) and lets the oldest of this host's reads go beyond
+/// [`KEPT_READS`].
+fn remember(root: &Path, dir: &Path, file: &Path, kept: &Kept) -> std::io::Result<()> {
+    keep(dir, file, kept)?;
+    prune(dir, &host_prefix(root), KEPT_READS);
+    Ok(())
 }
 
 /// The read's key: this executable and what can change while the machine runs.
@@ -126,9 +137,7 @@ pub fn verify_live() -> Result<String, String> {
 pub fn verify(root: &Path, affinity: Option<CpuSet>, dir: &Path) -> Result<String, String> {
     let key = full_key(root, affinity.as_ref());
     let file = kept_file(root, dir, &key);
-    let kept = autopin_files::read_own_kept(&file)
-        .and_then(|b| serde_json::from_slice::<Kept>(&b).ok())
-        .filter(|k| k.key == key);
+    let kept = lookup(&file, &key);
     let fresh = autopin_topology::source::sysfs::read_with_affinity(root, affinity)
         .map_err(|e| e.to_string())?;
     let verdict = match &kept {
@@ -150,7 +159,7 @@ pub fn verify(root: &Path, affinity: Option<CpuSet>, dir: &Path) -> Result<Strin
             key,
             machine: fresh,
         };
-        keep(dir, &file, &kept)
+        remember(root, dir, &file, &kept)
             .map_err(|e| format!("{}: cannot keep the read: {e}", file.display()))?;
     }
     verdict

@@ -66,9 +66,7 @@ impl MachineArgs {
         }
         let machine =
             autopin_os::machine_cache::live().map_err(|e| CliError::usage(e.to_string()))?;
-        for w in &machine.warnings {
-            say!("autopin: warning: {w}");
-        }
+        say_warnings(&machine);
         Ok(machine)
     }
 
@@ -136,11 +134,15 @@ impl MachineArgs {
             }
         };
         let machine = result.map_err(|e| CliError::usage(e.to_string()))?;
-        // Odd files the reader worked around (as hwloc does): said once each, on stderr.
-        for w in &machine.warnings {
-            say!("autopin: warning: {w}");
-        }
+        say_warnings(&machine);
         Ok((machine, Vec::new()))
+    }
+}
+
+/// Odd files the reader worked around (as hwloc does): said once each, on stderr.
+fn say_warnings(machine: &Machine) {
+    for w in &machine.warnings {
+        say!("autopin: warning: {w}");
     }
 }
 

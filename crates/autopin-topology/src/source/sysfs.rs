@@ -41,12 +41,7 @@ pub type Fault<'a> = &'a dyn Fn(&Path) -> Option<std::io::Error>;
 
 /// Like [`read_with_affinity`], with injected access failures.
 pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> Result<Machine> {
-    let fs = SysfsFiles {
-        root: root.to_path_buf(),
-        fault,
-        warnings: RefCell::new(Vec::new()),
-        warned: RefCell::new(BTreeSet::new()),
-    };
+    let fs = SysfsFiles::new(root, fault);
     let cpu_dir = fs.path("sys/devices/system/cpu");
     if !root.is_dir() {
         return Err(TopologyError::file(
@@ -251,12 +246,7 @@ pub fn read_with_faults(root: &Path, affinity: Option<CpuSet>, fault: Fault) -> 
 /// twenty small reads instead of twenty per CPU. `HWLOC_PCI_*` variables change a read too;
 /// a caller that honours them reads afresh.
 pub fn read_key(root: &Path, affinity: Option<&CpuSet>) -> String {
-    let fs = SysfsFiles {
-        root: root.to_path_buf(),
-        fault: &|_| None,
-        warnings: RefCell::new(Vec::new()),
-        warned: RefCell::new(BTreeSet::new()),
-    };
+    let fs = SysfsFiles::new(root, &|_| None);
     let text = |rel: &str| {
         fs.text_or_empty(rel, "")
             .map_or_else(|| "-".to_string(), |(t, _)| t.trim().to_string())
@@ -1070,7 +1060,16 @@ struct SysfsFiles<'a> {
     warned: RefCell<BTreeSet<PathBuf>>,
 }
 
-impl SysfsFiles<'_> {
+impl<'a> SysfsFiles<'a> {
+    fn new(root: &Path, fault: Fault<'a>) -> Self {
+        SysfsFiles {
+            root: root.to_path_buf(),
+            fault,
+            warnings: RefCell::new(Vec::new()),
+            warned: RefCell::new(BTreeSet::new()),
+        }
+    }
+
     fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
