@@ -115,7 +115,7 @@ fn host_prefix(root: &Path) -> String {
 
 /// [`verify`] for the live machine and this process's affinity; Ok with why not where
 /// nothing is kept (`AUTOPIN_CACHE=off`, `HWLOC_PCI_*` set).
-pub fn verify_live() -> Result<String, String> {
+pub fn verify_live() -> Result<String, KeptReadFault> {
     if hwloc_moves_devices() {
         return Ok("none: HWLOC_PCI_* is set, so the machine is read afresh at every run".into());
     }
@@ -129,40 +129,64 @@ pub fn verify_live() -> Result<String, String> {
     }
 }
 
+/// Why `autopin doctor` warns about the kept read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeptReadFault {
+    /// It was not the machine although its key held (something the key does not cover
+    /// changed): where it was, the first difference, and whether the fresh read replaced it.
+    Differed(String),
+    /// The machine could not be read, or its read could not be kept (where, and why).
+    NotKept(String),
+}
+
+impl std::fmt::Display for KeptReadFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeptReadFault::Differed(s) | KeptReadFault::NotKept(s) => f.write_str(s),
+        }
+    }
+}
+
 /// What `autopin doctor` says of the kept read: checked against a fresh read of the machine
 /// below `root` with `affinity`, kept in `dir`. Ok: where it is and that it is the machine
-/// (or that there was none, and now is). Err: the kept read was not the machine although
-/// its key held (something the key does not cover changed), with the first difference;
-/// the fresh read replaces it.
-pub fn verify(root: &Path, affinity: Option<CpuSet>, dir: &Path) -> Result<String, String> {
+/// (or that there was none, and now is). Otherwise why not: a kept read that was not the
+/// machine (the fresh read replaces it), or one that cannot be made.
+pub fn verify(root: &Path, affinity: Option<CpuSet>, dir: &Path) -> Result<String, KeptReadFault> {
     let key = full_key(root, affinity.as_ref());
     let file = kept_file(root, dir, &key);
     let kept = lookup(&file, &key);
     let fresh = autopin_topology::source::sysfs::read_with_affinity(root, affinity)
-        .map_err(|e| e.to_string())?;
-    let verdict = match &kept {
-        None => Ok(format!(
+        .map_err(|e| KeptReadFault::NotKept(e.to_string()))?;
+    let differed = match &kept {
+        Some(k) if k.machine == fresh => {
+            return Ok(format!("{}: the same as a fresh read", file.display()))
+        }
+        Some(k) => Some(first_difference(&k.machine, &fresh)),
+        None => None,
+    };
+    let kept = Kept {
+        key,
+        machine: fresh,
+    };
+    let written = remember(root, dir, &file, &kept);
+    match (differed, written) {
+        (None, Ok(())) => Ok(format!(
             "none for this boot, CPU set and devices yet: kept now in {}",
             file.display()
         )),
-        Some(k) if k.machine == fresh => {
-            Ok(format!("{}: the same as a fresh read", file.display()))
-        }
-        Some(k) => Err(format!(
-            "{} differed from a fresh read although its key held ({}); replaced by the fresh read",
+        (None, Err(e)) => Err(KeptReadFault::NotKept(format!(
+            "{}: cannot keep the read: {e}",
+            file.display()
+        ))),
+        (Some(d), written) => Err(KeptReadFault::Differed(format!(
+            "{} differed from a fresh read although its key held ({d}); {}",
             file.display(),
-            first_difference(&k.machine, &fresh)
-        )),
-    };
-    if kept.as_ref().is_none_or(|k| k.machine != fresh) {
-        let kept = Kept {
-            key,
-            machine: fresh,
-        };
-        remember(root, dir, &file, &kept)
-            .map_err(|e| format!("{}: cannot keep the read: {e}", file.display()))?;
+            match written {
+                Ok(()) => "replaced by the fresh read".to_string(),
+                Err(e) => format!("the fresh read could not replace it: {e}"),
+            }
+        ))),
     }
-    verdict
 }
 
 /// The first difference between the kept read and a fresh one, as a person reads it: a line
@@ -444,6 +468,8 @@ mod tests {
         let fresh = sysfs::read_with_affinity(&root, None).unwrap();
         assert!(old != fresh, "runs use the kept read");
         let differs = verify(&root, None, &dir).unwrap_err();
+        assert!(matches!(differs, KeptReadFault::Differed(_)), "{differs:?}");
+        let differs = differs.to_string();
         assert!(
             differs.contains("L2 cache of 1048576 bytes kept, 2097152 now"),
             "{differs}"
@@ -456,6 +482,14 @@ mod tests {
         assert!(verify(&root, None, &dir)
             .unwrap()
             .ends_with("the same as a fresh read"));
+        // A directory where nothing can be kept is said as such, not as a read that differed.
+        let nowhere = cache.path().join("file-not-dir");
+        std::fs::write(&nowhere, "").unwrap();
+        let not_kept = verify(&root, None, &nowhere).unwrap_err();
+        assert!(
+            matches!(&not_kept, KeptReadFault::NotKept(m) if m.contains("cannot keep the read")),
+            "{not_kept:?}"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! preload library, the decision store) from the command.
 
 use autopin_os::doctor_facts::{Facts, Rapl};
+use autopin_os::machine_cache::KeptReadFault;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -57,8 +58,8 @@ pub struct TriedHere {
     /// The decision store: Ok(what it holds) or the error; Some(Ok) with "off" when turned off.
     pub memory: Option<Result<String, String>>,
     /// The machine's kept read against a fresh one: Ok(where, and that it is the machine) or
-    /// Err(how it differed; replaced).
-    pub machine: Option<Result<String, String>>,
+    /// why not (it differed, and was replaced; it cannot be kept).
+    pub machine: Option<Result<String, KeptReadFault>>,
 }
 
 pub fn checks(f: &Facts, env: &dyn Fn(&str) -> Option<String>, tried: &TriedHere) -> Vec<Check> {
@@ -315,11 +316,17 @@ fn memory(tried: &TriedHere) -> Option<Check> {
 fn kept_machine(tried: &TriedHere) -> Option<Check> {
     match &tried.machine {
         Some(Ok(what)) => Some(check("kept machine read", Status::Ok, what.clone(), None)),
-        Some(Err(e)) => Some(check(
+        Some(Err(KeptReadFault::Differed(e))) => Some(check(
             "kept machine read",
             Status::Warn,
             e.clone(),
             Some("runs before this one started from a read that was not the machine: AUTOPIN_CACHE=off reads it afresh at every run; please report what changed (docs/topology.md, Read once per boot)"),
+        )),
+        Some(Err(KeptReadFault::NotKept(e))) => Some(check(
+            "kept machine read",
+            Status::Warn,
+            e.clone(),
+            Some("every run reads the machine afresh: point AUTOPIN_CACHE at a directory of yours closed to others (or leave it unset), or set AUTOPIN_CACHE=off to say so"),
         )),
         None => None,
     }
@@ -390,7 +397,9 @@ mod tests {
             &TriedHere {
                 preload: Some(Err("ld.so: bad ELF".into())),
                 memory: None,
-                machine: Some(Err("machine-x.json differed from a fresh read".into())),
+                machine: Some(Err(KeptReadFault::Differed(
+                    "machine-x.json differed from a fresh read".into(),
+                ))),
             },
         );
         for (name, st, fix) in [
@@ -414,5 +423,22 @@ mod tests {
         assert!(launcher.found.contains("Slurm job 77"), "{launcher:?}");
         let text = render(&cs);
         assert!(text.contains("missing  hardware counters"), "{text}");
+    }
+
+    #[test]
+    fn a_kept_read_that_cannot_be_made_is_not_called_a_wrong_one() {
+        let tried = TriedHere {
+            machine: Some(Err(KeptReadFault::NotKept(
+                "/x/machine-h-1.json: cannot keep the read: Permission denied".into(),
+            ))),
+            ..TriedHere::default()
+        };
+        let c = kept_machine(&tried).unwrap();
+        assert_eq!(c.status, Status::Warn);
+        let fix = c.fix.unwrap();
+        assert!(
+            fix.contains("AUTOPIN_CACHE") && !fix.contains("not the machine"),
+            "{fix}"
+        );
     }
 }
