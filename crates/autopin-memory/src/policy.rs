@@ -7,9 +7,7 @@ use crate::{
     DecisionKey, Outcome, PhaseDecision, Record, RememberedPinning, TeamTrial, TrialState, WholeRun,
 };
 use autopin_engine::report::{DecisionRecord, MemoryUse, Report};
-use autopin_engine::run::{
-    busy_text, ObjectiveSource, Remembered, RememberedPhase, RunPlan, ThreadsChoice,
-};
+use autopin_engine::run::{busy_text, ObjectiveSource, Remembered, RememberedPhase, ThreadsChoice};
 use autopin_placement::Pinning;
 use autopin_topology::CpuSet;
 
@@ -50,8 +48,8 @@ pub fn fits(r: &Record, allowed: &CpuSet) -> Result<(), Unfit> {
 
 /// Whether this run tries the record's pending team trial (fewer threads from its start;
 /// docs/threads.md): only where the count may change (`--threads auto`).
-pub fn tries_trial(r: &Record, plan: &RunPlan) -> bool {
-    plan.threads == ThreadsChoice::Auto
+pub fn tries_trial(r: &Record, threads: &ThreadsChoice) -> bool {
+    *threads == ThreadsChoice::Auto
         && r.team_trial
             .as_ref()
             .is_some_and(|t| t.state == TrialState::Pending)
@@ -63,11 +61,21 @@ pub fn recall(r: &Record, trying: bool) -> (Remembered, Vec<String>) {
     if let Some(t) = r.team_trial.as_ref().filter(|_| trying) {
         // Fewer threads, tried from the start: the program cannot be shown a smaller team
         // mid-run (docs/threads.md). It is judged as any start is, not checked against the
-        // record's rate, which the program's own count ran at.
-        let line = format!(
-            "remembered: {} with the program's own count (decided {} time(s) before); this run tries {} from its start, as the last run could not change the count mid-run",
-            r.pinning.label, r.uses, t.pinning.label
-        );
+        // record's rate, which the program's own count ran at. (A recheck, the other way
+        // round: the program's own count again, against the kept smaller count's rate.)
+        let line = if t.rechecks_own_count() {
+            format!(
+                "remembered: {} ({} thread(s), decided {} time(s) before), whose rate has fallen well below the rate the count was kept at; this run rechecks the program's own count from its start",
+                r.pinning.label,
+                r.pinning.team.unwrap_or_default(),
+                r.uses
+            )
+        } else {
+            format!(
+                "remembered: {} with the program's own count (decided {} time(s) before); this run tries {} from its start, as the last run could not change the count mid-run",
+                r.pinning.label, r.uses, t.pinning.label
+            )
+        };
         let rem = Remembered {
             pinning: to_pinning(&t.pinning),
             runner_up: None,
@@ -241,6 +249,7 @@ pub fn settle(
         found.map(|found| settle_trial(found, &mut record, report))
     } else {
         offer_trial(&mut record, report)
+            .or_else(|| offer_recheck(found, run_team, &mut record, report))
     };
     if let Some(d) = report.decision.as_mut() {
         match outcome {
@@ -334,18 +343,77 @@ const TRIAL_MARGIN: f64 = 0.05;
 /// whose median was 9.2 s) left every later run 1.26× slower than one thread.
 const WHOLE_RUN_TOLERANCE: f64 = 0.10;
 
+/// How far below the rate it is held to a kept smaller count's run may decide before the
+/// next run rechecks the program's own count: the count was chosen beside the CPUs busy
+/// then, and a rate this far down says the machine is not what it was. (A change of the
+/// busy CPUs themselves lets the count go at the launch, without a recheck.)
+const RECHECK_BELOW: f64 = 0.75;
+
+/// A run that started with a kept smaller count `run_team` (the check of a kept count,
+/// docs/threads.md): its rate is held to the rate the count was kept at (the kept trial's;
+/// after a dropped recheck, the rate that called it; with no trial, the record's). Fallen
+/// below `RECHECK_BELOW` of it, the next run starts with the program's own count again
+/// (a recheck: a pending trial without a team size), judged against this run.
+fn offer_recheck(
+    found: Option<&Record>,
+    run_team: Option<usize>,
+    record: &mut Record,
+    report: &Report,
+) -> Option<String> {
+    let (found, k) = (found?, run_team?);
+    let trial = found.team_trial.as_ref();
+    if trial.is_some_and(|t| t.state == TrialState::Pending)
+        || report.exit_status != Some(0)
+        || !report.objective.higher_is_better
+        || found.unit != report.objective.unit
+    {
+        return None;
+    }
+    let ran = report.decision.as_ref()?.rate?;
+    let held_to = match trial {
+        Some(t) if t.rechecks_own_count() => t.held_to,
+        Some(t) if t.state == TrialState::Kept => t.rate.or(found.rate),
+        _ => found.rate,
+    }
+    .filter(|r| *r > 0.0)?;
+    let ratio = ran / held_to;
+    if ratio >= RECHECK_BELOW {
+        return None;
+    }
+    record.rate = Some(ran);
+    record.team_trial = Some(TeamTrial {
+        pinning: RememberedPinning {
+            label: Pinning::unpinned().label,
+            cpus: None,
+            team: None,
+        },
+        state: TrialState::Pending,
+        rate: None,
+        baseline: (report.wall_time > 0.0).then(|| WholeRun::of(report.wall_time, &report.command)),
+        held_to: Some(ran),
+    });
+    Some(format!(
+        "{k} thread(s) ran at {ratio:.2}× the rate they are held to ({ran:.4} against {held_to:.4} {}): the next run rechecks the program's own count from its start",
+        report.objective.unit
+    ))
+}
+
 /// A run that tried fewer threads from its start: kept when it beat the program's own
 /// count by `TRIAL_MARGIN` (judged by whole runs: unless it ran more than
 /// `WHOLE_RUN_TOLERANCE` slower), else dropped and the record's pinning and rate stay. Its decided
 /// rate is compared with the record's (the same team-free unit); the whole run with the
 /// run that offered the trial (the same command) where rates cannot be: a program that
 /// names its own count (GROMACS runs fewer parallel regions per step with one thread), or
-/// a run that decided no rate. Returns the report's words for it.
+/// a run that decided no rate. A recheck (the program's own count again, against a kept
+/// smaller count) is judged the same way round, but the own count must win outright: by
+/// `TRIAL_MARGIN`, or by `WHOLE_RUN_TOLERANCE` where whole runs are compared (its runs
+/// beside busy CPUs swing the most). Returns the report's words for it.
 fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String {
     let Some(mut trial) = found.team_trial.clone() else {
         return String::new();
     };
     let team = trial.pinning.team;
+    let recheck = trial.rechecks_own_count();
     // A program that failed with fewer threads keeps its count, whatever its rate.
     let failed = report.exit_status.filter(|c| *c != 0);
     let ran = report
@@ -367,12 +435,31 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         .filter(|b| b.command == this_run.command && this_run.seconds > 0.0);
     let ratio = by_rate.or_else(|| whole_runs.map(|b| b.seconds / this_run.seconds));
     let by_whole_runs = by_rate.is_none() && whole_runs.is_some();
+    // The words for each way round.
+    let (tried, against, kept, dropped, again) = if recheck {
+        let k = found.pinning.team.unwrap_or_default();
+        (
+            "rechecked the program's own count".to_string(),
+            format!("the kept {k} thread(s)"),
+            "the program's own count is back (later runs start with it)",
+            "the kept count stays",
+            "the next run rechecks again",
+        )
+    } else {
+        (
+            format!("tried {}", trial.pinning.label),
+            "the program's own count".to_string(),
+            "kept (later runs start with it)",
+            "dropped (later runs keep their count)",
+            "the next run tries again",
+        )
+    };
     let measure = match whole_runs.filter(|_| by_rate.is_none()) {
         Some(b) => format!(
-            "the run took {:.2} s against {:.2} s at the program's own count",
+            "the run took {:.2} s against {:.2} s at {against}",
             this_run.seconds, b.seconds
         ),
-        None => "its rate against the program's own count".to_string(),
+        None => format!("its rate against {against}'s"),
     };
     trial.rate = ran;
     let keep_record = |record: &mut Record| {
@@ -395,44 +482,44 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         .zip(team)
         .filter(|(ran, team)| ran > team)
         .map(|(ran, _)| ran);
-    let label = &trial.pinning.label;
+    let wins = |r: f64| match (recheck, by_whole_runs) {
+        (false, true) => r >= 1.0 - WHOLE_RUN_TOLERANCE,
+        (true, true) => r >= 1.0 + WHOLE_RUN_TOLERANCE,
+        (_, false) => r >= 1.0 + TRIAL_MARGIN,
+    };
     let (state, words) = match ratio {
         _ if ran_more.is_some() => (
             TrialState::Dropped,
             format!(
-                "tried {label} from the start, but the program ran {} threads (it names its count itself, not from OMP_NUM_THREADS); dropped (later runs keep their count)",
+                "{tried} from the start, but the program ran {} threads (it names its count itself, not from OMP_NUM_THREADS); {dropped}",
                 ran_more.unwrap_or_default()
             ),
         ),
-        Some(r) if r >= 1.0 + TRIAL_MARGIN || (by_whole_runs && r >= 1.0 - WHOLE_RUN_TOLERANCE) => (
+        Some(r) if wins(r) => (
             TrialState::Kept,
-            format!(
-                "tried {label} from the start: {r:.2}× the speed of the program's own count ({measure}); kept (later runs start with it)"
-            ),
+            format!("{tried} from the start: {r:.2}× the speed of {against} ({measure}); {kept}"),
         ),
         Some(r) => (
             TrialState::Dropped,
-            format!(
-                "tried {label} from the start: {r:.2}× the speed of the program's own count ({measure}); dropped (later runs keep their count)"
-            ),
+            format!("{tried} from the start: {r:.2}× the speed of {against} ({measure}); {dropped}"),
         ),
         None if failed.is_some() => (
             TrialState::Dropped,
             format!(
-                "tried {label} from the start, and the program exited with status {}; dropped (later runs keep their count)",
+                "{tried} from the start, and the program exited with status {}; {dropped}",
                 failed.unwrap_or_default()
             ),
         ),
         None if names_its_count => (
             TrialState::Dropped,
             format!(
-                "tried {label} from the start, but the program names its own count and this run cannot be compared with the one that offered the trial (another command, or no such run kept); dropped"
+                "{tried} from the start, but the program names its own count and this run cannot be compared with the one that called it (another command, or no such run kept); {dropped}"
             ),
         ),
         None if !comparable => (
             TrialState::Dropped,
             format!(
-                "tried {label} from the start, but its rate cannot be compared with the record's ({} against {}); dropped",
+                "{tried} from the start, but its rate cannot be compared with the record's ({} against {}); {dropped}",
                 report.objective.unit, found.unit
             ),
         ),
@@ -440,9 +527,7 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         // next run, and the record as it was.
         None => (
             TrialState::Pending,
-            format!(
-                "tried {label} from the start, but the run measured no decided rate to compare; the next run tries again"
-            ),
+            format!("{tried} from the start, but the run measured no decided rate to compare; {again}"),
         ),
     };
     match state {
@@ -455,7 +540,9 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         }
     }
     trial.state = state;
-    record.team_trial = Some(trial);
+    // The own count back after a recheck: nothing is pending or kept of fewer threads, and a
+    // later run beside busy CPUs may offer them again.
+    record.team_trial = Some(trial).filter(|t| !(recheck && t.state == TrialState::Kept));
     words
 }
 
@@ -513,6 +600,7 @@ fn offer_trial(record: &mut Record, report: &Report) -> Option<String> {
         },
         state: TrialState::Pending,
         rate: None,
+        held_to: None,
         // (a run that failed is no measure of the program's own count)
         baseline: (report.exit_status == Some(0) && report.wall_time > 0.0)
             .then(|| WholeRun::of(report.wall_time, &report.command)),
@@ -868,6 +956,7 @@ mod tests {
             state: TrialState::Kept,
             rate: Some(2.0),
             baseline: None,
+            held_to: None,
         });
         r.busy_cpus = Some(Vec::new());
         r.threads.as_mut().unwrap().released = Some(1);
@@ -876,6 +965,171 @@ mod tests {
         assert_eq!(next.team_trial, None);
         assert_eq!(next.busy, Some(Vec::new()));
         assert_eq!(use_.outcome, "overturned");
+    }
+
+    /// A record of one thread on CPU 1 kept by a trial that ran at 400 team constructs/s.
+    fn one_thread_kept_at_400() -> Record {
+        let mut found = record(&[1], Outcome::Confirmed);
+        found.pinning = RememberedPinning {
+            label: "1 thread: 1".into(),
+            cpus: Some(vec![1]),
+            team: Some(1),
+        };
+        found.unit = "OpenMP team constructs/s".into();
+        found.rate = Some(400.0);
+        found.team_trial = Some(TeamTrial {
+            pinning: found.pinning.clone(),
+            state: TrialState::Kept,
+            rate: Some(400.0),
+            baseline: None,
+            held_to: None,
+        });
+        found
+    }
+
+    /// A run at the kept count (one thread on CPU 1) deciding `rate`, exit 0, `seconds`.
+    fn kept_count_run(rate: f64, seconds: f64) -> Report {
+        let mut r = report(
+            "1 thread: 1",
+            Some(1),
+            rate,
+            "OpenMP team constructs/s",
+            None,
+        );
+        r.objective.higher_is_better = true;
+        r.exit_status = Some(0);
+        r.wall_time = seconds;
+        r.command = vec!["prog".into()];
+        r
+    }
+
+    /// A recheck's run: the program's own count (two threads on `1,0`) deciding `rate`.
+    fn own_count_run(rate: f64, seconds: f64) -> Report {
+        let mut r = report("1,0", None, rate, "OpenMP team constructs/s", None);
+        r.candidates[0].cpus = Some(vec![1, 0]);
+        r.objective.higher_is_better = true;
+        r.exit_status = Some(0);
+        r.wall_time = seconds;
+        r.command = vec!["prog".into()];
+        r
+    }
+
+    /// The check of a kept count covers the count (#61): a run at the kept count whose
+    /// rate falls well below the rate it was kept at calls one run at the program's own
+    /// count, which gets the count back only by running clearly faster; a dropped recheck
+    /// lowers the bar, so a noisy machine calls few.
+    #[test]
+    fn a_kept_count_whose_rate_falls_rechecks_the_programs_own_count() {
+        let found = one_thread_kept_at_400();
+        // Within the margin (0.95×): nothing to recheck.
+        let (next, use_) = settle_hit(&found, &mut kept_count_run(380.0, 1.0));
+        assert_eq!(use_.team_trial, None);
+        assert_eq!(next.team_trial, found.team_trial);
+        // Fallen to half: the count stays for now, the next run rechecks the own count.
+        let (called, use_) = settle_hit(&found, &mut kept_count_run(200.0, 2.0));
+        let said = use_.team_trial.unwrap_or_default();
+        assert!(
+            said.contains("0.50×") && said.contains("rechecks"),
+            "{said}"
+        );
+        assert_eq!(called.pinning.team, Some(1));
+        assert_eq!(called.rate, Some(200.0));
+        let t = called.team_trial.clone().expect("a recheck");
+        assert!(t.rechecks_own_count(), "{t:?}");
+        assert_eq!((t.state, t.held_to), (TrialState::Pending, Some(200.0)));
+        called.check().expect("a record autopin writes");
+        // The next run starts with the program's own count, as a trial of it.
+        assert!(tries_trial(&called, &ThreadsChoice::Auto));
+        let (rem, lines) = recall(&called, true);
+        assert!(rem.trying_team && rem.pinning.team.is_none() && rem.pinning.is_unpinned());
+        assert!(
+            lines[0].contains("rechecks the program's own count"),
+            "{lines:?}"
+        );
+        // Under --threads keep the kept count runs on: nothing is rechecked.
+        assert!(!tries_trial(&called, &ThreadsChoice::Keep));
+        let judge = |r: &mut Report| {
+            let mut use_ = MemoryUse {
+                hit: true,
+                ..MemoryUse::default()
+            };
+            let next =
+                settle(Some(&called), called.key.clone(), true, r, &mut use_, 9.0).expect("judged");
+            (next, use_.team_trial.unwrap_or_default())
+        };
+        // The own count at 1.30× the fallen rate: back, and nothing of fewer threads is
+        // kept (a later run beside busy CPUs may offer them again).
+        let (next, said) = judge(&mut own_count_run(260.0, 1.5));
+        assert!(
+            said.contains("1.30×") && said.contains("own count is back"),
+            "{said}"
+        );
+        assert_eq!(
+            (next.pinning.cpus.clone(), next.pinning.team),
+            (Some(vec![1, 0]), None)
+        );
+        assert_eq!(next.team_trial, None);
+        // At 1.025×: not clearly faster, the kept count stays, at the rate that called the
+        // recheck, which is the new bar.
+        let (next, said) = judge(&mut own_count_run(205.0, 1.9));
+        assert!(
+            said.contains("1.02×") && said.contains("kept count stays"),
+            "{said}"
+        );
+        assert_eq!(
+            (next.pinning.clone(), next.rate),
+            (called.pinning.clone(), Some(200.0))
+        );
+        let t = next.team_trial.clone().expect("the dropped recheck");
+        assert_eq!(
+            (t.state, t.held_to, t.rate),
+            (TrialState::Dropped, Some(200.0), Some(205.0))
+        );
+        // Held to 200 now: 160 (0.80×) calls nothing, 140 (0.70×) calls the next recheck.
+        let (_, use_) = settle_hit(&next, &mut kept_count_run(160.0, 2.4));
+        assert_eq!(use_.team_trial, None);
+        let (again, use_) = settle_hit(&next, &mut kept_count_run(140.0, 2.8));
+        assert!(use_.team_trial.unwrap_or_default().contains("0.70×"));
+        assert_eq!(again.team_trial.and_then(|t| t.held_to), Some(140.0));
+        // A failed run calls no recheck, whatever its rate.
+        let mut failed = kept_count_run(10.0, 2.0);
+        failed.exit_status = Some(3);
+        assert_eq!(settle_hit(&found, &mut failed).1.team_trial, None);
+    }
+
+    /// A program that names its own count (GROMACS) is rechecked by whole runs against the
+    /// run that called the recheck: the own count must be 10% faster to come back.
+    #[test]
+    fn a_recheck_of_a_program_that_names_its_count_needs_a_clearly_faster_run() {
+        let found = one_thread_kept_at_400();
+        let (called, _) = settle_hit(&found, &mut kept_count_run(200.0, 2.0));
+        let judge = |seconds: f64| {
+            let mut r = own_count_run(90.0, seconds);
+            r.threads.as_mut().unwrap().named = Some(2);
+            let mut use_ = MemoryUse::default();
+            let next = settle(
+                Some(&called),
+                called.key.clone(),
+                true,
+                &mut r,
+                &mut use_,
+                9.0,
+            )
+            .expect("judged");
+            (next, use_.team_trial.unwrap_or_default())
+        };
+        let (next, said) = judge(1.87);
+        assert!(
+            said.contains("1.07×") && said.contains("1.87 s against 2.00 s"),
+            "{said}"
+        );
+        assert_eq!(next.pinning.team, Some(1));
+        let (next, said) = judge(1.6);
+        assert!(
+            said.contains("1.25×") && said.contains("own count is back"),
+            "{said}"
+        );
+        assert_eq!(next.pinning.team, None);
     }
 
     #[test]

@@ -18,6 +18,11 @@ pub struct RememberedPinning {
 /// Fewer threads to try at a run's start, for a program whose count could not change
 /// mid-run (it may notice a smaller team): the pinning with its team size, and what became
 /// of it. One run tries it; it is kept when it ran faster than the record's rate.
+///
+/// A trial without a team size is the other way round, a *recheck*: the record keeps a
+/// smaller count, whose rate has fallen well below the rate it was kept at, and one run
+/// starts with the program's own count again to see whether it now runs faster
+/// (docs/threads.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TeamTrial {
     pub pinning: RememberedPinning,
@@ -31,6 +36,19 @@ pub struct TeamTrial {
     /// do not compare; a short program may end before any rate is decided).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<WholeRun>,
+    /// A recheck's: the kept count's fallen rate that called it (the record's unit). Once
+    /// the recheck is dropped, a run at the kept count must fall below this (by the same
+    /// margin) to call another: each recheck lowers the bar, so noise calls few.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_to: Option<f64>,
+}
+
+impl TeamTrial {
+    /// Whether this trial starts the program with its own count again (a recheck of a kept
+    /// smaller count), rather than with fewer threads.
+    pub fn rechecks_own_count(&self) -> bool {
+        self.pinning.team.is_none()
+    }
 }
 
 /// One whole run of a program: its wall time and which command it was.
@@ -61,6 +79,8 @@ pub enum TrialState {
     /// It ran faster: the record's pinning is now it.
     Kept,
     /// It did not: the record keeps the program's own count, and it is not tried again.
+    /// (A recheck dropped: the record keeps its smaller count; a later fall of its rate may
+    /// recheck again.)
     Dropped,
 }
 
@@ -292,6 +312,7 @@ impl Record {
                 "team_trial.baseline.seconds",
                 t.baseline.as_ref().map(|b| b.seconds),
             )?;
+            check_number("team_trial.held_to", t.held_to)?;
         }
         if self.phases.len() > MAX_PHASES {
             return Err(format!(

@@ -117,7 +117,7 @@ impl RunMemory {
                 m.trying = m
                     .found
                     .as_ref()
-                    .is_some_and(|r| policy::tries_trial(r, plan));
+                    .is_some_and(|r| policy::tries_trial(r, &plan.threads));
             }
             Err(e) => m.fail(e, sink),
         }

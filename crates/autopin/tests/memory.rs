@@ -1128,11 +1128,52 @@ fn fewer_threads_tried_from_the_start_are_kept_when_faster() {
     // Kept: the next run starts with one thread again.
     let (stdout, _, err) = run("150000");
     assert_eq!(stdout, "threads 1 ok\n", "{err}");
-    // The busy loop gone, the kept count is let go: two threads, the result still right.
+    // Its check covers the count: as if the count had been kept at a rate far above
+    // anything the program runs at, the next run at one thread falls below it, and the run
+    // after rechecks the program's own count from its start (two threads, right result).
+    ok(&["export", export.to_str().unwrap()]);
+    let mut records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    assert_eq!(records[0]["team_trial"]["state"], "kept", "{records}");
+    records[0]["rate"] = serde_json::json!(1e12);
+    records[0]["team_trial"]["rate"] = serde_json::json!(1e12);
+    std::fs::write(&export, records.to_string()).unwrap();
+    ok(&["forget", "--all"]);
+    ok(&["import", export.to_str().unwrap()]);
+    let (stdout, r, err) = run("150000");
+    assert_eq!(stdout, "threads 1 ok\n", "{err}");
+    let said = r["memory"]["team_trial"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("the next run rechecks the program's own count"),
+        "{}\n{err}",
+        r["memory"]
+    );
+    let (stdout, r, err) = run("150000");
+    assert_eq!(stdout, "threads 2 ok\n", "{err}");
+    assert!(err.contains("rechecks the program's own count"), "{err}");
+    assert_eq!(r["threads"]["searched"], "no", "{}", r["threads"]);
+    let said = r["memory"]["team_trial"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // Judged against the fallen rate of one thread beside the busy CPU: the own count
+    // comes back only when clearly faster, and the next run starts as the words say.
+    let back = said.contains("own count is back");
+    assert!(back || said.contains("kept count stays"), "{said}\n{err}");
+    let (stdout, _, err) = run("150000");
+    let want = if back {
+        "threads 2 ok\n"
+    } else {
+        "threads 1 ok\n"
+    };
+    assert_eq!(stdout, want, "after: {said}\n{err}");
+    // The busy loop gone, a kept count is let go: two threads, the result still right.
     busy.stop();
     let (stdout, r, err) = run("150000");
     assert_eq!(stdout, "threads 2 ok\n", "{err}");
-    assert_eq!(r["threads"]["released"], 1, "{}\n{err}", r["threads"]);
+    if !back {
+        assert_eq!(r["threads"]["released"], 1, "{}\n{err}", r["threads"]);
+    }
 }
 
 /// A program that reports its own progress (heartbeats, include/autopin.h) is judged on it

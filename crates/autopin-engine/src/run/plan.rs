@@ -298,7 +298,9 @@ pub struct Remembered {
     pub pinning: Pinning,
     pub runner_up: Option<Pinning>,
     pub settled: bool,
-    /// This run tries the record's team trial: `pinning` is fewer threads, from the start.
+    /// This run tries the record's team trial: `pinning` is fewer threads, from the start
+    /// (or, with no team in `pinning`, the program's own count again: a recheck of a kept
+    /// smaller count).
     pub trying_team: bool,
     /// The decided pinning's rate then, with its unit: a settled pinning that runs at that
     /// rate again (within `RaceParams::confirm_band`) is confirmed by its first probe, with

@@ -90,6 +90,12 @@ impl TeamSearch {
             .remembered
             .as_ref()
             .and_then(|r| r.pinning.team.map(|n| (n, r.trying_team)));
+        // A run that tries the program's own count again, against a kept smaller one whose
+        // rate has fallen (a recheck, docs/threads.md): the count is memory's in it too.
+        let rechecking = plan
+            .remembered
+            .as_ref()
+            .is_some_and(|r| r.trying_team && r.pinning.team.is_none());
         let off = match plan.threads {
             ThreadsChoice::Keep => Some("--threads keep".to_string()),
             // OMP_NUM_THREADS reaches only an OpenMP runtime: another program is told that
@@ -98,6 +104,10 @@ impl TeamSearch {
                 "--threads {n} sets OMP_NUM_THREADS, but this is not an OpenMP program: its threads are its own (pthreads, MPI, TBB, Java keep their count); the candidates were planned for {n}"
             )),
             ThreadsChoice::Count(n) => Some(format!("--threads {n}: the program runs {n}")),
+            ThreadsChoice::Auto if rechecking => Some(
+                "this run rechecks the program's own count from its start: the smaller count kept before ran well below the rate it was kept at"
+                    .into(),
+            ),
             ThreadsChoice::Auto if remembered_team.is_some() => {
                 let (n, trying) = remembered_team.unwrap_or_default();
                 Some(if !trying {

@@ -334,3 +334,41 @@ fn a_probe_measures_only_while_its_team_is_the_programs() {
         );
     }
 }
+
+/// A recheck of a kept count (docs/threads.md): memory's pinning is the OS placement with
+/// no team, tried from the start. The program starts with its own count, no team candidate
+/// joins the search (the count is memory's in this run too, and the report says why), and
+/// the run is measured on the team-free objective the kept count's rate was measured with.
+#[test]
+fn a_recheck_starts_the_programs_own_count_and_searches_only_its_pinnings() {
+    let m = two_cpus();
+    let mut p = platform(true, 0);
+    let mut pl = plan(&m, launch(), topology());
+    pl.remembered = Some(Remembered {
+        settled: false,
+        trying_team: true,
+        rate: Some((5_000.0, "OpenMP team constructs/s".into())),
+        busy: Some(vec![0]),
+        ..settled(Pinning::unpinned())
+    });
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    let l = p.launched_with.clone().expect("launched");
+    assert_eq!((l.team_at_birth, l.pin_at_birth), (None, None));
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "no", "{t:?}");
+    assert!(t.why.contains("rechecks the program's own count"), "{t:?}");
+    assert_eq!(t.released, None);
+    assert!(
+        r.candidates.iter().all(|c| c.team.is_none()),
+        "{:?}\n{:?}",
+        r.candidates,
+        sink.messages
+    );
+    assert_eq!(r.objective.unit, "OpenMP team constructs/s");
+    assert!(
+        r.decision.and_then(|d| d.rate).is_some(),
+        "{:?}",
+        sink.messages
+    );
+}
