@@ -89,6 +89,9 @@ impl TeamFlags {
     pub const THREADPRIVATE: u32 = 16;
     /// A want was not applied.
     pub const REFUSED: u32 = 32;
+    /// The program asked its team's size inside a region (omp_get_num_threads) and later
+    /// began a region that did not ask: it may split its work by the size it kept.
+    pub const KEPT: u32 = 64;
 
     pub fn has(&self, f: u32) -> bool {
         self.0 & f != 0
@@ -96,7 +99,8 @@ impl TeamFlags {
 
     /// Whether the library may change the team mid-run (its rule, in the preload library).
     pub fn mid_run_allowed(&self) -> bool {
-        self.has(Self::DYNAMIC) || !self.has(Self::ASKED | Self::SET | Self::THREADPRIVATE)
+        self.has(Self::DYNAMIC)
+            || !self.has(Self::ASKED | Self::SET | Self::THREADPRIVATE | Self::KEPT)
     }
 
     /// Why a team is not changed mid-run, in words (None when it may be).
@@ -113,6 +117,9 @@ impl TeamFlags {
         }
         if self.has(Self::THREADPRIVATE) {
             why.push("the program keeps threadprivate data, which persists only while the team keeps its size");
+        }
+        if self.has(Self::KEPT) {
+            why.push("the program asked its team's size in one parallel region (omp_get_num_threads) and began later regions without asking again (it may split their work by the size it kept)");
         }
         Some(why.join("; "))
     }
@@ -157,4 +164,38 @@ pub struct HeartbeatState {
     /// OpenMP work the preload library counted (None: no OpenMP call seen, or a file too
     /// small for the OpenMP part).
     pub omp: Option<OmpProgress>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TeamFlags;
+
+    /// The preload library's rule, as the engine reads it: any one way a program may depend
+    /// on its team size keeps the team mid-run, and says why; dyn-var true lifts them all.
+    #[test]
+    fn each_way_a_program_may_depend_on_its_team_size_keeps_it_mid_run() {
+        assert!(TeamFlags(0).mid_run_allowed());
+        assert_eq!(TeamFlags(0).why_not(), None);
+        // (a clause keeps its own region's count; a refusal is what follows from the rest)
+        assert!(TeamFlags(TeamFlags::CLAUSE | TeamFlags::REFUSED).mid_run_allowed());
+        for (flag, words) in [
+            (TeamFlags::ASKED, "outside a parallel region"),
+            (TeamFlags::SET, "omp_set_num_threads"),
+            (TeamFlags::THREADPRIVATE, "threadprivate"),
+            (TeamFlags::KEPT, "without asking again"),
+        ] {
+            let f = TeamFlags(flag);
+            assert!(!f.mid_run_allowed(), "{flag}");
+            let why = f.why_not().unwrap_or_default();
+            assert!(why.contains(words), "{flag}: {why}");
+            assert!(
+                TeamFlags(flag | TeamFlags::DYNAMIC).mid_run_allowed(),
+                "{flag}"
+            );
+        }
+        let both = TeamFlags(TeamFlags::ASKED | TeamFlags::KEPT)
+            .why_not()
+            .unwrap();
+        assert!(both.contains("; "), "{both}");
+    }
 }

@@ -3,8 +3,10 @@
 //! thread while it runs. A program that never asks for its count gets the smaller teams
 //! from a following region on, and `omp_get_max_threads()` says the same; one that sized
 //! its work by `omp_get_max_threads()` outside a region keeps its count (its result would
-//! otherwise be wrong) and the library says why. Both compute the right result, and the
-//! team-size-free count grows once per barrier whatever the team's size.
+//! otherwise be wrong) and the library says why, as does one that asked its team's size
+//! (`omp_get_num_threads()`) in its first region only and split every later region's work
+//! by that answer. All compute the right result, and the team-size-free count grows once
+//! per barrier whatever the team's size.
 
 use autopin_objective::TeamFlags;
 use autopin_perf::heartbeat::HeartbeatChannel;
@@ -13,12 +15,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// `ASK` 0: regions of the runtime's own size; each prints its team size and the count
-/// `omp_get_max_threads()` gives inside it (asked inside a region: not a count kept), then waits for a line on stdin before the next
-/// region (so the test can change the want between regions). `ASK` 1: the same, but the
+/// `MODE` 0: regions of the runtime's own size; each prints its team size (asked in every
+/// region: a fresh answer each time, not a count kept) and the count
+/// `omp_get_max_threads()` gives inside it, then waits for a line on stdin before the next
+/// region (so the test can change the want between regions). `MODE` 1: the same, but the
 /// program asks `omp_get_max_threads()` once before its first region and splits an array
 /// by that count by hand in every region (a manual partition): with fewer threads than it
-/// asked for, parts of the array would be left out and its sum wrong.
+/// asked for, parts of the array would be left out and its sum wrong. `MODE` 2: the manual
+/// partition by `omp_get_num_threads()` asked in the first region only (its later regions
+/// count their threads without asking).
 const PROGRAM: &str = r#"
 #include <omp.h>
 #include <stdio.h>
@@ -26,10 +31,10 @@ const PROGRAM: &str = r#"
 #define N 1200
 int main(int argc, char **argv)
 {
-    int ask = atoi(argv[1]);
+    int mode = atoi(argv[1]);
     int regions = atoi(argv[2]);
     static long v[N];
-    int parts = ask ? omp_get_max_threads() : 0;
+    int parts = mode == 1 ? omp_get_max_threads() : 0;
     char line[16];
     for (int r = 0; r < regions; r++) {
         long sum = 0;
@@ -37,10 +42,21 @@ int main(int argc, char **argv)
         for (int i = 0; i < N; i++) v[i] = 0;
 #pragma omp parallel
         {
+            if (mode == 2) {
+                if (r == 0) {
 #pragma omp single
-            { team = omp_get_num_threads(); inside = omp_get_max_threads(); }
+                    parts = omp_get_num_threads();
+                }
+#pragma omp atomic
+                team++;
+#pragma omp single
+                inside = omp_get_max_threads();
+            } else {
+#pragma omp single
+                { team = omp_get_num_threads(); inside = omp_get_max_threads(); }
+            }
 #pragma omp barrier
-            if (ask) {
+            if (mode) {
                 int t = omp_get_thread_num(), chunk = N / parts;
                 for (int i = t * chunk; i < (t + 1) * chunk; i++) v[i] = 1;
             } else {
@@ -66,12 +82,12 @@ fn build(compiler: &str) -> Result<PathBuf, String> {
 
 /// Runs `exe` with two threads, asking for teams of one after its second region; returns
 /// each region's line and the library's team state at the end.
-fn run(exe: &Path, ask: bool) -> (Vec<String>, autopin_objective::TeamState, u64) {
+fn run(exe: &Path, mode: &str) -> (Vec<String>, autopin_objective::TeamState, u64) {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = HeartbeatChannel::create(dir.path()).unwrap();
     let lib = autopin_os::process::preload_library().unwrap();
     let mut child = Command::new(exe)
-        .args([if ask { "1" } else { "0" }, "5"])
+        .args([mode, "5"])
         .env("LD_PRELOAD", &lib)
         .env("AUTOPIN_HEARTBEAT", &path)
         .env("OMP_NUM_THREADS", "2")
@@ -104,7 +120,7 @@ fn run(exe: &Path, ask: bool) -> (Vec<String>, autopin_objective::TeamState, u64
 fn check(exe: &Path, compiler: &str) {
     // Never asked: teams of two, then of one from the region after the want; the count
     // the program reads says the same; every sum is whole.
-    let (lines, team, team_count) = run(exe, false);
+    let (lines, team, team_count) = run(exe, "0");
     assert_eq!(
         lines,
         [
@@ -131,18 +147,40 @@ fn check(exe: &Path, compiler: &str) {
     assert!((10..=20).contains(&team_count), "{compiler}: {team_count}");
     // Asked before its first region and kept: its teams stay at two, its sums whole, and
     // the library says why it refused.
-    let (lines, team, _) = run(exe, true);
+    let (lines, team, _) = run(exe, "1");
     assert!(
         lines.iter().all(|l| l == "team 2 max 2 sum 1200"),
         "{compiler}: {lines:?}"
     );
     assert_eq!((team.want, team.applied), (1, 0), "{compiler}: {team:?}");
     assert!(
-        team.flags.has(TeamFlags::ASKED | TeamFlags::REFUSED),
+        team.flags.has(TeamFlags::ASKED) && team.flags.has(TeamFlags::REFUSED),
         "{team:?}"
     );
     assert!(
         team.flags.why_not().is_some_and(|w| w.contains("asked")),
+        "{team:?}"
+    );
+    // Its team's size asked in its first region and kept: the second region, which did
+    // not ask, shows it kept the answer; its teams stay at two and its sums whole.
+    let (lines, team, _) = run(exe, "2");
+    assert!(
+        lines.iter().all(|l| l == "team 2 max 2 sum 1200"),
+        "{compiler}: {lines:?}"
+    );
+    assert_eq!((team.want, team.applied), (1, 0), "{compiler}: {team:?}");
+    assert!(
+        team.flags.has(TeamFlags::KEPT) && team.flags.has(TeamFlags::REFUSED),
+        "{team:?}"
+    );
+    assert!(
+        !team.flags.has(TeamFlags::ASKED),
+        "asked only inside a region: {team:?}"
+    );
+    assert!(
+        team.flags
+            .why_not()
+            .is_some_and(|w| w.contains("without asking again")),
         "{team:?}"
     );
 }

@@ -838,7 +838,11 @@ unsigned GOMP_sections_next(void)
  *                             8 clause: a region with a num_threads clause ran (it keeps
  *                               its count)
  *                            16 threadprivate: libomp's threadprivate cache was used
- *                            32 refused: a want was not applied (1, 2 or 16 without 4)
+ *                            32 refused: a want was not applied (1, 2, 16 or 64 without 4)
+ *                            64 kept: the program asked its team's size inside an
+ *                               outermost region (omp_get_num_threads) and later began
+ *                               one that did not ask: it may split its work by the size
+ *                               it kept from the earlier answer
  *   offset 164 u32 own      the team size the program's regions get on their own: what
  *                           omp_get_max_threads() said at its first region
  *   offset 168 u32 starts   outermost parallel regions begun so far (atomic): a program
@@ -853,7 +857,11 @@ unsigned GOMP_sections_next(void)
  * regions, only to fewer threads than the program's own count, and only when no
  * conforming program can tell: dyn-var true (the runtime may then size any team, so a
  * conforming program cannot depend on it), or a program that never asked for its count
- * or its CPUs outside a region, never set its count and uses no libomp threadprivate data.
+ * or its CPUs outside a region, never set its count, uses no libomp threadprivate data,
+ * and never kept a team size it asked inside a region: its asks of omp_get_num_threads
+ * inside regions come in every outermost region since its first (GCC's static loop
+ * schedules ask in each region they run in), or in none. One region that asked is not yet
+ * a pattern: a want waits for the next region's start to see whether it asked too.
  * (autopin also leaves alone a program with thread-local data of its own, which may be
  * OpenMP threadprivate data that persists only while the team keeps its size: it reads
  * that from the executable.) The change is omp_set_num_threads() on the thread that starts
@@ -871,8 +879,14 @@ enum {
     T_DYNAMIC = 4,
     T_CLAUSE = 8,
     T_THREADPRIVATE = 16,
-    T_REFUSED = 32
+    T_REFUSED = 32,
+    T_KEPT = 64
 };
+
+/* The program's asks of its team's size inside regions: whether the outermost region
+ * running now asked (any of its threads, any nesting level), and how many outermost
+ * regions asked so far (taken at each outermost start, for the region before). */
+static uint32_t region_asked, asking_regions;
 
 static uint32_t *team_word(unsigned off)
 {
@@ -929,10 +943,14 @@ static __attribute__((noinline)) void team_change(uint32_t want, uint32_t applie
     if (real_int_call(&cache_dyn, "omp_get_dynamic") > 0)
         team_flag(T_DYNAMIC);
     uint32_t flags = __atomic_load_n(team_word(TEAM_FLAGS), __ATOMIC_RELAXED);
-    if (!(flags & T_DYNAMIC) && (flags & (T_ASKED | T_SET | T_THREADPRIVATE))) {
+    if (!(flags & T_DYNAMIC) && (flags & (T_ASKED | T_SET | T_THREADPRIVATE | T_KEPT))) {
         team_flag(T_REFUSED);
         return;
     }
+    /* One region asked its size so far: whether the next asks again (a fresh answer each
+     * region) or keeps that answer is seen at the next region's start; wait for it. */
+    if (!(flags & T_DYNAMIC) && __atomic_load_n(&asking_regions, __ATOMIC_RELAXED) == 1)
+        return;
     void (*set)(int) = (void (*)(int))__atomic_load_n(&cache_set, __ATOMIC_RELAXED);
     if (!set) {
         set = (void (*)(int))dlsym(RTLD_NEXT, "omp_set_num_threads");
@@ -961,8 +979,16 @@ static inline void team_region(unsigned nthreads)
         team_flag(T_CLAUSE);
         team_named((int)nthreads);
     }
-    if (!in_region())
+    if (!in_region()) {
         __atomic_fetch_add(team_word(TEAM_STARTS), 1, __ATOMIC_RELAXED);
+        /* The region before this one: did it ask its size, after an earlier one had? */
+        if (__atomic_load_n(&region_asked, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&region_asked, 0, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&asking_regions, 1, __ATOMIC_RELAXED);
+        } else if (__atomic_load_n(&asking_regions, __ATOMIC_RELAXED)) {
+            team_flag(T_KEPT);
+        }
+    }
     uint32_t want = __atomic_load_n(team_word(TEAM_WANT), __ATOMIC_ACQUIRE);
     uint32_t applied = __atomic_load_n(team_word(TEAM_APPLIED), __ATOMIC_RELAXED);
     if (__builtin_expect(want != applied, 0) ||
@@ -985,6 +1011,27 @@ ASKS(omp_get_thread_limit)
 ASKS(omp_get_max_threads_)
 ASKS(omp_get_num_procs_)
 ASKS(omp_get_thread_limit_)
+
+/* The team's size asked inside a region: noted for the region (see region_asked). */
+static void asked_size(void)
+{
+    if (!__atomic_load_n(&region_asked, __ATOMIC_RELAXED) && in_region())
+        __atomic_store_n(&region_asked, 1, __ATOMIC_RELAXED);
+}
+
+int omp_get_num_threads(void)
+{
+    NEXT(int (*)(void), omp_get_num_threads);
+    asked_size();
+    return real();
+}
+
+int omp_get_num_threads_(void)
+{
+    NEXT(int (*)(void), omp_get_num_threads_);
+    asked_size();
+    return real();
+}
 
 void omp_set_num_threads(int n)
 {

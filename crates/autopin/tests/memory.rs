@@ -1176,6 +1176,105 @@ fn fewer_threads_tried_from_the_start_are_kept_when_faster() {
     }
 }
 
+/// An OpenMP program that asks its team's size inside its first parallel region only
+/// (`omp_get_num_threads()` in a `single`), keeps the answer, and splits the work of every
+/// later region by it by hand, summing per-thread parts after each region: a conforming
+/// program (with dynamic adjustment off, every region gets the same team), which a smaller
+/// team mid-run would leave with parts of its work undone. Prints its count and whether
+/// its result is right (exit 1 when not).
+const KEEPS_ITS_FIRST_ANSWER_C: &str = r#"
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    long regions = argc > 1 ? atol(argv[1]) : 20000;
+    int n = 0;
+#pragma omp parallel
+    {
+#pragma omp single
+        n = omp_get_num_threads();
+    }
+    long part[64] = {0};
+    long total = 0;
+    for (long r = 0; r < regions; r++) {
+#pragma omp parallel
+        {
+            int t = omp_get_thread_num();
+            long s = 0;
+            for (int i = t; i < 20000; i += n) s += i % 7;
+            part[t] = s;
+        }
+        for (int t = 0; t < n; t++) { total += part[t]; part[t] = 0; }
+    }
+    long want = 0;
+    for (int i = 0; i < 20000; i++) want += i % 7;
+    printf("threads %d %s\n", n, total == want * regions ? "ok" : "WRONG");
+    return total == want * regions ? 0 : 1;
+}
+"#;
+
+/// A program that kept the team size it asked inside its first region (#61: "others ask
+/// once at start and keep the number"), beside a busy loop on the first CPU where one
+/// thread would run faster: its count is not changed mid-run (its result stays right; with
+/// the change it printed "threads 2 WRONG" and exited 1), the report says why, and its next
+/// run starts with one thread, which it asks and keeps in turn, right again.
+#[test]
+fn a_program_that_keeps_the_size_it_asked_in_a_region_keeps_its_team_mid_run() {
+    let _serial = one_at_a_time();
+    autopin_testkit::require!(autopin_testkit::have("taskset"), "taskset is not installed");
+    let (first, _) = autopin_testkit::ok_or_skip!(
+        autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
+    );
+    let exe = autopin_testkit::build_c(
+        "keeps_first_answer",
+        KEEPS_ITS_FIRST_ANSWER_C,
+        &["-fopenmp", "-O1"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.db");
+    let report = dir.path().join("r.json");
+    let _busy = autopin_testkit::ok_or_skip!(BusyLoop::on(&first));
+    let run = || {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+            .env("OMP_NUM_THREADS", "2")
+            .args(["run", "--memory"])
+            .arg(&store)
+            .arg("--report")
+            .arg(&report)
+            .args(["--no-perturbation-estimate", "--"])
+            .arg(&exe)
+            // About 2 s with two threads beside the busy CPU: long enough for a search.
+            .arg("120000")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
+        (stdout, read_json(&report), err)
+    };
+    let (stdout, r, err) = run();
+    assert_eq!(stdout, "threads 2 ok\n", "{err}");
+    let t = &r["threads"];
+    assert_ne!(t["searched"], "mid-run", "{t}\n{err}");
+    // The search began after the program had shown it kept its answer: it says so, and
+    // leaves one thread to the next run.
+    if t["searched"] == "across runs"
+        && t["why"] != "the program ended before a search could try fewer threads"
+    {
+        assert!(
+            t["why"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("without asking again"),
+            "{t}\n{err}"
+        );
+    }
+    let (stdout, _, err) = run();
+    assert_eq!(stdout, "threads 1 ok\n", "{err}");
+}
+
 /// A program that reports its own progress (heartbeats, include/autopin.h) is judged on it
 /// across team sizes too (#61): syncbench beside a busy loop on the first CPU, its barriers
 /// in one long parallel region, leaves a trial of one thread to its next run, which starts
