@@ -67,7 +67,26 @@ pub(super) fn choose_objective(
         .as_ref()
         .and_then(|r| r.objective)
         .and_then(|s| chain.iter().position(|c| *c == s).map(|at| (s, at)));
+    // The default objective counts every thread's work (instructions retired, spinning
+    // included), which grows with the team: where fewer threads may run faster (`team`),
+    // teams are compared on work counted once per team (heartbeats, OpenMP team
+    // progress), and the default is measured only when the program gives neither. On a
+    // machine with a PMU the count was otherwise never searched.
+    let defer_requested = target.team_units
+        && launched
+        && !plan.objective.explicit
+        && target.preload_active
+        && target.openmp_runtime.is_some();
+    let mut deferred = false;
     for (at, source) in chain.iter().enumerate() {
+        if *source == ObjectiveSource::Requested && defer_requested && refused.is_none() {
+            deferred = true;
+            continue;
+        }
+        // Neither team-free source measured this program: the default after all.
+        if deferred && *source == ObjectiveSource::TaskClock {
+            return Ok(requested_choice(plan, ObjectiveSource::Requested));
+        }
         if let Some((then, _)) = remembered.filter(|&(_, then_at)| {
             at < then_at
                 && matches!(
@@ -100,6 +119,15 @@ pub(super) fn choose_objective(
             openmp_runtime: target.openmp_runtime.or(walk.loaded_runtime.as_deref()),
             ..*target
         };
+        if deferred {
+            return Ok(
+                team_free_instead(plan, *source, &instead, &mut *env.sink)?.with_startup(
+                    *source,
+                    &walk.omp_seen,
+                    plan.search.tick,
+                ),
+            );
+        }
         return fallback(
             plan,
             *source,
@@ -109,19 +137,63 @@ pub(super) fn choose_objective(
             walk.openmp_idle.as_deref(),
             &mut *env.sink,
         )
-        .map(|mut choice| {
-            if *source == ObjectiveSource::OpenMpProgress {
-                choice.startup = startup_intervals(&walk.omp_seen, plan.search.tick);
-            }
-            choice.info.source = source.name().into();
-            choice
-        });
+        .map(|choice| choice.with_startup(*source, &walk.omp_seen, plan.search.tick));
     }
     Err(EngineError::usage(format!(
         "no way to measure {} for this target (objective chain {:?})",
         requested.text(),
         plan.objective.chain
     )))
+}
+
+/// The default objective set aside for one counted once per team (`source`: the
+/// program's heartbeat, or its OpenMP progress, `instead`): said once, with the reason for
+/// the report. Not a warning: the default could be counted, and what is measured is
+/// what a comparison of team sizes needs.
+fn team_free_instead(
+    plan: &RunPlan,
+    source: ObjectiveSource,
+    instead: &str,
+    sink: &mut dyn RunSink,
+) -> Result<ObjectiveChoice, EngineError> {
+    let text = if source == ObjectiveSource::Heartbeat {
+        "heartbeat"
+    } else {
+        "openmp-team"
+    };
+    let o = Objective::parse(text)
+        .map_err(|e| EngineError::internal(format!("{text} objective: {e}")))?;
+    let default = plan.objective.requested.text();
+    let reason = format!(
+        "instead of the default {default}, which counts every thread's work and so grows with the team: fewer threads may run faster here, and teams of different sizes compare only on work counted once per team"
+    );
+    sink.message(
+        None,
+        &format!("Using {instead} rather than {default}: fewer threads may run faster here, and {default} counts every thread's work, so teams of different sizes would not compare."),
+    );
+    Ok(ObjectiveChoice {
+        source,
+        info: info_of(&o, reason),
+        objective: o,
+        startup: Vec::new(),
+    })
+}
+
+impl ObjectiveChoice {
+    /// With the start-up readings OpenMP progress gathered while the choice was made, and
+    /// the source's name, as the fallback path gives them.
+    fn with_startup(
+        mut self,
+        source: ObjectiveSource,
+        omp_seen: &[(f64, u64, usize)],
+        tick: f64,
+    ) -> ObjectiveChoice {
+        if source == ObjectiveSource::OpenMpProgress {
+            self.startup = startup_intervals(omp_seen, tick);
+        }
+        self.info.source = source.name().into();
+        self
+    }
 }
 
 /// The requested objective, which can be counted here.

@@ -372,3 +372,48 @@ fn a_recheck_starts_the_programs_own_count_and_searches_only_its_pinnings() {
         sink.messages
     );
 }
+
+/// On a machine with a PMU the default objective (instructions retired) counts every
+/// thread's work, more with more threads: beside a busy CPU, where fewer threads may run
+/// faster, the run measures the team-free OpenMP progress instead and searches the count
+/// (before, the count was never searched where a PMU counts). Idle, the default stays; an
+/// objective the user named stays too, and the count is then not searched.
+#[test]
+fn with_a_pmu_the_count_is_searched_on_team_free_progress_where_fewer_threads_may_win() {
+    let m = two_cpus();
+    let mut p = platform(true, 0);
+    p.counting = Ok(());
+    let (r, sink) = go(&plan(&m, launch(), topology()), &mut p);
+    let r = r.unwrap();
+    assert_eq!(
+        r.objective.unit, "OpenMP team constructs/s",
+        "{:?}",
+        r.objective
+    );
+    assert!(
+        r.objective.reason.contains("instead of the default"),
+        "{:?}",
+        r.objective
+    );
+    assert!(sink.said("rather than"), "{:?}", sink.messages);
+    assert!(!sink.said("warning"), "{:?}", sink.messages);
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "mid-run", "{t:?}");
+    assert_eq!(r.decision.and_then(|d| d.team), Some(1));
+
+    let mut idle = platform(false, 0);
+    idle.counting = Ok(());
+    let r = go(&plan(&m, launch(), topology()), &mut idle).0.unwrap();
+    assert_eq!(r.objective.source, "requested", "{:?}", r.objective);
+    assert_eq!(r.threads.map(|t| t.searched), Some("no".to_string()));
+
+    let mut named = platform(true, 0);
+    named.counting = Ok(());
+    let mut pl = plan(&m, launch(), topology());
+    pl.objective = ObjectivePlan::explicit(pl.objective.requested.clone());
+    let r = go(&pl, &mut named).0.unwrap();
+    assert_eq!(r.objective.source, "requested", "{:?}", r.objective);
+    let t = r.threads.expect("the count is reported");
+    assert_eq!(t.searched, "no", "{t:?}");
+    assert!(t.why.contains("not counted per team"), "{t:?}");
+}
