@@ -408,8 +408,12 @@ impl Driver<'_> {
         let mut step = 0u64;
         let mut period = cfg.tick;
         let mut last_wake = ticks_from;
-        // The team size last asked of the program's OpenMP runtime (0: its own count).
-        let mut team_wanted = 0u32;
+        // The team size last asked of the program's OpenMP runtime (0: its own count): the
+        // one asked before its start, if any (the start-up may have applied a candidate
+        // since, whose team is asked below).
+        let mut team_wanted = session
+            .team_asked_at_birth()
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
         // The library's view of the teams at the last reading.
         let mut team_before: Option<TeamState> = self.meter.team();
         loop {
@@ -493,7 +497,11 @@ impl Driver<'_> {
                 let lags = |t: &Option<TeamState>| {
                     t.is_some_and(|t| t.applied != team_wanted && !t.flags.has(TeamFlags::REFUSED))
                 };
-                iv.team_lag = lags(&team_now) || lags(&team_before);
+                // (Before any candidate, the start-up measures whatever team ran: a team
+                // asked at birth reaches the program at its second region, or never in a
+                // program of one long region, whose start-up is its own count's.)
+                iv.team_lag =
+                    session.applied().is_some() && (lags(&team_now) || lags(&team_before));
                 team_before = team_now;
                 actions = session.on_interval(&iv);
                 prev = cur;
@@ -513,8 +521,7 @@ impl Driver<'_> {
             // A candidate with a team size asks the program's runtime for it; any other
             // gives the program its own count back.
             let want = session
-                .applied()
-                .and_then(|p| p.team)
+                .team_asked()
                 .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
             if want != team_wanted {
                 self.meter.want_team(want);

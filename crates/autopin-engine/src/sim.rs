@@ -1243,6 +1243,19 @@ impl crate::run::Platform for SimPlatform {
         if let (false, true, Some(cpus)) = (attached, self.preload_active, &launch.pin_at_birth) {
             self.sim.born_on(cpus);
         }
+        // A team asked at birth, as the platform asks it: of an OpenMP program the preload
+        // library sits in, without thread-local data of its own.
+        let team_wanted_at_birth = launch.want_at_birth.filter(|_| {
+            !attached
+                && self.preload_active
+                && self.openmp_runtime.is_some()
+                && !self.thread_local_data
+        });
+        if let Some(k) = team_wanted_at_birth {
+            self.sim
+                .lock()
+                .want_team(u32::try_from(k).unwrap_or(u32::MAX));
+        }
         Ok(crate::run::Started {
             pid: 1000,
             threads: Box::new(self.sim.clone()),
@@ -1261,6 +1274,7 @@ impl crate::run::Platform for SimPlatform {
             openmp_runtime: self.openmp_runtime.clone(),
             preload_active: self.preload_active && !attached,
             thread_local_data: self.thread_local_data,
+            team_wanted_at_birth,
         })
     }
 

@@ -109,7 +109,6 @@ impl LinuxPlatform {
                     std::env::temp_dir().display()
                 ))
             })?;
-        self.heartbeat = Some(channel);
         let mut spec = LaunchSpec::new(&argv[0], &argv[1..]);
         spec.forward_signals = true;
         // Which OpenMP runtime the program links (itself or through its own libraries), and
@@ -132,6 +131,16 @@ impl LinuxPlatform {
                 ),
                 Err(_) => (None, false, true),
             };
+        // Fewer threads plausible at launch: the preload library is asked for them before
+        // the program starts (it applies them from the second region on, where its rule
+        // allows), if it can sit in an OpenMP program without thread-local data of its own.
+        let team_wanted_at_birth = opts
+            .want_at_birth
+            .filter(|_| openmp_runtime.is_some() && preload_reaches && !thread_local_data);
+        if let Some(k) = team_wanted_at_birth {
+            channel.want_team(u32::try_from(k).unwrap_or(u32::MAX));
+        }
+        self.heartbeat = Some(channel);
         spec.mem_policy = opts.mem_policy.clone();
         // A team size to start with: OMP_NUM_THREADS, never above a count the user set.
         if let Some(n) = opts.team_at_birth {
@@ -247,6 +256,7 @@ impl LinuxPlatform {
             openmp_runtime,
             preload_active,
             thread_local_data,
+            team_wanted_at_birth: team_wanted_at_birth.filter(|_| preload_active),
         })
     }
 
@@ -362,6 +372,7 @@ impl LinuxPlatform {
             preload_active: false,
             // Not read: an attached program's teams are never changed.
             thread_local_data: true,
+            team_wanted_at_birth: None,
         })
     }
 }

@@ -861,7 +861,8 @@ unsigned GOMP_sections_next(void)
  * and never kept a team size it asked inside a region: its asks of omp_get_num_threads
  * inside regions come in every outermost region since its first (GCC's static loop
  * schedules ask in each region they run in), or in none. One region that asked is not yet
- * a pattern: a want waits for the next region's start to see whether it asked too.
+ * a pattern: a want waits for the next region's start to see whether it asked too. The
+ * first outermost region always runs the program's own count.
  * (autopin also leaves alone a program with thread-local data of its own, which may be
  * OpenMP threadprivate data that persists only while the team keeps its size: it reads
  * that from the executable.) The change is omp_set_num_threads() on the thread that starts
@@ -947,6 +948,12 @@ static __attribute__((noinline)) void team_change(uint32_t want, uint32_t applie
         team_flag(T_REFUSED);
         return;
     }
+    /* The first outermost region keeps the program's own count (a want written before the
+     * program started, fewer threads plausible at launch, waits for the second): a program
+     * that runs in one long region would otherwise keep the smaller team to its end,
+     * where no search can undo it. */
+    if (__atomic_load_n(team_word(TEAM_STARTS), __ATOMIC_RELAXED) < 2)
+        return;
     /* One region asked its size so far: whether the next asks again (a fresh answer each
      * region) or keeps that answer is seen at the next region's start; wait for it. */
     if (!(flags & T_DYNAMIC) && __atomic_load_n(&asking_regions, __ATOMIC_RELAXED) == 1)
@@ -996,28 +1003,32 @@ static inline void team_region(unsigned nthreads)
         team_change(want, applied);
 }
 
-/* What the program asks of its count outside a region, and its own setting of it. */
-#define ASKS(name)                                                                          \
-    int name(void)                                                                          \
-    {                                                                                       \
-        NEXT(int (*)(void), name);                                                          \
-        if (!in_region())                                                                   \
-            team_flag(T_ASKED);                                                             \
-        return real();                                                                      \
-    }
-ASKS(omp_get_max_threads)
-ASKS(omp_get_num_procs)
-ASKS(omp_get_thread_limit)
-ASKS(omp_get_max_threads_)
-ASKS(omp_get_num_procs_)
-ASKS(omp_get_thread_limit_)
-
 /* The team's size asked inside a region: noted for the region (see region_asked). */
 static void asked_size(void)
 {
     if (!__atomic_load_n(&region_asked, __ATOMIC_RELAXED) && in_region())
         __atomic_store_n(&region_asked, 1, __ATOMIC_RELAXED);
 }
+
+/* What the program asks of its count outside a region, and its own setting of it. */
+/* (`size`: inside a region the answer may stand for the team's size too: the count a
+ * nested region would get is the outer count, and programs read it as such.) */
+#define ASKS(name, size)                                                                    \
+    int name(void)                                                                          \
+    {                                                                                       \
+        NEXT(int (*)(void), name);                                                          \
+        if (!in_region())                                                                   \
+            team_flag(T_ASKED);                                                             \
+        else if (size)                                                                      \
+            asked_size();                                                                   \
+        return real();                                                                      \
+    }
+ASKS(omp_get_max_threads, 1)
+ASKS(omp_get_num_procs, 0)
+ASKS(omp_get_thread_limit, 0)
+ASKS(omp_get_max_threads_, 1)
+ASKS(omp_get_num_procs_, 0)
+ASKS(omp_get_thread_limit_, 0)
 
 int omp_get_num_threads(void)
 {

@@ -41,6 +41,11 @@ pub(super) struct Birth {
     /// The CPUs busy with other work at launch that `cpus` keeps off: the first topology
     /// candidate around them, a guess the search then checks like any probe.
     pub(super) away_from: Option<Vec<u32>>,
+    /// Fewer threads plausible at launch (fewer free CPUs than threads, docs/threads.md):
+    /// the team size an OpenMP program is asked for from its second region on, whose
+    /// threads run on the first of `cpus` (the first team candidate's CPUs). None once the
+    /// launch shows the program's library cannot apply it.
+    pub(super) team: Option<usize>,
 }
 
 /// Where the program starts: a remembered decision or a strategy's first candidate as
@@ -61,6 +66,7 @@ pub(super) fn birth(
         return Birth {
             cpus: Some(cpus),
             away_from: None,
+            team: None,
         };
     }
     if !plan.start_off_busy {
@@ -109,26 +115,61 @@ pub(super) fn birth(
     let first = topology_candidates(&plan.machine, n, *max, *include_unpinned, &busy)
         .into_iter()
         .find_map(|c| c.cpu_list().map(<[u32]>::to_vec));
+    let team = first
+        .as_deref()
+        .and_then(|cpus| team_at_birth(plan, n, &busy, cpus));
     Birth {
         away_from: first.is_some().then_some(busy),
         cpus: first,
+        team,
     }
+}
+
+/// The team an OpenMP program starts asking for beside `busy` CPUs, born on `cpus`: the
+/// first team candidate's size, where its CPUs are the first of `cpus` (its threads then
+/// stay where they were born, and a program that keeps its own count runs the pinning it
+/// was born on, as before). Only where the count is searched by default (`--threads
+/// auto`, the default objective, which then counts once per team).
+fn team_at_birth(plan: &RunPlan, n: usize, busy: &[u32], cpus: &[u32]) -> Option<usize> {
+    if plan.threads != super::ThreadsChoice::Auto || plan.objective.explicit {
+        return None;
+    }
+    let first = autopin_placement::team_candidates(&plan.machine, n, busy)
+        .into_iter()
+        .next()?;
+    let k = first.team?;
+    let on = first.cpu_list()?;
+    (k < n && on.len() == k && cpus.starts_with(on)).then_some(k)
 }
 
 impl Birth {
     /// The birth as it happened: a guess around busy CPUs holds only where the preload
     /// library sits in the program (a static executable starts where the OS places it).
-    pub(super) fn launched(self, preload_active: bool, sink: &mut dyn RunSink) -> Birth {
+    /// `team_asked`: the team size the platform asked of the program's library before its
+    /// start (None: it could not, and the program keeps its count from birth).
+    pub(super) fn launched(
+        mut self,
+        preload_active: bool,
+        team_asked: Option<usize>,
+        sink: &mut dyn RunSink,
+    ) -> Birth {
+        self.team = self.team.filter(|k| team_asked == Some(*k));
         let Some((cpus, busy)) = self.off_busy() else {
             return self;
         };
         if !preload_active {
             return Birth::default();
         }
+        let team = match self.team {
+            Some(k) => format!(
+                "; its parallel regions are asked for {k} thread(s) from the second on (fewer free CPUs than threads; a program that asks for its count first keeps it)"
+            ),
+            None => String::new(),
+        };
         sink.message(
             None,
             &format!(
-                "{} busy with other work: the program started pinned to {}, off them, rather than where the OS would place it",
+                "{} busy with other work: the program started pinned to {}, off them, rather than where the OS would place it{team}",
                 busy_text(busy),
                 cpu_text(cpus)
             ),
@@ -145,9 +186,12 @@ impl Birth {
     pub(super) fn note(&self) -> Option<String> {
         let (cpus, busy) = self.off_busy()?;
         Some(format!(
-            "{} busy with other work at launch: the program started pinned to {}, the first candidate that keeps off them",
+            "{} busy with other work at launch: the program started pinned to {}, the first candidate that keeps off them{}",
             busy_text(busy),
-            cpu_text(cpus)
+            cpu_text(cpus),
+            self.team
+                .map(|k| format!(", its parallel regions asked for {k} thread(s) from the second on"))
+                .unwrap_or_default()
         ))
     }
 }

@@ -38,6 +38,10 @@ pub struct LaunchOptions {
     /// Start an OpenMP program with this many threads (OMP_NUM_THREADS; a smaller count the
     /// user set stays): a remembered team size, or `--threads N`.
     pub team_at_birth: Option<usize>,
+    /// Ask an OpenMP program's preload library for teams of this size from its second
+    /// outermost region on, under the library's rule for changing a team mid-run (a
+    /// program that asked its count first keeps it): fewer threads plausible at launch.
+    pub want_at_birth: Option<usize>,
 }
 
 /// A started (or attached) target.
@@ -62,6 +66,10 @@ pub struct Started {
     /// OpenMP threadprivate data that persists between regions only while the team keeps
     /// its size: its teams are not changed mid-run.
     pub thread_local_data: bool,
+    /// The team size asked of the program's preload library before its start
+    /// (`LaunchOptions::want_at_birth`, where the library can apply it: an OpenMP program
+    /// it sits in, without thread-local data of its own).
+    pub team_wanted_at_birth: Option<usize>,
 }
 
 /// Which CPUs other work keeps busy, measured while the target runs.

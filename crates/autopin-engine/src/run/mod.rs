@@ -77,9 +77,10 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
         openmp_runtime,
         preload_active,
         thread_local_data,
+        team_wanted_at_birth,
         ..
     } = started;
-    let birth = birth.launched(preload_active, env.sink);
+    let mut birth = birth.launched(preload_active, team_wanted_at_birth, env.sink);
     if let Some(binding) = binding::own_binding(&target_env) {
         if !plan.override_binding {
             return stand_back(plan, env, &machine, threads, &binding);
@@ -137,6 +138,16 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             "the objective ({}) is not counted per team, so teams of different sizes cannot be compared",
             choice.info.unit
         ));
+    }
+    // A team asked at birth stands only where the count is searched; otherwise the program
+    // gets its own count back at once (before its second region, as a rule).
+    if let Some(k) = birth.team {
+        if team.enabled() {
+            team.born(k);
+        } else {
+            meter.want_team(0);
+            birth.team = None;
+        }
     }
     let around = Surroundings {
         busy: busy_watch,
@@ -365,6 +376,7 @@ fn open_session(
                 .map(|(rate, _)| *rate),
             startup_is_os: start == Start::Os,
             startup_pinned: birth.off_busy().map(|(cpus, _)| cpus.to_vec()),
+            startup_team: birth.team,
             startup_ends_init: !deferred
                 && matches!(
                     choice.source,
@@ -739,6 +751,7 @@ fn start(
             .count()
             .or(plan.remembered.as_ref().and_then(|r| r.pinning.team)),
         pin_at_birth: birth.cpus.clone(),
+        want_at_birth: birth.team,
         skip: plan.skip.clone(),
         mem_policy: plan.mem_policy.clone(),
         unset: if plan.override_binding {

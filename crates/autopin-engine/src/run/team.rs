@@ -66,6 +66,9 @@ struct Shared {
     start_threads: usize,
     /// The counts its arguments name (`2` in `-ntomp 2`, `--threads=2`).
     arg_counts: Vec<usize>,
+    /// The team size asked of the program's library before its start (fewer threads
+    /// plausible at launch), taken from its second region where its rule allows.
+    born: Option<usize>,
 }
 
 /// What the run knows of the program when it plans the count.
@@ -167,6 +170,16 @@ impl TeamSearch {
             arg_counts: f.args.iter().skip(1).filter_map(|a| arg_count(a)).collect(),
             ..Shared::default()
         })))
+    }
+
+    /// Whether team candidates may join this run's searches.
+    pub(super) fn enabled(&self) -> bool {
+        self.0.borrow().enabled
+    }
+
+    /// The program was asked for teams of `k` before its start.
+    pub(super) fn born(&self, k: usize) {
+        self.0.borrow_mut().born = Some(k);
     }
 
     /// Team candidates do not join this run's searches, for `why` (kept when the count was
@@ -317,6 +330,27 @@ impl TeamSearch {
         }
         let own = s.state.map(|t| t.own as usize).filter(|n| *n > 0);
         let named = s.state.map(|t| t.named as usize).filter(|n| *n > 0);
+        // The team asked at birth took, and the program then showed it may notice a change
+        // (or it ran on in one long region): it ran that team to its end. Its next run is
+        // not to try what this one ran; the report says what the program ran.
+        let born_kept = s
+            .born
+            .filter(|k| s.offered.is_empty() && s.state.is_some_and(|t| t.applied as usize == *k));
+        if let Some(k) = born_kept {
+            let why = s.trial.take().map(|(_, why)| why).unwrap_or_else(|| {
+                "the program ended before a search could weigh another count".to_string()
+            });
+            return ThreadCount {
+                own,
+                named,
+                searched: "at launch".into(),
+                why: format!(
+                    "the program ran {k} thread(s) from its second parallel region on, asked at launch as fewer CPUs were free than its threads; it kept them to its end: {why}"
+                ),
+                trial: None,
+                released: None,
+            };
+        }
         let (searched, why) = if let Some(off) = &s.off {
             ("no", off.clone())
         } else if !s.offered.is_empty() {

@@ -56,6 +56,23 @@ fn beside_a_busy_cpu_one_thread_on_the_free_cpu_is_found_mid_run() {
     assert!(r.candidates.iter().any(|c| c.team == Some(1)));
     // The team is in force at the end: the program runs one thread.
     assert_eq!(p.sim.team().map(|t| t.applied), Some(1));
+    // Asked for from birth (fewer free CPUs than threads), on the CPU its first thread was
+    // born on: the start-up is the team candidate's first probe.
+    let l = p.launched_with.clone().expect("launched");
+    assert_eq!(
+        (l.want_at_birth, l.pin_at_birth),
+        (Some(1), Some(vec![1, 0]))
+    );
+    assert!(
+        r.probes[0].startup && r.probes[0].label.starts_with("1 thread: 1"),
+        "{:?}",
+        r.probes[0]
+    );
+    assert!(
+        sink.said("its parallel regions are asked for 1 thread(s) from the second on"),
+        "{:?}",
+        sink.messages
+    );
     assert!(
         sink.said("thread count: 1 thread: 1"),
         "{:?}",
@@ -151,6 +168,7 @@ fn an_idle_machine_and_keep_change_nothing() {
     let mut pl = plan(&m, launch(), topology());
     pl.threads = ThreadsChoice::Keep;
     let r = go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.launched_with.clone().and_then(|l| l.want_at_birth), None);
     let t = r.threads.clone().expect("the count is reported");
     assert_eq!(
         (t.searched.as_str(), t.why.as_str()),
@@ -279,16 +297,44 @@ fn a_program_that_ends_before_the_search_leaves_fewer_threads_to_its_next_run() 
         busy: vec![0],
         stacked: 0.05,
     };
-    // Over in 0.15 s, before any probe.
-    let sim = Sim::new(&m, Box::new(model), 2, 0.02, 3, 0.15).with_team(0);
-    let mut p = SimPlatform::new(sim);
-    p.counting = Err(OsError::NotSupported("no PMU".into()));
-    p.openmp_runtime = Some("libgomp.so.1".into());
-    p.busy = vec![0];
-    let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
-    assert!(r.decision.is_none(), "{:?}", r.decision);
-    let t = r.threads.clone().expect("the count is reported");
-    assert_eq!(t.searched, "across runs", "{t:?}");
+    // Over in 0.15 s, before any probe. It never asked for its count: the team asked at
+    // birth reached it, and it ran one thread to its end; nothing is left to try.
+    let short = |flags: u32| {
+        let sim = Sim::new(&m, Box::new(model.clone()), 2, 0.02, 3, 0.15).with_team(flags);
+        let mut p = SimPlatform::new(sim);
+        p.counting = Err(OsError::NotSupported("no PMU".into()));
+        p.openmp_runtime = Some("libgomp.so.1".into());
+        p.busy = vec![0];
+        let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
+        assert!(r.decision.is_none(), "{:?}", r.decision);
+        let l = p.launched_with.clone().expect("launched");
+        assert_eq!((l.want_at_birth, l.team_at_birth), (Some(1), None));
+        (
+            r.threads.expect("the count is reported"),
+            p.sim.team().map(|t| t.applied),
+        )
+    };
+    let (t, applied) = short(0);
+    assert_eq!(
+        (t.searched.as_str(), applied),
+        ("at launch", Some(1)),
+        "{t:?}"
+    );
+    assert!(
+        t.why
+            .contains("ran 1 thread(s) from its second parallel region"),
+        "{t:?}"
+    );
+    assert!(t.why.contains("ended before a search"), "{t:?}");
+    assert_eq!(t.trial, None);
+    // It asked for its count first: the team asked at birth was refused, it ran its own,
+    // and its next run tries fewer from its start.
+    let (t, applied) = short(TeamFlags::ASKED);
+    assert_eq!(
+        (t.searched.as_str(), applied),
+        ("across runs", Some(0)),
+        "{t:?}"
+    );
     assert!(t.why.contains("ended before a search"), "{t:?}");
     assert_eq!(t.trial.as_ref().and_then(|c| c.team), Some(1));
 }
@@ -325,11 +371,11 @@ fn a_probe_measures_only_while_its_team_is_the_programs() {
         );
         let d = r.decision.expect("decided");
         assert_eq!(d.team, Some(1), "seed {seed}: {d:?}");
-        // The start-up ran the program's own team: it is a probe of 1,0, never of a
-        // team candidate whose spare thread would sit on the same CPUs.
+        // The start-up ran the team asked at birth (one thread, from the second region
+        // on): it is the team candidate's first probe.
         let first = &r.probes[0];
         assert!(
-            first.startup && first.label.starts_with("1,0 "),
+            first.startup && first.label.starts_with("1 thread: 1"),
             "{first:?}"
         );
     }
@@ -416,4 +462,30 @@ fn with_a_pmu_the_count_is_searched_on_team_free_progress_where_fewer_threads_ma
     let t = r.threads.expect("the count is reported");
     assert_eq!(t.searched, "no", "{t:?}");
     assert!(t.why.contains("not counted per team"), "{t:?}");
+}
+
+/// A team is asked at birth only where the count is searched and the library can apply
+/// it: an executable with thread-local data of its own (maybe threadprivate data) is not
+/// asked (the platform says so), and starts its own count on the pinning it was born on;
+/// an objective the user named keeps the count, so nothing is asked either.
+#[test]
+fn no_team_is_asked_at_birth_where_it_could_not_be_searched() {
+    let m = two_cpus();
+    let mut p = platform(true, 0);
+    p.thread_local_data = true;
+    let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
+    assert_eq!(p.sim.team().map(|t| (t.want, t.applied)), Some((0, 0)));
+    assert!(
+        r.probes[0].startup && r.probes[0].label.starts_with("1,0 "),
+        "{:?}",
+        r.probes[0]
+    );
+
+    let mut p = platform(true, 0);
+    let mut pl = plan(&m, launch(), topology());
+    pl.objective = ObjectivePlan::explicit(pl.objective.requested.clone());
+    p.counting = Ok(());
+    go(&pl, &mut p).0.unwrap();
+    assert_eq!(p.launched_with.and_then(|l| l.want_at_birth), None);
+    assert_eq!(p.sim.team().map(|t| t.want), Some(0));
 }

@@ -167,6 +167,11 @@ pub struct SessionConfig {
     /// candidate's pinning chosen around CPUs busy at launch: the end of its start-up is
     /// that candidate's first probe, as it would be the OS placement's.
     pub startup_pinned: Option<Vec<u32>>,
+    /// The program's OpenMP regions are asked for this team size from birth (fewer
+    /// threads plausible at launch), on the first of `startup_pinned`'s CPUs: until a
+    /// candidate is applied the team asked stays this, and the start-up's tail is the
+    /// matching team candidate's first probe where the search offers one.
+    pub startup_team: Option<usize>,
     /// The objective is progress the program reports itself (heartbeats, OpenMP
     /// constructs): the init ends as soon as the start-up's clean tail has been seen for
     /// `STARTUP_ENOUGH` (the OS placement's first probe), not when the init time is over.
@@ -193,6 +198,7 @@ impl Default for SessionConfig {
             check_rate: None,
             startup_is_os: false,
             startup_pinned: None,
+            startup_team: None,
             startup_ends_init: false,
             remembered_phases: Vec::new(),
         }
@@ -403,6 +409,21 @@ impl Session {
             return None;
         }
         self.applied.and_then(|i| self.candidates.get(i))
+    }
+
+    /// The team size asked of the program's OpenMP runtime before its start (None: none).
+    pub fn team_asked_at_birth(&self) -> Option<usize> {
+        self.cfg.startup_team
+    }
+
+    /// The team size to ask of the program's OpenMP runtime now (None: its own count): the
+    /// applied candidate's, or before any, the one asked at birth.
+    pub fn team_asked(&self) -> Option<usize> {
+        match (self.stood_back, self.applied()) {
+            (true, _) => None,
+            (false, Some(p)) => p.team,
+            (false, None) => self.cfg.startup_team,
+        }
     }
 
     /// False once nothing needs the counters any more: decided, no PhaseWatch and no

@@ -76,17 +76,27 @@ impl Session {
 
     /// The candidate the program ran on during its start-up: the OS placement, or the
     /// candidate whose CPUs its threads were pinned to at birth (None when the list for
-    /// the threads found has no such candidate). Never a team candidate: the program ran
-    /// its own count then, whatever CPUs a smaller team's spare threads would share.
+    /// the threads found has no such candidate). A team candidate only where a team was
+    /// asked at birth and the search offers it (the program may change its team then, so
+    /// it took the team at its second region); otherwise the program ran its own count,
+    /// whatever CPUs a smaller team's spare threads would share.
     fn startup_candidate(&self, os: Option<usize>) -> Option<usize> {
         let Some(cpus) = &self.cfg.startup_pinned else {
             return os.filter(|_| self.cfg.startup_is_os);
         };
         let n = self.tracked.max(1);
         let born = Pinning::from_cpus(cpus.clone()).cpus_for(n);
-        self.candidates
-            .iter()
-            .position(|c| !c.is_unpinned() && c.team.is_none() && c.cpus_for(n) == born)
+        let team = self.cfg.startup_team.and_then(|k| {
+            let on = Pinning::from_cpus(cpus.clone()).cpus_for(k);
+            self.candidates
+                .iter()
+                .position(|c| c.team == Some(k) && c.cpus_for(k) == on)
+        });
+        team.or_else(|| {
+            self.candidates
+                .iter()
+                .position(|c| !c.is_unpinned() && c.team.is_none() && c.cpus_for(n) == born)
+        })
     }
 
     /// The start-up's tail as its candidate's first probe (the OS placement's, or the
