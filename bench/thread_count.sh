@@ -12,8 +12,11 @@
 # Printed per program: each round's seconds and what autopin decided, then medians, and
 # ratios per round (medians, with 95% bootstrap intervals): mem from round 3 on ÷ the best of
 # {os, pin01, pin10, one} (chosen with hindsight by median), first ÷ the best 2-thread side,
-# and mem ÷ one. Programs: workloads/ompwork -m imbalance (a master computing alone between
-# barriers), workloads/syncbench -s 0 (back-to-back barriers), and GROMACS mdrun when `gmx`
+# mem ÷ one, and first ÷ the best of all (where the count may change mid-run, the first run
+# is held to that). Programs: workloads/ompwork -m imbalance (a master computing alone
+# between barriers, in one long region), ompwork -m loops (short static parallel loops, one
+# region each: its team may change mid-run, and is asked for at birth beside a busy CPU),
+# workloads/syncbench -s 0 (back-to-back barriers), and GROMACS mdrun when `gmx`
 # is installed (Debian's gromacs, its count from OMP_NUM_THREADS=2 as a job script sets it:
 # it names its own thread counts, which no change reaches mid-run, so the count is tried at
 # its next start and judged by whole runs; docs/threads.md).
@@ -24,10 +27,11 @@ SCALE=${2:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 AUTOPIN=${AUTOPIN:-$ROOT/target/release/autopin}
 . "$ROOT/bench/programs_common.sh"
-PROGS=${PROGS:-$ALL}
+PROGS=${PROGS:-"$ALL loops"}
 cmd() {
   case $1 in
     ompwork) echo "$W/ompwork -m imbalance -r $(sc 20000)" ;;
+    loops) echo "$W/ompwork -m loops -r $(sc 200000)" ;;
     syncbench) echo "$W/syncbench -s 0 -b $(sc 2000000) -r 1" ;;
     gromacs) echo "gmx mdrun -s $W/md.tpr -ntmpi 1 -pin off -nb cpu -nsteps $(sc 2000) -deffnm $W/gmx" ;;
   esac
@@ -110,6 +114,7 @@ best = min(["os", "pin01", "pin10", "one"], key=lambda s: med[s])
 best2 = min(["os", "pin01", "pin10"], key=lambda s: med[s])
 ratio("mem", best, 2, f"autopin with memory, round 3 on ÷ best of all ({best})")
 ratio("first", best2, 0, f"autopin first run ÷ best 2-thread side ({best2})")
+ratio("first", best, 0, f"autopin first run ÷ best of all ({best})")
 ratio("mem", "one", 2, "autopin with memory, round 3 on ÷ one thread on CPU 1")
 ratio("first", "os", 0, "autopin first run ÷ OS placement")
 ratio("mem", "os", 2, "autopin with memory, round 3 on ÷ OS placement")

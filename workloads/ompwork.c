@@ -9,6 +9,10 @@
  *   -m shared     a dynamic loop whose iterations all add to one shared cache line (atomic):
  *                 threads on different CPUs fight over the line; on one CPU they do not.
  *   -m private    the same loop, each thread adding to its own cache line.
+ *   -m loops      ROUNDS short parallel loops (static schedule) of WORK/100 iterations,
+ *                 one region each: the barrier at each loop's end bounds the time, and a
+ *                 program of many regions that never keeps its count may get fewer
+ *                 threads mid-run.
  *
  * usage: ompwork [-m MODE] [-r ROUNDS] [-w WORK] [-t SECONDS] [-s SECONDS]   prints seconds
  * and a checksum on stdout (the checksum depends only on the arguments). -t stops after that
@@ -110,8 +114,17 @@ int main(int argc, char **argv)
         }
         for (int i = 0; i < 65; i++)
             sum += lines[i].v;
+    } else if (!strcmp(mode, "loops")) {
+        static unsigned long v[4096];
+        long n = work / 100 < 1 ? 1 : work / 100 > 4096 ? 4096 : work / 100;
+        for (long r = 0; r < rounds && !(limit > 0 && now() - t0 > limit); r++) {
+#pragma omp parallel for schedule(static)
+            for (long i = 0; i < n; i++)
+                v[i] = spin_work(20, (unsigned long)(i + r + 1));
+            sum += v[n - 1];
+        }
     } else {
-        fprintf(stderr, "ompwork: -m must be imbalance, shared or private, not %s\n", mode);
+        fprintf(stderr, "ompwork: -m must be imbalance, shared, private or loops, not %s\n", mode);
         return 2;
     }
     printf("ompwork %s: %.3f s, checksum %lu\n", mode, now() - t0, sum);
