@@ -997,18 +997,32 @@ dd if=/dev/zero of="$M/fill" bs=4096 2>/dev/null
 
 /// An OpenMP program that sizes a per-thread array by `omp_get_max_threads()` before its
 /// first region (so its count may not change mid-run), prints that count, checks its own
-/// result, and runs `regions` short regions.
+/// result, and runs `regions` short regions, splitting each one's work by that count by
+/// hand and summing the threads' parts after it. Built with `-DASK_IN_REGION` it asks its
+/// team's size inside its first region instead (`omp_get_num_threads()` in a `single`) and
+/// keeps that answer: a conforming program too (with dynamic adjustment off every region
+/// gets the same team), which a smaller team mid-run would leave with parts undone. Exit 1
+/// when its result is wrong.
 const SIZES_ITSELF_C: &str = r#"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 int main(int argc, char **argv)
 {
-    int regions = argc > 1 ? atoi(argv[1]) : 2000;
+    long regions = argc > 1 ? atol(argv[1]) : 2000;
+#ifdef ASK_IN_REGION
+    int n = 0;
+#pragma omp parallel
+    {
+#pragma omp single
+        n = omp_get_num_threads();
+    }
+#else
     int n = omp_get_max_threads();
+#endif
     long *part = calloc(n, sizeof *part);
     long total = 0;
-    for (int r = 0; r < regions; r++) {
+    for (long r = 0; r < regions; r++) {
 #pragma omp parallel
         {
             int t = omp_get_thread_num();
@@ -1016,7 +1030,7 @@ int main(int argc, char **argv)
             for (int i = t; i < 20000; i += n) s += i % 7;
             part[t] = s;
         }
-        for (int t = 0; t < n; t++) total += part[t];
+        for (int t = 0; t < n; t++) { total += part[t]; part[t] = 0; }
     }
     long want = 0;
     for (int i = 0; i < 20000; i++) want += i % 7;
@@ -1024,6 +1038,32 @@ int main(int argc, char **argv)
     return total == want * regions ? 0 : 1;
 }
 "#;
+
+/// `autopin run` of a test program with two threads (`OMP_NUM_THREADS=2`), its decisions
+/// in `store` and its report in `report`, beside whatever the test set up: its stdout,
+/// report and stderr, its exit 0 asserted.
+fn run_two_threads(
+    exe: &Path,
+    store: &Path,
+    report: &Path,
+    iterations: &str,
+) -> (String, serde_json::Value, String) {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
+        .env("OMP_NUM_THREADS", "2")
+        .args(["run", "--memory"])
+        .arg(store)
+        .arg("--report")
+        .arg(report)
+        .args(["--no-perturbation-estimate", "--"])
+        .arg(exe)
+        .arg(iterations)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
+    (stdout, read_json(report), err)
+}
 
 /// Fewer threads tried across runs (#61): a record whose pending team trial says "1 thread"
 /// starts the next run with one thread (OMP_NUM_THREADS), judged on the team-free objective
@@ -1045,26 +1085,10 @@ fn fewer_threads_tried_from_the_start_are_kept_when_faster() {
     let store = dir.path().join("d.db");
     let report = dir.path().join("r.json");
     let mut busy = autopin_testkit::ok_or_skip!(BusyLoop::on(&first));
-    let run = |iterations: &str| {
-        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
-            .env("OMP_NUM_THREADS", "2")
-            .args(["run", "--memory"])
-            .arg(&store)
-            .arg("--report")
-            .arg(&report)
-            .args(["--no-perturbation-estimate", "--"])
-            .arg(&exe)
-            // 150000: about 1.5 s with two threads here, 2.4 s with one beside a busy CPU,
-            // whose trial search (one thread on the free CPU against the OS placement, as
-            // fast as each other) decided at 1.3 s: the trial runs get twice as long.
-            .arg(iterations)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
-        (stdout, read_json(&report), err)
-    };
+    // 150000: about 1.5 s with two threads here, 2.4 s with one beside a busy CPU, whose
+    // trial search (one thread on the free CPU against the OS placement, as fast as each
+    // other) decided at 1.3 s: the trial runs get twice as long.
+    let run = |iterations: &str| run_two_threads(&exe, &store, &report, iterations);
     // A first run makes the record (decided, or its best so far).
     let (stdout, r, err) = run("150000");
     assert_eq!(stdout, "threads 2 ok\n", "{err}");
@@ -1176,44 +1200,6 @@ fn fewer_threads_tried_from_the_start_are_kept_when_faster() {
     }
 }
 
-/// An OpenMP program that asks its team's size inside its first parallel region only
-/// (`omp_get_num_threads()` in a `single`), keeps the answer, and splits the work of every
-/// later region by it by hand, summing per-thread parts after each region: a conforming
-/// program (with dynamic adjustment off, every region gets the same team), which a smaller
-/// team mid-run would leave with parts of its work undone. Prints its count and whether
-/// its result is right (exit 1 when not).
-const KEEPS_ITS_FIRST_ANSWER_C: &str = r#"
-#include <omp.h>
-#include <stdio.h>
-#include <stdlib.h>
-int main(int argc, char **argv)
-{
-    long regions = argc > 1 ? atol(argv[1]) : 20000;
-    int n = 0;
-#pragma omp parallel
-    {
-#pragma omp single
-        n = omp_get_num_threads();
-    }
-    long part[64] = {0};
-    long total = 0;
-    for (long r = 0; r < regions; r++) {
-#pragma omp parallel
-        {
-            int t = omp_get_thread_num();
-            long s = 0;
-            for (int i = t; i < 20000; i += n) s += i % 7;
-            part[t] = s;
-        }
-        for (int t = 0; t < n; t++) { total += part[t]; part[t] = 0; }
-    }
-    long want = 0;
-    for (int i = 0; i < 20000; i++) want += i % 7;
-    printf("threads %d %s\n", n, total == want * regions ? "ok" : "WRONG");
-    return total == want * regions ? 0 : 1;
-}
-"#;
-
 /// A program that kept the team size it asked inside its first region (#61: "others ask
 /// once at start and keep the number"), beside a busy loop on the first CPU where one
 /// thread would run faster: its count is not changed mid-run (its result stays right; with
@@ -1227,33 +1213,17 @@ fn a_program_that_keeps_the_size_it_asked_in_a_region_keeps_its_team_mid_run() {
         autopin_testkit::two_allowed_cpus().ok_or("needs two allowed CPUs")
     );
     let exe = autopin_testkit::build_c(
-        "keeps_first_answer",
-        KEEPS_ITS_FIRST_ANSWER_C,
-        &["-fopenmp", "-O1"],
+        "asks_in_region",
+        SIZES_ITSELF_C,
+        &["-fopenmp", "-O1", "-DASK_IN_REGION"],
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("d.db");
     let report = dir.path().join("r.json");
     let _busy = autopin_testkit::ok_or_skip!(BusyLoop::on(&first));
-    let run = || {
-        let out = Command::new(assert_cmd::cargo::cargo_bin("autopin"))
-            .env("OMP_NUM_THREADS", "2")
-            .args(["run", "--memory"])
-            .arg(&store)
-            .arg("--report")
-            .arg(&report)
-            .args(["--no-perturbation-estimate", "--"])
-            .arg(&exe)
-            // About 2 s with two threads beside the busy CPU: long enough for a search.
-            .arg("120000")
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
-        (stdout, read_json(&report), err)
-    };
+    // About 2 s with two threads beside the busy CPU: long enough for a search.
+    let run = || run_two_threads(&exe, &store, &report, "120000");
     let (stdout, r, err) = run();
     assert_eq!(stdout, "threads 2 ok\n", "{err}");
     let t = &r["threads"];
