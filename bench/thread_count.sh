@@ -31,7 +31,7 @@ PROGS=${PROGS:-"$ALL loops"}
 cmd() {
   case $1 in
     ompwork) echo "$W/ompwork -m imbalance -r $(sc 20000)" ;;
-    loops) echo "$W/ompwork -m loops -r $(sc 200000)" ;;
+    loops) echo "$W/ompwork -m loops -w 20000 -r $(sc 600000)" ;;
     syncbench) echo "$W/syncbench -s 0 -b $(sc 2000000) -r 1" ;;
     gromacs) echo "gmx mdrun -s $W/md.tpr -ntmpi 1 -pin off -nb cpu -nsteps $(sc 2000) -deffnm $W/gmx" ;;
   esac
