@@ -69,6 +69,8 @@ struct Shared {
     /// The team size asked of the program's library before its start (fewer threads
     /// plausible at launch), taken from its second region where its rule allows.
     born: Option<usize>,
+    /// Searches that asked for team candidates (0: the program ended before any).
+    searches: usize,
 }
 
 /// What the run knows of the program when it plans the count.
@@ -222,6 +224,7 @@ impl TeamSearch {
         if !s.enabled {
             return (Vec::new(), None);
         }
+        s.searches += 1;
         let Some(state) = s.state else {
             return (Vec::new(), None);
         };
@@ -330,24 +333,32 @@ impl TeamSearch {
         }
         let own = s.state.map(|t| t.own as usize).filter(|n| *n > 0);
         let named = s.state.map(|t| t.named as usize).filter(|n| *n > 0);
-        // The team asked at birth took, and the program then showed it may notice a change
-        // (or it ran on in one long region): it ran that team to its end. Its next run is
-        // not to try what this one ran; the report says what the program ran.
+        // The team asked at birth took and ran to the program's end with no search weighing
+        // it. A short program (no search began): its next run starts with that count, the
+        // trial judged by whole runs against this one, so that from then on memory starts it
+        // there (from its first region). One whose search found it may notice a change (or
+        // that ran on in one long region) ran the team under the own count's candidates,
+        // whose rate is that team's: a trial judged against it would prove nothing, so none
+        // is left; the report says what the program ran.
         let born_kept = s
             .born
             .filter(|k| s.offered.is_empty() && s.state.is_some_and(|t| t.applied as usize == *k));
         if let Some(k) = born_kept {
-            let why = s.trial.take().map(|(_, why)| why).unwrap_or_else(|| {
-                "the program ended before a search could weigh another count".to_string()
-            });
+            let short = s.searches == 0;
+            let taken = s.trial.take();
+            let why = taken.as_ref().map_or_else(
+                || "no search could weigh another count".to_string(),
+                |(_, why)| why.clone(),
+            );
+            let trial = taken.filter(|_| short);
             return ThreadCount {
                 own,
                 named,
-                searched: "at launch".into(),
+                searched: if short { "across runs" } else { "at launch" }.into(),
                 why: format!(
-                    "the program ran {k} thread(s) from its second parallel region on, asked at launch as fewer CPUs were free than its threads; it kept them to its end: {why}"
+                    "the program ran {k} thread(s) from its second parallel region on, asked at launch as fewer CPUs were free than its threads, to its end: {why}"
                 ),
-                trial: None,
+                trial: trial.as_ref().map(|(p, _)| CandidateRecord::from(0, p)),
                 released: None,
             };
         }
