@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 /// asked for, parts of the array would be left out and its sum wrong. `MODE` 2: the manual
 /// partition by `omp_get_num_threads()` asked in the first region only (its later regions
 /// count their threads without asking, and print no `omp_get_max_threads()`: asked inside
-/// a region, it may stand for the team's size too).
+/// a region, it may stand for the team's size too). `MODE` 3: never asks at all (counts
+/// its threads, shares its loop out dynamically).
 const PROGRAM: &str = r#"
 #include <omp.h>
 #include <stdio.h>
@@ -43,8 +44,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < N; i++) v[i] = 0;
 #pragma omp parallel
         {
-            if (mode == 2) {
-                if (r == 0) {
+            if (mode >= 2) {
+                if (mode == 2 && r == 0) {
 #pragma omp single
                     parts = omp_get_num_threads();
                 }
@@ -55,7 +56,10 @@ int main(int argc, char **argv)
                 { team = omp_get_num_threads(); inside = omp_get_max_threads(); }
             }
 #pragma omp barrier
-            if (mode) {
+            if (mode == 3) {
+#pragma omp for schedule(dynamic, 100)
+                for (int i = 0; i < N; i++) v[i] = 1;
+            } else if (mode) {
                 int t = omp_get_thread_num(), chunk = N / parts;
                 for (int i = t * chunk; i < (t + 1) * chunk; i++) v[i] = 1;
             } else {
@@ -82,8 +86,20 @@ fn build(compiler: &str) -> Result<PathBuf, String> {
 /// Runs `exe` with two threads, asking for teams of one after its second region; returns
 /// each region's line and the library's team state at the end.
 fn run(exe: &Path, mode: &str) -> (Vec<String>, autopin_objective::TeamState, u64) {
+    run_asking(exe, mode, false)
+}
+
+/// `run`, the team of one asked before the program starts when `at_birth`.
+fn run_asking(
+    exe: &Path,
+    mode: &str,
+    at_birth: bool,
+) -> (Vec<String>, autopin_objective::TeamState, u64) {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = HeartbeatChannel::create(dir.path()).unwrap();
+    if at_birth {
+        channel.want_team(1);
+    }
     let lib = autopin_os::process::preload_library().unwrap();
     let mut child = Command::new(exe)
         .args([mode, "5"])
@@ -100,7 +116,7 @@ fn run(exe: &Path, mode: &str) -> (Vec<String>, autopin_objective::TeamState, u6
     let mut lines = Vec::new();
     for r in 0..5 {
         lines.push(out.next().unwrap().unwrap());
-        if r == 1 {
+        if r == 1 && !at_birth {
             channel.want_team(1);
         }
         use std::io::Write;
@@ -182,6 +198,29 @@ fn check(exe: &Path, compiler: &str) {
             .is_some_and(|w| w.contains("without asking again")),
         "{team:?}"
     );
+    // Asked before it started (fewer threads plausible at launch): its first region runs
+    // its own count, the second and later the team asked, its sums whole.
+    let (lines, team, _) = run_asking(exe, "3", true);
+    assert_eq!(
+        lines,
+        [
+            "team 2 max 0 sum 1200",
+            "team 1 max 0 sum 1200",
+            "team 1 max 0 sum 1200",
+            "team 1 max 0 sum 1200",
+            "team 1 max 0 sum 1200",
+        ],
+        "{compiler}"
+    );
+    assert_eq!((team.want, team.applied, team.own), (1, 1, 2), "{team:?}");
+    // The same asked of the program that kept the size it asked in its first region: the
+    // second region shows it kept it before any team could change, and it keeps two.
+    let (lines, team, _) = run_asking(exe, "2", true);
+    assert!(
+        lines.iter().all(|l| l == "team 2 max 0 sum 1200"),
+        "{compiler}: {lines:?}"
+    );
+    assert!(team.flags.has(TeamFlags::KEPT), "{team:?}");
 }
 
 #[test]
