@@ -151,11 +151,16 @@ impl TeamSearch {
         };
         // A remembered rate measured per team: this run measures so too (a count tried from
         // its start is compared with the program's own count that way).
-        let remembered_units = plan
+        // So does a run whose count is memory's (a kept count, a trial of fewer threads, a
+        // recheck of the own count): its rate is held to another count's, or will be (a
+        // trial's record may have no rate yet, and one measured per thread would make the
+        // own count's two threads read twice one thread's work).
+        let remembered_units = (plan
             .remembered
             .as_ref()
             .and_then(|r| r.rate.as_ref())
             .is_some_and(|(_, unit)| unit == TEAM_UNIT || unit == HEARTBEAT_UNIT)
+            || (plan.threads == ThreadsChoice::Auto && (remembered_team.is_some() || rechecking)))
             && f.openmp_runtime.is_some()
             && f.preload_active;
         let at_launch = off

@@ -199,9 +199,16 @@ fn a_count_asked_for_or_remembered_is_the_programs_from_its_start() {
     let mut p = platform(true, 0);
     let mut pl = plan(&m, launch(), topology());
     pl.remembered = Some(one_thread_kept_beside_busy_cpu0());
-    go(&pl, &mut p).0.unwrap();
+    let r = go(&pl, &mut p).0.unwrap();
     let l = p.launched_with.clone().expect("launched");
     assert_eq!((l.team_at_birth, l.pin_at_birth), (Some(1), Some(vec![1])));
+    // A count memory keeps is measured per team, whatever unit its record was kept in: its
+    // rate is held to the rate it was kept at, and a recheck's to its.
+    assert_eq!(
+        r.objective.unit, "OpenMP team constructs/s",
+        "{:?}",
+        r.objective
+    );
 }
 
 /// `--threads N` reaches only an OpenMP runtime (OMP_NUM_THREADS): with none loaded, the
@@ -394,7 +401,9 @@ fn a_recheck_starts_the_programs_own_count_and_searches_only_its_pinnings() {
     pl.remembered = Some(Remembered {
         settled: false,
         trying_team: true,
-        rate: Some((5_000.0, "OpenMP team constructs/s".into())),
+        // (kept in the per-thread unit, as a trial's run before the fix measured: the
+        // recheck is measured per team all the same)
+        rate: Some((5_000.0, "OpenMP constructs/s".into())),
         busy: Some(vec![0]),
         ..settled(Pinning::unpinned())
     });
