@@ -411,9 +411,7 @@ impl Driver<'_> {
         // The team size last asked of the program's OpenMP runtime (0: its own count): the
         // one asked before its start, if any (the start-up may have applied a candidate
         // since, whose team is asked below).
-        let mut team_wanted = session
-            .team_asked_at_birth()
-            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+        let mut team_wanted = want_word(session.team_asked_at_birth());
         // The library's view of the teams at the last reading.
         let mut team_before: Option<TeamState> = self.meter.team();
         loop {
@@ -520,9 +518,7 @@ impl Driver<'_> {
             }
             // A candidate with a team size asks the program's runtime for it; any other
             // gives the program its own count back.
-            let want = session
-                .team_asked()
-                .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+            let want = want_word(session.team_asked());
             if want != team_wanted {
                 self.meter.want_team(want);
                 team_wanted = want;
@@ -603,6 +599,11 @@ impl ThreadSet {
             sum: s.sum.wrapping_add(mix(t)),
         })
     }
+}
+
+/// A team size as the preload library's `want` word reads it (0: the program's own count).
+fn want_word(team: Option<usize>) -> u32 {
+    team.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 /// The interval between two readings. Per-thread amounts count only threads present in

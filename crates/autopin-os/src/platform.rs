@@ -131,16 +131,6 @@ impl LinuxPlatform {
                 ),
                 Err(_) => (None, false, true),
             };
-        // Fewer threads plausible at launch: the preload library is asked for them before
-        // the program starts (it applies them from the second region on, where its rule
-        // allows), if it can sit in an OpenMP program without thread-local data of its own.
-        let team_wanted_at_birth = opts
-            .want_at_birth
-            .filter(|_| openmp_runtime.is_some() && preload_reaches && !thread_local_data);
-        if let Some(k) = team_wanted_at_birth {
-            channel.want_team(u32::try_from(k).unwrap_or(u32::MAX));
-        }
-        self.heartbeat = Some(channel);
         spec.mem_policy = opts.mem_policy.clone();
         // A team size to start with: OMP_NUM_THREADS, never above a count the user set.
         if let Some(n) = opts.team_at_birth {
@@ -188,6 +178,17 @@ impl LinuxPlatform {
             autopin_perf::heartbeat::ENV_VAR.into(),
             heartbeat.clone().into_os_string(),
         ));
+        // Fewer threads plausible at launch: the preload library is asked for them before
+        // the program starts (it applies them from the second region on, where its rule
+        // allows), where it sits in an OpenMP program without thread-local data of its own.
+        let preload_active = preload_reaches && registry.is_some();
+        let team_wanted_at_birth = opts
+            .want_at_birth
+            .filter(|_| openmp_runtime.is_some() && preload_active && !thread_local_data);
+        if let Some(k) = team_wanted_at_birth {
+            channel.want_team(u32::try_from(k).unwrap_or(u32::MAX));
+        }
+        self.heartbeat = Some(channel);
         // --override-binding: the program's own OpenMP binding goes, so autopin's pinnings
         // are the only ones.
         let unset: Vec<String> = opts
@@ -239,7 +240,6 @@ impl LinuxPlatform {
             }
         }
         crate::keeper_channel::tell_launched(pid);
-        let preload_active = preload_reaches && registry.is_some();
         let mut threads = ProcThreads::new(pid, opts.skip.clone(), Lifetime::Child(launched));
         if let Some(r) = registry {
             threads = threads.with_registry(r);
@@ -256,7 +256,7 @@ impl LinuxPlatform {
             openmp_runtime,
             preload_active,
             thread_local_data,
-            team_wanted_at_birth: team_wanted_at_birth.filter(|_| preload_active),
+            team_wanted_at_birth,
         })
     }
 

@@ -156,13 +156,7 @@ fn team_free_instead(
     instead: &str,
     sink: &mut dyn RunSink,
 ) -> Result<ObjectiveChoice, EngineError> {
-    let text = if source == ObjectiveSource::Heartbeat {
-        "heartbeat"
-    } else {
-        "openmp-team"
-    };
-    let o = Objective::parse(text)
-        .map_err(|e| EngineError::internal(format!("{text} objective: {e}")))?;
+    let o = progress_objective(source, true)?;
     let default = plan.objective.requested.text();
     let reason = format!(
         "instead of the default {default}, which counts every thread's work and so grows with the team: fewer threads may run faster here, and teams of different sizes compare only on work counted once per team"
@@ -177,6 +171,19 @@ fn team_free_instead(
         objective: o,
         startup: Vec::new(),
     })
+}
+
+/// The objective of a progress source: the program's heartbeats, or its OpenMP work,
+/// counted once per team where teams of different sizes are compared (`team_units`).
+fn progress_objective(source: ObjectiveSource, team_units: bool) -> Result<Objective, EngineError> {
+    let text = if source == ObjectiveSource::Heartbeat {
+        "heartbeat"
+    } else if team_units {
+        "openmp-team"
+    } else {
+        "openmp"
+    };
+    Objective::parse(text).map_err(|e| EngineError::internal(format!("{text} objective: {e}")))
 }
 
 impl ObjectiveChoice {
@@ -465,15 +472,7 @@ fn fallback(
     );
     Ok(match source {
         ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress => {
-            let text = if source == ObjectiveSource::Heartbeat {
-                "heartbeat"
-            } else if target.team_units {
-                "openmp-team"
-            } else {
-                "openmp"
-            };
-            let o = Objective::parse(text)
-                .map_err(|e| EngineError::internal(format!("{text} objective: {e}")))?;
+            let o = progress_objective(source, target.team_units)?;
             let reason = match (source, target.openmp_runtime) {
                 (ObjectiveSource::OpenMpProgress, Some(rt)) => format!(
                     "{reason}; the program is an OpenMP program ({rt}) whose work the preload library counts"

@@ -85,9 +85,10 @@ impl Session {
             return os.filter(|_| self.cfg.startup_is_os);
         };
         let n = self.tracked.max(1);
-        let born = Pinning::from_cpus(cpus.clone()).cpus_for(n);
+        let born_on = Pinning::from_cpus(cpus.clone());
+        let born = born_on.cpus_for(n);
         let team = self.cfg.startup_team.and_then(|k| {
-            let on = Pinning::from_cpus(cpus.clone()).cpus_for(k);
+            let on = born_on.cpus_for(k);
             self.candidates
                 .iter()
                 .position(|c| c.team == Some(k) && c.cpus_for(k) == on)
