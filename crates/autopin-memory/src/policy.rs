@@ -382,14 +382,10 @@ fn offer_recheck(
     }
     record.rate = Some(ran);
     record.team_trial = Some(TeamTrial {
-        pinning: RememberedPinning {
-            label: Pinning::unpinned().label,
-            cpus: None,
-            team: None,
-        },
+        pinning: os_placement(),
         state: TrialState::Pending,
         rate: None,
-        baseline: (report.wall_time > 0.0).then(|| WholeRun::of(report.wall_time, &report.command)),
+        baseline: whole_run_of(report),
         held_to: Some(ran),
     });
     Some(format!(
@@ -555,15 +551,10 @@ fn first_trial(
     use_: &mut MemoryUse,
     now: f64,
 ) -> Option<Record> {
-    let os = Pinning::unpinned();
     let mut record = Record {
         id: key.id(),
         key,
-        pinning: RememberedPinning {
-            label: os.label,
-            cpus: None,
-            team: None,
-        },
+        pinning: os_placement(),
         runner_up: None,
         rate: None,
         unit: report.objective.unit.clone(),
@@ -601,9 +592,7 @@ fn offer_trial(record: &mut Record, report: &Report) -> Option<String> {
         state: TrialState::Pending,
         rate: None,
         held_to: None,
-        // (a run that failed is no measure of the program's own count)
-        baseline: (report.exit_status == Some(0) && report.wall_time > 0.0)
-            .then(|| WholeRun::of(report.wall_time, &report.command)),
+        baseline: whole_run_of(report),
     });
     Some(format!("the next run tries {} from its start", trial.label))
 }
@@ -642,6 +631,22 @@ fn same_phases(a: &[PhaseDecision], b: &[PhaseDecision]) -> bool {
             b.iter()
                 .any(|y| y.phase == x.phase && y.pinning.cpus == x.pinning.cpus)
         })
+}
+
+/// The OS placement with the program's own count, as the store keeps it.
+fn os_placement() -> RememberedPinning {
+    RememberedPinning {
+        label: Pinning::unpinned().label,
+        cpus: None,
+        team: None,
+    }
+}
+
+/// The run as a whole, for a trial's baseline (None for a run that failed, which is no
+/// measure of the count it ran, or one without a wall time).
+fn whole_run_of(report: &Report) -> Option<WholeRun> {
+    (report.exit_status == Some(0) && report.wall_time > 0.0)
+        .then(|| WholeRun::of(report.wall_time, &report.command))
 }
 
 fn to_pinning(p: &RememberedPinning) -> Pinning {
