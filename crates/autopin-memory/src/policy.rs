@@ -455,7 +455,7 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
             "the run took {:.2} s against {:.2} s at {against}",
             this_run.seconds, b.seconds
         ),
-        None => format!("its rate against {against}'s"),
+        None => format!("its rate against {against}"),
     };
     trial.rate = ran;
     let keep_record = |record: &mut Record| {
