@@ -42,6 +42,9 @@ if [ "$need" = test ]; then
     have file || need_pkgs+=(file)
     # Optional tools the tests compare against when present.
     have likwid-pin || need_pkgs+=(likwid)
+    # GROMACS (a real OpenMP code): its energies under `autopin run` with fewer threads are
+    # compared with a run without autopin (crates/autopin/tests/memory.rs).
+    have gmx || need_pkgs+=(gromacs)
     # rsvg-convert renders every SVG autopin writes for the picture checks (tests/svg_render.rs);
     # man renders the generated man page.
     have rsvg-convert || need_pkgs+=(librsvg2-bin)
@@ -74,7 +77,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     # Optional packages may be missing on some releases: install one by one, tolerating those.
     for p in $(printf '%s\n' "${need_pkgs[@]}" | sort -u); do
         case "$p" in
-            likwid|linux-perf|librsvg2-bin|man-db|lmod) $SUDO apt-get install -y -qq "$p" >/dev/null || echo "deps: optional $p not installed" >&2 ;;
+            likwid|linux-perf|librsvg2-bin|man-db|lmod|gromacs) $SUDO apt-get install -y -qq "$p" >/dev/null || echo "deps: optional $p not installed" >&2 ;;
             *) $SUDO apt-get install -y -qq "$p" >/dev/null ;;
         esac
     done

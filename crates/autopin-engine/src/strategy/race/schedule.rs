@@ -125,10 +125,14 @@ impl Race {
                 .copied()
                 .filter(|&c| self.arms[c].scores.is_empty())
                 .collect();
+            let born = self.born_pinning(&order);
             if !unprobed.is_empty() {
                 order = unprobed;
             }
             order = self.scouting_order(order);
+            if let Some(b) = born.filter(|b| !order.contains(b)) {
+                order.insert(0, b);
+            }
         }
         if self.rounds > 0 {
             if let Some(d) = self.judge(false) {
@@ -177,6 +181,23 @@ impl Race {
         None
     }
 
+    /// The pinning the program was born on (or a remembered one it was checked on), among
+    /// `order`: measured before the search only, and not the OS placement. The first round
+    /// probes it first: the program is there already, so its probe costs no move, and a
+    /// start-up reading is no evidence against anyone (`eliminate`), so until a probe of
+    /// the search measured it the others could not be cut short against it. Left for the
+    /// second round, a team of one thread on the free CPU beside a busy one (2× the
+    /// two-thread pinnings in its start-up) saw the two-thread pinnings and the OS
+    /// placement probed whole twice before its own probe decided: 0.21 s of a 2.6 s
+    /// program lost.
+    fn born_pinning(&self, order: &[usize]) -> Option<usize> {
+        order.iter().copied().find(|&c| {
+            self.os_placement != Some(c)
+                && !self.arms[c].scores.is_empty()
+                && self.arms[c].rounds.iter().all(|&r| r == 0)
+        })
+    }
+
     /// Beside busy CPUs, the OS placement still racing is what keeps the search from its
     /// clean deadline until it has been looked at `os_probes` times: in a round it is looked
     /// at after the round's first probe and then after every `OS_LOOK_EVERY` others, as
@@ -195,14 +216,14 @@ impl Race {
             return;
         }
         order.retain(|&c| c != o);
-        // The round's first candidate (the best scouted, or the leader) probed once more
-        // after the OS placement's first look, when this round would leave it with one
-        // probe: every rule that ends an OS placement beside busy CPUs compares it with a
-        // leader probed twice. A swinging OS placement (on the busy CPUs, then off them)
+        // The round's first candidate (the pinning born on, the best scouted, or the
+        // leader) probed once more after the OS placement's first look, when this round
+        // would leave it with one probe of the search: every rule that ends an OS
+        // placement beside busy CPUs compares it with a leader probed twice. A swinging OS placement (on the busy CPUs, then off them)
         // had its looks by the round's middle and still waited for the leader's second
         // probe, the next round's, past the deadline.
         let first = order[0];
-        if self.arms[first].scores.is_empty() {
+        if self.arms[first].rounds.iter().all(|&r| r == 0) {
             order.insert(1, first);
         }
         let a = &self.arms[o];

@@ -1008,3 +1008,24 @@ fn a_swing_of_a_candidate_out_of_the_race_leaves_the_search_clean() {
     assert!(r.clean(), "out of the race, its swing is no reason to wait");
     assert!(r.end() < r.p.budget);
 }
+
+#[test]
+fn the_pinning_born_on_is_probed_first_and_the_others_against_it() {
+    // `ompwork -m loops` beside a busy CPU 0, as read on this VM: born as one thread on the
+    // free CPU (1, 261 thousand team constructs/s in its start-up), the two-thread pinning
+    // `1,0` (2) and the OS placement (0) at 140 thousand, `1,1` (3) stacked at 200. The
+    // search's first probe stays where the program is, so the pinnings half as fast are
+    // weighed against a leader of the search from their first probe: `1,0` is probed once.
+    // (Left for the second round, the born team waited behind two whole probes each of
+    // `1,0` and the OS placement: 0.21 s of a 2.6 s program lost.)
+    let mut r = race_with_os(4, 0, true);
+    r.set_shares_cpus(3);
+    let (d, probes) = replay(r, (1, 261_000.0), |c, k| {
+        let rate = [138_000.0, 250_000.0 + 1000.0 * (k % 3) as f64, 141_000.0, 200.0][c];
+        (rate, vec![rate, 1.01 * rate])
+    });
+    assert_eq!(d.candidate, 1, "{probes:?} {}", d.reason);
+    assert_eq!(probes[1].0, 1, "{probes:?}");
+    let pinned = probes.iter().filter(|p| p.0 == 2).count();
+    assert_eq!(pinned, 1, "{probes:?} {}", d.reason);
+}
