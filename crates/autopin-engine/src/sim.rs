@@ -605,7 +605,17 @@ impl SimState {
         let all = self.placement.len();
         match self.team {
             Some(t) if t.applied > 0 => (t.applied as usize).min(all),
+            // Started with fewer (OMP_NUM_THREADS): its own count is its team.
+            Some(t) if t.own > 0 => (t.own as usize).min(all),
             _ => all,
+        }
+    }
+
+    /// The program is started with `n` threads (OMP_NUM_THREADS), as the platform starts
+    /// a remembered smaller team: its library sees `n` as its own count.
+    fn start_team(&mut self, n: u32) {
+        if let Some(t) = self.team.as_mut() {
+            t.own = n;
         }
     }
 
@@ -1256,15 +1266,29 @@ impl crate::run::Platform for SimPlatform {
                 .lock()
                 .want_team(u32::try_from(k).unwrap_or(u32::MAX));
         }
+        let mut env: Vec<(String, String)> = self
+            .env
+            .iter()
+            .filter(|(k, _)| attached || !launch.unset.contains(k))
+            .cloned()
+            .collect();
+        // A team size to start with, as the platform sets it: OMP_NUM_THREADS, never above
+        // a count the user set.
+        if let Some(n) = launch.team_at_birth.filter(|_| !attached) {
+            let n = crate::run::openmp_threads(&self.env)
+                .map_or(n, |o| o.min(n))
+                .max(1);
+            env.push(("OMP_NUM_THREADS".into(), n.to_string()));
+            if self.openmp_runtime.is_some() {
+                self.sim
+                    .lock()
+                    .start_team(u32::try_from(n).unwrap_or(u32::MAX));
+            }
+        }
         Ok(crate::run::Started {
             pid: 1000,
             threads: Box::new(self.sim.clone()),
-            env: self
-                .env
-                .iter()
-                .filter(|(k, _)| attached || !launch.unset.contains(k))
-                .cloned()
-                .collect(),
+            env,
             mask: if attached {
                 self.attach_mask.clone()
             } else {

@@ -10,7 +10,7 @@ use autopin_placement::{cpu_text, Pinning};
 
 /// The OpenMP threads OMP_NUM_THREADS asks for at the outer level (`8` or `8,2`); None when
 /// unset or not a positive count.
-pub(super) fn openmp_threads(env: &[(String, String)]) -> Option<usize> {
+pub(crate) fn openmp_threads(env: &[(String, String)]) -> Option<usize> {
     let (_, v) = env.iter().rev().find(|(k, _)| k == "OMP_NUM_THREADS")?;
     v.split(',')
         .next()?

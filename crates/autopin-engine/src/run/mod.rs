@@ -13,6 +13,7 @@
 
 pub mod binding;
 mod birth;
+pub(crate) use birth::openmp_threads;
 pub mod env;
 mod objective;
 pub mod page_migration;
@@ -100,6 +101,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             preload_active,
             thread_local_data,
             threads: openmp_threads,
+            own_threads: birth::openmp_threads(&env.platform.launch_env()).unwrap_or(allowed.len()),
             busy: busy_at_launch.as_deref().unwrap_or_default(),
             args: match &plan.target {
                 TargetSpec::Launch(argv) => argv,

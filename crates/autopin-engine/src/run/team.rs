@@ -71,6 +71,10 @@ struct Shared {
     born: Option<usize>,
     /// Searches that asked for team candidates (0: the program ended before any).
     searches: usize,
+    /// Where memory chose this run's count (a kept count, a trial of fewer threads): the
+    /// program's own count as it starts without autopin, which the report names (the
+    /// library sees memory's count as the program's).
+    own_without_memory: Option<usize>,
 }
 
 /// What the run knows of the program when it plans the count.
@@ -81,6 +85,9 @@ pub(super) struct Facts<'a> {
     pub(super) thread_local_data: bool,
     /// The threads the program will start (OMP_NUM_THREADS, else the CPUs it may use).
     pub(super) threads: usize,
+    /// The threads it would start without autopin (the user's OMP_NUM_THREADS, else the
+    /// CPUs it may use): `threads` differs where memory set the count.
+    pub(super) own_threads: usize,
     /// CPUs busy with other work at launch.
     pub(super) busy: &'a [u32],
     /// The program's arguments (none for an attached program).
@@ -174,6 +181,7 @@ impl TeamSearch {
             off,
             thread_local_data: f.thread_local_data,
             start_threads: f.threads,
+            own_without_memory: remembered_team.map(|_| f.own_threads),
             arg_counts: f.args.iter().skip(1).filter_map(|a| arg_count(a)).collect(),
             ..Shared::default()
         })))
@@ -336,7 +344,10 @@ impl TeamSearch {
                 ));
             }
         }
-        let own = s.state.map(|t| t.own as usize).filter(|n| *n > 0);
+        let own = s
+            .own_without_memory
+            .or_else(|| s.state.map(|t| t.own as usize))
+            .filter(|n| *n > 0);
         let named = s.state.map(|t| t.named as usize).filter(|n| *n > 0);
         // The team asked at birth took and ran to the program's end with no search weighing
         // it. A short program (no search began): its next run starts with that count, the

@@ -209,6 +209,15 @@ fn a_count_asked_for_or_remembered_is_the_programs_from_its_start() {
         "{:?}",
         r.objective
     );
+    // The program's own count is the one it starts with without autopin (two, its CPUs),
+    // not memory's one thread, which its library sees as its own.
+    let t = r.threads.expect("the count is reported");
+    assert_eq!(t.own, Some(2), "{t:?}");
+    assert!(
+        t.summary().contains("(the program's own count: 2)"),
+        "{}",
+        t.summary()
+    );
 }
 
 /// `--threads N` reaches only an OpenMP runtime (OMP_NUM_THREADS): with none loaded, the

@@ -1021,7 +1021,12 @@ fn the_pinning_born_on_is_probed_first_and_the_others_against_it() {
     let mut r = race_with_os(4, 0, true);
     r.set_shares_cpus(3);
     let (d, probes) = replay(r, (1, 261_000.0), |c, k| {
-        let rate = [138_000.0, 250_000.0 + 1000.0 * (k % 3) as f64, 141_000.0, 200.0][c];
+        let rate = [
+            138_000.0,
+            250_000.0 + 1000.0 * (k % 3) as f64,
+            141_000.0,
+            200.0,
+        ][c];
         (rate, vec![rate, 1.01 * rate])
     });
     assert_eq!(d.candidate, 1, "{probes:?} {}", d.reason);
