@@ -496,10 +496,15 @@ impl Report {
         if let Some(m) = &self.memory {
             match (m.outcome.as_str(), &m.error) {
                 ("skipped", Some(why)) => out.push(format!("remembered decisions not used: {why}")),
-                ("confirmed" | "overturned" | "unchecked", _) if m.hit => out.push(format!(
-                    "remembered decision applied at birth and checked: {}",
-                    m.outcome
-                )),
+                ("confirmed", _) if m.hit => out.push(
+                    "remembered decision applied at birth and confirmed by its check".into(),
+                ),
+                ("overturned", _) if m.hit => out.push(
+                    "remembered decision applied at birth and overturned: its check found it no longer the best, and the search's decision replaces it".into(),
+                ),
+                ("unchecked", _) if m.hit => out.push(
+                    "remembered decision applied at birth; not checked: the program ended before its check could measure it".into(),
+                ),
                 _ => {}
             }
         }
@@ -580,6 +585,29 @@ mod tests {
             text.contains("objective check: against the program's heartbeat over 3 probes: "),
             "{text}"
         );
+    }
+
+    /// What became of a remembered decision reads as a sentence ("applied at birth and
+    /// checked: unchecked" said nothing of why).
+    #[test]
+    fn the_summary_says_what_became_of_a_remembered_decision() {
+        let line = |outcome: &str| {
+            let r = Report {
+                memory: Some(MemoryUse {
+                    hit: true,
+                    outcome: outcome.into(),
+                    ..MemoryUse::default()
+                }),
+                ..Report::default()
+            };
+            r.summary_lines()
+                .into_iter()
+                .find(|l| l.starts_with("remembered decision applied at birth"))
+                .unwrap_or_else(|| panic!("{outcome}: {:?}", r.summary_lines()))
+        };
+        assert!(line("confirmed").ends_with("confirmed by its check"));
+        assert!(line("overturned").contains("overturned: its check found it no longer the best"));
+        assert!(line("unchecked").contains("not checked: the program ended before its check"));
     }
 
     /// How the objective was measured is said in words: "counting none" read as "nothing
