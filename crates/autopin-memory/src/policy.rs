@@ -462,6 +462,8 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         record.pinning = found.pinning.clone();
         record.runner_up = found.runner_up.clone();
         record.rate = found.rate;
+        // (phases this run decided ran at the trial's count)
+        record.phases = found.phases.clone();
         // (a record that measured nothing yet confirms nothing)
         record.outcome = if found.outcome == Outcome::Unfinished {
             Outcome::Unfinished
@@ -527,8 +529,25 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         ),
     };
     match state {
-        // The whole run ran the trial's count: whatever it decided runs with it.
-        TrialState::Kept => record.pinning.team = team,
+        // The whole run ran the trial's count: whatever it decided runs with it. A phase's
+        // pinning decided at the other count is let go: applied when its phase came, it
+        // put the program's threads back on two-thread CPUs under a one-thread record, and
+        // the record read "overturned" by a decision no search had made (syncbench: its
+        // barrier phase's `1,0` from the run that offered the trial).
+        TrialState::Kept => {
+            record.pinning.team = team;
+            let decided: Vec<&str> = report
+                .decisions
+                .iter()
+                .filter_map(|d| d.phase.as_deref())
+                .collect();
+            record
+                .phases
+                .retain(|p| decided.contains(&p.phase.as_str()));
+            for p in &mut record.phases {
+                p.pinning.team = team;
+            }
+        }
         TrialState::Dropped => keep_record(record),
         TrialState::Pending => {
             keep_record(record);
@@ -884,6 +903,12 @@ mod tests {
         offer_trial(&mut rec, &offering).expect("offered");
         let mut found = rec.clone();
         found.unit = UNIT.into();
+        // The run that offered the trial decided a phase's pinning for two threads.
+        found.phases = vec![PhaseDecision {
+            phase: "barrier".into(),
+            pinning: pinning(&[1, 0]),
+            rate: Some(100.0),
+        }];
         // The trial's run ended before any probe: nothing decided, nothing measured.
         let mut r = Report::default();
         r.objective.unit = UNIT.into();
@@ -900,17 +925,19 @@ mod tests {
         assert!(said.contains("2.00×") && said.contains("kept"), "{said}");
         assert_eq!(next.pinning.team, Some(1));
         assert_eq!(next.pinning.cpus, Some(vec![1]));
+        assert!(next.phases.is_empty(), "{:?}", next.phases);
         assert_eq!(
             next.team_trial.as_ref().map(|t| t.state),
             Some(TrialState::Kept)
         );
-        // Slower: dropped, the record keeps its pinning and its count.
+        // Slower: dropped, the record keeps its pinning and its count, and its phases.
         r.wall_time = 3.0;
         let (next, _) = judge(&mut r);
         assert_eq!(
             (next.pinning.clone(), next.pinning.team),
             (found.pinning.clone(), None)
         );
+        assert_eq!(next.phases, found.phases);
     }
 
     #[test]
