@@ -6,8 +6,11 @@
 # the work the search lost and autopin's CPU time per simulated tick. Then the floor over
 # every case: the lowest median rate ÷ optimum and the latest median decision.
 # usage: bench/simulate.sh [SEEDS]   (default 10 seeds; programs of 20 s, phases 40 s)
+#        MODELS="barrier+team" bench/simulate.sh 5   (only those models; barrier+team is the
+#        barrier model with the thread count searched, `simulate --openmp-team`)
 set -eu
 SEEDS=${1:-10}
+MODELS=${MODELS:-"bandwidth pairs smt barrier barrier+team phases"}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 AUTOPIN=${AUTOPIN:-$ROOT/target/release/autopin}
 [ -x "$AUTOPIN" ] || (cd "$ROOT" && cargo build -q --release -p autopin)
@@ -22,8 +25,14 @@ d = json.load(sys.stdin)
 print(len({p["core"] for p in d["pus"] if p.get("allowed", True) and p.get("online", True)}))' 2>/dev/null || echo 0)
   [ "$cores" -ge 2 ] || continue
   for n in $(python3 -c "print(' '.join(str(x) for x in sorted({min(4, $cores), max(1, $cores // 2), $cores})))"); do
-    for model in bandwidth pairs smt barrier phases; do
-      if "$AUTOPIN" simulate --sysfs-root "$dump" --model "$model" -n "$n" --seeds "$SEEDS" \
+    for model in $MODELS; do
+      # barrier+team: the barrier model as an OpenMP program whose teams may change
+      # mid-run, the thread count searched with the pinnings (--openmp-team).
+      case $model in
+        barrier+team) set -- --model barrier --openmp-team ;;
+        *) set -- --model "$model" ;;
+      esac
+      if "$AUTOPIN" simulate --sysfs-root "$dump" "$@" -n "$n" --seeds "$SEEDS" \
           --json "$W/o.json" >/dev/null 2>"$W/err"; then
         python3 - "$W/o.json" "$name" "$model" "$n" <<'PY'
 import json, sys

@@ -39,6 +39,10 @@ pub struct Spec {
     /// Beside busy CPUs (the barrier model's), the OS placement swings between them and the
     /// free CPUs (`Sim::with_os_swing`); otherwise it stays where it spreads its threads.
     pub os_swing: bool,
+    /// The program is an OpenMP program whose teams may change mid-run (the preload
+    /// library's rule allows it): the thread count joins the search (`--threads auto`,
+    /// docs/threads.md), and the optimum is the best over the counts it was offered.
+    pub openmp_team: bool,
 }
 
 /// What one simulation found.
@@ -47,6 +51,10 @@ pub struct Outcome {
     pub model: String,
     pub threads: usize,
     pub seed: u64,
+    /// The team size of the (first) decision in force at the end, where the count was
+    /// searched and it is fewer than `threads`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team: Option<usize>,
     /// The pinning in force at the end (per phase for `phases`), as the report names it.
     pub decided: Vec<String>,
     /// Its rate under the model (no noise) ÷ the model's optimum; for `phases` the mean of
@@ -84,7 +92,11 @@ pub fn simulate_reported(machine: &Machine, spec: &Spec) -> Result<(Outcome, Rep
     let sim = sim_for(machine, spec, &topo)?;
     let mut platform = SimPlatform::new(sim);
     platform.busy = model.busy();
-    let plan = plan_for(machine, spec.race);
+    let mut plan = plan_for(machine, spec.race);
+    if spec.openmp_team {
+        platform.openmp_runtime = Some("libgomp.so.1".into());
+        plan.threads = ThreadsChoice::Auto;
+    }
     let mut clock = platform.sim.clone();
     let pinner = platform.sim.clone();
     let mut sink = SimSink::default();
@@ -98,11 +110,13 @@ pub fn simulate_reported(machine: &Machine, spec: &Spec) -> Result<(Outcome, Rep
         },
     )?;
     let last = last_decisions(&report);
-    let ratios = ratios(&last, spec, &topo, model.as_ref())?;
+    let counts = offered_counts(&report, spec);
+    let ratios = ratios(&last, spec, &counts, &topo, model.as_ref())?;
     let outcome = Outcome {
         model: spec.model.clone(),
         threads: spec.threads,
         seed: spec.seed,
+        team: last.first().and_then(|d| d.team),
         decided: last.iter().map(|d| d.candidate.clone()).collect(),
         ratio: ratios.iter().sum::<f64>() / ratios.len() as f64,
         decided_at: report.decisions.first().map(|d| d.at),
@@ -151,7 +165,21 @@ fn sim_for(machine: &Machine, spec: &Spec, topo: &SimTopo) -> Result<Sim, Engine
     if spec.os_swing && !busy.is_empty() {
         sim = sim.with_os_swing(&busy, OS_ON_BUSY, OS_OFF_BUSY);
     }
+    if spec.openmp_team {
+        // Short regions, never a size asked or kept: a team may change at any region.
+        sim = sim.with_team(0);
+    }
     Ok(sim)
+}
+
+/// The thread counts the search could choose: the program's own, and each team
+/// candidate's (none where the count was not searched).
+fn offered_counts(report: &Report, spec: &Spec) -> Vec<usize> {
+    let mut counts = vec![spec.threads];
+    counts.extend(report.candidates.iter().filter_map(|c| c.team));
+    counts.sort_unstable();
+    counts.dedup();
+    counts
 }
 
 /// The decision in force at the end of each phase (one, without phases).
@@ -166,19 +194,26 @@ fn last_decisions(report: &Report) -> Vec<&DecisionRecord> {
     last
 }
 
-/// How close each of the `last` decisions came to its model's optimum, as rate ÷ optimum.
+/// How close each of the `last` decisions came to its model's optimum, as rate ÷ optimum:
+/// the best any of `counts` threads reach (a decision of a team runs that many threads).
 fn ratios(
     last: &[&DecisionRecord],
     spec: &Spec,
+    counts: &[usize],
     topo: &SimTopo,
     model: &dyn ProgramModel,
 ) -> Result<Vec<f64>, EngineError> {
     let score = |m: &dyn ProgramModel, d: &DecisionRecord| -> f64 {
-        let placement: Vec<Option<u32>> = (0..spec.threads)
+        let n = d.team.unwrap_or(spec.threads);
+        let placement: Vec<Option<u32>> = (0..n)
             .map(|i| d.cpus.as_ref().map(|c| c[i % c.len()]))
             .collect();
         let rate: f64 = m.rates(topo, &placement).iter().sum();
-        rate / m.optimum(topo, spec.threads).max(f64::MIN_POSITIVE)
+        let best = counts
+            .iter()
+            .map(|k| m.optimum(topo, *k))
+            .fold(0.0, f64::max);
+        rate / best.max(f64::MIN_POSITIVE)
     };
     Ok(if spec.model == "phases" {
         ["bandwidth", "pairs"]
@@ -251,6 +286,7 @@ mod tests {
                     noise: 0.02,
                     race: RaceParams::default(),
                     os_swing: false,
+                    openmp_team: false,
                 },
             )
             .unwrap();
@@ -258,6 +294,40 @@ mod tests {
             // Decided, though not yet within 3 s (docs/simulate.md).
             assert!(o.decided_at.is_some_and(|t| t <= 20.0), "{model}: {o:?}");
         }
+    }
+
+    #[test]
+    fn with_the_count_searched_a_team_of_the_free_cpus_runs_from_the_start_and_is_decided() {
+        // 16 threads on 16 CPUs beside other work on 4 (one in four): a team of the 12
+        // free CPUs runs at twice the pace of the program's own count. The packed team's
+        // CPUs are the first of the pinning the program is born on, so it is asked from
+        // birth (not only the first team candidate, the spread one, whose are not), and
+        // the start-up is its probe.
+        let m = autopin_topology::source::synthetic::parse("package:4 core:4 pu:1").unwrap();
+        let (o, report) = simulate_reported(
+            &m,
+            &Spec {
+                model: "barrier".into(),
+                threads: 16,
+                seed: 1,
+                seconds: 20.0,
+                noise: 0.03,
+                race: RaceParams::default(),
+                os_swing: false,
+                openmp_team: true,
+            },
+        )
+        .unwrap();
+        assert_eq!(o.team, Some(12), "{o:?}");
+        assert!(o.ratio >= 0.95, "{o:?}");
+        assert!(o.decided_at.is_some_and(|t| t <= 3.0), "{o:?}");
+        let first = report.probes.first().expect("probes");
+        assert!(first.startup, "{first:?}");
+        assert_eq!(
+            report.candidates[first.candidate].team,
+            Some(12),
+            "{first:?}"
+        );
     }
 
     #[test]
@@ -271,6 +341,7 @@ mod tests {
             noise: 0.0,
             race: RaceParams::default(),
             os_swing: false,
+            openmp_team: false,
         };
         let e = simulate(&m, &spec("nope", 2)).unwrap_err();
         assert_eq!(e.kind(), crate::error::ErrorKind::Usage);

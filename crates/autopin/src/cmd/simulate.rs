@@ -41,6 +41,12 @@ pub struct Args {
     /// pinning, 0.5 s (off by default: the OS placement stays where it spreads its threads)
     #[arg(long)]
     pub os_swing: bool,
+    /// The program is an OpenMP program whose teams may change mid-run: the thread count
+    /// joins the search (fewer threads on the free CPUs, as `autopin run --threads auto`
+    /// offers them beside busy CPUs), and rate ÷ optimum is taken against the best of the
+    /// counts offered
+    #[arg(long)]
+    pub openmp_team: bool,
     /// Write every seed's outcome and the medians as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
@@ -95,6 +101,7 @@ pub fn run(args: Args) -> CmdResult {
             noise: args.noise,
             race,
             os_swing: args.os_swing,
+            openmp_team: args.openmp_team,
         };
         let before = autopin_os::sources::self_cpu_seconds();
         let (o, report) = simulate_reported(&machine, &spec).map_err(CliError::from)?;
@@ -127,6 +134,7 @@ pub fn run(args: Args) -> CmdResult {
             "seconds": seconds,
             "noise": args.noise,
             "os_swing": args.os_swing,
+            "openmp_team": args.openmp_team,
             "outcomes": outcomes,
             "median": summary,
         });
