@@ -95,6 +95,11 @@ pub fn simulate_reported(machine: &Machine, spec: &Spec) -> Result<(Outcome, Rep
     let mut plan = plan_for(machine, spec.race);
     if spec.openmp_team {
         platform.openmp_runtime = Some("libgomp.so.1".into());
+        // Its count as a job script sets it: the simulated program runs `threads` threads,
+        // and the count's search plans for as many.
+        platform
+            .env
+            .push(("OMP_NUM_THREADS".into(), spec.threads.to_string()));
         plan.threads = ThreadsChoice::Auto;
     }
     let mut clock = platform.sim.clone();

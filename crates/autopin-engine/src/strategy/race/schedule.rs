@@ -182,8 +182,8 @@ impl Race {
     }
 
     /// The pinning the program was born on (or a remembered one it was checked on), among
-    /// `order`: measured before the search only, and not the OS placement. The first round
-    /// probes it first: the program is there already, so its probe costs no move, and a
+    /// `order`: measured before the search only, and not the OS placement; none where the
+    /// search scouted. The first round probes it first: the program is there already, so its probe costs no move, and a
     /// start-up reading is no evidence against anyone (`eliminate`), so until a probe of
     /// the search measured it the others could not be cut short against it. Left for the
     /// second round, a team of one thread on the free CPU beside a busy one (2× the
@@ -191,6 +191,13 @@ impl Race {
     /// placement probed whole twice before its own probe decided: 0.21 s of a 2.6 s
     /// program lost.
     fn born_pinning(&self, order: &[usize]) -> Option<usize> {
+        // Where candidates were scouted, the round begins with the best scouted instead:
+        // put before it, the pinning born on held the best back by two probes (the
+        // simulator's barrier model beside busy CPUs, 13 candidates: the search lost
+        // 0.45–0.60 s where it lost 0.11–0.24, and decided up to 1.4 s later).
+        if self.arms.iter().any(|a| a.scout.is_some()) {
+            return None;
+        }
         order.iter().copied().find(|&c| {
             self.os_placement != Some(c)
                 && !self.arms[c].scores.is_empty()

@@ -1034,3 +1034,18 @@ fn the_pinning_born_on_is_probed_first_and_the_others_against_it() {
     let pinned = probes.iter().filter(|p| p.0 == 2).count();
     assert_eq!(pinned, 1, "{probes:?} {}", d.reason);
 }
+
+#[test]
+fn where_candidates_were_scouted_the_best_scouted_goes_before_the_pinning_born_on() {
+    // Beside busy CPUs, a program born on a pinning (1) that runs half as fast as the best
+    // of five others (2): the scouting pass reads each of them for its warm-up, and the
+    // first round begins with the best scouted, not with the pinning born on (which held
+    // the best back by two probes in the simulator's barrier model).
+    let mut r = race_with_os(7, 0, true);
+    let rate = |c: usize| [40.0, 50.0, 100.0, 60.0, 55.0, 65.0, 58.0][c];
+    r.set_started_at(1.5);
+    let (d, probes) = replay(r, (1, 50.0), |c, _| (rate(c), vec![rate(c), rate(c)]));
+    assert_eq!(d.candidate, 2, "{probes:?} {}", d.reason);
+    let scouted = 5;
+    assert_eq!(probes[1 + scouted].0, 2, "{probes:?}");
+}
