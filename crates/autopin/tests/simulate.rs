@@ -141,6 +141,17 @@ fn every_topology_keeps_the_floor_beside_a_swinging_os_placement() {
     assert_floor(&["barrier"], &["--os-swing"], 40);
 }
 
+/// The floor with the thread count searched (`--openmp-team`: the barrier model as an
+/// OpenMP program whose teams may change mid-run, its count set by OMP_NUM_THREADS). With
+/// all the cores' threads beside other work on one CPU in four, a team of the free CPUs
+/// runs twice the pace of any pinning of the whole team: the search finds it (rate ÷ the
+/// best count's optimum ≥ 0.95) and decides within 3 s of the start, as without the count
+/// (born on the team, whose start-up is its first probe; docs/threads.md).
+#[test]
+fn every_topology_keeps_the_floor_with_the_thread_count_searched() {
+    assert_floor(&["barrier"], &["--openmp-team"], 40);
+}
+
 /// Every dump in tests/data × `models` × three thread counts (4, half the cores, all of
 /// them), 10 seeds each with `extra` options, at least `min_cases` cases: every case's
 /// median rate ÷ optimum is 0.95 or more and its median decision within 3 s.
