@@ -207,6 +207,12 @@ pub fn settle(
     let pinning = with_run_team(remembered(report, label));
     let runner_up = runner_up_label.map(|label| with_run_team(remembered(report, label)));
     let mut phases = phase_decisions(report, found);
+    if released {
+        // A phase's smaller team kept from before goes with the record's: chosen beside
+        // CPUs that are free now, it would shrink the team when its phase came.
+        let decided = decided_phases(report);
+        phases.retain(|p| p.pinning.team.is_none() || decided.contains(&p.phase.as_str()));
+    }
     for p in &mut phases {
         p.pinning.team = p.pinning.team.or(run_team);
     }
@@ -536,11 +542,7 @@ fn settle_trial(found: &Record, record: &mut Record, report: &Report) -> String 
         // barrier phase's `1,0` from the run that offered the trial).
         TrialState::Kept => {
             record.pinning.team = team;
-            let decided: Vec<&str> = report
-                .decisions
-                .iter()
-                .filter_map(|d| d.phase.as_deref())
-                .collect();
+            let decided = decided_phases(report);
             record
                 .phases
                 .retain(|p| decided.contains(&p.phase.as_str()));
@@ -641,6 +643,15 @@ fn phase_decisions(report: &Report, found: Option<&Record>) -> Vec<PhaseDecision
         }
     }
     out
+}
+
+/// The phases this run decided a pinning for.
+fn decided_phases(report: &Report) -> Vec<&str> {
+    report
+        .decisions
+        .iter()
+        .filter_map(|d| d.phase.as_deref())
+        .collect()
 }
 
 /// The same pinning for every phase (rates aside).
@@ -992,11 +1003,23 @@ mod tests {
         });
         r.busy_cpus = Some(Vec::new());
         r.threads.as_mut().unwrap().released = Some(1);
+        // The run decided its `setup` phase; its `solve` phase, not reached, had kept the
+        // smaller team too.
+        found.phases = vec![PhaseDecision {
+            phase: "solve".into(),
+            pinning: found.pinning.clone(),
+            rate: Some(2.0),
+        }];
+        let mut setup = r.decision.clone().expect("decided");
+        setup.phase = Some("setup".into());
+        r.decisions = vec![setup];
         let (next, use_) = settle_hit(&found, &mut r);
         assert_eq!((next.pinning.cpus.clone(), next.pinning.team), (None, None));
         assert_eq!(next.team_trial, None);
         assert_eq!(next.busy, Some(Vec::new()));
         assert_eq!(use_.outcome, "overturned");
+        let phases: Vec<&str> = next.phases.iter().map(|p| p.phase.as_str()).collect();
+        assert_eq!(phases, ["setup"], "{:?}", next.phases);
     }
 
     /// A record of one thread on CPU 1 kept by a trial that ran at 400 team constructs/s.
