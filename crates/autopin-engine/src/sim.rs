@@ -1275,9 +1275,7 @@ impl crate::run::Platform for SimPlatform {
         // A team size to start with, as the platform sets it: OMP_NUM_THREADS, never above
         // a count the user set.
         if let Some(n) = launch.team_at_birth.filter(|_| !attached) {
-            let n = crate::run::openmp_threads(&self.env)
-                .map_or(n, |o| o.min(n))
-                .max(1);
+            let n = crate::run::team_start_count(&self.env, n);
             env.push(("OMP_NUM_THREADS".into(), n.to_string()));
             if self.openmp_runtime.is_some() {
                 self.sim

@@ -134,11 +134,7 @@ impl LinuxPlatform {
         spec.mem_policy = opts.mem_policy.clone();
         // A team size to start with: OMP_NUM_THREADS, never above a count the user set.
         if let Some(n) = opts.team_at_birth {
-            let own = std::env::var("OMP_NUM_THREADS")
-                .ok()
-                .and_then(|v| v.split(',').next()?.trim().parse::<usize>().ok())
-                .filter(|&v| v > 0);
-            let n = own.map_or(n, |o| o.min(n)).max(1);
+            let n = autopin_engine::run::team_start_count(&environment(), n);
             spec.env
                 .push(("OMP_NUM_THREADS".into(), n.to_string().into()));
         }

@@ -10,7 +10,7 @@ use autopin_placement::{cpu_text, Pinning};
 
 /// The OpenMP threads OMP_NUM_THREADS asks for at the outer level (`8` or `8,2`); None when
 /// unset or not a positive count.
-pub(crate) fn openmp_threads(env: &[(String, String)]) -> Option<usize> {
+pub(super) fn openmp_threads(env: &[(String, String)]) -> Option<usize> {
     let (_, v) = env.iter().rev().find(|(k, _)| k == "OMP_NUM_THREADS")?;
     v.split(',')
         .next()?
@@ -18,6 +18,13 @@ pub(crate) fn openmp_threads(env: &[(String, String)]) -> Option<usize> {
         .parse()
         .ok()
         .filter(|n: &usize| *n > 0)
+}
+
+/// The OMP_NUM_THREADS a program is started with to run a team of `want` threads (a
+/// remembered smaller team, or `--threads N`), `env` the user's environment: never above a
+/// count the user set.
+pub fn team_start_count(env: &[(String, String)], want: usize) -> usize {
+    openmp_threads(env).map_or(want, |o| o.min(want)).max(1)
 }
 
 /// The CPUs a launched program's threads are pinned to at birth, in creation order: a

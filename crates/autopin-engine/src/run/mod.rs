@@ -13,7 +13,7 @@
 
 pub mod binding;
 mod birth;
-pub(crate) use birth::openmp_threads;
+pub use birth::team_start_count;
 pub mod env;
 mod objective;
 pub mod page_migration;
@@ -59,9 +59,13 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
     // whether fewer threads could run faster (`team`).
     let busy_at_launch = (!plan.target.is_attach() && plan.threads == ThreadsChoice::Auto)
         .then(|| env.platform.busy_at_launch(&plan.machine.allowed_cpuset()));
+    // The threads the program starts without autopin: the user's OMP_NUM_THREADS, else
+    // (OpenMP's default) the CPUs it may use.
+    let own_threads = birth::openmp_threads(&env.platform.launch_env())
+        .unwrap_or(plan.machine.allowed_cpuset().len());
     // A smaller team remembered beside busy CPUs that are free now is let go: the program
     // starts with its own count and is searched afresh.
-    let released = released_team(plan, busy_at_launch.as_deref(), env);
+    let released = released_team(plan, busy_at_launch.as_deref(), own_threads, env);
     let released_plan = released.as_ref().map(|_| RunPlan {
         remembered: None,
         ..plan.clone()
@@ -101,7 +105,7 @@ pub fn run(plan: &RunPlan, env: &mut RunEnv) -> Result<Report, EngineError> {
             preload_active,
             thread_local_data,
             threads: openmp_threads,
-            own_threads: birth::openmp_threads(&env.platform.launch_env()).unwrap_or(allowed.len()),
+            own_threads,
             busy: busy_at_launch.as_deref().unwrap_or_default(),
             args: match &plan.target {
                 TargetSpec::Launch(argv) => argv,
@@ -715,12 +719,15 @@ fn remembered_phases(
 /// the record would keep its count whatever the machine does (ompwork, its count settled at
 /// 1 beside a busy CPU 0, kept 1 thread on the idle machine run after run). Said to the
 /// user; None where the team holds or there is none.
-fn released_team(plan: &RunPlan, busy: Option<&[u32]>, env: &mut RunEnv) -> Option<usize> {
+fn released_team(
+    plan: &RunPlan,
+    busy: Option<&[u32]>,
+    own: usize,
+    env: &mut RunEnv,
+) -> Option<usize> {
     let r = plan.remembered.as_ref()?;
     let k = r.pinning.team?;
     let busy = busy?;
-    let own = birth::openmp_threads(&env.platform.launch_env())
-        .unwrap_or(plan.machine.allowed_cpuset().len());
     if k >= own || !autopin_placement::team_candidates(&plan.machine, own, busy).is_empty() {
         return None;
     }

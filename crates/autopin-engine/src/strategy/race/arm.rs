@@ -68,6 +68,12 @@ impl Arm {
         }
     }
 
+    /// No probe of the search has measured it yet (none at all, or only before the
+    /// search: the program's start-up, a remembered pinning's check).
+    pub(super) fn unsearched(&self) -> bool {
+        self.rounds.iter().all(|&r| r == 0)
+    }
+
     /// Probe `i` measured more than its warm-up.
     pub(super) fn whole(&self, i: usize, warmup: f64) -> bool {
         !warmup_only(self.lengths[i], warmup)

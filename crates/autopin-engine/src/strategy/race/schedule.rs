@@ -183,13 +183,13 @@ impl Race {
 
     /// The pinning the program was born on (or a remembered one it was checked on), among
     /// `order`: measured before the search only, and not the OS placement; none where the
-    /// search scouted. The first round probes it first: the program is there already, so its probe costs no move, and a
-    /// start-up reading is no evidence against anyone (`eliminate`), so until a probe of
-    /// the search measured it the others could not be cut short against it. Left for the
-    /// second round, a team of one thread on the free CPU beside a busy one (2× the
-    /// two-thread pinnings in its start-up) saw the two-thread pinnings and the OS
-    /// placement probed whole twice before its own probe decided: 0.21 s of a 2.6 s
-    /// program lost.
+    /// search scouted. The first round probes it first: the program is there already, so
+    /// its probe costs no move, and a start-up reading is no evidence against anyone
+    /// (`eliminate`), so until a probe of the search measured it the others could not be
+    /// cut short against it. Left for the second round, a team of one thread on the free
+    /// CPU beside a busy one (2× the two-thread pinnings in its start-up) saw the
+    /// two-thread pinnings and the OS placement probed whole twice before its own probe
+    /// decided: 0.21 s of a 2.6 s program lost.
     fn born_pinning(&self, order: &[usize]) -> Option<usize> {
         // Where candidates were scouted, the round begins with the best scouted instead:
         // put before it, the pinning born on held the best back by two probes (the
@@ -201,7 +201,7 @@ impl Race {
         order.iter().copied().find(|&c| {
             self.os_placement != Some(c)
                 && !self.arms[c].scores.is_empty()
-                && self.arms[c].rounds.iter().all(|&r| r == 0)
+                && self.arms[c].unsearched()
         })
     }
 
@@ -226,11 +226,12 @@ impl Race {
         // The round's first candidate (the pinning born on, the best scouted, or the
         // leader) probed once more after the OS placement's first look, when this round
         // would leave it with one probe of the search: every rule that ends an OS
-        // placement beside busy CPUs compares it with a leader probed twice. A swinging OS placement (on the busy CPUs, then off them)
-        // had its looks by the round's middle and still waited for the leader's second
-        // probe, the next round's, past the deadline.
+        // placement beside busy CPUs compares it with a leader probed twice. A swinging OS
+        // placement (on the busy CPUs, then off them) had its looks by the round's middle
+        // and still waited for the leader's second probe, the next round's, past the
+        // deadline.
         let first = order[0];
-        if self.arms[first].rounds.iter().all(|&r| r == 0) {
+        if self.arms[first].unsearched() {
             order.insert(1, first);
         }
         let a = &self.arms[o];
