@@ -602,7 +602,7 @@ impl ThreadSet {
 }
 
 /// A team size as the preload library's `want` word reads it (0: the program's own count).
-fn want_word(team: Option<usize>) -> u32 {
+pub fn want_word(team: Option<usize>) -> u32 {
     team.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
 }
 

@@ -1262,9 +1262,7 @@ impl crate::run::Platform for SimPlatform {
                 && !self.thread_local_data
         });
         if let Some(k) = team_wanted_at_birth {
-            self.sim
-                .lock()
-                .want_team(u32::try_from(k).unwrap_or(u32::MAX));
+            self.sim.lock().want_team(crate::driver::want_word(Some(k)));
         }
         let mut env: Vec<(String, String)> = self
             .env

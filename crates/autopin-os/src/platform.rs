@@ -182,7 +182,7 @@ impl LinuxPlatform {
             .want_at_birth
             .filter(|_| openmp_runtime.is_some() && preload_active && !thread_local_data);
         if let Some(k) = team_wanted_at_birth {
-            channel.want_team(u32::try_from(k).unwrap_or(u32::MAX));
+            channel.want_team(autopin_engine::driver::want_word(Some(k)));
         }
         self.heartbeat = Some(channel);
         // --override-binding: the program's own OpenMP binding goes, so autopin's pinnings
