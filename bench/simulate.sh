@@ -8,6 +8,7 @@
 # usage: bench/simulate.sh [SEEDS]   (default 10 seeds; programs of 20 s, phases 40 s)
 #        MODELS="barrier+team" bench/simulate.sh 5   (only those models; barrier+team is the
 #        barrier model with the thread count searched, `simulate --openmp-team`)
+#        RACE="deadline=2.5" bench/simulate.sh 5   (the race's settings changed, `simulate --race`)
 set -eu
 SEEDS=${1:-10}
 MODELS=${MODELS:-"bandwidth pairs smt barrier barrier+team phases"}
@@ -32,6 +33,7 @@ print(len({p["core"] for p in d["pus"] if p.get("allowed", True) and p.get("onli
         barrier+team) set -- --model barrier --openmp-team ;;
         *) set -- --model "$model" ;;
       esac
+      if [ -n "${RACE:-}" ]; then set -- "$@" --race "$RACE"; fi
       if "$AUTOPIN" simulate --sysfs-root "$dump" "$@" -n "$n" --seeds "$SEEDS" \
           --json "$W/o.json" >/dev/null 2>"$W/err"; then
         python3 - "$W/o.json" "$name" "$model" "$n" <<'PY'

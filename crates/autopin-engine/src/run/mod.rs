@@ -388,6 +388,7 @@ fn open_session(
                     choice.source,
                     ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress
                 ),
+            startup_settled: deferred,
             remembered_phases: remembered_phases(plan, explicit.as_deref()),
             ..SessionConfig::default()
         },

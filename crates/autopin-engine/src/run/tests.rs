@@ -1474,6 +1474,15 @@ fn a_program_born_off_the_busy_cpus_is_searched_once_it_has_run_born_wait() {
     );
     assert!(tail.start + tail.duration >= 1.45, "{:?}", r.probes);
     assert!(r.decision.is_some());
+    // That tail, of a program well past its first second, is the pinning's probe of the
+    // first round: the search begins with another candidate, not with the same pinning
+    // measured again.
+    let first = r
+        .probes
+        .iter()
+        .find(|p| !p.startup)
+        .expect("a search probe");
+    assert_ne!(first.candidate, tail.candidate, "{:?}", r.probes);
     // Without the wait (an init asked for), the search starts once the start-up shows
     // progress; nothing busy, the program starts where the OS places it and the wait does
     // not apply.

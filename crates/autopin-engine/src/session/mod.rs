@@ -177,6 +177,11 @@ pub struct SessionConfig {
     /// `STARTUP_ENOUGH` (the OS placement's first probe), not when the init time is over.
     /// CPU time or counted events would also count a program reading its input.
     pub startup_ends_init: bool,
+    /// The program was born on a pinning off the busy CPUs and the first search waited
+    /// until it had run `born_wait` there: the start-up's tail is a reading of a program
+    /// well past its first second, as good as a probe of the search
+    /// (`Strategy::set_settled_start`).
+    pub startup_settled: bool,
     /// Phases decided in an earlier run: (phase, candidate label, the rate it was decided
     /// at). Entering one applies its pinning without a search; the phase watch holds it to
     /// that rate.
@@ -200,6 +205,7 @@ impl Default for SessionConfig {
             startup_pinned: None,
             startup_team: None,
             startup_ends_init: false,
+            startup_settled: false,
             remembered_phases: Vec::new(),
         }
     }

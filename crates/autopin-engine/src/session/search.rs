@@ -130,6 +130,9 @@ impl Session {
                 .is_some_and(|b| !b.is_empty()),
         );
         strat.set_started_at(now);
+        if self.cfg.startup_settled && self.searches_started == 1 {
+            strat.set_settled_start();
+        }
         let threads = self.tracked.max(1);
         for (i, c) in self.candidates.iter().enumerate() {
             if c.shares_cpus(threads) {

@@ -101,6 +101,11 @@ pub trait Strategy {
     /// How long the program had run when the search started, seconds: a deadline counted
     /// from the program's start (the race's `deadline`). Ignored by default.
     fn set_started_at(&mut self, _program_seconds: f64) {}
+    /// The program ran its start-up on the pinning it was born on for as long as a search
+    /// waits there (`SearchParams::born_wait`): that pinning's start-up reading, given
+    /// before the first step, is a probe of the search, not a start-up's. Ignored by
+    /// default.
+    fn set_settled_start(&mut self) {}
     /// A candidate that puts two of the program's threads or more on one CPU: a collapse
     /// right after a move to it is what it does (threads waiting for each other on one
     /// CPU), where after a move to any other it may be the move's own stall. Ignored by

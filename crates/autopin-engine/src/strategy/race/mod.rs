@@ -97,6 +97,12 @@ pub struct Race {
     quiet_moves: bool,
     /// How long the program had run when the search started (`Strategy::set_started_at`).
     started_at: f64,
+    /// The start-up's reading of the pinning born on is a probe of the first round
+    /// (`Strategy::set_settled_start`).
+    settled_start: bool,
+    /// The pinning born on, whose start-up reading was taken as its probe of the first
+    /// round (`settled_start`).
+    born_tail: Option<usize>,
 }
 
 /// The most autopin's moves of the threads may take of one CPU while the race searches
@@ -125,6 +131,8 @@ impl Race {
             warmup_deficits: Vec::new(),
             quiet_moves: false,
             started_at: 0.0,
+            settled_start: false,
+            born_tail: None,
         }
     }
 
@@ -167,6 +175,10 @@ impl Strategy for Race {
 
     fn takes_earlier_probes(&self) -> bool {
         true
+    }
+
+    fn set_settled_start(&mut self) {
+        self.settled_start = true;
     }
 
     fn set_busy_neighbours(&mut self, busy: bool) {

@@ -14,6 +14,11 @@ use crate::strategy::ProbeOutcome;
 /// caches still refilling (`RaceParams::quiet_warmup`).
 const QUIET_DEFICIT: f64 = 0.2;
 
+/// The least length of a settled start-up's reading, as a share of the race's shortest
+/// probe, that makes it a probe of the first round: most of a tick (ticks wake a little late
+/// or early).
+const SETTLED_TAIL: f64 = 0.9;
+
 impl Race {
     /// Takes in what a probe measured (`Strategy::record`).
     pub(super) fn take_outcome(&mut self, outcome: ProbeOutcome) {
@@ -40,6 +45,10 @@ impl Race {
         }
         if !valid {
             return;
+        }
+        if self.tail_of_settled_start(&outcome) {
+            self.born_tail = Some(outcome.candidate);
+            round = 1;
         }
         let a = &mut self.arms[outcome.candidate];
         a.scores.push(outcome.score);
@@ -87,6 +96,22 @@ impl Race {
     /// A whole probe of a pinning after a warm-up reading: what the move cost it (the
     /// share of its rate the warm-up missed), and whether later warm-ups may be the shorter
     /// `quiet_warmup`. The warm-up reading is used up whatever the probe.
+    /// A reading before the search's first step, of the pinning the program was born on,
+    /// after it ran there for the whole of the wait (`settled_start`), and as long as a
+    /// probe of the search may be: the first round's probe of that pinning. A reading of
+    /// the program's first second would not be (GROMACS beside a busy CPU ran 10 000 OpenMP
+    /// constructs/s over its first 1.3 s and 13 000 after); one at 1.2–1.5 s is of the
+    /// program the search would probe, on the CPUs it would probe it on. Probed again
+    /// instead, the program read as fast as its start-up had (270 000 team constructs/s
+    /// both), and the decision came 0.2 s later.
+    fn tail_of_settled_start(&self, outcome: &ProbeOutcome) -> bool {
+        self.settled_start
+            && self.rounds == 0
+            && self.born_tail.is_none()
+            && self.os_placement != Some(outcome.candidate)
+            && outcome.duration >= SETTLED_TAIL * self.p.min_probe
+    }
+
     fn weigh_move(&mut self, outcome: &ProbeOutcome, valid: bool) {
         let warm = self
             .warm_reading

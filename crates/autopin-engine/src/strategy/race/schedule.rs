@@ -175,6 +175,12 @@ impl Race {
             }
         }
         self.look_at_os_often(&mut order);
+        if self.rounds == 0 && self.born_tail.is_some() && order.first() == self.born_tail.as_ref()
+        {
+            // Its probe of this round is its settled start-up's reading: the round begins
+            // with the next one (the OS placement's first look, and it again after that).
+            order.remove(0);
+        }
         self.queue = order;
         self.queue.reverse();
         self.rounds += 1;
@@ -189,7 +195,9 @@ impl Race {
     /// cut short against it. Left for the second round, a team of one thread on the free
     /// CPU beside a busy one (2× the two-thread pinnings in its start-up) saw the
     /// two-thread pinnings and the OS placement probed whole twice before its own probe
-    /// decided: 0.21 s of a 2.6 s program lost.
+    /// decided: 0.21 s of a 2.6 s program lost. Where the program ran there for the whole
+    /// wait before the search (`born_tail`), its start-up's reading is that first probe,
+    /// and the round begins with the next.
     fn born_pinning(&self, order: &[usize]) -> Option<usize> {
         // Where candidates were scouted, the round begins with the best scouted instead:
         // put before it, the pinning born on held the best back by two probes (the
@@ -197,6 +205,9 @@ impl Race {
         // 0.45–0.60 s where it lost 0.11–0.24, and decided up to 1.4 s later).
         if self.arms.iter().any(|a| a.scout.is_some()) {
             return None;
+        }
+        if let Some(b) = self.born_tail.filter(|b| order.contains(b)) {
+            return Some(b);
         }
         order.iter().copied().find(|&c| {
             self.os_placement != Some(c)
@@ -231,7 +242,8 @@ impl Race {
         // and still waited for the leader's second probe, the next round's, past the
         // deadline.
         let first = order[0];
-        if self.arms[first].unsearched() {
+        let settled_born = self.rounds == 0 && self.born_tail == Some(first);
+        if self.arms[first].unsearched() || settled_born {
             order.insert(1, first);
         }
         let a = &self.arms[o];

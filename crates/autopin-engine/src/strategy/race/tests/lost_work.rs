@@ -1049,3 +1049,42 @@ fn where_candidates_were_scouted_the_best_scouted_goes_before_the_pinning_born_o
     let scouted = 5;
     assert_eq!(probes[1 + scouted].0, 2, "{probes:?}");
 }
+
+#[test]
+fn a_start_up_waited_out_on_the_pinning_born_on_is_its_first_probe() {
+    // `ompwork -m loops` (2.4 s) beside a busy CPU 0, born as one thread on the free CPU 1
+    // (1) and searched once it had run 1.5 s there: the start-up's last ticks read 270 000
+    // team constructs/s, and the search's first probe, staying there, read 267 000. Taken
+    // as the first round's probe of the pinning born on, that reading lets the round begin
+    // with the OS placement's first look (0), and the search ends a probe sooner; without
+    // the wait (`set_settled_start` not called) the start-up is no probe of the search.
+    let run = |settled: bool| {
+        let mut r = race_with_os(4, 0, true);
+        r.set_shares_cpus(3);
+        r.set_started_at(1.54);
+        if settled {
+            r.set_settled_start();
+        }
+        replay(r, (1, 270_000.0), |c, k| {
+            let rate = [
+                153_000.0,
+                266_000.0 + 2000.0 * (k % 3) as f64,
+                95_000.0,
+                200.0,
+            ][c];
+            (rate, vec![rate, 1.01 * rate])
+        })
+    };
+    let searched = |p: &[(usize, f64, f64)]| p[1..].iter().map(|p| p.2).sum::<f64>();
+    let (d, probes) = run(true);
+    assert_eq!(d.candidate, 1, "{probes:?} {}", d.reason);
+    assert_eq!(probes[1].0, 0, "{probes:?}");
+    assert_eq!(probes[2].0, 1, "{probes:?}");
+    let (before, before_probes) = run(false);
+    assert_eq!(before.candidate, 1, "{before_probes:?} {}", before.reason);
+    assert_eq!(before_probes[1].0, 1, "{before_probes:?}");
+    assert!(
+        searched(&probes) + 0.15 < searched(&before_probes),
+        "{probes:?} against {before_probes:?}"
+    );
+}
