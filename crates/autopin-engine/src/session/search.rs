@@ -138,6 +138,9 @@ impl Session {
             if c.shares_cpus(threads) {
                 strat.set_shares_cpus(i);
             }
+            if c.team.is_some() {
+                strat.set_fewer_threads(i);
+            }
         }
         if self.cfg.check_first && self.search == 0 {
             strat.set_incumbent(0);

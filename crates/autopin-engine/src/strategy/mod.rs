@@ -111,6 +111,9 @@ pub trait Strategy {
     /// CPU), where after a move to any other it may be the move's own stall. Ignored by
     /// default.
     fn set_shares_cpus(&mut self, _candidate: usize) {}
+    /// A candidate that runs fewer threads than the program would (a team of the CPUs free
+    /// of other work, docs/threads.md). Ignored by default.
+    fn set_fewer_threads(&mut self, _candidate: usize) {}
     /// Which candidate is in force already and stays unless another is shown better (a
     /// remembered decision being checked): it is what indistinguishable candidates keep.
     fn set_incumbent(&mut self, _candidate: usize) {}

@@ -28,6 +28,9 @@ pub(super) struct Arm {
     pub(super) ranged_whole: bool,
     /// The candidate puts two threads or more on one CPU (`Strategy::set_shares_cpus`).
     pub(super) shares_cpus: bool,
+    /// The candidate runs fewer threads than the program's own count, on CPUs free of other
+    /// work (`Strategy::set_fewer_threads`).
+    pub(super) fewer_threads: bool,
     /// Its reading in the scouting pass (a warm-up alone, before the first round: see
     /// `Race::next_scout`) and the search's clock when it was taken.
     pub(super) scout: Option<(f64, f64)>,
@@ -60,6 +63,7 @@ impl Arm {
             warmup_collapses: 0,
             ranged_whole: false,
             shares_cpus: false,
+            fewer_threads: false,
             scout: None,
             warmup_cuts: 0,
             starts: Vec::new(),

@@ -85,6 +85,8 @@ impl Race {
             "all other candidates eliminated (the OS placement, not ahead of the best pinning beside CPUs busy with other work)"
         } else if self.eliminated.contains(&Some(Why::NeverNear)) {
             "all other candidates eliminated (the OS placement, far below the leader at look after look beside CPUs busy with other work)"
+        } else if self.eliminated.contains(&Some(Why::Outnumbered)) {
+            "all other candidates eliminated (the OS placement, with more threads than free CPUs, far below a team of the free CPUs at every look)"
         } else {
             "all other candidates eliminated"
         }
@@ -321,7 +323,7 @@ impl Race {
         // noise" of a candidate the race has ruled out.
         if matches!(
             self.eliminated[r],
-            Some(Why::Ceiling | Why::NotAhead | Why::NeverNear)
+            Some(Why::Ceiling | Why::NotAhead | Why::NeverNear | Why::Outnumbered)
         ) {
             return None;
         }

@@ -197,6 +197,12 @@ impl Strategy for Race {
         }
     }
 
+    fn set_fewer_threads(&mut self, candidate: usize) {
+        if let Some(a) = self.arms.get_mut(candidate) {
+            a.fewer_threads = true;
+        }
+    }
+
     fn set_os_placement(&mut self, candidate: usize) {
         self.os_placement = Some(candidate);
     }

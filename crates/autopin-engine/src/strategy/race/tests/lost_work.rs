@@ -1088,3 +1088,49 @@ fn a_start_up_waited_out_on_the_pinning_born_on_is_its_first_probe() {
         "{probes:?} against {before_probes:?}"
     );
 }
+
+/// `ompwork -m loops` beside a busy CPU 0, as read on this VM with the count searched: the OS
+/// placement (0, two threads) 140 000–150 000 team constructs/s, the team of one thread on
+/// the free CPU 1 (1) 266 000–270 000, `1,0` (2) 145 000, `1,1` (3, stacked) 99; the OS
+/// placement's look `k` at `os(k)`. The race as the session makes it for that program: born
+/// on the team, searched once it had run 1.5 s there.
+fn loops_beside_a_busy_cpu(
+    team: bool,
+    os: impl Fn(usize) -> f64,
+) -> (Decision, Vec<(usize, f64, f64)>) {
+    let mut r = race_with_os(4, 0, true);
+    r.set_shares_cpus(3);
+    r.set_started_at(1.54);
+    r.set_settled_start();
+    if team {
+        r.set_fewer_threads(1);
+    }
+    replay(r, (1, 270_000.0), |c, k| {
+        let rate = match c {
+            0 => os(k),
+            1 => 266_000.0 + 2000.0 * (k % 3) as f64,
+            2 => 145_000.0,
+            _ => 99.0,
+        };
+        (rate, vec![rate, 1.01 * rate])
+    })
+}
+
+#[test]
+fn an_os_placement_with_more_threads_than_free_cpus_goes_at_its_first_look_far_below_a_team() {
+    // Every state of the OS placement's two threads has one beside the busy CPU or both on
+    // the free one, as `1,0` and `1,1` have: one look far below the team leader probed
+    // twice says all its looks would.
+    let looks = |p: &[(usize, f64, f64)]| p[1..].iter().filter(|p| p.0 == 0).count();
+    let os = |k: usize| [140_000.0, 150_000.0, 145_000.0][k % 3];
+    let (d, probes) = loops_beside_a_busy_cpu(true, os);
+    assert_eq!(d.candidate, 1, "{probes:?} {}", d.reason);
+    assert_eq!(looks(&probes), 1, "{probes:?} {}", d.reason);
+    // A leader that is no team (the race not told it runs fewer threads): three looks.
+    let (d, probes) = loops_beside_a_busy_cpu(false, os);
+    assert_eq!(d.candidate, 1, "{probes:?} {}", d.reason);
+    assert!(looks(&probes) >= 3, "{probes:?} {}", d.reason);
+    // An OS placement read near the team (0.9 of it): not ended by one look.
+    let (_, probes) = loops_beside_a_busy_cpu(true, |_| 240_000.0);
+    assert!(looks(&probes) >= 2, "{probes:?}");
+}
