@@ -1058,29 +1058,13 @@ fn a_start_up_waited_out_on_the_pinning_born_on_is_its_first_probe() {
     // as the first round's probe of the pinning born on, that reading lets the round begin
     // with the OS placement's first look (0), and the search ends a probe sooner; without
     // the wait (`set_settled_start` not called) the start-up is no probe of the search.
-    let run = |settled: bool| {
-        let mut r = race_with_os(4, 0, true);
-        r.set_shares_cpus(3);
-        r.set_started_at(1.54);
-        if settled {
-            r.set_settled_start();
-        }
-        replay(r, (1, 270_000.0), |c, k| {
-            let rate = [
-                153_000.0,
-                266_000.0 + 2000.0 * (k % 3) as f64,
-                95_000.0,
-                200.0,
-            ][c];
-            (rate, vec![rate, 1.01 * rate])
-        })
-    };
+    let os = |_| 153_000.0;
     let searched = |p: &[(usize, f64, f64)]| p[1..].iter().map(|p| p.2).sum::<f64>();
-    let (d, probes) = run(true);
+    let (d, probes) = loops_beside_a_busy_cpu(true, false, os);
     assert_eq!(d.candidate, 1, "{probes:?} {}", d.reason);
     assert_eq!(probes[1].0, 0, "{probes:?}");
     assert_eq!(probes[2].0, 1, "{probes:?}");
-    let (before, before_probes) = run(false);
+    let (before, before_probes) = loops_beside_a_busy_cpu(false, false, os);
     assert_eq!(before.candidate, 1, "{before_probes:?} {}", before.reason);
     assert_eq!(before_probes[1].0, 1, "{before_probes:?}");
     assert!(
@@ -1093,15 +1077,19 @@ fn a_start_up_waited_out_on_the_pinning_born_on_is_its_first_probe() {
 /// placement (0, two threads) 140 000–150 000 team constructs/s, the team of one thread on
 /// the free CPU 1 (1) 266 000–270 000, `1,0` (2) 145 000, `1,1` (3, stacked) 99; the OS
 /// placement's look `k` at `os(k)`. The race as the session makes it for that program: born
-/// on the team, searched once it had run 1.5 s there.
+/// on the team, searched once it had run 1.5 s there (`settled`: the session says so), the
+/// race told which candidate runs fewer threads (`team`) or not.
 fn loops_beside_a_busy_cpu(
+    settled: bool,
     team: bool,
     os: impl Fn(usize) -> f64,
 ) -> (Decision, Vec<(usize, f64, f64)>) {
     let mut r = race_with_os(4, 0, true);
     r.set_shares_cpus(3);
     r.set_started_at(1.54);
-    r.set_settled_start();
+    if settled {
+        r.set_settled_start();
+    }
     if team {
         r.set_fewer_threads(1);
     }
@@ -1123,14 +1111,14 @@ fn an_os_placement_with_more_threads_than_free_cpus_goes_at_its_first_look_far_b
     // twice says all its looks would.
     let looks = |p: &[(usize, f64, f64)]| p[1..].iter().filter(|p| p.0 == 0).count();
     let os = |k: usize| [140_000.0, 150_000.0, 145_000.0][k % 3];
-    let (d, probes) = loops_beside_a_busy_cpu(true, os);
+    let (d, probes) = loops_beside_a_busy_cpu(true, true, os);
     assert_eq!(d.candidate, 1, "{probes:?} {}", d.reason);
     assert_eq!(looks(&probes), 1, "{probes:?} {}", d.reason);
     // A leader that is no team (the race not told it runs fewer threads): three looks.
-    let (d, probes) = loops_beside_a_busy_cpu(false, os);
+    let (d, probes) = loops_beside_a_busy_cpu(true, false, os);
     assert_eq!(d.candidate, 1, "{probes:?} {}", d.reason);
     assert!(looks(&probes) >= 3, "{probes:?} {}", d.reason);
     // An OS placement read near the team (0.9 of it): not ended by one look.
-    let (_, probes) = loops_beside_a_busy_cpu(true, |_| 240_000.0);
+    let (_, probes) = loops_beside_a_busy_cpu(true, true, |_| 240_000.0);
     assert!(looks(&probes) >= 2, "{probes:?}");
 }
