@@ -384,6 +384,7 @@ fn open_session(
             startup_pinned: birth.off_busy().map(|(cpus, _)| cpus.to_vec()),
             startup_team: birth.team,
             startup_ends_init: !deferred
+                && !plan.search.init_asked
                 && matches!(
                     choice.source,
                     ObjectiveSource::Heartbeat | ObjectiveSource::OpenMpProgress

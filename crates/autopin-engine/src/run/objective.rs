@@ -52,6 +52,7 @@ pub(super) fn choose_objective(
     let launched = !plan.target.is_attach();
     let mut walk = Walk {
         init,
+        init_asked: plan.search.init_asked,
         waited: waited_total,
         openmp_idle: None,
         omp_seen: Vec::new(),
@@ -225,6 +226,8 @@ fn requested_choice(plan: &RunPlan, source: ObjectiveSource) -> ObjectiveChoice 
 struct Walk<'a> {
     /// The init time left (the waits use it up).
     init: &'a mut f64,
+    /// The user asked for the init (`SearchParams::init_asked`): progress seen does not end it.
+    init_asked: bool,
     /// The seconds waited so far.
     waited: &'a mut f64,
     /// Why OpenMP progress would read zero, when the program completed no construct.
@@ -269,7 +272,7 @@ impl Walk<'_> {
             // placement's first probe: the rest of the init time would only keep the program
             // where the OS placed it, which beside a busy CPU can be several times slower
             // than the pinning the search will find.
-            if startup_seen(&self.omp_seen) {
+            if startup_seen(&self.omp_seen) && !self.init_asked {
                 *self.init = 0.0;
             }
             return None;

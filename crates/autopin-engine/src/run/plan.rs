@@ -216,6 +216,10 @@ pub struct SearchParams {
     pub strategy: StrategyChoice,
     /// Seconds before the first probe (paper's `i`).
     pub init: f64,
+    /// The user asked for `init` (`--init`): it is waited in full. Otherwise a program whose
+    /// progress autopin reads itself (heartbeats, OpenMP constructs) is probed as soon as
+    /// its start-up has shown a tick of that progress.
+    pub init_asked: bool,
     /// Sampling interval, seconds.
     pub tick: f64,
     /// A program started pinned off CPUs busy with other work, with nothing remembered, is

@@ -37,6 +37,7 @@ pub(super) fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource)
                 ..RaceParams::default()
             }),
             init: 0.5,
+            init_asked: false,
             tick: 0.1,
             born_wait: 0.0,
             report_every: 5.0,
@@ -1494,6 +1495,27 @@ fn a_program_born_off_the_busy_cpus_is_searched_once_it_has_run_born_wait() {
             r.probes
         );
     }
+}
+
+#[test]
+fn an_init_asked_for_is_waited_in_full_where_the_progress_could_end_it_sooner() {
+    // OpenMP progress, nothing busy: unasked, the init ends once the start-up has shown a
+    // tick of progress; `--init 2` is two seconds before the first probe, as the help says.
+    let m = small();
+    let first_probe = |asked: bool| {
+        let mut p = openmp_without_pmu(sim(&m, 2, 30.0));
+        let mut pl = plan(&m, launch(), topology());
+        pl.search.init = 2.0;
+        pl.search.init_asked = asked;
+        let r = go(&pl, &mut p).0.unwrap();
+        r.probes
+            .iter()
+            .find(|p| !p.startup)
+            .map(|p| p.start)
+            .expect("a search probe")
+    };
+    assert!(first_probe(false) < 1.0);
+    assert!(first_probe(true) >= 1.95, "{}", first_probe(true));
 }
 
 #[test]

@@ -255,6 +255,7 @@ fn plan_for(machine: &Machine, race: RaceParams) -> RunPlan {
         search: SearchParams {
             strategy: StrategyChoice::Race(race),
             init: 0.5,
+            init_asked: false,
             tick: 0.1,
             born_wait: crate::run::BORN_WAIT,
             report_every: 5.0,

@@ -259,6 +259,7 @@ impl EngineArgs {
             search: SearchParams {
                 strategy,
                 init,
+                init_asked: a.init.is_some(),
                 tick: a.tick,
                 born_wait: born_wait(&strategy, a.init),
                 report_every: a.sample.unwrap_or(if a.paper { 30.0 } else { 5.0 }),
