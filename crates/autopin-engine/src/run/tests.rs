@@ -51,6 +51,14 @@ pub(super) fn plan(m: &Machine, target: TargetSpec, candidates: CandidateSource)
     }
 }
 
+/// The first probe the search took (the start-up's is not one).
+fn first_search_probe(r: &Report) -> &crate::report::ProbeRecord {
+    r.probes
+        .iter()
+        .find(|p| !p.startup)
+        .expect("a probe of the search")
+}
+
 pub(super) fn launch() -> TargetSpec {
     TargetSpec::Launch(vec!["./prog".into()])
 }
@@ -1044,13 +1052,7 @@ fn a_heartbeat_start_up_seen_long_enough_ends_the_init() {
         p
     };
     let pl = plan(&m, launch(), topology());
-    let first_pinned = |r: &Report| {
-        r.probes
-            .iter()
-            .find(|p| !p.startup)
-            .expect("a probe after the start-up")
-            .start
-    };
+    let first_pinned = |r: &Report| first_search_probe(r).start;
     // Beats from 0.02 s: the tick after the first that counted any is the OS placement's
     // first probe, and the search begins then (0.2 s in), not when the 0.5 s init ends; nor
     // a tick later, which beside a busy CPU would keep the threads where the OS placed them
@@ -1454,19 +1456,11 @@ fn a_program_born_off_the_busy_cpus_is_searched_once_it_has_run_born_wait() {
         pl.search.born_wait = born_wait;
         go(&pl, &mut p).0.unwrap()
     };
-    // The first probe the search takes (the start-up's is not one).
-    let first_search_probe = |r: &crate::report::Report| {
-        r.probes
-            .iter()
-            .find(|p| !p.startup)
-            .map(|p| p.start)
-            .expect("a search probe")
-    };
     // Born off busy CPU 0: the program runs there until it has run 1.5 s, and the last
     // 0.1–0.3 s of that stretch is the pinning's first probe (not its first second).
     let r = run(vec![0], 1.5);
     assert_eq!(r.start, Start::PinnedAtBirth);
-    assert!(first_search_probe(&r) >= 1.45, "{:?}", r.probes);
+    assert!(first_search_probe(&r).start >= 1.45, "{:?}", r.probes);
     let tail = &r.probes[0];
     assert!(
         tail.startup && tail.duration <= 0.3 + 1e-6,
@@ -1478,11 +1472,7 @@ fn a_program_born_off_the_busy_cpus_is_searched_once_it_has_run_born_wait() {
     // That tail, of a program well past its first second, is the pinning's probe of the
     // first round: the search begins with another candidate, not with the same pinning
     // measured again.
-    let first = r
-        .probes
-        .iter()
-        .find(|p| !p.startup)
-        .expect("a search probe");
+    let first = first_search_probe(&r);
     assert_ne!(first.candidate, tail.candidate, "{:?}", r.probes);
     // Without the wait (an init asked for), the search starts once the start-up shows
     // progress; nothing busy, the program starts where the OS places it and the wait does
@@ -1490,7 +1480,7 @@ fn a_program_born_off_the_busy_cpus_is_searched_once_it_has_run_born_wait() {
     for (busy, wait) in [(vec![0], 0.0), (vec![], 1.5)] {
         let r = run(busy.clone(), wait);
         assert!(
-            first_search_probe(&r) < 1.0,
+            first_search_probe(&r).start < 1.0,
             "{busy:?} {wait}: {:?}",
             r.probes
         );
@@ -1507,12 +1497,7 @@ fn an_init_asked_for_is_waited_in_full_where_the_progress_could_end_it_sooner() 
         let mut pl = plan(&m, launch(), topology());
         pl.search.init = 2.0;
         pl.search.init_asked = asked;
-        let r = go(&pl, &mut p).0.unwrap();
-        r.probes
-            .iter()
-            .find(|p| !p.startup)
-            .map(|p| p.start)
-            .expect("a search probe")
+        first_search_probe(&go(&pl, &mut p).0.unwrap()).start
     };
     assert!(first_probe(false) < 1.0);
     assert!(first_probe(true) >= 1.95, "{}", first_probe(true));

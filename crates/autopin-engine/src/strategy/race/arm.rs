@@ -75,7 +75,21 @@ impl Arm {
     /// No probe of the search has measured it yet (none at all, or only before the
     /// search: the program's start-up, a remembered pinning's check).
     pub(super) fn unsearched(&self) -> bool {
-        self.rounds.iter().all(|&r| r == 0)
+        self.searched_probes() == 0
+    }
+
+    /// Its probes of the search (those before it, the start-up's or a check's, left out).
+    pub(super) fn searched_probes(&self) -> usize {
+        self.rounds.iter().filter(|&&r| r > 0).count()
+    }
+
+    /// The highest reading of its probes of the search: each probe's highest tick, or its
+    /// score where it had no ticks (0 with none).
+    pub(super) fn searched_high(&self) -> f64 {
+        (0..self.scores.len())
+            .filter(|&i| self.rounds[i] > 0)
+            .map(|i| self.ranges[i].map_or(self.scores[i], |(_, hi)| hi.max(self.scores[i])))
+            .fold(0.0, f64::max)
     }
 
     /// Probe `i` measured more than its warm-up.

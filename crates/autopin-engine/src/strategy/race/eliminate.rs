@@ -214,7 +214,7 @@ impl Race {
     /// spinning threads on one CPU collapse at every look.
     pub(super) fn below_half(&self, l: usize, c: usize) -> bool {
         let a = &self.arms[c];
-        let searched = a.rounds.iter().any(|&r| r > 0);
+        let searched = !a.unsearched();
         let needed = if a.shares_cpus { 1 } else { 2 };
         let its_own = a.ranged_whole || a.warmup_collapses >= needed;
         match (self.arms[l].range(), a.range()) {
@@ -283,18 +283,14 @@ impl Race {
             return false;
         }
         let a = &self.arms[c];
-        let looks = a.rounds.iter().filter(|&&r| r > 0).count();
+        let looks = a.searched_probes();
         let (Some((_, l_hi)), Some(lm)) = (self.arms[l].range(), self.mean_rate(l, 0.0)) else {
             return false;
         };
         if looks < self.p.os_probes || lm <= 0.0 {
             return false;
         }
-        let own_hi = (0..a.scores.len())
-            .filter(|&i| a.rounds[i] > 0)
-            .map(|i| a.ranges[i].map_or(a.scores[i], |(_, hi)| hi.max(a.scores[i])))
-            .fold(0.0, f64::max);
-        let fast = own_hi.max(l_hi).max((1.0 + self.p.ceiling) * lm);
+        let fast = a.searched_high().max(l_hi).max((1.0 + self.p.ceiling) * lm);
         self.swing_reach(c, fast, lm) < (1.0 - self.p.close) * lm
     }
 
@@ -326,12 +322,7 @@ impl Race {
         let Some((l_lo, _)) = al.range() else {
             return false;
         };
-        // Its looks of the search, each at its highest tick (or its score, without ticks).
-        let looks_hi = (0..ac.scores.len())
-            .filter(|&i| ac.rounds[i] > 0)
-            .map(|i| ac.ranges[i].map_or(ac.scores[i], |(_, hi)| hi.max(ac.scores[i])))
-            .fold(0.0, f64::max);
-        l_lo > 0.0 && looks_hi < self.p.cut_below * l_lo
+        l_lo > 0.0 && ac.searched_high() < self.p.cut_below * l_lo
     }
 
     /// Two of the challenger `c`'s warm-ups read below [`WARMUP_CUT`] of the leader `l`'s

@@ -93,9 +93,6 @@ impl Race {
         self.take_out_level_change();
     }
 
-    /// A whole probe of a pinning after a warm-up reading: what the move cost it (the
-    /// share of its rate the warm-up missed), and whether later warm-ups may be the shorter
-    /// `quiet_warmup`. The warm-up reading is used up whatever the probe.
     /// A reading before the search's first step, of the pinning the program was born on,
     /// after it ran there for the whole of the wait (`settled_start`), and as long as a
     /// probe of the search may be: the first round's probe of that pinning. A reading of
@@ -112,6 +109,9 @@ impl Race {
             && outcome.duration >= SETTLED_TAIL * self.p.min_probe
     }
 
+    /// A whole probe of a pinning after a warm-up reading: what the move cost it (the
+    /// share of its rate the warm-up missed), and whether later warm-ups may be the shorter
+    /// `quiet_warmup`. The warm-up reading is used up whatever the probe.
     fn weigh_move(&mut self, outcome: &ProbeOutcome, valid: bool) {
         let warm = self
             .warm_reading

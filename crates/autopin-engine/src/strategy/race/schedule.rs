@@ -175,8 +175,7 @@ impl Race {
             }
         }
         self.look_at_os_often(&mut order);
-        if self.rounds == 0 && self.born_tail.is_some() && order.first() == self.born_tail.as_ref()
-        {
+        if self.rounds == 0 && self.born_tail.is_some_and(|b| order.first() == Some(&b)) {
             // Its probe of this round is its settled start-up's reading: the round begins
             // with the next one (the OS placement's first look, and it again after that).
             order.remove(0);
@@ -247,8 +246,7 @@ impl Race {
             order.insert(1, first);
         }
         let a = &self.arms[o];
-        let looked = a.rounds.iter().filter(|&&r| r > 0).count();
-        let looks = self.p.os_probes.saturating_sub(looked).max(1);
+        let looks = self.p.os_probes.saturating_sub(a.searched_probes()).max(1);
         let mut at = 1;
         // Each look has another probe after it in the round: a look that ended one round
         // and began the next would be one stretch of the OS placement, not two looks.
