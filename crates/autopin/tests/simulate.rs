@@ -146,16 +146,62 @@ fn every_topology_keeps_the_floor_beside_a_swinging_os_placement() {
 /// all the cores' threads beside other work on one CPU in four, a team of the free CPUs
 /// runs twice the pace of any pinning of the whole team: the search finds it (rate ÷ the
 /// best count's optimum ≥ 0.95) and decides within 3 s of the start, as without the count
-/// (born on the team, whose start-up is its first probe; docs/threads.md).
+/// (born on the team, whose start-up is its first probe; docs/threads.md). Where it keeps a
+/// team, the count made the candidates more but not the search longer: decided within 2.5
+/// s of the start (one team of the free CPUs is offered; with the spread and the packed
+/// order of the same CPUs both offered, the two tied and those cases decided at 2.7–2.9 s).
 #[test]
 fn every_topology_keeps_the_floor_with_the_thread_count_searched() {
-    assert_floor(&["barrier"], &["--openmp-team"], 40);
+    let teams = std::sync::atomic::AtomicUsize::new(0);
+    for_every_case(&["barrier"], &["--openmp-team"], 40, |case, doc| {
+        below_the_floor(case, doc).or_else(|| {
+            // Most seeds kept a team of fewer threads: decided within 2.5 s.
+            let outcomes = doc["outcomes"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+            let kept_team = outcomes.iter().filter(|o| o["team"].is_u64()).count();
+            if 2 * kept_team <= outcomes.len() {
+                return None;
+            }
+            teams.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let at = median_decision(doc);
+            (at > 2.5).then(|| format!("{case}: kept a team, decided at {at:.2} s"))
+        })
+    });
+    let teams = teams.into_inner();
+    assert!(teams >= 10, "{teams} cases kept a team");
 }
 
 /// Every dump in tests/data × `models` × three thread counts (4, half the cores, all of
 /// them), 10 seeds each with `extra` options, at least `min_cases` cases: every case's
 /// median rate ÷ optimum is 0.95 or more and its median decision within 3 s.
 fn assert_floor(models: &[&str], extra: &[&str], min_cases: usize) {
+    for_every_case(models, extra, min_cases, below_the_floor);
+}
+
+/// What keeps a case off the floor (median rate ÷ optimum 0.95 or more, median decision
+/// within 3 s of the start), if anything.
+fn below_the_floor(case: &str, doc: &serde_json::Value) -> Option<String> {
+    let ratio = doc["median"]["ratio"].as_f64().unwrap_or(0.0);
+    let at = median_decision(doc);
+    (ratio < 0.95 || at > 3.0)
+        .then(|| format!("{case}: rate ÷ optimum {ratio:.3}, decided at {at:.2} s"))
+}
+
+fn median_decision(doc: &serde_json::Value) -> f64 {
+    doc["median"]["decided_at"]
+        .as_f64()
+        .unwrap_or(f64::INFINITY)
+}
+
+/// Every dump in tests/data × `models` × three thread counts (4, half the cores, all of
+/// them), simulated over 10 seeds each with `extra` options (two at a time), at least
+/// `min_cases` cases; `check` says what is wrong with a case's outcome, if anything, and
+/// every case must pass it.
+fn for_every_case(
+    models: &[&str],
+    extra: &[&str],
+    min_cases: usize,
+    check: impl Fn(&str, &serde_json::Value) -> Option<String> + Sync,
+) {
     let names = autopin_testkit::hwloc_dump_names();
     assert!(names.len() >= 15, "{names:?}");
     let mut cases: Vec<(String, std::path::PathBuf, &str, usize)> = Vec::new();
@@ -215,14 +261,8 @@ fn assert_floor(models: &[&str], extra: &[&str], min_cases: usize) {
                 ];
                 args.extend_from_slice(extra);
                 let (doc, _) = simulated(&args);
-                let ratio = doc["median"]["ratio"].as_f64().unwrap_or(0.0);
-                let at = doc["median"]["decided_at"]
-                    .as_f64()
-                    .unwrap_or(f64::INFINITY);
-                if ratio < 0.95 || at > 3.0 {
-                    failures.lock().unwrap().push(format!(
-                        "{name} {model} -n {n}: rate ÷ optimum {ratio:.3}, decided at {at:.2} s"
-                    ));
+                if let Some(failure) = check(&format!("{name} {model} -n {n}"), &doc) {
+                    failures.lock().unwrap().push(failure);
                 }
             });
         }

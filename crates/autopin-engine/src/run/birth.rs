@@ -136,11 +136,11 @@ pub(super) fn birth(
 /// size of the first team candidate whose CPUs are the first of `cpus` (its threads then
 /// stay where they were born, and a program that keeps its own count runs the pinning it
 /// was born on, as before). Only where the count is searched by default (`--threads
-/// auto`, the default objective, which then counts once per team). Not only the first
-/// team candidate: with 16 threads on 16 CPUs beside 4 busy ones (one in four), the
-/// spread team of the 12 free CPUs is not the first of the birth pinning's CPUs and the
-/// packed one is; asking none, the start-up ran 4 threads beside the busy CPUs at half
-/// the pace, and the search decided later.
+/// auto`, the default objective, which then counts once per team). Any team candidate
+/// whose CPUs begin the birth pinning, not only the first: when the spread order of the
+/// free CPUs was offered first, with 16 threads on 16 CPUs beside 4 busy ones (one in
+/// four) its CPUs did not begin the birth pinning; asking none, the start-up ran 4
+/// threads beside the busy CPUs at half the pace, and the search decided later.
 fn team_at_birth(plan: &RunPlan, n: usize, busy: &[u32], cpus: &[u32]) -> Option<usize> {
     if plan.threads != super::ThreadsChoice::Auto || plan.objective.explicit {
         return None;

@@ -305,10 +305,9 @@ mod tests {
     #[test]
     fn with_the_count_searched_a_team_of_the_free_cpus_runs_from_the_start_and_is_decided() {
         // 16 threads on 16 CPUs beside other work on 4 (one in four): a team of the 12
-        // free CPUs runs at twice the pace of the program's own count. The packed team's
-        // CPUs are the first of the pinning the program is born on, so it is asked from
-        // birth (not only the first team candidate, the spread one, whose are not), and
-        // the start-up is its probe.
+        // free CPUs runs at twice the pace of the program's own count. The team's CPUs
+        // are the first of the pinning the program is born on, so it is asked from birth,
+        // and the start-up is its probe.
         let m = autopin_topology::source::synthetic::parse("package:4 core:4 pu:1").unwrap();
         let (o, report) = simulate_reported(
             &m,
