@@ -29,8 +29,8 @@ mod summary;
 mod view;
 
 pub use candidates::{
-    candidates, candidates_avoiding, count_classes, free_cpu_candidates, team_candidates,
-    CandidateOptions, EXACT_LIMIT,
+    candidates, candidates_avoiding, count_classes, free_cpu_candidates, stacked_under_a_team,
+    team_candidates, CandidateOptions, EXACT_LIMIT,
 };
 pub use cpulist::CpuList;
 pub use domains::{device_domains_listing, domains, domains_listing, Domain};

@@ -995,6 +995,8 @@ fn candidate_factory(
             // topology's own, as they are where the gain is largest when they are offered.
             let (teams, team_note) = team.candidates(&machine, n, busy);
             notes.extend(team_note);
+            // (the whole count stacked on a team's CPUs: that team's work, time-shared)
+            pinnings.retain(|p| !autopin_placement::stacked_under_a_team(p, &teams));
             for (at, t) in teams.into_iter().enumerate() {
                 let first = usize::from(pinnings.first().is_some_and(|p| p.is_unpinned()));
                 pinnings.insert((first + at).min(pinnings.len()), t);

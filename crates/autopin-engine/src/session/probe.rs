@@ -129,3 +129,41 @@ impl ProbeAccumulator {
         self.flush();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interval(start: f64, amount: f64, team_lag: bool) -> Interval {
+        Interval {
+            start,
+            end: start + 0.1,
+            amount,
+            team_lag,
+            ..Interval::default()
+        }
+    }
+
+    #[test]
+    fn intervals_whose_team_was_not_yet_the_candidates_are_left_out() {
+        // A whole-team candidate after a one-thread team: the region begun under one
+        // thread ran on at its rate (1000 an interval) before the two-thread team came
+        // (500 an interval). Only the candidate's own intervals count.
+        let mut acc = ProbeAccumulator::new(2, 0.0, 0.0, 0.4, None);
+        acc.tick = 0.1;
+        for (i, (amount, lag)) in [
+            (1000.0, true),
+            (1000.0, true),
+            (500.0, false),
+            (500.0, false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            acc.add(&interval(0.1 * i as f64, amount, lag), 0.1);
+        }
+        assert_eq!(acc.lagged, 2);
+        assert_eq!((acc.good_amount, acc.good_time), (1000.0, 0.2));
+        assert_eq!(acc.rates, vec![5000.0, 5000.0]);
+    }
+}
