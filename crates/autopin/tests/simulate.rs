@@ -408,3 +408,43 @@ fn bad_input_is_a_usage_error_that_says_what_is_valid() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// The team of the free CPUs is asked from birth also where the topology's first pinning
+/// lists those CPUs in another order: on `16amd64-8n2c-cpusets` (10 CPUs allowed), 10
+/// threads beside the model's 3 busy CPUs are born on the pinning by package
+/// (1,2,3,12,13,15,6, then the busy ones) and the team of the 7 free CPUs lists them in CPU
+/// order. The program is born on the team's order, its start-up is the team's first probe,
+/// and the search decides in its first round, within 2 s. Asking none there, the start-up
+/// ran the whole team at half the pace and the decision came at 2.30 s.
+#[test]
+fn a_team_listed_in_another_order_than_the_birth_pinning_is_asked_from_birth() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let dump = dump("16amd64-8n2c-cpusets");
+    let (doc, _) = simulated(&[
+        "--sysfs-root",
+        &dump,
+        "--model",
+        "barrier",
+        "--openmp-team",
+        "-n",
+        "10",
+        "--seeds",
+        "3",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let at = median_decision(&doc);
+    assert!(at <= 2.0, "decided at {at:.2} s: {doc}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let first = &r["probes"][0];
+    assert_eq!(first["startup"], serde_json::Value::Bool(true), "{first}");
+    let cand = &r["candidates"][first["candidate"].as_u64().unwrap() as usize];
+    assert_eq!(cand["team"], 7, "{cand}");
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("asked for 7 thread(s) from the second on"),
+        "{notes}"
+    );
+}
