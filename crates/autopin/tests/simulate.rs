@@ -444,7 +444,8 @@ fn a_team_listed_in_another_order_than_the_birth_pinning_is_asked_from_birth() {
     assert_eq!(cand["team"], 7, "{cand}");
     let notes = r["notes"].to_string();
     assert!(
-        notes.contains("asked for 7 thread(s) from the second on"),
+        notes.contains("(its first 7 CPUs in the team candidate's order)")
+            && notes.contains("asked for 7 thread(s) from the second on"),
         "{notes}"
     );
 }

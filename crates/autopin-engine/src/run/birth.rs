@@ -53,6 +53,9 @@ pub(super) struct Birth {
     /// threads run on the first of `cpus` (the first team candidate's CPUs). None once the
     /// launch shows the program's library cannot apply it.
     pub(super) team: Option<usize>,
+    /// The first candidate's first CPUs were put in the team candidate's order (its same
+    /// CPUs listed otherwise), so that the team's threads are born where it puts them.
+    pub(super) team_order: bool,
 }
 
 /// Where the program starts: a remembered decision or a strategy's first candidate as
@@ -72,8 +75,7 @@ pub(super) fn birth(
     if let Some(cpus) = pinned_at_birth(plan, explicit) {
         return Birth {
             cpus: Some(cpus),
-            away_from: None,
-            team: None,
+            ..Birth::default()
         };
     }
     if !plan.start_off_busy {
@@ -122,12 +124,13 @@ pub(super) fn birth(
     let mut first = topology_candidates(&plan.machine, n, *max, *include_unpinned, &busy)
         .into_iter()
         .find_map(|c| c.cpu_list().map(<[u32]>::to_vec));
-    let mut team = None;
+    let (mut team, mut team_order) = (None, false);
     if let Some(cpus) = first.as_mut() {
         if let Some(on) = team_at_birth(plan, n, &busy, cpus) {
             // The team's threads are born where the team candidate puts them, so that the
             // start-up is its probe: the same CPUs as the pinning's first, maybe in
             // another order.
+            team_order = cpus[..on.len()] != on[..];
             cpus[..on.len()].copy_from_slice(&on);
             team = Some(on.len());
         }
@@ -136,6 +139,7 @@ pub(super) fn birth(
         away_from: first.is_some().then_some(busy),
         cpus: first,
         team,
+        team_order,
     }
 }
 
@@ -210,9 +214,13 @@ impl Birth {
     pub(super) fn note(&self) -> Option<String> {
         let (cpus, busy) = self.off_busy()?;
         Some(format!(
-            "{} busy with other work at launch: the program started pinned to {}, the first candidate that keeps off them{}",
+            "{} busy with other work at launch: the program started pinned to {}, the first candidate that keeps off them{}{}",
             busy_text(busy),
             cpu_text(cpus),
+            self.team
+                .filter(|_| self.team_order)
+                .map(|k| format!(" (its first {k} CPUs in the team candidate's order)"))
+                .unwrap_or_default(),
             self.team
                 .map(|k| format!(", its parallel regions asked for {k} thread(s) from the second on"))
                 .unwrap_or_default()
