@@ -307,22 +307,31 @@ impl Race {
     /// CPU 1, had the OS placement looked at three times (0.1 s each at half the team's
     /// rate, 270 000 team constructs/s against 130 000–150 000): half its search's cost.
     fn outnumbered(&self, l: usize, c: usize) -> bool {
-        let (al, ac) = (&self.arms[l], &self.arms[c]);
+        let ac = &self.arms[c];
+        if ac.unsearched() {
+            return false;
+        }
+        self.outnumbering_team(l, c)
+            .is_some_and(|l_lo| ac.searched_high() < self.p.cut_below * l_lo)
+    }
+
+    /// The lowest tick of the leader `l`, where it is a team of the free CPUs, probed twice
+    /// and steady, and `c` the OS placement beside busy CPUs still waiting for its looks:
+    /// what [`Race::outnumbered`] holds `c`'s looks to (and `Strategy::collapsed` a look in
+    /// progress). None otherwise.
+    pub(super) fn outnumbering_team(&self, l: usize, c: usize) -> Option<f64> {
+        let al = &self.arms[l];
         if !self.busy_neighbours
             || self.os_placement != Some(c)
             || !al.fewer_threads
             || !self.unsettled(c)
             || al.scores.len() < 2
             || al.unsearched()
-            || ac.unsearched()
             || self.ticks_swing(l)
         {
-            return false;
+            return None;
         }
-        let Some((l_lo, _)) = al.range() else {
-            return false;
-        };
-        l_lo > 0.0 && ac.searched_high() < self.p.cut_below * l_lo
+        al.range().map(|(l_lo, _)| l_lo).filter(|&l_lo| l_lo > 0.0)
     }
 
     /// Two of the challenger `c`'s warm-ups read below [`WARMUP_CUT`] of the leader `l`'s

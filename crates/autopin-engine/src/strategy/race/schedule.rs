@@ -174,8 +174,11 @@ impl Race {
                 }
             }
         }
-        self.look_at_os_often(&mut order);
-        if self.rounds == 0 && self.born_tail.is_some_and(|b| order.first() == Some(&b)) {
+        let team_again_first = self.look_at_os_often(&mut order);
+        if !team_again_first
+            && self.rounds == 0
+            && self.born_tail.is_some_and(|b| order.first() == Some(&b))
+        {
             // Its probe of this round is its settled start-up's reading: the round begins
             // with the next one (the OS placement's first look, and it again after that).
             order.remove(0);
@@ -223,14 +226,27 @@ impl Race {
     /// of its looks cost barrier codes beside busy CPUs their deadline: in the simulator's
     /// table (bench/simulate.sh) 27 of 230 cases decided at 3.1–4.7 s, none now after 2.9 s,
     /// and the work the searches lost fell (a mean of 0.214 s to 0.203 s).
-    fn look_at_os_often(&self, order: &mut Vec<usize>) {
+    ///
+    /// A team of the free CPUs the program ran its start-up on, settled (`born_tail`), is
+    /// probed again first instead, and the OS placement looked at once, at the round's end:
+    /// the program is on the team already, so its probe costs no move; the pinnings after it
+    /// start from threads the team left idle, not from where the OS placement left them
+    /// (stacked, or beside the other work: the next probe's warm-up then read a quarter of
+    /// the rate and had to be probed again); and the look has a team probed twice to be held
+    /// to (`Race::outnumbering_team`), so a look far below it ends the OS placement's probe
+    /// there (`Strategy::collapsed`) and the search with it. Returns whether it did so (the
+    /// round's first probe is then that one, not the start-up's reading). Looked at before
+    /// the team's second probe, the OS placement ran its whole first tick at 0.75 of the
+    /// team and was moved back to the team: 0.1 s of `ompwork -m loops`'s 2.3 s beside a
+    /// busy CPU.
+    fn look_at_os_often(&self, order: &mut Vec<usize>) -> bool {
         let Some(o) = self.os_placement.filter(|&o| {
             self.busy_neighbours && self.arms[o].alive && self.unsettled(o) && order.contains(&o)
         }) else {
-            return;
+            return false;
         };
         if order.len() < 3 {
-            return;
+            return false;
         }
         order.retain(|&c| c != o);
         // The round's first candidate (the pinning born on, the best scouted, or the
@@ -242,6 +258,10 @@ impl Race {
         // deadline.
         let first = order[0];
         let settled_born = self.rounds == 0 && self.born_tail == Some(first);
+        if settled_born && self.arms[first].fewer_threads {
+            order.push(o);
+            return true;
+        }
         if self.arms[first].unsearched() || settled_born {
             order.insert(1, first);
         }
@@ -257,6 +277,7 @@ impl Race {
             order.insert(at, o);
             at += 1 + OS_LOOK_EVERY;
         }
+        false
     }
 
     /// The budget this search keeps to now: the deadline while it is clean

@@ -1122,3 +1122,56 @@ fn an_os_placement_with_more_threads_than_free_cpus_goes_at_its_first_look_far_b
     let (_, probes) = loops_beside_a_busy_cpu(true, true, |_| 240_000.0);
     assert!(looks(&probes) >= 2, "{probes:?}");
 }
+
+#[test]
+fn a_settled_team_is_probed_again_first_and_the_os_placement_looked_at_at_the_rounds_end() {
+    // Born on the team and settled: the round probes the team again (no move), then the
+    // whole-team pinnings from threads the team left idle, and the OS placement once, last.
+    let os = |_: usize| 200_000.0;
+    let (d, probes) = loops_beside_a_busy_cpu(true, true, os);
+    assert_eq!(d.candidate, 1, "{probes:?} {}", d.reason);
+    let order: Vec<usize> = probes.iter().map(|p| p.0).collect();
+    assert_eq!(order[..3], [1, 1, 2], "{probes:?}");
+    assert_eq!(order.iter().filter(|&&c| c == 0).count(), 1, "{probes:?}");
+    assert_eq!(order.last(), Some(&0), "{probes:?}");
+    // Not told which candidate runs fewer threads: the OS placement's first look comes
+    // right after the start-up's reading, the born pinning probed again after it.
+    let (_, probes) = loops_beside_a_busy_cpu(true, false, os);
+    let order: Vec<usize> = probes.iter().map(|p| p.0).collect();
+    assert_eq!(order[..3], [1, 0, 1], "{probes:?}");
+}
+
+#[test]
+fn a_look_at_an_os_placement_far_below_a_team_probed_twice_ends_its_probe() {
+    // The round up to the OS placement's look, then the look: at 0.75 of the team it ends
+    // the probe (`Strategy::collapsed`) where the team leads, probed twice and steady; not
+    // where the leader is no team (a look's collapse is 0.1 of the leader there), nor at
+    // 0.9 of the team.
+    let at_the_look = |team: bool| {
+        let mut r = race_with_os(4, 0, true);
+        r.set_shares_cpus(3);
+        r.set_started_at(1.54);
+        r.set_settled_start();
+        if team {
+            r.set_fewer_threads(1);
+        }
+        r.record(quiet_probe(1, 270_000.0, 0.2, 2));
+        for _ in 0..8 {
+            let Step::Probe { candidate, .. } = r.next(0.3) else {
+                panic!("decided before the OS placement's look");
+            };
+            if candidate == 0 {
+                return r;
+            }
+            let rate = [0.0, 268_000.0, 150_000.0, 99.0][candidate];
+            r.record(quiet_probe(candidate, rate, 0.1, 1));
+        }
+        panic!("no look at the OS placement");
+    };
+    let r = at_the_look(true);
+    assert!(r.collapsed(0, 0.75 * 270_000.0));
+    assert!(!r.collapsed(0, 0.9 * 270_000.0));
+    let r = at_the_look(false);
+    assert!(!r.collapsed(0, 0.75 * 270_000.0));
+    assert!(r.collapsed(0, 0.05 * 270_000.0));
+}
