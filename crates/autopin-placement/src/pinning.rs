@@ -184,6 +184,12 @@ impl Pinning {
             .map(|_| (0..n).filter_map(|i| self.cpu_for(i)).collect())
     }
 
+    /// The CPUs it uses, whatever their order and however many threads each holds (empty
+    /// when unpinned).
+    pub fn cpu_set(&self) -> autopin_topology::CpuSet {
+        self.cpus().iter().copied().collect()
+    }
+
     /// Whether it puts two of `n` threads or more on one CPU (never when unpinned). With a
     /// team size, only the team's threads work: the others wait idle in the pool.
     pub fn shares_cpus(&self, n: usize) -> bool {

@@ -162,11 +162,14 @@ fn team_at_birth(plan: &RunPlan, n: usize, busy: &[u32], cpus: &[u32]) -> Option
         .find_map(|c| {
             let k = c.team?;
             let on = c.cpu_list()?;
-            let same = |a: &[u32], b: &[u32]| {
-                let set = |x: &[u32]| x.iter().copied().collect::<std::collections::BTreeSet<_>>();
-                set(a) == set(b)
+            let first_k = || {
+                cpus[..k]
+                    .iter()
+                    .copied()
+                    .collect::<autopin_topology::CpuSet>()
             };
-            (k < n && on.len() == k && cpus.len() >= k && same(&cpus[..k], on)).then(|| on.to_vec())
+            (k < n && on.len() == k && cpus.len() >= k && c.cpu_set() == first_k())
+                .then(|| on.to_vec())
         })
 }
 
