@@ -288,7 +288,12 @@ fn busy_check(
     let spent = (env.clock.now() - t0).max(0.0);
     *init = (*init - spent).max(0.0);
     *waited += spent;
-    let changed = r.settled && r.busy.as_ref().is_some_and(|then| *then != now);
+    // Settled or not: the best so far of a search the program's end cut short was found
+    // beside the CPUs busy then too, and its remembered list (it, the OS placement, the
+    // runner-up) holds none of the candidates around the ones busy now (an unfinished
+    // record made on an idle machine was checked beside a busy CPU 0 on its two 2-thread
+    // pinnings only: one thread on the free CPU waited for the run after).
+    let changed = r.busy.as_ref().is_some_and(|then| *then != now);
     if changed {
         let then = r.busy.as_deref().unwrap_or_default();
         env.sink.message(
@@ -922,112 +927,131 @@ fn candidate_factory(
 ) -> CandidateFactory {
     let source = plan.candidates.clone();
     let given = plan.remembered.is_none();
-    Box::new(move |n| match (&explicit, &source) {
-        (
-            Some(list),
-            CandidateSource::Topology {
-                max,
-                include_unpinned,
-                threads,
-            },
-        ) if moved.is_some() => {
-            let busy = moved.as_deref().unwrap_or_default();
-            let mut pinnings = list.clone();
-            let n = threads.unwrap_or(n);
-            for c in topology_candidates(&machine, n, *max, *include_unpinned, busy) {
-                if !pinnings
-                    .iter()
-                    .any(|p| p.is_unpinned() == c.is_unpinned() && p.cpus() == c.cpus())
-                {
-                    pinnings.push(c);
+    Box::new(move |n| {
+        let list = match (&explicit, &source) {
+            (
+                Some(list),
+                CandidateSource::Topology {
+                    max,
+                    include_unpinned,
+                    threads,
+                },
+            ) if moved.is_some() => {
+                let busy = moved.as_deref().unwrap_or_default();
+                let mut pinnings = list.clone();
+                let n = threads.unwrap_or(n);
+                // Fewer threads join as in a search of its own (after the remembered ones,
+                // before the topology's): with CPUs busy that were free when the pinning
+                // was decided, they are where the gain is (left out, a program that could
+                // take a smaller team mid-run had it only from its next run's start).
+                let (teams, team_note) = team.candidates(&machine, n, busy);
+                let topology = topology_candidates(&machine, n, *max, *include_unpinned, busy)
+                    .into_iter()
+                    .filter(|p| !autopin_placement::stacked_under_a_team(p, &teams))
+                    .collect::<Vec<_>>();
+                for c in teams.into_iter().chain(topology) {
+                    if !pinnings.iter().any(|p| {
+                        p.is_unpinned() == c.is_unpinned()
+                            && p.cpus() == c.cpus()
+                            && p.team == c.team
+                    }) {
+                        pinnings.push(c);
+                    }
                 }
-            }
-            CandidateList {
-                pinnings,
-                note: Some(format!(
+                let mut note = format!(
                     "{} busy with other work, not as when the remembered pinning was decided: the topology's candidates around them join the check",
                     busy_text(busy)
-                )),
-                busy: None,
+                );
+                if let Some(t) = team_note {
+                    note = format!("{note}; {t}");
+                }
+                CandidateList {
+                    pinnings,
+                    note: Some(note),
+                    busy: None,
+                }
             }
-        }
-        // The user's pinnings stay as given; the CPUs busy with other work are still found,
-        // for the race's rules beside them: without them an OS placement whose every probe
-        // after a move collapsed onto the busy CPU was weighed as on an idle machine, by
-        // length, and never ended (ompwork beside a busy CPU 0 with `--unpinned --schedule
-        // "0,1;1,0;0,0;1,1"` searched to its end in 4 of 7 runs).
-        (Some(list), CandidateSource::Explicit(_)) if given => {
-            let busy = around.busy_now();
-            let note = busy.as_ref().filter(|b| !b.is_empty()).map(|b| {
-                format!(
-                    "CPU(s) {} busy with other work: the candidates are as given",
-                    cpu_text(b)
-                )
-            });
-            CandidateList {
-                pinnings: list.clone(),
-                note,
-                busy,
+            // The user's pinnings stay as given; the CPUs busy with other work are still found,
+            // for the race's rules beside them: without them an OS placement whose every probe
+            // after a move collapsed onto the busy CPU was weighed as on an idle machine, by
+            // length, and never ended (ompwork beside a busy CPU 0 with `--unpinned --schedule
+            // "0,1;1,0;0,0;1,1"` searched to its end in 4 of 7 runs).
+            (Some(list), CandidateSource::Explicit(_)) if given => {
+                let busy = around.busy_now();
+                let note = busy.as_ref().filter(|b| !b.is_empty()).map(|b| {
+                    format!(
+                        "CPU(s) {} busy with other work: the candidates are as given",
+                        cpu_text(b)
+                    )
+                });
+                CandidateList {
+                    pinnings: list.clone(),
+                    note,
+                    busy,
+                }
             }
-        }
-        (Some(list), _) => list.clone().into(),
-        (
-            None,
-            CandidateSource::Topology {
-                max,
-                include_unpinned,
-                threads,
-            },
-        ) => {
-            let seen = around.busy_now();
-            let busy: &[u32] = seen.as_deref().unwrap_or_default();
-            let allowed = machine.allowed_cpuset();
-            let mut notes = Vec::new();
-            if !busy.is_empty() && allowed.iter().any(|c| !busy.contains(&c)) {
-                notes.push(format!(
-                    "CPU(s) {} busy with other work: candidates keep off them where they can",
-                    cpu_text(busy)
-                ));
+            (Some(list), _) => list.clone().into(),
+            (
+                None,
+                CandidateSource::Topology {
+                    max,
+                    include_unpinned,
+                    threads,
+                },
+            ) => {
+                let seen = around.busy_now();
+                let busy: &[u32] = seen.as_deref().unwrap_or_default();
+                let allowed = machine.allowed_cpuset();
+                let mut notes = Vec::new();
+                if !busy.is_empty() && allowed.iter().any(|c| !busy.contains(&c)) {
+                    notes.push(format!(
+                        "CPU(s) {} busy with other work: candidates keep off them where they can",
+                        cpu_text(busy)
+                    ));
+                }
+                let n = threads.unwrap_or(n);
+                let mut pinnings = topology_candidates(&machine, n, *max, *include_unpinned, busy);
+                // Fewer threads (docs/threads.md): probed after the OS placement, before the
+                // topology's own, as they are where the gain is largest when they are offered.
+                let (teams, team_note) = team.candidates(&machine, n, busy);
+                notes.extend(team_note);
+                // (the whole count stacked on a team's CPUs: that team's work, time-shared)
+                pinnings.retain(|p| !autopin_placement::stacked_under_a_team(p, &teams));
+                for (at, t) in teams.into_iter().enumerate() {
+                    let first = usize::from(pinnings.first().is_some_and(|p| p.is_unpinned()));
+                    pinnings.insert((first + at).min(pinnings.len()), t);
+                }
+                let opened = around
+                    .devices
+                    .as_mut()
+                    .map(|w| w.opened_gpus(around.pid))
+                    .unwrap_or_default();
+                for (at, near) in near_gpu_candidates(&machine, n, &opened)
+                    .into_iter()
+                    .enumerate()
+                {
+                    notes.push(format!(
+                        "the program has {} open: candidate {} keeps its threads next to it",
+                        near.description, near.label
+                    ));
+                    pinnings.retain(|p| p.cpus() != near.cpus());
+                    // Probed early: after the OS placement, before the topology's own.
+                    let first = usize::from(pinnings.first().is_some_and(|p| p.is_unpinned()));
+                    pinnings.insert((first + at).min(pinnings.len()), near);
+                }
+                CandidateList {
+                    pinnings,
+                    note: (!notes.is_empty()).then(|| notes.join("; ")),
+                    busy: seen,
+                }
             }
-            let n = threads.unwrap_or(n);
-            let mut pinnings = topology_candidates(&machine, n, *max, *include_unpinned, busy);
-            // Fewer threads (docs/threads.md): probed after the OS placement, before the
-            // topology's own, as they are where the gain is largest when they are offered.
-            let (teams, team_note) = team.candidates(&machine, n, busy);
-            notes.extend(team_note);
-            // (the whole count stacked on a team's CPUs: that team's work, time-shared)
-            pinnings.retain(|p| !autopin_placement::stacked_under_a_team(p, &teams));
-            for (at, t) in teams.into_iter().enumerate() {
-                let first = usize::from(pinnings.first().is_some_and(|p| p.is_unpinned()));
-                pinnings.insert((first + at).min(pinnings.len()), t);
-            }
-            let opened = around
-                .devices
-                .as_mut()
-                .map(|w| w.opened_gpus(around.pid))
-                .unwrap_or_default();
-            for (at, near) in near_gpu_candidates(&machine, n, &opened)
-                .into_iter()
-                .enumerate()
-            {
-                notes.push(format!(
-                    "the program has {} open: candidate {} keeps its threads next to it",
-                    near.description, near.label
-                ));
-                pinnings.retain(|p| p.cpus() != near.cpus());
-                // Probed early: after the OS placement, before the topology's own.
-                let first = usize::from(pinnings.first().is_some_and(|p| p.is_unpinned()));
-                pinnings.insert((first + at).min(pinnings.len()), near);
-            }
-            CandidateList {
-                pinnings,
-                note: (!notes.is_empty()).then(|| notes.join("; ")),
-                busy: seen,
-            }
-        }
-        (None, CandidateSource::Explicit(list)) => list.clone().into(),
-        // (Not reached: `run` reads listed candidates on the machine before anything else.)
-        (None, CandidateSource::Listed(l)) => l.lists.clone().into(),
+            (None, CandidateSource::Explicit(list)) => list.clone().into(),
+            // (Not reached: `run` reads listed candidates on the machine before anything else.)
+            (None, CandidateSource::Listed(l)) => l.lists.clone().into(),
+        };
+        // (a remembered decision's pinning or runner-up of fewer threads races too)
+        team.racing(&list.pinnings);
+        list
     })
 }
 

@@ -197,6 +197,25 @@ impl TeamSearch {
         self.0.borrow_mut().born = Some(k);
     }
 
+    /// Notes the team candidates among a search's `pinnings` that did not come from
+    /// `candidates` (a remembered decision's pinning or runner-up of fewer threads, raced in
+    /// a check): where the count may be searched in this run, it is searched mid-run with
+    /// them as with those, and the report says so rather than leaving the count to the next
+    /// run. (A check that overturned a remembered pinning for its runner-up of one thread
+    /// was reported as "the program ended before a search could try fewer threads", and its
+    /// next run "tried" the count it had just chosen.)
+    pub(super) fn racing(&self, pinnings: &[Pinning]) {
+        let mut s = self.0.borrow_mut();
+        if !s.enabled {
+            return;
+        }
+        for p in pinnings.iter().filter(|p| p.team.is_some()) {
+            if !s.offered.iter().any(|o| o.label == p.label) {
+                s.offered.push(p.clone());
+            }
+        }
+    }
+
     /// Team candidates do not join this run's searches, for `why` (kept when the count was
     /// already not searched).
     pub(super) fn disable(&self, why: String) {
@@ -338,10 +357,12 @@ impl TeamSearch {
         let seen_plain = s.state.is_some() && names_its_own.is_none();
         if s.enabled && seen_plain && s.offered.is_empty() && s.trial.is_none() && s.off.is_none() {
             if let Some(first) = s.at_launch.clone() {
-                s.trial = Some((
-                    first,
-                    "the program ended before a search could try fewer threads".into(),
-                ));
+                // Where the program had already shown it may notice a smaller team, that is
+                // why its count stayed, search or none: a longer run would have kept it too.
+                let why = s.state.and_then(|t| t.flags.why_not()).unwrap_or_else(|| {
+                    "the program ended before a search could try fewer threads".into()
+                });
+                s.trial = Some((first, why));
             }
         }
         let own = s

@@ -352,7 +352,10 @@ fn a_program_that_ends_before_the_search_leaves_fewer_threads_to_its_next_run() 
         ("across runs", Some(0)),
         "{t:?}"
     );
-    assert!(t.why.contains("ended before a search"), "{t:?}");
+    // Why its count stayed is what it did, not its length: a longer run would have kept
+    // it too.
+    assert!(t.why.contains("asked for its thread count"), "{t:?}");
+    assert!(!t.why.contains("ended before a search"), "{t:?}");
     assert_eq!(t.trial.as_ref().and_then(|c| c.team), Some(1));
 }
 
@@ -515,4 +518,68 @@ fn no_team_is_asked_at_birth_where_it_could_not_be_searched() {
     go(&pl, &mut p).0.unwrap();
     assert_eq!(p.launched_with.and_then(|l| l.want_at_birth), None);
     assert_eq!(p.sim.team().map(|t| t.want), Some(0));
+}
+
+/// A remembered decision whose runner-up is one thread on the free CPU (the best so far of a
+/// search the program's end cut short, beside the same busy CPU): the check races it, and
+/// finding it mid-run is the count searched mid-run, not left to the next run's start.
+#[test]
+fn a_remembered_runner_up_of_fewer_threads_found_in_a_check_is_the_count_searched_mid_run() {
+    let m = two_cpus();
+    let mut p = platform(true, 0);
+    let mut pl = plan(&m, launch(), topology());
+    pl.remembered = Some(Remembered {
+        settled: false,
+        runner_up: Some(Pinning::from_cpus(vec![1]).with_team(1)),
+        busy: Some(vec![0]),
+        ..settled(Pinning::from_cpus(vec![1, 0]))
+    });
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    let d = r.decision.clone().expect("decided");
+    assert_eq!(d.team, Some(1), "{d:?}\n{:?}", sink.messages);
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "mid-run", "{t:?}");
+    assert!(t.trial.is_none(), "{t:?}");
+    assert_eq!(p.sim.team().map(|t| t.applied), Some(1));
+}
+
+/// A decision remembered while every CPU was free, checked beside a busy CPU 0 (settled or
+/// the best so far of an unfinished search alike): fewer threads join the check as they
+/// would a search of its own, and one thread on the free CPU is found mid-run, in this run
+/// rather than from the next one's start.
+#[test]
+fn a_decision_from_an_idle_machine_checked_beside_a_busy_cpu_searches_fewer_threads_too() {
+    let m = two_cpus();
+    for settled_then in [true, false] {
+        let mut p = platform(true, 0);
+        let mut pl = plan(&m, launch(), topology());
+        pl.remembered = Some(Remembered {
+            settled: settled_then,
+            runner_up: Some(Pinning::from_cpus(vec![0, 1])),
+            busy: Some(vec![]),
+            ..settled(Pinning::unpinned())
+        });
+        let (r, sink) = go(&pl, &mut p);
+        let r = r.unwrap();
+        assert!(
+            sink.said("the topology's candidates around them join the check"),
+            "{:?}",
+            sink.messages
+        );
+        assert!(
+            r.candidates.iter().any(|c| c.team == Some(1)),
+            "{:?}",
+            r.candidates
+        );
+        let d = r.decision.clone().expect("decided");
+        assert_eq!(
+            d.team,
+            Some(1),
+            "settled {settled_then}: {d:?}\n{:?}",
+            sink.messages
+        );
+        let t = r.threads.clone().expect("the count is reported");
+        assert_eq!(t.searched, "mid-run", "{t:?}");
+    }
 }
