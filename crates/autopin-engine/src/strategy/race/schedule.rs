@@ -116,77 +116,115 @@ impl Race {
     /// Queues the next round: the first in scouting order, a later one after judging the
     /// last (the decision, when that ends the race) with the most promising first.
     fn begin_round(&mut self) -> Option<Decision> {
-        let mut order = self.survivors();
-        if self.rounds == 0 {
-            // A candidate measured before the search (the OS placement while the
-            // program started) has had its first round.
-            let unprobed: Vec<usize> = order
-                .iter()
-                .copied()
-                .filter(|&c| self.arms[c].scores.is_empty())
-                .collect();
-            let born = self.born_pinning(&order);
-            if !unprobed.is_empty() {
-                order = unprobed;
+        let order = if self.rounds == 0 {
+            self.first_round()
+        } else {
+            match self.later_round() {
+                Ok(order) => order,
+                Err(d) => return Some(d),
             }
-            order = self.scouting_order(order);
-            if let Some(b) = born.filter(|b| !order.contains(b)) {
-                order.insert(0, b);
-            }
-        }
-        if self.rounds > 0 {
-            if let Some(d) = self.judge(false) {
-                return Some(d);
-            }
-            // Later rounds probe the most promising first, so a search cut short by the
-            // program's end or the budget has measured the leaders most.
-            let est = self.estimates();
-            let l = self.leader(&est);
-            self.plan_lengths(&est, l);
-            order = self.survivors();
-            order.sort_by(|a, b| {
-                est[*b]
-                    .map_or(f64::NEG_INFINITY, |e| e.mean)
-                    .total_cmp(&est[*a].map_or(f64::NEG_INFINITY, |e| e.mean))
-            });
-            // A round that cannot end before the budget: what its end compares (the
-            // leader against what a tie keeps, `at_budget_end`) is measured first.
-            let round: f64 = order
-                .iter()
-                .map(|&c| self.p.warmup + self.arms[c].probe_len)
-                .sum();
-            if let Some(l) = l.filter(|_| self.clock + round > self.end()) {
-                if let Some(f) = self.fallback(&est, l) {
-                    order.retain(|&c| c != f && c != l);
-                    order.insert(0, l);
-                    order.insert(0, f);
-                }
-            }
-            // Past the deadline beside busy CPUs, only the OS placement still racing keeps
-            // the search from being clean: its looks (one a round) and the leader's probes
-            // alone, so that it is known, or gone, rounds sooner.
-            if let Some(l) = l.filter(|_| self.started_at + self.clock >= self.p.deadline) {
-                let os = self
-                    .os_placement
-                    .filter(|&o| o != l && self.busy_neighbours && self.arms[o].alive);
-                if let Some(o) = os {
-                    order = vec![o, l];
-                }
-            }
-        }
-        let team_again_first = self.look_at_os_often(&mut order);
-        if !team_again_first
-            && self.rounds == 0
-            && self.born_tail.is_some_and(|b| order.first() == Some(&b))
-        {
-            // Its probe of this round is its settled start-up's reading: the round begins
-            // with the next one (the OS placement's first look, and it again after that).
-            order.remove(0);
-        }
+        };
         self.queue = order;
         self.queue.reverse();
         self.rounds += 1;
         None
+    }
+
+    /// The first round: the candidates not yet measured in scouting order, after the
+    /// pinning the program was born on (`born_pinning`), with the OS placement's looks
+    /// among them beside busy CPUs (`look_at_os_often`). A pinning the program ran its whole
+    /// start-up on, settled (`born_tail`), has that reading for its probe of this round:
+    /// the round begins with the next probe (the OS placement's first look, and it again
+    /// after that); a team of the free CPUs settled so is probed again first instead (no
+    /// move) and the OS placement looked at once, at the round's end (why: the note at the
+    /// end of `look_at_os_often`'s).
+    fn first_round(&self) -> Vec<usize> {
+        let survivors = self.survivors();
+        // A candidate measured before the search (the OS placement while the program
+        // started) has had its first round.
+        let unprobed: Vec<usize> = survivors
+            .iter()
+            .copied()
+            .filter(|&c| self.arms[c].scores.is_empty())
+            .collect();
+        let born = self.born_pinning(&survivors);
+        let mut order = self.scouting_order(if unprobed.is_empty() {
+            survivors
+        } else {
+            unprobed
+        });
+        if let Some(b) = born.filter(|b| !order.contains(b)) {
+            order.insert(0, b);
+        }
+        let os = self.os_to_look_at(&order);
+        if let Some(o) = os {
+            order.retain(|&c| c != o);
+        }
+        let settled = self.born_tail.filter(|&b| order.first() == Some(&b));
+        match (settled, os) {
+            (Some(b), Some(o)) if self.arms[b].fewer_threads => order.push(o),
+            (Some(_), Some(o)) => {
+                self.look_at_os_often(&mut order, o, true);
+                order.remove(0);
+            }
+            (Some(_), None) => {
+                order.remove(0);
+            }
+            (None, Some(o)) => {
+                let again = self.arms[order[0]].unsearched();
+                self.look_at_os_often(&mut order, o, again);
+            }
+            (None, None) => {}
+        }
+        order
+    }
+
+    /// A later round, once the last is judged (the decision, when that ends the race): the
+    /// most promising first, so a search cut short by the program's end or the budget has
+    /// measured the leaders most.
+    fn later_round(&mut self) -> Result<Vec<usize>, Decision> {
+        if let Some(d) = self.judge(false) {
+            return Err(d);
+        }
+        let est = self.estimates();
+        let l = self.leader(&est);
+        self.plan_lengths(&est, l);
+        let mut order = self.survivors();
+        order.sort_by(|a, b| {
+            est[*b]
+                .map_or(f64::NEG_INFINITY, |e| e.mean)
+                .total_cmp(&est[*a].map_or(f64::NEG_INFINITY, |e| e.mean))
+        });
+        // A round that cannot end before the budget: what its end compares (the leader
+        // against what a tie keeps, `at_budget_end`) is measured first.
+        let round: f64 = order
+            .iter()
+            .map(|&c| self.p.warmup + self.arms[c].probe_len)
+            .sum();
+        if let Some(l) = l.filter(|_| self.clock + round > self.end()) {
+            if let Some(f) = self.fallback(&est, l) {
+                order.retain(|&c| c != f && c != l);
+                order.insert(0, l);
+                order.insert(0, f);
+            }
+        }
+        // Past the deadline beside busy CPUs, only the OS placement still racing keeps the
+        // search from being clean: its looks (one a round) and the leader's probes alone,
+        // so that it is known, or gone, rounds sooner.
+        if let Some(l) = l.filter(|_| self.started_at + self.clock >= self.p.deadline) {
+            let os = self
+                .os_placement
+                .filter(|&o| o != l && self.busy_neighbours && self.arms[o].alive);
+            if let Some(o) = os {
+                order = vec![o, l];
+            }
+        }
+        if let Some(o) = self.os_to_look_at(&order) {
+            order.retain(|&c| c != o);
+            let again = self.arms[order[0]].unsearched();
+            self.look_at_os_often(&mut order, o, again);
+        }
+        Ok(order)
     }
 
     /// The pinning the program was born on (or a remembered one it was checked on), among
@@ -218,55 +256,54 @@ impl Race {
         })
     }
 
-    /// Beside busy CPUs, the OS placement still racing is what keeps the search from its
-    /// clean deadline until it has been looked at `os_probes` times: in a round it is looked
-    /// at after the round's first probe and then after every `OS_LOOK_EVERY` others, as
-    /// many times as it still needs looks, not once at the round's end. A look at an OS
+    /// Beside busy CPUs, the OS placement still racing and not yet settled, among the
+    /// round's `order` of three or more: the one `look_at_os_often` spreads over the round.
+    fn os_to_look_at(&self, order: &[usize]) -> Option<usize> {
+        self.os_placement.filter(|&o| {
+            self.busy_neighbours
+                && self.arms[o].alive
+                && self.unsettled(o)
+                && order.contains(&o)
+                && order.len() >= 3
+        })
+    }
+
+    /// Beside busy CPUs, the OS placement still racing (`o`, taken out of the round's
+    /// `order` by the caller) is what keeps the search from its clean deadline until it has been looked at `os_probes` times: in a round it is
+    /// looked at after the round's first probe and then after every `OS_LOOK_EVERY` others,
+    /// as many times as it still needs looks, not once at the round's end. A look at an OS
     /// placement far behind is cut short (0.1 s at most); a round of others waiting for each
     /// of its looks cost barrier codes beside busy CPUs their deadline: in the simulator's
     /// table (bench/simulate.sh) 27 of 230 cases decided at 3.1–4.7 s, none now after 2.9 s,
     /// and the work the searches lost fell (a mean of 0.214 s to 0.203 s).
     ///
-    /// A team of the free CPUs the program ran its start-up on, settled (`born_tail`), is
-    /// probed again first instead, and the OS placement looked at once, at the round's end:
-    /// the program is on the team already, so its probe costs no move; the pinnings after it
-    /// start from threads the team left idle, not from where the OS placement left them
-    /// (stacked, or beside the other work: the next probe's warm-up then read a quarter of
-    /// the rate and had to be probed again); and the look has a team probed twice to be held
-    /// to (`Race::outnumbering_team`), so a look far below it ends the OS placement's probe
-    /// there (`Strategy::collapsed`) and the search with it. Returns whether it did so (the
-    /// round's first probe is then that one, not the start-up's reading). Looked at before
-    /// the team's second probe, the OS placement ran its whole first tick at 0.75 of the
-    /// team and was moved back to the team: 0.1 s of `ompwork -m loops`'s 2.3 s beside a
-    /// busy CPU.
-    fn look_at_os_often(&self, order: &mut Vec<usize>) -> bool {
-        let Some(o) = self.os_placement.filter(|&o| {
-            self.busy_neighbours && self.arms[o].alive && self.unsettled(o) && order.contains(&o)
-        }) else {
-            return false;
-        };
-        if order.len() < 3 {
-            return false;
+    /// With `again`, the round's first candidate (the pinning born on, the best scouted, or
+    /// the leader) is probed once more after the OS placement's first look: when this round
+    /// would leave it with one probe of the search (or, settled at birth, with its start-up's
+    /// reading and one), as every rule that ends an OS placement beside busy CPUs compares
+    /// it with a leader probed twice. A swinging OS placement (on the busy CPUs, then off
+    /// them) had its looks by the round's middle and still waited for the leader's second
+    /// probe, the next round's, past the deadline.
+    ///
+    /// (A team of the free CPUs the program ran its start-up on is not looked around so, see
+    /// `first_round`: the program is on the team already, so its probe again costs no move;
+    /// the pinnings after it start from threads the team left idle, not from where the OS
+    /// placement left them (stacked, or beside the other work: the next probe's warm-up then
+    /// read a quarter of the rate and had to be probed again); and the look at the round's
+    /// end has a team probed twice to be held to (`Race::outnumbering_team`), so a look far
+    /// below it ends the OS placement's probe there (`Strategy::collapsed`) and the search
+    /// with it. Looked at before the team's second probe, the OS placement ran its whole
+    /// first tick at 0.75 of the team and was moved back to the team: 0.1 s of `ompwork -m
+    /// loops`'s 2.3 s beside a busy CPU.)
+    fn look_at_os_often(&self, order: &mut Vec<usize>, o: usize, again: bool) {
+        if again {
+            order.insert(1, order[0]);
         }
-        order.retain(|&c| c != o);
-        // The round's first candidate (the pinning born on, the best scouted, or the
-        // leader) probed once more after the OS placement's first look, when this round
-        // would leave it with one probe of the search: every rule that ends an OS
-        // placement beside busy CPUs compares it with a leader probed twice. A swinging OS
-        // placement (on the busy CPUs, then off them) had its looks by the round's middle
-        // and still waited for the leader's second probe, the next round's, past the
-        // deadline.
-        let first = order[0];
-        let settled_born = self.rounds == 0 && self.born_tail == Some(first);
-        if settled_born && self.arms[first].fewer_threads {
-            order.push(o);
-            return true;
-        }
-        if self.arms[first].unsearched() || settled_born {
-            order.insert(1, first);
-        }
-        let a = &self.arms[o];
-        let looks = self.p.os_probes.saturating_sub(a.searched_probes()).max(1);
+        let looks = self
+            .p
+            .os_probes
+            .saturating_sub(self.arms[o].searched_probes())
+            .max(1);
         let mut at = 1;
         // Each look has another probe after it in the round: a look that ended one round
         // and began the next would be one stretch of the OS placement, not two looks.
@@ -277,7 +314,6 @@ impl Race {
             order.insert(at, o);
             at += 1 + OS_LOOK_EVERY;
         }
-        false
     }
 
     /// The budget this search keeps to now: the deadline while it is clean
