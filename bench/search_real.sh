@@ -39,6 +39,7 @@ cmd() {
     serial) echo "$W/ompwork -m imbalance -s 2 -r $(sc 120000)" ;;
     syncbench) echo "$W/syncbench -s 0 -b $(sc 4000000) -r 1" ;;
     gromacs) echo "gmx mdrun -s $W/md.tpr -ntmpi 1 -ntomp 2 -pin off -nb cpu -nsteps $(sc 4000) -deffnm $W/gmx" ;;
+    msgmerge) echo "msgmerge -q $W/def.po $W/ref.pot -o $W/out.po" ;;
   esac
 }
 t() { s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s.%N); python3 -c "print($e - $s)"; }

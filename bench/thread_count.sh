@@ -19,7 +19,9 @@
 # workloads/syncbench -s 0 (back-to-back barriers), and GROMACS mdrun when `gmx`
 # is installed (Debian's gromacs, its count from OMP_NUM_THREADS=2 as a job script sets it:
 # it names its own thread counts, which no change reaches mid-run, so the count is tried at
-# its next start and judged by whole runs; docs/threads.md).
+# its next start and judged by whole runs; docs/threads.md), and gettext's msgmerge when it
+# is installed (a made-up catalogue matched fuzzily in one long OpenMP region, where two
+# threads beat one even beside the busy CPU: its second run tries one thread and drops it).
 # usage: bench/thread_count.sh [ROUNDS] [SECONDS_SCALE]   (default 6 rounds, scale 1)
 set -eu
 ROUNDS=${1:-6}
@@ -34,6 +36,7 @@ cmd() {
     loops) echo "$W/ompwork -m loops -w 20000 -r $(sc 600000)" ;;
     syncbench) echo "$W/syncbench -s 0 -b $(sc 2000000) -r 1" ;;
     gromacs) echo "gmx mdrun -s $W/md.tpr -ntmpi 1 -pin off -nb cpu -nsteps $(sc 2000) -deffnm $W/gmx" ;;
+    msgmerge) echo "msgmerge -q $W/def.po $W/ref.pot -o $W/out.po" ;;
   esac
 }
 # Seconds a command took; a command that fails stops the bench (its time would be a

@@ -46,6 +46,22 @@ pub fn fits(r: &Record, allowed: &CpuSet) -> Result<(), Unfit> {
     Ok(())
 }
 
+/// Whether the record holds no pinning of its own: the OS placement `first_trial` writes
+/// to carry a team trial for a program that ended before any probe (unfinished, no rate, no
+/// runner-up). Once its trial is settled (dropped), applying it would start every later run
+/// where the OS places the program and "confirm" it with no probe, as the only candidate
+/// (gettext's msgmerge beside a busy CPU 0: 2.66 s a run from then on, against 2.39 s for
+/// a first run, born off the busy CPU and searched). Such a record is not applied: the run
+/// searches as a first run, and the record keeps what it knows of the count.
+pub fn holds_no_pinning(r: &Record) -> bool {
+    r.outcome == Outcome::Unfinished
+        && r.pinning.cpus.is_none()
+        && r.pinning.team.is_none()
+        && r.rate.is_none()
+        && r.runner_up.is_none()
+        && r.phases.is_empty()
+}
+
 /// Whether this run tries the record's pending team trial (fewer threads from its start;
 /// docs/threads.md): only where the count may change (`--threads auto`).
 pub fn tries_trial(r: &Record, threads: &ThreadsChoice) -> bool {
@@ -158,6 +174,9 @@ pub fn settle(
         .as_ref()
         .is_some_and(|t| t.released.is_some());
     let trying = trying && !released;
+    if let Some(t) = found.and_then(|r| r.team_trial.as_ref()) {
+        say_a_dropped_trial(t, report, use_);
+    }
     // What to remember: the decision; or, when the program ended during a search of its
     // own (nothing remembered, or only an earlier search's best so far, which is searched
     // from and not checked), the best so far.
@@ -216,7 +235,9 @@ pub fn settle(
     for p in &mut phases {
         p.pinning.team = p.pinning.team.or(run_team);
     }
-    let outcome = outcome_of(found, &pinning, &phases, unfinished);
+    // (a record holding no pinning was not applied: nothing of it to confirm or overturn)
+    let remembered = found.filter(|r| !holds_no_pinning(r));
+    let outcome = outcome_of(remembered, &pinning, &phases, unfinished);
     // Confirmed by its first probe alone (it ran at its remembered rate), nothing else
     // was measured: the runner-up and the rate to hold it to next time stay as they were,
     // so a slow decline cannot creep in a band's width at a time.
@@ -251,12 +272,14 @@ pub fn settle(
             .filter(|_| !released)
             .and_then(|r| r.team_trial.clone()),
     };
-    use_.team_trial = if trying {
+    let said = if trying {
         found.map(|found| settle_trial(found, &mut record, report))
     } else {
         offer_trial(&mut record, report)
             .or_else(|| offer_recheck(found, run_team, &mut record, report))
     };
+    // (else what `say_a_dropped_trial` said, if it did)
+    use_.team_trial = said.or(use_.team_trial.take());
     if let Some(d) = report.decision.as_mut() {
         match outcome {
             // A phase's remembered pinning says so itself.
@@ -616,6 +639,32 @@ fn offer_trial(record: &mut Record, report: &Report) -> Option<String> {
         baseline: whole_run_of(report),
     });
     Some(format!("the next run tries {} from its start", trial.label))
+}
+
+/// A run that would leave fewer threads to the next run (`threads.trial`, the count could
+/// not change mid-run) where an earlier run already tried that count from its start and
+/// dropped it: no run tries it again (`offer_trial` offers a trial once), so the report says
+/// that rather than "the next run starts with … to try". (gettext's msgmerge beside a busy
+/// CPU 0, one long region: its second run tried one thread, 0.78× the speed of two, and
+/// every later run still said the next one would try it.)
+fn say_a_dropped_trial(trial: &TeamTrial, report: &mut Report, use_: &mut MemoryUse) {
+    let Some(t) = report.threads.as_mut() else {
+        return;
+    };
+    let same = t
+        .trial
+        .as_ref()
+        .is_some_and(|c| c.team.is_some() && c.team == trial.pinning.team);
+    if trial.state != TrialState::Dropped || t.searched != "across runs" || !same {
+        return;
+    }
+    let words = format!(
+        "{} ran slower from the start of an earlier run and was dropped: its count stays the program's own, and no run tries it again",
+        trial.pinning.label
+    );
+    t.trial = None;
+    t.why = format!("{}; {words}", t.why);
+    use_.team_trial = Some(words);
 }
 
 /// Each named phase's last decision in this run; a phase this run did not reach keeps what
@@ -985,6 +1034,131 @@ mod tests {
         let next =
             settle(Some(found), found.key.clone(), false, r, &mut use_, 5.0).expect("a record");
         (next, use_)
+    }
+
+    /// A first run over before any probe leaves a record of the OS placement that only
+    /// carries the team trial; once the trial is dropped, that record holds no pinning: it
+    /// is not applied (the next run searches as a first run), and a run that then decides
+    /// the OS placement is a new decision, not a confirmation of a placeholder (which had
+    /// been "confirmed" with no probe, as the only candidate, run after run).
+    #[test]
+    fn a_record_that_only_carried_a_trial_holds_no_pinning() {
+        const UNIT: &str = "OpenMP team constructs/s";
+        let key = record(&[1], Outcome::New).key;
+        let mut first = Report::default();
+        first.objective.unit = UNIT.into();
+        first.exit_status = Some(0);
+        first.wall_time = 2.4;
+        first.threads = report("x", None, 1.0, UNIT, Some(trial_candidate())).threads;
+        let mut use_ = MemoryUse::default();
+        let rec = settle(None, key.clone(), false, &mut first, &mut use_, 1.0)
+            .expect("a record carrying the trial");
+        assert_eq!(
+            (rec.outcome, rec.pinning.cpus.clone()),
+            (Outcome::Unfinished, None)
+        );
+        // Pending, it is tried (the record's placeholder pinning is not what runs).
+        assert!(holds_no_pinning(&rec));
+        assert!(tries_trial(&rec, &ThreadsChoice::Auto));
+        // The trial ran slower: dropped, the record still holds no pinning, and is not
+        // tried again.
+        let mut trial_run = Report::default();
+        trial_run.objective.unit = UNIT.into();
+        trial_run.exit_status = Some(0);
+        trial_run.wall_time = 3.6;
+        let mut use_ = MemoryUse::default();
+        let dropped = settle(
+            Some(&rec),
+            key.clone(),
+            true,
+            &mut trial_run,
+            &mut use_,
+            2.0,
+        )
+        .expect("the trial is judged");
+        assert_eq!(
+            dropped.team_trial.as_ref().map(|t| t.state),
+            Some(TrialState::Dropped)
+        );
+        assert!(holds_no_pinning(&dropped));
+        assert!(!tries_trial(&dropped, &ThreadsChoice::Auto));
+        // A later run (searched as a first run) that decides the OS placement: new, with
+        // the dropped trial kept.
+        let mut later = report("unpinned (OS decides)", None, 50.0, UNIT, None);
+        later.candidates[0].cpus = None;
+        let mut use_ = MemoryUse::default();
+        let next =
+            settle(Some(&dropped), key, false, &mut later, &mut use_, 3.0).expect("a record");
+        assert_eq!(next.outcome, Outcome::New, "{:?}", use_);
+        assert_eq!(
+            next.team_trial.as_ref().map(|t| t.state),
+            Some(TrialState::Dropped)
+        );
+        assert!(!holds_no_pinning(&next), "a measured decision: {next:?}");
+        // A record a search's best so far wrote (with a rate and a runner-up) holds one.
+        let mut unfinished = record(&[1, 0], Outcome::Unfinished);
+        unfinished.runner_up = Some(pinning(&[0, 1]));
+        assert!(!holds_no_pinning(&unfinished));
+    }
+
+    /// A record whose trial of one thread was tried and dropped; each later run of the
+    /// program (one long region: the count cannot change mid-run) would offer it again.
+    /// Whether the run decided or ended before its check could, the report says it was
+    /// dropped and no run tries it again, not that the next run starts with it.
+    #[test]
+    fn a_trial_dropped_before_is_said_so_not_offered_again() {
+        const UNIT: &str = "OpenMP team constructs/s";
+        let mut found = record(&[1, 0], Outcome::Confirmed);
+        found.unit = UNIT.into();
+        found.team_trial = Some(TeamTrial {
+            pinning: RememberedPinning {
+                label: "1 thread: 1".into(),
+                cpus: Some(vec![1]),
+                team: Some(1),
+            },
+            state: TrialState::Dropped,
+            rate: Some(78.0),
+            baseline: None,
+            held_to: None,
+        });
+        for decided in [true, false] {
+            let mut r = report("[1, 0]", None, 100.0, UNIT, Some(trial_candidate()));
+            if !decided {
+                r.decision = None;
+            }
+            let (use_, next) = {
+                let mut use_ = MemoryUse {
+                    hit: true,
+                    ..MemoryUse::default()
+                };
+                let next = settle(
+                    Some(&found),
+                    found.key.clone(),
+                    false,
+                    &mut r,
+                    &mut use_,
+                    5.0,
+                );
+                (use_, next)
+            };
+            let t = r.threads.clone().expect("the count is reported");
+            assert_eq!(t.trial, None, "decided {decided}: {t:?}");
+            assert!(t.why.contains("was dropped"), "{t:?}");
+            assert!(
+                t.summary().contains("thread count: kept") && !t.summary().contains("to try"),
+                "{}",
+                t.summary()
+            );
+            let said = use_.team_trial.clone().unwrap_or_default();
+            assert!(said.contains("no run tries it again"), "{use_:?}");
+            // The record keeps its dropped trial (a decided run rewrites the rest).
+            if let Some(next) = next {
+                assert_eq!(
+                    next.team_trial.as_ref().map(|t| t.state),
+                    Some(TrialState::Dropped)
+                );
+            }
+        }
     }
 
     #[test]

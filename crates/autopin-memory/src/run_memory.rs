@@ -125,6 +125,12 @@ impl RunMemory {
         m
     }
 
+    /// The record found holds no pinning and this run tries no trial of it: it is not
+    /// applied (`policy::holds_no_pinning`).
+    fn placeholder(&self) -> bool {
+        !self.trying && self.found.as_ref().is_some_and(policy::holds_no_pinning)
+    }
+
     fn fail(&mut self, e: MemoryError, sink: &mut dyn RunSink) {
         sink.message(
             None,
@@ -139,6 +145,13 @@ impl RunMemory {
     /// A remembered decision becomes the plan's check (or the start of its team trial).
     pub fn apply(&self, plan: &mut RunPlan, sink: &mut dyn RunSink) {
         let Some(r) = &self.found else { return };
+        if self.placeholder() {
+            sink.message(
+                None,
+                "remembered: no pinning yet (an earlier run ended before any probe, and the record holds only what its count did): this run searches as a first run",
+            );
+            return;
+        }
         let (remembered, lines) = policy::recall(r, self.trying);
         for l in lines {
             sink.message(None, &l);
@@ -151,7 +164,7 @@ impl RunMemory {
         let mut use_ = MemoryUse {
             path: self.path.clone(),
             key: self.key.as_ref().map(DecisionKey::id).unwrap_or_default(),
-            hit: self.found.is_some(),
+            hit: self.found.is_some() && !self.placeholder(),
             busy_then: self.found.as_ref().and_then(|r| r.busy.clone()),
             ..MemoryUse::default()
         };

@@ -382,6 +382,8 @@ impl ThreadCount {
                 "thread count: kept in this run{own}: {}; the next run starts with {} to try",
                 self.why, t.label
             ),
+            // (fewer were tried from an earlier run's start, and dropped)
+            ("across runs", None) => format!("thread count: kept{own}: {}", self.why),
             _ => format!("thread count: not searched{own}: {}", self.why),
         };
         match self.released {

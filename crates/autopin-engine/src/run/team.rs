@@ -294,11 +294,6 @@ impl TeamSearch {
         let Some(first) = teams.first().cloned() else {
             return (Vec::new(), None);
         };
-        // No region began over the last readings, or the program has begun one region in
-        // all (a search starts once it has run a while).
-        let long_region = state.starts <= 1
-            || (s.starts.len() >= LONG_REGION_READINGS
-                && s.starts.windows(2).all(|w| w[0] == w[1]));
         let why_not = state
             .flags
             .why_not()
@@ -307,15 +302,7 @@ impl TeamSearch {
                     "the program keeps thread-local data of its own (maybe OpenMP threadprivate data, which persists only while the team keeps its size)".to_string()
                 })
             })
-            .or_else(|| {
-                long_region.then(|| {
-                    format!(
-                        "the program runs one long parallel region ({} begun in all, none in its last {:.1} s), whose team no change reaches until it ends",
-                        state.starts,
-                        0.1 * LONG_REGION_READINGS as f64
-                    )
-                })
-            });
+            .or_else(|| s.one_long_region(&state));
         if let Some(why) = why_not {
             let note = format!(
                 "thread count: {} may run faster, but {why}: its count stays in this run, and the next run starts with them to try (from memory)",
@@ -357,11 +344,20 @@ impl TeamSearch {
         let seen_plain = s.state.is_some() && names_its_own.is_none();
         if s.enabled && seen_plain && s.offered.is_empty() && s.trial.is_none() && s.off.is_none() {
             if let Some(first) = s.at_launch.clone() {
-                // Where the program had already shown it may notice a smaller team, that is
-                // why its count stayed, search or none: a longer run would have kept it too.
-                let why = s.state.and_then(|t| t.flags.why_not()).unwrap_or_else(|| {
-                    "the program ended before a search could try fewer threads".into()
-                });
+                // Where the program had already shown it may notice a smaller team, or ran
+                // one long region, that is why its count stayed, search or none: a longer
+                // run would have kept it too.
+                let long_seen = s.starts.len() >= LONG_REGION_READINGS;
+                let why = s
+                    .state
+                    .and_then(|t| {
+                        t.flags
+                            .why_not()
+                            .or_else(|| s.one_long_region(&t).filter(|_| long_seen))
+                    })
+                    .unwrap_or_else(|| {
+                        "the program ended before a search could try fewer threads".into()
+                    });
                 s.trial = Some((first, why));
             }
         }
@@ -457,6 +453,23 @@ fn names_why(t: &TeamState, start_threads: usize, arg_counts: &[usize]) -> Strin
         format!("{base}; it named {named}, not the {start_threads} it was started with")
     } else {
         base
+    }
+}
+
+impl Shared {
+    /// Why a smaller team cannot reach the program in this run when it runs one long
+    /// region: none began over the last readings, or it has begun one in all (a search
+    /// starts once it has run a while).
+    fn one_long_region(&self, state: &TeamState) -> Option<String> {
+        let quiet = self.starts.len() >= LONG_REGION_READINGS
+            && self.starts.windows(2).all(|w| w[0] == w[1]);
+        (state.starts <= 1 || quiet).then(|| {
+            format!(
+                "the program runs one long parallel region ({} begun in all, none in its last {:.1} s), whose team no change reaches until it ends",
+                state.starts,
+                0.1 * LONG_REGION_READINGS as f64
+            )
+        })
     }
 }
 

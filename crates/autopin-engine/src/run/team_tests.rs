@@ -305,6 +305,37 @@ fn a_program_in_one_long_region_is_left_to_its_next_run() {
     assert!(r.candidates.iter().all(|c| c.team.is_none()));
 }
 
+/// The same program over in 1.2 s, before any search: why its count stayed is the one long
+/// region it ran (a longer run would have kept it too), not that it ended first.
+#[test]
+fn a_short_program_in_one_long_region_is_told_that_as_the_reason() {
+    let m = two_cpus();
+    let model = BarrierModel {
+        base: 10_000.0,
+        busy: vec![0],
+        stacked: 0.05,
+    };
+    let sim = Sim::new(&m, Box::new(model), 2, 0.02, 3, 1.2)
+        .with_team(0)
+        .with_one_region();
+    let mut p = SimPlatform::new(sim);
+    p.counting = Err(OsError::NotSupported("no PMU".into()));
+    p.openmp_runtime = Some("libgomp.so.1".into());
+    p.busy = vec![0];
+    // (searched from 1.5 s on, as `run` does: over before that)
+    let mut pl = plan(&m, launch(), topology());
+    pl.search.init = 1.5;
+    pl.search.init_asked = true;
+    let (r, sink) = go(&pl, &mut p);
+    let r = r.unwrap();
+    assert!(r.decision.is_none(), "{:?}", r.decision);
+    let t = r.threads.clone().expect("the count is reported");
+    assert_eq!(t.searched, "across runs", "{t:?}\n{:?}", sink.messages);
+    assert!(t.why.contains("one long parallel region"), "{t:?}");
+    assert!(!t.why.contains("ended before a search"), "{t:?}");
+    assert_eq!(t.trial.as_ref().and_then(|c| c.team), Some(1));
+}
+
 #[test]
 fn a_program_that_ends_before_the_search_leaves_fewer_threads_to_its_next_run() {
     let m = two_cpus();
