@@ -1027,12 +1027,17 @@ mod tests {
 
     /// `settle` of a run that found `found` (not trying a trial): the record and the use.
     fn settle_hit(found: &Record, r: &mut Report) -> (Record, MemoryUse) {
+        let (next, use_) = settle_hit_or_none(found, r);
+        (next.expect("a record"), use_)
+    }
+
+    /// `settle_hit` where nothing may be written (None: the record stays as it was).
+    fn settle_hit_or_none(found: &Record, r: &mut Report) -> (Option<Record>, MemoryUse) {
         let mut use_ = MemoryUse {
             hit: true,
             ..MemoryUse::default()
         };
-        let next =
-            settle(Some(found), found.key.clone(), false, r, &mut use_, 5.0).expect("a record");
+        let next = settle(Some(found), found.key.clone(), false, r, &mut use_, 5.0);
         (next, use_)
     }
 
@@ -1126,21 +1131,7 @@ mod tests {
             if !decided {
                 r.decision = None;
             }
-            let (use_, next) = {
-                let mut use_ = MemoryUse {
-                    hit: true,
-                    ..MemoryUse::default()
-                };
-                let next = settle(
-                    Some(&found),
-                    found.key.clone(),
-                    false,
-                    &mut r,
-                    &mut use_,
-                    5.0,
-                );
-                (use_, next)
-            };
+            let (next, use_) = settle_hit_or_none(&found, &mut r);
             let t = r.threads.clone().expect("the count is reported");
             assert_eq!(t.trial, None, "decided {decided}: {t:?}");
             assert!(t.why.contains("was dropped"), "{t:?}");

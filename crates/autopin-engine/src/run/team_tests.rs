@@ -21,6 +21,11 @@ fn platform(busy: bool, flags: u32) -> SimPlatform {
 
 /// `platform` with the simulation's noise drawn from `seed`.
 fn platform_seeded(busy: bool, flags: u32, seed: u64) -> SimPlatform {
+    platform_for(busy, flags, seed, 12.0)
+}
+
+/// `platform_seeded` for a program that runs `seconds`.
+fn platform_for(busy: bool, flags: u32, seed: u64, seconds: f64) -> SimPlatform {
     let m = two_cpus();
     let busy_cpus = if busy { vec![0] } else { vec![] };
     let model = BarrierModel {
@@ -28,7 +33,7 @@ fn platform_seeded(busy: bool, flags: u32, seed: u64) -> SimPlatform {
         busy: busy_cpus.clone(),
         stacked: 0.05,
     };
-    let sim = Sim::new(&m, Box::new(model), 2, 0.02, seed, 12.0).with_team(flags);
+    let sim = Sim::new(&m, Box::new(model), 2, 0.02, seed, seconds).with_team(flags);
     let mut p = SimPlatform::new(sim);
     p.counting = Err(OsError::NotSupported("no PMU".into()));
     p.openmp_runtime = Some("libgomp.so.1".into());
@@ -310,18 +315,8 @@ fn a_program_in_one_long_region_is_left_to_its_next_run() {
 #[test]
 fn a_short_program_in_one_long_region_is_told_that_as_the_reason() {
     let m = two_cpus();
-    let model = BarrierModel {
-        base: 10_000.0,
-        busy: vec![0],
-        stacked: 0.05,
-    };
-    let sim = Sim::new(&m, Box::new(model), 2, 0.02, 3, 1.2)
-        .with_team(0)
-        .with_one_region();
-    let mut p = SimPlatform::new(sim);
-    p.counting = Err(OsError::NotSupported("no PMU".into()));
-    p.openmp_runtime = Some("libgomp.so.1".into());
-    p.busy = vec![0];
+    let mut p = platform_for(true, 0, 3, 1.2);
+    p.sim = p.sim.clone().with_one_region();
     // (searched from 1.5 s on, as `run` does: over before that)
     let mut pl = plan(&m, launch(), topology());
     pl.search.init = 1.5;
@@ -339,19 +334,10 @@ fn a_short_program_in_one_long_region_is_told_that_as_the_reason() {
 #[test]
 fn a_program_that_ends_before_the_search_leaves_fewer_threads_to_its_next_run() {
     let m = two_cpus();
-    let model = BarrierModel {
-        base: 10_000.0,
-        busy: vec![0],
-        stacked: 0.05,
-    };
     // Over in 0.15 s, before any probe. It never asked for its count: the team asked at
     // birth reached it, and it ran one thread to its end.
     let short = |flags: u32| {
-        let sim = Sim::new(&m, Box::new(model.clone()), 2, 0.02, 3, 0.15).with_team(flags);
-        let mut p = SimPlatform::new(sim);
-        p.counting = Err(OsError::NotSupported("no PMU".into()));
-        p.openmp_runtime = Some("libgomp.so.1".into());
-        p.busy = vec![0];
+        let mut p = platform_for(true, flags, 3, 0.15);
         let r = go(&plan(&m, launch(), topology()), &mut p).0.unwrap();
         assert!(r.decision.is_none(), "{:?}", r.decision);
         let l = p.launched_with.clone().expect("launched");
