@@ -228,6 +228,26 @@ fn none_found(what: &str, pattern: bool, path: &std::path::Path) -> CliError {
     ))
 }
 
+/// The PINNING column: the remembered pinning, or for a record that holds none (a program
+/// that ended before any probe, whose record carries only a trial of fewer threads) what
+/// it does hold, rather than the OS placement it is written with, which no run applies.
+fn pinning_column(r: &Record) -> String {
+    if !autopin_memory::policy::holds_no_pinning(r) {
+        return r.pinning.label.clone();
+    }
+    match &r.team_trial {
+        Some(t) => {
+            let state = match t.state {
+                autopin_memory::TrialState::Pending => "to try",
+                autopin_memory::TrialState::Kept => "kept",
+                autopin_memory::TrialState::Dropped => "tried and dropped",
+            };
+            format!("none yet; {} {state}", t.pinning.label)
+        }
+        None => "none yet".into(),
+    }
+}
+
 fn table(records: &[Record]) -> String {
     let mut rows = vec![[
         "KEY".to_string(),
@@ -247,7 +267,7 @@ fn table(records: &[Record]) -> String {
             r.key.threads.clone(),
             r.key.cpus.clone(),
             r.key.objective.clone(),
-            r.pinning.label.clone(),
+            pinning_column(r),
             // The CPUs other work kept busy when it was decided: "-" none, "?" not watched.
             match r.busy.as_deref() {
                 None => "?".into(),
@@ -259,4 +279,76 @@ fn table(records: &[Record]) -> String {
         ]);
     }
     autopin_human::columns(&rows, |_| false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autopin_memory::{
+        DecisionKey, Outcome, RememberedPinning, TeamTrial, TrialState, WholeRun,
+    };
+
+    fn placeholder(state: TrialState) -> Record {
+        Record {
+            id: "k".into(),
+            key: DecisionKey {
+                program: "/usr/bin/msgmerge".into(),
+                program_id: "x".into(),
+                args: None,
+                machine: "m".into(),
+                cpus: "0-1".into(),
+                threads: "2".into(),
+                objective: "default".into(),
+                share: None,
+            },
+            pinning: RememberedPinning {
+                label: "unpinned (OS decides)".into(),
+                cpus: None,
+                team: None,
+            },
+            runner_up: None,
+            rate: None,
+            unit: "OpenMP team constructs/s".into(),
+            outcome: Outcome::Unfinished,
+            uses: 2,
+            created: 0.0,
+            updated: 0.0,
+            phases: Vec::new(),
+            source: None,
+            busy: Some(vec![0]),
+            team_trial: Some(TeamTrial {
+                pinning: RememberedPinning {
+                    label: "1 thread: 1".into(),
+                    cpus: Some(vec![1]),
+                    team: Some(1),
+                },
+                state,
+                rate: None,
+                baseline: None::<WholeRun>,
+                held_to: None,
+            }),
+        }
+    }
+
+    /// A record that only carries a trial of fewer threads is listed as holding no pinning
+    /// (no run applies its OS placement), with what became of the trial; a record of a
+    /// measured decision is listed by its pinning.
+    #[test]
+    fn a_record_that_holds_no_pinning_is_listed_as_such() {
+        let dropped = table(&[placeholder(TrialState::Dropped)]);
+        assert!(
+            dropped.contains("none yet; 1 thread: 1 tried and dropped"),
+            "{dropped}"
+        );
+        assert!(!dropped.contains("unpinned (OS decides)"), "{dropped}");
+        let pending = table(&[placeholder(TrialState::Pending)]);
+        assert!(
+            pending.contains("none yet; 1 thread: 1 to try"),
+            "{pending}"
+        );
+        let mut decided = placeholder(TrialState::Dropped);
+        decided.outcome = Outcome::New;
+        decided.rate = Some(5.0);
+        assert!(table(&[decided]).contains("unpinned (OS decides)"));
+    }
 }
