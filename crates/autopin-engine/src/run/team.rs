@@ -54,7 +54,8 @@ struct Shared {
     state: Option<TeamState>,
     /// The outermost regions begun, at each of the latest readings (oldest first).
     starts: Vec<u32>,
-    /// Team candidates offered to a search.
+    /// Team candidates a search raced (`racing`): those `candidates` offered, and a
+    /// remembered decision's of fewer threads.
     offered: Vec<Pinning>,
     /// The team candidate a search could not offer (the program may notice a smaller
     /// team), left to the next run's start; and why.
@@ -197,11 +198,11 @@ impl TeamSearch {
         self.0.borrow_mut().born = Some(k);
     }
 
-    /// Notes the team candidates among a search's `pinnings` that did not come from
-    /// `candidates` (a remembered decision's pinning or runner-up of fewer threads, raced in
-    /// a check): where the count may be searched in this run, it is searched mid-run with
-    /// them as with those, and the report says so rather than leaving the count to the next
-    /// run. (A check that overturned a remembered pinning for its runner-up of one thread
+    /// Notes the team candidates among a search's `pinnings`, the ones `candidates` offered
+    /// and any other (a remembered decision's pinning or runner-up of fewer threads, raced
+    /// in a check): where the count may be searched in this run, it is then searched mid-run,
+    /// and the report says so rather than leaving the count to the next run. The one place
+    /// `offered` is filled. (A check that overturned a remembered pinning for its runner-up of one thread
     /// was reported as "the program ended before a search could try fewer threads", and its
     /// next run "tried" the count it had just chosen.)
     pub(super) fn racing(&self, pinnings: &[Pinning]) {
@@ -319,11 +320,7 @@ impl TeamSearch {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        for t in &teams {
-            if !s.offered.iter().any(|o| o.label == t.label) {
-                s.offered.push(t.clone());
-            }
-        }
+        // (noted as offered once they are in the search's list: `racing`)
         (teams, Some(note))
     }
 
